@@ -1,0 +1,31 @@
+# Sourced by scripts/run, scripts/test and the benchmarks: makes .venv, installs the project,
+# generates the gRPC stubs and the npm tools. Idempotent and quiet when nothing changed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    echo "bootstrap: creating .venv" >&2
+    "$PY" -m venv .venv
+fi
+VPY="$ROOT/.venv/bin/python"
+export PATH="$ROOT/.venv/bin:$PATH"
+stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+    echo "bootstrap: installing packages (first run takes a minute)" >&2
+    "$VPY" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+    "$VPY" -m pip install -q --disable-pip-version-check -e ".[dev]"
+    # The generated stubs (./travel) and the tests import from the project root.
+    echo "$ROOT" > "$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/travel_project_root.pth"
+    rm -f .venv/.installed-*
+    touch "$stamp"
+fi
+gen_stamp="travel/.generated-$(cat proto/travel/*/*/*.proto scripts/gen_protos.py | sha256sum | cut -c1-16)"
+if [ ! -f "$gen_stamp" ]; then
+    "$VPY" scripts/gen_protos.py
+    touch "$gen_stamp"
+fi
+if [ ! -x node_modules/.bin/buf ]; then
+    echo "bootstrap: installing buf (npm)" >&2
+    npm install --no-audit --no-fund --silent
+fi

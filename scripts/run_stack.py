@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Run the whole stack locally: each service as its own process on SQLite files under ./var/.
+
+Ctrl-C (or SIGTERM) stops them all gracefully. Ports can be moved with the services' own
+environment variables (AUTHSVC_LISTEN, WEBHOOKD_LISTEN, EDGE_LIVE_LISTEN, ...).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+VAR = ROOT / "var"
+
+
+@dataclass
+class Service:
+    module: str
+    args: list[str]
+    ports: dict[str, object] = field(default_factory=dict)
+    proc: subprocess.Popen[str] | None = None
+
+    @property
+    def present(self) -> bool:
+        return (ROOT / self.module / "__main__.py").exists()
+
+
+AUTH_LISTEN = os.environ.get("AUTHSVC_LISTEN", "127.0.0.1:50051")
+WEBHOOKD_LISTEN = os.environ.get("WEBHOOKD_LISTEN", "127.0.0.1:50052")
+
+
+def services() -> list[Service]:
+    return [
+        Service(
+            "authsvc",
+            [
+                "--listen", AUTH_LISTEN,
+                "--database", f"sqlite+aiosqlite:///{VAR / 'authsvc.db'}",
+                "--metrics-listen", os.environ.get("AUTHSVC_METRICS_LISTEN", "127.0.0.1:9101"),
+                "--webhookd", WEBHOOKD_LISTEN if (ROOT / "webhookd" / "__main__.py").exists() else "",
+            ],
+        ),
+        Service(
+            "webhookd",
+            [
+                "--listen", WEBHOOKD_LISTEN,
+                "--database", f"sqlite+aiosqlite:///{VAR / 'webhookd.db'}",
+                "--metrics-listen", os.environ.get("WEBHOOKD_METRICS_LISTEN", "127.0.0.1:9102"),
+            ],
+        ),
+        Service(
+            "edge",
+            [
+                "--authsvc", AUTH_LISTEN,
+                "--webhookd", WEBHOOKD_LISTEN,
+                "--database", f"sqlite+aiosqlite:///{VAR / 'edge.db'}",
+            ],
+        ),
+    ]
+
+
+def start(svc: Service) -> None:
+    log = open(VAR / f"{svc.module}.log", "a")  # noqa: SIM115 - lives as long as the child
+    svc.proc = subprocess.Popen(
+        [sys.executable, "-m", svc.module, "serve", *svc.args],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        cwd=ROOT,
+    )
+    assert svc.proc.stdout is not None
+    for line in svc.proc.stdout:
+        if line.startswith("READY "):
+            svc.ports = json.loads(line[6:])
+            return
+    raise SystemExit(f"{svc.module} exited before it was ready; see {VAR / (svc.module + '.log')}")
+
+
+async def demo_key(running: list[Service]) -> str | None:
+    """Create (once) a demo account and a sandbox key, so the printed examples work."""
+    state = VAR / "demo.json"
+    if state.exists():
+        return str(json.loads(state.read_text())["secret"])
+    from svcctl.client import create_demo_key
+
+    demo = await create_demo_key(AUTH_LISTEN)
+    state.write_text(json.dumps(demo))
+    state.chmod(0o600)
+    return str(demo["secret"])
+
+
+def main() -> int:
+    VAR.mkdir(exist_ok=True)
+    running: list[Service] = []
+    try:
+        for svc in services():
+            if svc.present:
+                start(svc)
+                running.append(svc)
+                print(f"started {svc.module}: {json.dumps(svc.ports)}  (log: var/{svc.module}.log)")
+        secret = asyncio.run(demo_key(running))
+        print()
+        print("Demo sandbox key (stored in var/demo.json):", secret)
+        print(f"Admin CLI:    .venv/bin/svcctl --authsvc {AUTH_LISTEN} keys list --account $(jq -r .account_id var/demo.json)")
+        if any(s.module == "edge" for s in running):
+            print("HTTP:         curl -s -H 'Authorization: Svc '" + str(secret) + " http://127.0.0.1:8081/v1/account")
+            print(
+                "WebSocket:    .venv/bin/python -m websockets --help >/dev/null; "
+                ".venv/bin/python scripts/ws_example.py ws://127.0.0.1:8081/v1/stream " + str(secret)
+            )
+        print("\nCtrl-C stops everything.")
+        while all(s.proc is not None and s.proc.poll() is None for s in running):
+            signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for svc in reversed(running):
+            if svc.proc and svc.proc.poll() is None:
+                svc.proc.send_signal(signal.SIGTERM)
+        for svc in reversed(running):
+            if svc.proc:
+                try:
+                    svc.proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    svc.proc.kill()
+    return 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""The public error types and their one mapping to HTTP statuses and gRPC status codes.
+
+Every service has its own exception root deriving from ``ServiceError``:
+
+    ServiceError                (svckit)     type, message; never carries a secret
+    ├── AuthError               (authsvc)
+    ├── WebhookError            (webhookd)
+    └── EdgeError               (edge)
+
+A ``ServiceError`` becomes a gRPC status with a ``google.rpc.ErrorInfo`` detail whose ``reason`` is the
+error type (``to_grpc_status``), and a gRPC error becomes an HTTP body again (``type_from_rpc_error``).
+The table below is the only place where an error type meets a status code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorKind:
+    http_status: int
+    grpc_code: grpc.StatusCode
+
+
+# decisions.md "Errors": type -> HTTP status, plus the gRPC code services use for it.
+ERROR_KINDS: dict[str, ErrorKind] = {
+    "missing_api_key": ErrorKind(401, grpc.StatusCode.UNAUTHENTICATED),
+    "invalid_api_key": ErrorKind(401, grpc.StatusCode.UNAUTHENTICATED),
+    "environment_mismatch": ErrorKind(401, grpc.StatusCode.UNAUTHENTICATED),
+    "missing_scope": ErrorKind(403, grpc.StatusCode.PERMISSION_DENIED),
+    "ip_not_allowed": ErrorKind(403, grpc.StatusCode.PERMISSION_DENIED),
+    "account_read_only": ErrorKind(403, grpc.StatusCode.PERMISSION_DENIED),
+    "missing_idempotency_key": ErrorKind(400, grpc.StatusCode.INVALID_ARGUMENT),
+    "idempotency_key_reused": ErrorKind(422, grpc.StatusCode.FAILED_PRECONDITION),
+    "idempotency_key_in_use": ErrorKind(409, grpc.StatusCode.ABORTED),
+    "invalid_request": ErrorKind(400, grpc.StatusCode.INVALID_ARGUMENT),
+    "invalid_customer_ref": ErrorKind(400, grpc.StatusCode.INVALID_ARGUMENT),
+    "search_quota_exhausted": ErrorKind(402, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    "credit_exhausted": ErrorKind(402, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    "not_acceptable": ErrorKind(406, grpc.StatusCode.INVALID_ARGUMENT),
+    "not_found": ErrorKind(404, grpc.StatusCode.NOT_FOUND),
+    "misdirected_request": ErrorKind(421, grpc.StatusCode.INVALID_ARGUMENT),
+    "conflict": ErrorKind(409, grpc.StatusCode.FAILED_PRECONDITION),
+    "rate_limited": ErrorKind(429, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    "payload_too_large": ErrorKind(413, grpc.StatusCode.INVALID_ARGUMENT),
+    "unsupported_media_type": ErrorKind(415, grpc.StatusCode.INVALID_ARGUMENT),
+    "service_unavailable": ErrorKind(503, grpc.StatusCode.UNAVAILABLE),
+    "internal_error": ErrorKind(500, grpc.StatusCode.INTERNAL),
+}
+
+_GRPC_FALLBACK: dict[grpc.StatusCode, str] = {
+    grpc.StatusCode.INVALID_ARGUMENT: "invalid_request",
+    grpc.StatusCode.NOT_FOUND: "not_found",
+    grpc.StatusCode.UNAUTHENTICATED: "invalid_api_key",
+    grpc.StatusCode.PERMISSION_DENIED: "missing_scope",
+    grpc.StatusCode.RESOURCE_EXHAUSTED: "rate_limited",
+    grpc.StatusCode.UNAVAILABLE: "service_unavailable",
+    grpc.StatusCode.DEADLINE_EXCEEDED: "service_unavailable",
+}
+
+
+class ServiceError(Exception):
+    """Root of every error a service answers with on purpose. ``message`` is shown to callers."""
+
+    type: str = "internal_error"
+    domain: str = "travel"
+
+    def __init__(self, message: str, *, type: str | None = None, metadata: dict[str, str] | None = None):
+        super().__init__(message)
+        if type is not None:
+            self.type = type
+        if self.type not in ERROR_KINDS:
+            raise ValueError(f"unknown error type {self.type!r}")
+        self.message = message
+        self.metadata = dict(metadata or {})
+
+    @property
+    def kind(self) -> ErrorKind:
+        return ERROR_KINDS[self.type]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(type={self.type!r}, message={self.message!r})"
+
+
+def http_status(error_type: str) -> int:
+    return ERROR_KINDS.get(error_type, ERROR_KINDS["internal_error"]).http_status
+
+
+def to_grpc_status(error: ServiceError) -> grpc.Status:
+    info = error_details_pb2.ErrorInfo(reason=error.type, domain=error.domain, metadata=error.metadata)
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    status = status_pb2.Status(code=error.kind.grpc_code.value[0], message=error.message, details=[detail])
+    return rpc_status.to_status(status)
+
+
+async def abort(context: Any, error: ServiceError) -> None:
+    """Abort an aio servicer call with ``error`` (raises)."""
+    await context.abort_with_status(to_grpc_status(error))
+
+
+def type_from_rpc_error(exc: grpc.RpcError) -> tuple[str, str]:
+    """(error type, message) of a gRPC error: ErrorInfo.reason when present, else by status code."""
+    status = None
+    try:
+        status = rpc_status.from_call(exc)  # type: ignore[arg-type]
+    except Exception:  # a malformed trailer is treated as "no details"
+        status = None
+    code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+    message = exc.details() if hasattr(exc, "details") else str(exc)
+    if status is not None:
+        for detail in status.details:
+            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                info = error_details_pb2.ErrorInfo()
+                detail.Unpack(info)
+                if info.reason in ERROR_KINDS:
+                    return info.reason, status.message
+    return _GRPC_FALLBACK.get(code, "internal_error"), message or "internal error"

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+PG_HOST, PG_PORT, PG_DB = "127.0.0.1", 5432, "test"
+PG_BASE = f"postgresql+asyncpg://postgres@{PG_HOST}:{PG_PORT}/{PG_DB}"
+
+
+def _pg_unavailable_reason() -> str | None:
+    import asyncpg
+
+    async def probe() -> None:
+        conn = await asyncpg.connect(host=PG_HOST, port=PG_PORT, user="postgres", database=PG_DB, timeout=3)
+        await conn.close()
+
+    try:
+        asyncio.run(probe())
+    except Exception as exc:  # any failure means "no server answers"
+        return f"no PostgreSQL server answers on {PG_HOST}:{PG_PORT} (database {PG_DB!r}): {exc}"
+    return None
+
+
+_PG_REASON: list[str | None] = []
+
+
+def pg_skip_reason() -> str | None:
+    if not _PG_REASON:
+        _PG_REASON.append(_pg_unavailable_reason())
+    return _PG_REASON[0]
+
+
+def _drop_schema(schema: str) -> None:
+    import asyncpg
+
+    async def drop() -> None:
+        conn = await asyncpg.connect(host=PG_HOST, port=PG_PORT, user="postgres", database=PG_DB)
+        try:
+            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        finally:
+            await conn.close()
+
+    asyncio.run(drop())
+
+
+def _create_schema(schema: str) -> None:
+    import asyncpg
+
+    async def create() -> None:
+        conn = await asyncpg.connect(host=PG_HOST, port=PG_PORT, user="postgres", database=PG_DB)
+        try:
+            await conn.execute(f'CREATE SCHEMA "{schema}"')
+        finally:
+            await conn.close()
+
+    asyncio.run(create())
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL URL isolated in a fresh schema of database ``test``, dropped afterwards."""
+    reason = pg_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    _create_schema(schema)
+    try:
+        yield f"{PG_BASE}?search_path={schema}"
+    finally:
+        _drop_schema(schema)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: pathlib.Path) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path / 'test.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[str]:
+    """Every storage test runs on SQLite and on PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'test.db'}"
+    else:
+        yield request.getfixturevalue("pg_url")

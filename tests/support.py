@@ -1,0 +1,77 @@
+"""Helpers for tests that start real service processes."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+class ServiceProcess:
+    """A service started as ``python -m <module> serve ...``; ``ports`` is its READY line."""
+
+    def __init__(self, module: str, args: Sequence[str], env: dict[str, str] | None = None) -> None:
+        self.module = module
+        self.args = list(args)
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        self.proc: subprocess.Popen[str] | None = None
+        self.ports: dict[str, Any] = {}
+        self.log_path: pathlib.Path | None = None
+
+    def start(self, log_path: pathlib.Path, timeout: float = 30.0) -> ServiceProcess:
+        self.log_path = log_path
+        log_file = open(log_path, "a")  # noqa: SIM115 - closed with the process
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", self.module, "serve", *self.args],
+            stdout=subprocess.PIPE,
+            stderr=log_file,
+            text=True,
+            cwd=ROOT,
+            env=self.env,
+        )
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if ready:
+                line = self.proc.stdout.readline()
+                if line.startswith("READY "):
+                    self.ports = json.loads(line[len("READY ") :])
+                    return self
+                if line == "" and self.proc.poll() is not None:
+                    break
+            elif self.proc.poll() is not None:
+                break
+        self.kill()
+        raise RuntimeError(f"{self.module} did not start; log:\n{log_path.read_text()[-4000:]}")
+
+    @property
+    def grpc_target(self) -> str:
+        return f"127.0.0.1:{self.ports['grpc_port']}"
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def terminate(self, timeout: float = 15.0) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return self.proc.returncode
+
+    def logs(self) -> str:
+        return self.log_path.read_text() if self.log_path else ""
