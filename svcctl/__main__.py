@@ -1,0 +1,63 @@
+"""``svcctl [--authsvc HOST:PORT] [--webhookd HOST:PORT] [--actor USER] GROUP COMMAND ...``
+
+Command groups register themselves from ``svcctl.auth_commands`` and ``svcctl.webhook_commands``:
+each module has ``register(subparsers)`` and sets ``handler`` (an async function of the parsed
+arguments returning an exit code) on its parsers.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import importlib
+import os
+import sys
+
+import grpc
+
+from svckit.errors import type_from_rpc_error
+
+COMMAND_MODULES = ("svcctl.auth_commands", "svcctl.webhook_commands")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="svcctl", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--authsvc",
+        default=os.environ.get("SVCCTL_AUTHSVC", "127.0.0.1:50051"),
+        help="authsvc gRPC address (env SVCCTL_AUTHSVC)",
+    )
+    parser.add_argument(
+        "--webhookd",
+        default=os.environ.get("SVCCTL_WEBHOOKD", "127.0.0.1:50052"),
+        help="webhookd gRPC address (env SVCCTL_WEBHOOKD)",
+    )
+    parser.add_argument(
+        "--actor",
+        default=os.environ.get("SVCCTL_ACTOR") or f"ops:{getpass.getuser()}",
+        help="who is acting, written to the audit trail (env SVCCTL_ACTOR)",
+    )
+    groups = parser.add_subparsers(dest="group", required=True, metavar="GROUP")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register(groups)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(asyncio.run(args.handler(args)))
+    except grpc.RpcError as exc:
+        error_type, message = type_from_rpc_error(exc)
+        print(f"error: {error_type}: {message}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
