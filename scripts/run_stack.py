@@ -66,7 +66,7 @@ def services() -> list[Service]:
 
 
 def start(svc: Service) -> None:
-    log = open(VAR / f"{svc.module}.log", "a")  # noqa: SIM115 - lives as long as the child
+    log = open(VAR / f"{svc.module}.log", "a")
     svc.proc = subprocess.Popen(
         [sys.executable, "-m", svc.module, "serve", *svc.args],
         stdout=subprocess.PIPE,
@@ -107,13 +107,11 @@ def main() -> int:
         secret = asyncio.run(demo_key(running))
         print()
         print("Demo sandbox key (stored in var/demo.json):", secret)
-        print(f"Admin CLI:    .venv/bin/svcctl --authsvc {AUTH_LISTEN} keys list --account $(jq -r .account_id var/demo.json)")
+        account = json.loads((VAR / "demo.json").read_text())["account_id"]
+        print(f"Admin CLI:    .venv/bin/svcctl --authsvc {AUTH_LISTEN} keys list --account {account}")
         if any(s.module == "edge" for s in running):
-            print("HTTP:         curl -s -H 'Authorization: Svc '" + str(secret) + " http://127.0.0.1:8081/v1/account")
-            print(
-                "WebSocket:    .venv/bin/python -m websockets --help >/dev/null; "
-                ".venv/bin/python scripts/ws_example.py ws://127.0.0.1:8081/v1/stream " + str(secret)
-            )
+            print(f"HTTP:         curl -s -H 'Authorization: Svc {secret}' http://127.0.0.1:8081/v1/account")
+            print(f"WebSocket:    .venv/bin/python scripts/ws_example.py ws://127.0.0.1:8081/v1/stream {secret}")  # noqa: E501
         print("\nCtrl-C stops everything.")
         while all(s.proc is not None and s.proc.poll() is None for s in running):
             signal.pause()

@@ -28,7 +28,7 @@ class ServiceProcess:
 
     def start(self, log_path: pathlib.Path, timeout: float = 30.0) -> ServiceProcess:
         self.log_path = log_path
-        log_file = open(log_path, "a")  # noqa: SIM115 - closed with the process
+        log_file = open(log_path, "a")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", self.module, "serve", *self.args],
             stdout=subprocess.PIPE,
