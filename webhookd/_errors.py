@@ -1,0 +1,72 @@
+"""webhookd's exceptions. One root, every public type from svckit.errors.ERROR_KINDS:
+
+    ServiceError                      (svckit)
+    └── WebhookError                  internal_error unless a subclass says otherwise
+        ├── InvalidRequest            invalid_request: bad field (the message names it)
+        │   └── UnsafeTarget          invalid_request: URL refused by the SSRF guard
+        ├── PayloadTooLarge           payload_too_large: event data over MAX_PAYLOAD_BYTES
+        ├── NotFound                  not_found: unknown id, or an id of another account/environment
+        ├── Conflict                  conflict: the resource is not in a state that allows the call
+        └── Unavailable               service_unavailable
+
+Receiver side (no gRPC involved, raised by ``verify``):
+
+    WebhookVerificationError
+    ├── SignatureFormatError          header missing or malformed
+    ├── NoMatchingSignature           no v1= matches any of the given secrets
+    ├── TimestampTooOld               t is more than ``tolerance`` seconds in the past
+    └── TimestampTooNew               t is more than ``tolerance`` seconds in the future
+"""
+
+from __future__ import annotations
+
+from svckit.errors import ServiceError
+
+
+class WebhookError(ServiceError):
+    domain = "webhooks.travel"
+    type = "internal_error"
+
+
+class InvalidRequest(WebhookError):
+    type = "invalid_request"
+
+
+class UnsafeTarget(InvalidRequest):
+    pass
+
+
+class PayloadTooLarge(WebhookError):
+    type = "payload_too_large"
+
+
+class NotFound(WebhookError):
+    type = "not_found"
+
+
+class Conflict(WebhookError):
+    type = "conflict"
+
+
+class Unavailable(WebhookError):
+    type = "service_unavailable"
+
+
+class WebhookVerificationError(Exception):
+    """A delivery whose signature header does not verify. The message never contains a secret."""
+
+
+class SignatureFormatError(WebhookVerificationError):
+    pass
+
+
+class NoMatchingSignature(WebhookVerificationError):
+    pass
+
+
+class TimestampTooOld(WebhookVerificationError):
+    pass
+
+
+class TimestampTooNew(WebhookVerificationError):
+    pass

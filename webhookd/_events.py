@@ -1,0 +1,88 @@
+"""Event kinds (spec section 6, a closed list) and the delivery envelope (decisions.md "Webhooks")."""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from webhookd._errors import InvalidRequest, PayloadTooLarge
+
+EVENT_KINDS: tuple[str, ...] = (
+    "booking.confirmed",
+    "booking.failed",
+    "booking.cancelled",
+    "booking.modified",
+    "payment.succeeded",
+    "payment.failed",
+    "payment.refunded",
+    "esim.provisioned",
+    "esim.usage_threshold",
+    "ledger.low_balance",
+    "search_quota.threshold",
+    "settlement.invoice_issued",
+    "settlement.payment_failed",
+    "apikey.revoked",
+)
+# Sent only by SendTestEvent, only to the endpoint under test; never published, never streamed.
+TEST_EVENT_KIND = "webhook.test"
+
+# Largest envelope we accept and send (Stripe and Svix are in the same range).
+MAX_PAYLOAD_BYTES = 256 * 1024
+MAX_STATE_LENGTH = 64
+
+
+class Environment(enum.Enum):
+    LIVE = "live"
+    SANDBOX = "sandbox"
+
+
+def check_event_kinds(kinds: Iterable[str], field: str = "events") -> list[str]:
+    """Validated, de-duplicated, in order given; unknown kind or empty list -> InvalidRequest."""
+    out: list[str] = []
+    for kind in kinds:
+        if kind not in EVENT_KINDS:
+            raise InvalidRequest(
+                f"{field}: unknown event kind {kind!r}; known kinds: {', '.join(EVENT_KINDS)}"
+            )
+        if kind not in out:
+            out.append(kind)
+    if not out:
+        raise InvalidRequest(f"{field}: at least one event kind is required")
+    return out
+
+
+def rfc3339(when: dt.datetime) -> str:
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def build_envelope(
+    *,
+    event_id: str,
+    kind: str,
+    created: dt.datetime,
+    environment: Environment,
+    account_id: str,
+    state: str,
+    data: Mapping[str, Any],
+) -> bytes:
+    """The exact body sent to every endpoint: serialised once here and stored as these bytes."""
+    body = json.dumps(
+        {
+            "id": event_id,
+            "type": kind,
+            "created": rfc3339(created),
+            "livemode": environment is Environment.LIVE,
+            "account": account_id,
+            "state": state,
+            "data": dict(data),
+        },
+        separators=(",", ":"),
+        ensure_ascii=False,
+        sort_keys=False,
+    ).encode()
+    if len(body) > MAX_PAYLOAD_BYTES:
+        raise PayloadTooLarge(f"data: event envelope is {len(body)} bytes, limit {MAX_PAYLOAD_BYTES}")
+    return body

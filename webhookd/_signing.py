@@ -1,0 +1,112 @@
+"""Signing deliveries (sender side) and verifying them (receiver side), spec section 6.
+
+Header: ``X-Service-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>...]`` where each ``v1`` is
+HMAC-SHA256, keyed by one valid signing secret, over ``f"{t}.".encode() + raw_body``. During a rotation
+overlap there is one ``v1`` per valid secret, newest first.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import hmac
+import secrets as _secrets
+from collections.abc import Sequence
+
+from webhookd._errors import NoMatchingSignature, SignatureFormatError, TimestampTooNew, TimestampTooOld
+
+SIGNATURE_HEADER = "X-Service-Signature"
+SECRET_PREFIX = "whsec_"
+DEFAULT_TOLERANCE = 300
+
+
+def new_secret() -> str:
+    """``whsec_`` + base64 of 32 random bytes."""
+    return SECRET_PREFIX + base64.b64encode(_secrets.token_bytes(32)).decode()
+
+
+def _key(secret: str) -> bytes:
+    # The secret string as a whole is the key: partners copy it verbatim, no decoding step to get wrong.
+    return secret.encode()
+
+
+def _unix(now: dt.datetime | int | float) -> int:
+    if isinstance(now, dt.datetime):
+        return int(now.timestamp())
+    return int(now)
+
+
+def compute_signature(secret: str, timestamp: int, raw_body: bytes) -> str:
+    return hmac.new(_key(secret), f"{timestamp}.".encode() + raw_body, hashlib.sha256).hexdigest()
+
+
+def sign(secrets: Sequence[str], raw_body: bytes, now: dt.datetime | int | float) -> str:
+    """The header value for ``raw_body`` sent at ``now``; ``secrets`` newest first, at least one."""
+    if not secrets:
+        raise ValueError("at least one signing secret is needed")
+    t = _unix(now)
+    return ",".join([f"t={t}", *(f"v1={compute_signature(s, t, raw_body)}" for s in secrets)])
+
+
+def parse_header(header: str) -> tuple[int, list[str]]:
+    """(timestamp, [v1 signatures]) or SignatureFormatError. Unknown schemes (v0=, v2=) are ignored."""
+    if not header or not isinstance(header, str):
+        raise SignatureFormatError("signature header is missing or empty")
+    timestamp: int | None = None
+    sigs: list[str] = []
+    for part in header.split(","):
+        key, sep, value = part.strip().partition("=")
+        if not sep:
+            raise SignatureFormatError("signature header is not a list of key=value pairs")
+        if key == "t":
+            if timestamp is not None:
+                raise SignatureFormatError("signature header has more than one t=")
+            if not value.isdigit():
+                raise SignatureFormatError("signature header t= is not a unix timestamp")
+            timestamp = int(value)
+        elif key == "v1":
+            if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+                raise SignatureFormatError("signature header v1= is not 64 lowercase hex characters")
+            sigs.append(value)
+    if timestamp is None:
+        raise SignatureFormatError("signature header has no t=")
+    if not sigs:
+        raise SignatureFormatError("signature header has no v1=")
+    return timestamp, sigs
+
+
+def verify(
+    raw_body: bytes,
+    header: str,
+    secrets: str | Sequence[str],
+    now: dt.datetime | int | float,
+    tolerance: int = DEFAULT_TOLERANCE,
+) -> int:
+    """Check a delivery as a receiver should; returns the signed timestamp.
+
+    ``raw_body`` must be the bytes exactly as received. Accepts the delivery if any ``v1`` matches any
+    of ``secrets`` (both during a rotation overlap), compared in constant time, and ``t`` is within
+    ``tolerance`` seconds of ``now``. Raises a WebhookVerificationError subclass otherwise.
+    """
+    if isinstance(secrets, str):
+        secrets = [secrets]
+    if not secrets:
+        raise ValueError("at least one signing secret is needed")
+    timestamp, sigs = parse_header(header)
+    matched = False
+    for secret in secrets:
+        expected = compute_signature(secret, timestamp, raw_body)
+        for sig in sigs:
+            # Every pair is compared (no early exit) so timing says nothing about which one matched.
+            matched |= hmac.compare_digest(expected, sig)
+    if not matched:
+        raise NoMatchingSignature("no v1 signature matches the signing secret(s)")
+    current = _unix(now)
+    if timestamp < current - tolerance:
+        raise TimestampTooOld(f"signature timestamp is {current - timestamp} s old, tolerance {tolerance} s")
+    if timestamp > current + tolerance:
+        raise TimestampTooNew(
+            f"signature timestamp is {timestamp - current} s in the future, tolerance {tolerance} s"
+        )
+    return timestamp
