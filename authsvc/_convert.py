@@ -1,0 +1,112 @@
+"""Model <-> protobuf conversions."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from google.protobuf import struct_pb2, timestamp_pb2
+
+from authsvc._errors import InvalidRequest
+from authsvc._keys import Environment
+from authsvc._model import Account, ApiKey, AuditEvent, KeyChange, Usage
+from travel.auth.v1 import auth_pb2 as pb
+
+ENV_TO_PB = {"live": pb.ENVIRONMENT_LIVE, "sandbox": pb.ENVIRONMENT_SANDBOX}
+ENV_FROM_PB: dict[int, Environment] = {pb.ENVIRONMENT_LIVE: "live", pb.ENVIRONMENT_SANDBOX: "sandbox"}
+STATUS_TO_PB = {"active": pb.ACCOUNT_STATUS_ACTIVE, "read_only": pb.ACCOUNT_STATUS_READ_ONLY}
+MODE_TO_PB = {"a": pb.ACCOUNT_MODE_A, "b": pb.ACCOUNT_MODE_B}
+KEY_STATUS_TO_PB = {
+    "active": pb.KEY_STATUS_ACTIVE,
+    "expiring": pb.KEY_STATUS_EXPIRING,
+    "expired": pb.KEY_STATUS_EXPIRED,
+    "revoked": pb.KEY_STATUS_REVOKED,
+}
+CHANGE_TO_PB = {
+    "sync": pb.KEY_CHANGE_KIND_SYNC,
+    "revoked": pb.KEY_CHANGE_KIND_REVOKED,
+    "rotated": pb.KEY_CHANGE_KIND_ROTATED,
+    "updated": pb.KEY_CHANGE_KIND_UPDATED,
+    "account_updated": pb.KEY_CHANGE_KIND_ACCOUNT_UPDATED,
+}
+
+
+def environment(value: int, field: str = "environment") -> Environment:
+    env = ENV_FROM_PB.get(value)
+    if env is None:
+        raise InvalidRequest(f"{field}: must be ENVIRONMENT_LIVE or ENVIRONMENT_SANDBOX")
+    return env
+
+
+def ts(value: dt.datetime | None) -> timestamp_pb2.Timestamp | None:
+    if value is None:
+        return None
+    out = timestamp_pb2.Timestamp()
+    out.FromDatetime(value)
+    return out
+
+
+def account(a: Account) -> pb.Account:
+    return pb.Account(
+        id=a.id,
+        name=a.name,
+        mode=MODE_TO_PB[a.mode],
+        status=STATUS_TO_PB[a.status],
+        admin_emails=list(a.admin_emails),
+        daily_search_allowance=a.daily_search_allowance,
+        created_at=ts(a.created_at),
+        updated_at=ts(a.updated_at),
+    )
+
+
+def api_key(k: ApiKey, now: dt.datetime) -> pb.ApiKey:
+    return pb.ApiKey(
+        id=k.id,
+        account_id=k.account_id,
+        environment=ENV_TO_PB[k.environment],
+        name=k.name,
+        scopes=list(k.scopes),
+        allowed_sources=list(k.allowed_sources),
+        hint=k.hint,
+        status=KEY_STATUS_TO_PB[k.status(now)],
+        created_at=ts(k.created_at),
+        expires_at=ts(k.expires_at),
+        revoked_at=ts(k.revoked_at),
+        last_used_at=ts(k.last_used_at),
+        rotated_to_key_id=k.rotated_to_key_id,
+        rotated_from_key_id=k.rotated_from_key_id,
+    )
+
+
+def struct(values: dict[str, Any]) -> struct_pb2.Struct:
+    out = struct_pb2.Struct()
+    out.update(values)
+    return out
+
+
+def audit_event(e: AuditEvent) -> pb.AuditEvent:
+    return pb.AuditEvent(
+        id=e.id,
+        account_id=e.account_id,
+        key_id=e.key_id,
+        action=e.action,
+        actor=pb.Actor(user=e.actor.user, source_address=e.actor.source_address),
+        occurred_at=ts(e.occurred_at),
+        before=struct(e.before),
+        after=struct(e.after),
+    )
+
+
+def usage(u: Usage) -> pb.Usage:
+    return pb.Usage(
+        date=u.date,
+        searches_used=u.searches_used,
+        daily_search_allowance=u.daily_search_allowance,
+        remaining=u.remaining,
+    )
+
+
+def change(c: KeyChange) -> pb.WatchKeyChangesResponse:
+    return pb.WatchKeyChangesResponse(
+        kind=CHANGE_TO_PB[c.kind], key_id=c.key_id, account_id=c.account_id, changed_at=ts(c.changed_at)
+    )

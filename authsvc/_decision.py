@@ -1,0 +1,94 @@
+"""The authorisation decision: one pure function, no I/O (spec §5, decisions.md error table).
+
+Rules, in order (the first that fails answers):
+  1. no key presented                                  -> missing_api_key
+  2. malformed (prefix/length/alphabet/checksum) key   -> invalid_api_key
+  3. unknown key                                       -> invalid_api_key
+  4. revoked key                                       -> invalid_api_key
+  5. expired key (rotated out and past its expiry)     -> invalid_api_key
+  6. key environment differs from the host's           -> environment_mismatch
+  7. source outside a non-empty allow list             -> ip_not_allowed
+  8. key lacks the required scope (message names it)   -> missing_scope
+  9. write on a read-only account                      -> account_read_only
+  otherwise allow.
+An answer may be cached for at most 60 s and never past the key's expiry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+
+from authsvc._allowlist import source_allowed
+from authsvc._keys import Environment
+from authsvc._model import KeyGrant
+
+MAX_CACHE_TTL = 60.0
+
+
+class Credential(enum.Enum):
+    MISSING = "missing"
+    MALFORMED = "malformed"
+    WELL_FORMED = "well_formed"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AccessRequest:
+    environment: Environment
+    required_scope: str
+    source_address: str
+    is_write: bool
+    credential: Credential = Credential.WELL_FORMED
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    error_type: str = ""
+    error_message: str = ""
+    cache_ttl: float = 0.0
+
+
+def _ttl(grant: KeyGrant | None, now: dt.datetime) -> float:
+    if grant is None or grant.key.expires_at is None:
+        return MAX_CACHE_TTL
+    left = (grant.key.expires_at - now).total_seconds()
+    return max(0.0, min(MAX_CACHE_TTL, left))
+
+
+def _deny(error_type: str, message: str, ttl: float) -> Decision:
+    return Decision(False, error_type, message, ttl)
+
+
+def authorize(grant: KeyGrant | None, request: AccessRequest, now: dt.datetime) -> Decision:
+    if request.credential is Credential.MISSING:
+        return _deny(
+            "missing_api_key", "No API key provided. Send it as 'Authorization: Svc <API_KEY>'.", 0.0
+        )
+    if request.credential is Credential.MALFORMED or grant is None:
+        return _deny("invalid_api_key", "Invalid API key provided.", MAX_CACHE_TTL)
+    key, account = grant.key, grant.account
+    if key.revoked_at is not None and key.revoked_at <= now:
+        return _deny("invalid_api_key", "Invalid API key provided: the key was revoked.", MAX_CACHE_TTL)
+    if key.expires_at is not None and key.expires_at <= now:
+        return _deny("invalid_api_key", "Invalid API key provided: the key has expired.", MAX_CACHE_TTL)
+    ttl = _ttl(grant, now)
+    if key.environment != request.environment:
+        if key.environment == "sandbox":
+            msg = "A test key (svc_test_) was used on the live host; use it on the sandbox host."
+        else:
+            msg = "A live key (svc_live_) was used on the sandbox host; use a test key there."
+        return _deny("environment_mismatch", msg, ttl)
+    if not source_allowed(request.source_address, grant.networks):
+        shown = request.source_address or "an unknown address"
+        return _deny("ip_not_allowed", f"Requests from {shown} are not allowed for this API key.", ttl)
+    if request.required_scope and request.required_scope not in key.scopes:
+        return _deny(
+            "missing_scope",
+            f"This API key lacks the scope {request.required_scope} required for this request.",
+            ttl,
+        )
+    if request.is_write and account.status == "read_only":
+        return _deny("account_read_only", "The account is read-only; write requests are refused.", ttl)
+    return Decision(True, cache_ttl=ttl)

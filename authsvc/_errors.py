@@ -1,0 +1,51 @@
+"""authsvc's exceptions. Each carries a public error type of decisions.md; svckit maps it to a status.
+
+    ServiceError                  (svckit)
+    └── AuthError                 root of every error authsvc answers with on purpose
+        ├── InvalidRequest        invalid_request        bad input; the message names the field
+        ├── MissingApiKey         missing_api_key        no key presented
+        ├── InvalidApiKey         invalid_api_key        malformed, unknown, revoked or expired key
+        ├── NotFound              not_found              unknown account, key or traveller
+        ├── Conflict              conflict               operation not possible in the current state
+        ├── InvalidCustomerRef    invalid_customer_ref   partner traveller reference refused
+        └── SearchQuotaExhausted  search_quota_exhausted daily search allowance used up
+
+Messages never contain a secret.
+"""
+
+from __future__ import annotations
+
+from svckit.errors import ServiceError
+
+
+class AuthError(ServiceError):
+    type = "internal_error"
+    domain = "auth.travel"
+
+
+class InvalidRequest(AuthError):
+    type = "invalid_request"
+
+
+class MissingApiKey(AuthError):
+    type = "missing_api_key"
+
+
+class InvalidApiKey(AuthError):
+    type = "invalid_api_key"
+
+
+class NotFound(AuthError):
+    type = "not_found"
+
+
+class Conflict(AuthError):
+    type = "conflict"
+
+
+class InvalidCustomerRef(AuthError):
+    type = "invalid_customer_ref"
+
+
+class SearchQuotaExhausted(AuthError):
+    type = "search_quota_exhausted"

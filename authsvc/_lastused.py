@@ -1,0 +1,54 @@
+"""last_used_at without a database write per request: remembered in memory, flushed in batches."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+
+from authsvc._repository import Repository
+
+log = logging.getLogger(__name__)
+
+
+class LastUsed:
+    def __init__(self, repo: Repository, interval: float = 30.0) -> None:
+        self.repo = repo
+        self.interval = interval
+        self.pending: dict[str, dt.datetime] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def touch(self, key_id: str, now: dt.datetime) -> None:
+        prev = self.pending.get(key_id)
+        if prev is None or prev < now:
+            self.pending[key_id] = now
+
+    def seen(self, key_id: str) -> dt.datetime | None:
+        return self.pending.get(key_id)
+
+    async def flush(self) -> None:
+        batch, self.pending = self.pending, {}
+        if not batch:
+            return
+        try:
+            await self.repo.flush_last_used(batch)
+        except Exception:
+            log.exception("could not record last_used_at; will retry")
+            for key_id, when in batch.items():
+                self.touch(key_id, when)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="last-used-flush")
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            await self.flush()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.flush()

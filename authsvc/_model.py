@@ -1,0 +1,126 @@
+"""Records authsvc works with, independent of storage and wire format. Times are aware UTC datetimes."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Any, Literal
+
+from authsvc._allowlist import Network, compile_allowlist
+from authsvc._keys import Environment
+
+AccountStatus = Literal["active", "read_only"]
+AccountMode = Literal["a", "b"]
+KeyStatus = Literal["active", "expiring", "expired", "revoked"]
+
+DEFAULT_DAILY_SEARCH_ALLOWANCE = 10_000
+THRESHOLD_PERCENT = 80
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Actor:
+    user: str
+    source_address: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Account:
+    id: str
+    name: str
+    mode: AccountMode
+    status: AccountStatus
+    admin_emails: tuple[str, ...]
+    daily_search_allowance: int
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ApiKey:
+    id: str
+    account_id: str
+    environment: Environment
+    name: str
+    scopes: tuple[str, ...]
+    allowed_sources: tuple[str, ...]
+    hint: str
+    secret_hash: str
+    created_at: dt.datetime
+    expires_at: dt.datetime | None = None
+    revoked_at: dt.datetime | None = None
+    last_used_at: dt.datetime | None = None
+    rotated_to_key_id: str = ""
+    rotated_from_key_id: str = ""
+
+    def status(self, now: dt.datetime) -> KeyStatus:
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None:
+            return "expired" if self.expires_at <= now else "expiring"
+        return "active"
+
+    def public_fields(self) -> dict[str, Any]:
+        """Fields shown in audit before/after: never the secret or its hash."""
+        return {
+            "name": self.name,
+            "scopes": list(self.scopes),
+            "allowed_sources": list(self.allowed_sources),
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+            "revoked_at": self.revoked_at.isoformat() if self.revoked_at else None,
+        }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class KeyGrant:
+    """What the decision needs about a key: the key, its compiled allow list and its account."""
+
+    key: ApiKey
+    account: Account
+    networks: tuple[Network, ...]
+
+    @classmethod
+    def of(cls, key: ApiKey, account: Account) -> KeyGrant:
+        return cls(key, account, compile_allowlist(key.allowed_sources))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AuditEvent:
+    id: str
+    account_id: str
+    key_id: str
+    action: str
+    actor: Actor
+    occurred_at: dt.datetime
+    before: dict[str, Any]
+    after: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Usage:
+    date: str
+    searches_used: int
+    daily_search_allowance: int
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.daily_search_allowance - self.searches_used)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OutboxEvent:
+    id: str
+    account_id: str
+    environment: Environment
+    type: str
+    state: str
+    data: dict[str, Any]
+    created_at: dt.datetime
+    attempts: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class KeyChange:
+    kind: Literal["sync", "revoked", "rotated", "updated", "account_updated"]
+    key_id: str
+    account_id: str
+    changed_at: dt.datetime

@@ -1,0 +1,132 @@
+"""Relay of the transactional outbox to webhookd's PublishEvent, retried with backoff until accepted.
+
+Rows are written in the same transaction as the change they describe (revocation, search threshold).
+The relay claims due rows for a lease (so several processes on one database do not send the same row
+at once), publishes each with ``idempotency_key`` = the row id (a resend after a crash is deduplicated
+by webhookd), then marks it sent. A failure schedules the next attempt with capped exponential backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+
+import grpc
+from google.protobuf import struct_pb2
+
+from authsvc._model import OutboxEvent
+from authsvc._repository import Repository
+from svckit.clock import Clock, SystemClock
+from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+ENV = {"live": webhooks_pb2.ENVIRONMENT_LIVE, "sandbox": webhooks_pb2.ENVIRONMENT_SANDBOX}
+PUBLISH_TIMEOUT = 10.0
+
+
+def backoff(attempts: int, base: float, cap: float) -> float:
+    """Seconds before the next try after ``attempts`` failures: base * 2^(attempts-1), at most cap."""
+    return float(min(cap, base * 2 ** max(0, attempts - 1)))
+
+
+def publish_request(event: OutboxEvent) -> webhooks_pb2.PublishEventRequest:
+    data = struct_pb2.Struct()
+    data.update(event.data)
+    return webhooks_pb2.PublishEventRequest(
+        account_id=event.account_id,
+        environment=ENV[event.environment],
+        type=event.type,
+        state=event.state,
+        data=data,
+        idempotency_key=event.id,
+    )
+
+
+class OutboxRelay:
+    def __init__(
+        self,
+        repo: Repository,
+        target: str,
+        *,
+        clock: Clock | None = None,
+        poll_interval: float = 1.0,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 30.0,
+        lease: float = PUBLISH_TIMEOUT + 5,
+    ) -> None:
+        self.repo = repo
+        self.target = target
+        self.clock: Clock = clock or SystemClock()
+        self.poll_interval = poll_interval
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        self.lease = lease
+        self.wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._channel: grpc.aio.Channel | None = None
+
+    def start(self) -> None:
+        self._channel = grpc.aio.insecure_channel(
+            self.target,
+            options=[
+                ("grpc.initial_reconnect_backoff_ms", 200),
+                ("grpc.max_reconnect_backoff_ms", 2000),
+                ("grpc.min_reconnect_backoff_ms", 200),
+            ],
+        )
+        self._task = asyncio.create_task(self._run(), name="outbox-relay")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._channel is not None:
+            await self._channel.close()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                sent = await self.run_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("outbox relay pass failed")
+                sent = 0
+            if sent == 0:
+                self.wakeup.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wakeup.wait(), self.poll_interval)
+
+    async def run_once(self) -> int:
+        """One pass: publish every due row. Returns how many were accepted."""
+        assert self._channel is not None
+        stub = webhooks_pb2_grpc.WebhookServiceStub(self._channel)
+        events = await self.repo.claim_outbox(self.clock.now(), self.lease)
+        accepted = 0
+        for event in events:
+            try:
+                await stub.PublishEvent(publish_request(event), timeout=PUBLISH_TIMEOUT)
+            except grpc.RpcError as exc:
+                code = exc.code() if isinstance(exc, grpc.aio.AioRpcError) else None
+                delay = backoff(event.attempts + 1, self.backoff_base, self.backoff_cap)
+                retry_at = self.clock.now() + dt.timedelta(seconds=delay)
+                log.warning(
+                    "outbox publish failed; will retry",
+                    extra={
+                        "event_id": event.id,
+                        "event_type": event.type,
+                        "attempts": event.attempts + 1,
+                        "code": code.name if code else "",
+                        "retry_in": delay,
+                    },
+                )
+                await self.repo.mark_failed(event.id, f"{code.name if code else 'error'}", retry_at)
+                continue
+            await self.repo.mark_sent(event.id, self.clock.now())
+            accepted += 1
+            log.info("outbox event published", extra={"event_id": event.id, "event_type": event.type})
+        return accepted

@@ -1,0 +1,145 @@
+"""Wiring: storage, change fan-out, cache, last-used flush, outbox relay and the gRPC server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import logging
+import uuid
+
+import grpc
+from grpc_health.v1.health import aio as health_aio
+
+from authsvc._lastused import LastUsed
+from authsvc._outbox import OutboxRelay
+from authsvc._service import AuthServicer
+from authsvc._sql import SqlRepository
+from authsvc._watch import ChangeHub, PgListener, channel_name
+from svckit.clock import Clock
+from svckit.db import asyncpg_dsn, create_engine, is_postgres, normalize_url, schema_of
+from svckit.grpc_server import start_server, stop_server
+from svckit.logs import setup_logging
+from svckit.metrics import serve_metrics
+from svckit.runner import add_serve_args, print_ready, run_until_signal
+from travel.auth.v1 import auth_pb2, auth_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = auth_pb2.DESCRIPTOR.services_by_name["AuthService"].full_name
+
+
+@dataclasses.dataclass
+class AuthServer:
+    server: grpc.aio.Server
+    port: int
+    health: health_aio.HealthServicer
+    servicer: AuthServicer
+    repo: SqlRepository
+    listener: PgListener | None
+    relay: OutboxRelay | None
+    last_used: LastUsed
+
+    async def stop(self, grace: float = 5.0) -> None:
+        await stop_server(self.server, self.health, grace)
+        if self.relay is not None:
+            await self.relay.stop()
+        if self.listener is not None:
+            await self.listener.stop()
+        await self.last_used.stop()
+        await self.repo.engine.dispose()
+
+
+async def run_server(
+    listen: str,
+    database: str,
+    *,
+    webhookd: str = "",
+    clock: Clock | None = None,
+    last_used_interval: float = 30.0,
+    outbox_backoff_cap: float = 30.0,
+    outbox_poll_interval: float = 1.0,
+) -> AuthServer:
+    """Migrate, start the background tasks and serve. Returns the running server (port bound)."""
+    engine = create_engine(database)
+    origin = uuid.uuid4().hex
+    channel = channel_name(schema_of(engine)) if is_postgres(engine) else None
+    repo = SqlRepository(engine, channel, origin)
+    await repo.migrate()
+    hub = ChangeHub()
+    listener: PgListener | None = None
+    if channel is not None:
+        dsn, settings = asyncpg_dsn(normalize_url(database))
+        listener = PgListener(dsn, settings, channel, origin, hub)
+        await listener.start()
+    relay: OutboxRelay | None = None
+    if webhookd:
+        relay = OutboxRelay(
+            repo, webhookd, clock=clock, backoff_cap=outbox_backoff_cap, poll_interval=outbox_poll_interval
+        )
+        relay.start()
+    last_used = LastUsed(repo, last_used_interval)
+    last_used.start()
+    servicer = AuthServicer(
+        repo, hub, clock=clock, last_used=last_used, outbox_wakeup=relay.wakeup if relay else None
+    )
+    server, port, health = await start_server(
+        listen, [lambda s: auth_pb2_grpc.add_AuthServiceServicer_to_server(servicer, s)], [SERVICE_NAME]
+    )
+    log.info("authsvc serving", extra={"port": port, "postgres": channel is not None, "webhookd": webhookd})
+    return AuthServer(server, port, health, servicer, repo, listener, relay, last_used)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    import os
+
+    add_serve_args(
+        parser,
+        "authsvc",
+        listen="127.0.0.1:50051",
+        metrics="127.0.0.1:9101",
+        database="sqlite+aiosqlite:///var/authsvc.db",
+    )
+    parser.add_argument(
+        "--webhookd",
+        default=os.environ.get("AUTHSVC_WEBHOOKD", ""),
+        help="webhookd gRPC address HOST:PORT for outbox events (env AUTHSVC_WEBHOOKD); empty keeps "
+        "events pending in the outbox",
+    )
+    parser.add_argument(
+        "--outbox-backoff-cap",
+        type=float,
+        default=float(os.environ.get("AUTHSVC_OUTBOX_BACKOFF_CAP", "30")),
+        help="longest wait in seconds between outbox publish retries (env AUTHSVC_OUTBOX_BACKOFF_CAP)",
+    )
+    parser.add_argument(
+        "--last-used-flush",
+        type=float,
+        default=float(os.environ.get("AUTHSVC_LAST_USED_FLUSH", "30")),
+        help="seconds between last_used_at flushes (env AUTHSVC_LAST_USED_FLUSH)",
+    )
+
+
+async def serve(args: argparse.Namespace) -> int:
+    setup_logging("authsvc", args.log_level)
+    metrics_port = serve_metrics(args.metrics_listen) if args.metrics_listen else None
+    running = await run_server(
+        args.listen,
+        args.database,
+        webhookd=args.webhookd,
+        outbox_backoff_cap=args.outbox_backoff_cap,
+        last_used_interval=args.last_used_flush,
+    )
+    print_ready("authsvc", grpc_port=running.port, metrics_port=metrics_port)
+    await run_until_signal(lambda: running.stop(args.shutdown_grace))
+    log.info("authsvc stopped")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m authsvc", description="The partner key authority")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve_parser = sub.add_parser("serve", help="serve travel.auth.v1 over gRPC")
+    add_arguments(serve_parser)
+    args = parser.parse_args(argv)
+    return asyncio.run(serve(args))

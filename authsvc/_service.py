@@ -1,0 +1,467 @@
+"""The travel.auth.v1.AuthService servicer: validates input, calls the repository, publishes changes."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime as dt
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+from google.protobuf import duration_pb2
+
+from authsvc import _convert as cv
+from authsvc import _validate as v
+from authsvc._allowlist import parse_source, validate_allowlist
+from authsvc._cache import KeyCache
+from authsvc._decision import AccessRequest, Credential, Decision, authorize
+from authsvc._errors import InvalidApiKey, InvalidRequest, MissingApiKey
+from authsvc._keys import environment_of, generate_secret, hash_secret, hashes_equal, hint
+from authsvc._lastused import LastUsed
+from authsvc._model import (
+    DEFAULT_DAILY_SEARCH_ALLOWANCE,
+    Account,
+    AccountMode,
+    Actor,
+    ApiKey,
+    KeyChange,
+    KeyGrant,
+)
+from authsvc._repository import Repository
+from authsvc._scopes import is_scope, validate_scopes
+from authsvc._watch import ChangeHub
+from svckit.clock import Clock, SystemClock
+from svckit.ids import new_id
+from travel.auth.v1 import auth_pb2 as pb
+from travel.auth.v1 import auth_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+DEFAULT_GRACE = dt.timedelta(hours=24)
+MAX_GRACE = dt.timedelta(days=7)
+UPDATABLE = ("name", "scopes", "allowed_sources")
+MODES: dict[int, AccountMode] = {pb.ACCOUNT_MODE_A: "a", pb.ACCOUNT_MODE_B: "b"}
+
+
+def _token(*parts: object) -> str:
+    return base64.urlsafe_b64encode("|".join(str(p) for p in parts).encode()).decode()
+
+
+def _untoken(token: str, n: int) -> list[str]:
+    try:
+        parts = base64.urlsafe_b64decode(token.encode()).decode().split("|")
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidRequest("page_token: not a token returned by this service") from None
+    if len(parts) != n:
+        raise InvalidRequest("page_token: not a token returned by this service")
+    return parts
+
+
+def _peer_address(context: grpc.aio.ServicerContext) -> str:
+    peer = context.peer() or ""
+    if peer.startswith("ipv4:"):
+        return peer[5:].rsplit(":", 1)[0]
+    if peer.startswith("ipv6:"):
+        return peer[5:].rsplit(":", 1)[0].strip("[]")
+    return peer[:100]
+
+
+class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
+    def __init__(
+        self,
+        repo: Repository,
+        hub: ChangeHub,
+        *,
+        clock: Clock | None = None,
+        cache: KeyCache | None = None,
+        last_used: LastUsed | None = None,
+        outbox_wakeup: asyncio.Event | None = None,
+    ) -> None:
+        self.repo = repo
+        self.hub = hub
+        self.clock: Clock = clock or SystemClock()
+        self.cache = cache or KeyCache()
+        self.last_used = last_used or LastUsed(repo)
+        self.outbox_wakeup = outbox_wakeup
+        hub.on_change(self.cache.invalidate)
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _actor(self, actor: pb.Actor, context: grpc.aio.ServicerContext) -> Actor:
+        a = v.actor(actor.user, actor.source_address)
+        return a if a.source_address else Actor(a.user, _peer_address(context))
+
+    def _changed(self, change: KeyChange) -> None:
+        self.hub.publish(change)
+
+    def _key_pb(self, key: ApiKey, now: dt.datetime) -> pb.ApiKey:
+        seen = self.last_used.seen(key.id)
+        out = cv.api_key(key, now)
+        if seen is not None and (key.last_used_at is None or seen > key.last_used_at):
+            out.last_used_at.FromDatetime(seen)
+        return out
+
+    async def _grant(self, secret: str) -> KeyGrant | None:
+        """The key for a well-formed secret: from the cache, else one indexed look-up by hash."""
+        digest = hash_secret(secret)
+        grant = self.cache.get(digest)
+        if grant is not None:
+            return grant
+        generation = self.cache.generation
+        found = await self.repo.grant_by_hash(digest)
+        if found is None or not hashes_equal(found[0].secret_hash, digest):
+            return None
+        grant = KeyGrant.of(*found)
+        self.cache.put(digest, grant, generation)
+        return grant
+
+    # -- authentication --------------------------------------------------------------------------
+
+    async def Authenticate(
+        self, request: pb.AuthenticateRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AuthenticateResponse:
+        if not request.api_key:
+            raise MissingApiKey("api_key: no API key provided")
+        if environment_of(request.api_key) is None:
+            raise InvalidApiKey("Invalid API key provided.")
+        grant = await self._grant(request.api_key)
+        now = self.clock.now()
+        if grant is None:
+            raise InvalidApiKey("Invalid API key provided.")
+        status = grant.key.status(now)
+        if status in ("revoked", "expired"):
+            raise InvalidApiKey(f"Invalid API key provided: the key was {status}.")
+        self.last_used.touch(grant.key.id, now)
+        return pb.AuthenticateResponse(key=self._key_pb(grant.key, now), account=cv.account(grant.account))
+
+    async def Authorize(
+        self, request: pb.AuthorizeRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AuthorizeResponse:
+        env = cv.environment(request.environment)
+        if request.required_scope and not is_scope(request.required_scope):
+            raise InvalidRequest(f"required_scope: unknown scope {request.required_scope[:40]!r}")
+        if request.source_address and parse_source(request.source_address) is None:
+            raise InvalidRequest("source_address: not an IP address")
+        secret = request.api_key
+        grant: KeyGrant | None = None
+        if not secret:
+            credential = Credential.MISSING
+        elif environment_of(secret) is None:
+            credential = Credential.MALFORMED
+        else:
+            credential = Credential.WELL_FORMED
+            grant = await self._grant(secret)
+        now = self.clock.now()
+        access = AccessRequest(
+            env, request.required_scope, request.source_address, request.is_write, credential
+        )
+        decision: Decision = authorize(grant, access, now)
+        out = pb.AuthorizeResponse(
+            decision=pb.DECISION_ALLOW if decision.allowed else pb.DECISION_DENY,
+            error_type=decision.error_type,
+            error_message=decision.error_message,
+            cache_ttl=duration_pb2.Duration(
+                seconds=int(decision.cache_ttl), nanos=int((decision.cache_ttl % 1) * 1e9)
+            ),
+        )
+        if grant is not None:
+            if grant.key.status(now) not in ("revoked", "expired"):
+                self.last_used.touch(grant.key.id, now)
+            out.key.CopyFrom(self._key_pb(grant.key, now))
+            out.account.CopyFrom(cv.account(grant.account))
+        if not decision.allowed:
+            log.debug(
+                "authorize denied",
+                extra={"error_type": decision.error_type, "key_id": grant.key.id if grant else ""},
+            )
+        return out
+
+    # -- accounts --------------------------------------------------------------------------------
+
+    async def CreateAccount(
+        self, request: pb.CreateAccountRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CreateAccountResponse:
+        actor = self._actor(request.actor, context)
+        name = v.text(request.name, "name", max_len=v.MAX_NAME, required=True)
+        if request.mode == pb.ACCOUNT_MODE_UNSPECIFIED:
+            mode: AccountMode = "a"
+        elif request.mode in MODES:
+            mode = MODES[request.mode]
+        else:
+            raise InvalidRequest("mode: must be ACCOUNT_MODE_A or ACCOUNT_MODE_B")
+        emails = v.emails(list(request.admin_emails))
+        allowance = request.daily_search_allowance
+        if allowance < 0 or allowance > v.MAX_ALLOWANCE:
+            raise InvalidRequest(f"daily_search_allowance: must be between 0 and {v.MAX_ALLOWANCE}")
+        now = self.clock.now()
+        account = Account(
+            id=new_id("acct"),
+            name=name,
+            mode=mode,
+            status="active",
+            admin_emails=emails,
+            daily_search_allowance=allowance or DEFAULT_DAILY_SEARCH_ALLOWANCE,
+            created_at=now,
+            updated_at=now,
+        )
+        await self.repo.create_account(account, actor)
+        log.info("account created", extra={"account_id": account.id, "actor": actor.user})
+        return pb.CreateAccountResponse(account=cv.account(account))
+
+    async def GetAccount(
+        self, request: pb.GetAccountRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetAccountResponse:
+        account = await self.repo.get_account(v.ident(request.account_id, "account_id", "acct"))
+        return pb.GetAccountResponse(account=cv.account(account))
+
+    async def SetAccountStatus(
+        self, request: pb.SetAccountStatusRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SetAccountStatusResponse:
+        actor = self._actor(request.actor, context)
+        account_id = v.ident(request.account_id, "account_id", "acct")
+        statuses = {pb.ACCOUNT_STATUS_ACTIVE: "active", pb.ACCOUNT_STATUS_READ_ONLY: "read_only"}
+        status = statuses.get(request.status)
+        if status is None:
+            raise InvalidRequest("status: must be ACCOUNT_STATUS_ACTIVE or ACCOUNT_STATUS_READ_ONLY")
+        now = self.clock.now()
+        account, changed = await self.repo.set_account_status(account_id, status, actor, now)  # type: ignore[arg-type]
+        if changed:
+            self._changed(KeyChange("account_updated", "", account_id, now))
+            log.info(
+                "account status changed",
+                extra={"account_id": account_id, "status": status, "actor": actor.user},
+            )
+        return pb.SetAccountStatusResponse(account=cv.account(account))
+
+    # -- keys ------------------------------------------------------------------------------------
+
+    async def CreateKey(
+        self, request: pb.CreateKeyRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CreateKeyResponse:
+        actor = self._actor(request.actor, context)
+        account_id = v.ident(request.account_id, "account_id", "acct")
+        env = cv.environment(request.environment)
+        name = v.text(request.name, "name", max_len=v.MAX_NAME)
+        scopes = validate_scopes(request.scopes)
+        sources = validate_allowlist(request.allowed_sources)
+        now = self.clock.now()
+        secret = generate_secret(env)
+        key = ApiKey(
+            id=new_id("key"),
+            account_id=account_id,
+            environment=env,
+            name=name,
+            scopes=scopes,
+            allowed_sources=sources,
+            hint=hint(secret),
+            secret_hash=hash_secret(secret),
+            created_at=now,
+        )
+        await self.repo.create_key(key, actor)
+        log.info("key created", extra={"key_id": key.id, "account_id": account_id, "actor": actor.user})
+        return pb.CreateKeyResponse(key=self._key_pb(key, now), secret=secret)
+
+    async def GetKey(self, request: pb.GetKeyRequest, context: grpc.aio.ServicerContext) -> pb.GetKeyResponse:
+        key = await self.repo.get_key(v.ident(request.key_id, "key_id", "key"))
+        return pb.GetKeyResponse(key=self._key_pb(key, self.clock.now()))
+
+    async def ListKeys(
+        self, request: pb.ListKeysRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListKeysResponse:
+        account_id = v.ident(request.account_id, "account_id", "acct")
+        env = (
+            None if request.environment == pb.ENVIRONMENT_UNSPECIFIED else cv.environment(request.environment)
+        )
+        size = v.page_size(request.page_size)
+        after: tuple[float, str] | None = None
+        if request.page_token:
+            created, key_id = _untoken(request.page_token, 2)
+            try:
+                after = (float(created), key_id)
+            except ValueError:
+                raise InvalidRequest("page_token: not a token returned by this service") from None
+        rows = await self.repo.list_keys(account_id, env, request.include_revoked, size + 1, after)
+        now = self.clock.now()
+        out = pb.ListKeysResponse(keys=[self._key_pb(k, now) for k in rows[:size]])
+        if len(rows) > size:
+            last = rows[size - 1]
+            out.next_page_token = _token(repr(last.created_at.timestamp()), last.id)
+        return out
+
+    async def UpdateKey(
+        self, request: pb.UpdateKeyRequest, context: grpc.aio.ServicerContext
+    ) -> pb.UpdateKeyResponse:
+        actor = self._actor(request.actor, context)
+        key_id = v.ident(request.key_id, "key_id", "key")
+        paths = list(request.update_mask.paths)
+        if not paths:
+            raise InvalidRequest(f"update_mask: name at least one of {', '.join(UPDATABLE)}")
+        changes: dict[str, Any] = {}
+        for path in paths:
+            if path == "name":
+                changes["name"] = v.text(request.name, "name", max_len=v.MAX_NAME)
+            elif path == "scopes":
+                changes["scopes"] = validate_scopes(request.scopes)
+            elif path == "allowed_sources":
+                changes["allowed_sources"] = validate_allowlist(request.allowed_sources)
+            else:
+                raise InvalidRequest(f"update_mask: unknown path {path[:40]!r}; use {', '.join(UPDATABLE)}")
+        now = self.clock.now()
+        key = await self.repo.update_key(key_id, changes, actor, now)
+        self._changed(KeyChange("updated", key_id, key.account_id, now))
+        log.info("key updated", extra={"key_id": key_id, "fields": sorted(changes), "actor": actor.user})
+        return pb.UpdateKeyResponse(key=self._key_pb(key, now))
+
+    async def RotateKey(
+        self, request: pb.RotateKeyRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RotateKeyResponse:
+        actor = self._actor(request.actor, context)
+        key_id = v.ident(request.key_id, "key_id", "key")
+        grace = DEFAULT_GRACE
+        if request.HasField("grace_period"):
+            grace = request.grace_period.ToTimedelta()
+            if grace < dt.timedelta(0) or grace > MAX_GRACE:
+                raise InvalidRequest("grace_period: must be between 0 and 7 days")
+        now = self.clock.now()
+        secret_box: list[str] = []
+
+        def successor(old: ApiKey) -> ApiKey:
+            secret = generate_secret(old.environment)
+            secret_box.append(secret)
+            return ApiKey(
+                id=new_id("key"),
+                account_id=old.account_id,
+                environment=old.environment,
+                name=old.name,
+                scopes=old.scopes,
+                allowed_sources=old.allowed_sources,
+                hint=hint(secret),
+                secret_hash=hash_secret(secret),
+                created_at=now,
+                rotated_from_key_id=old.id,
+            )
+
+        new, old = await self.repo.rotate_key(key_id, successor, now + grace, actor, now)
+        self._changed(KeyChange("rotated", key_id, old.account_id, now))
+        log.info(
+            "key rotated",
+            extra={
+                "key_id": key_id,
+                "new_key_id": new.id,
+                "actor": actor.user,
+                "grace_seconds": grace.total_seconds(),
+            },
+        )
+        return pb.RotateKeyResponse(
+            new_key=self._key_pb(new, now), secret=secret_box[-1], old_key=self._key_pb(old, now)
+        )
+
+    async def RevokeKey(
+        self, request: pb.RevokeKeyRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RevokeKeyResponse:
+        actor = self._actor(request.actor, context)
+        key_id = v.ident(request.key_id, "key_id", "key")
+        reason = v.text(request.reason, "reason", max_len=v.MAX_REASON)
+        now = self.clock.now()
+        key, changed = await self.repo.revoke_key(key_id, reason, actor, now, new_id("obx"))
+        if changed:
+            self._changed(KeyChange("revoked", key_id, key.account_id, now))
+            if self.outbox_wakeup is not None:
+                self.outbox_wakeup.set()
+            log.info(
+                "key revoked", extra={"key_id": key_id, "account_id": key.account_id, "actor": actor.user}
+            )
+        return pb.RevokeKeyResponse(key=self._key_pb(key, now))
+
+    async def ListAuditEvents(
+        self, request: pb.ListAuditEventsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListAuditEventsResponse:
+        account_id = v.ident(request.account_id, "account_id", "acct")
+        key_id = v.ident(request.key_id, "key_id", "key") if request.key_id else ""
+        size = v.page_size(request.page_size)
+        after = 0
+        if request.page_token:
+            (seq,) = _untoken(request.page_token, 1)
+            if not seq.isdigit():
+                raise InvalidRequest("page_token: not a token returned by this service")
+            after = int(seq)
+        rows = await self.repo.list_audit(account_id, key_id, size + 1, after)
+        out = pb.ListAuditEventsResponse(events=[cv.audit_event(e) for _, e in rows[:size]])
+        if len(rows) > size:
+            out.next_page_token = _token(rows[size - 1][0])
+        return out
+
+    async def WatchKeyChanges(
+        self, request: pb.WatchKeyChangesRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.WatchKeyChangesResponse]:
+        account_id = v.ident(request.account_id, "account_id", "acct") if request.account_id else ""
+        async with self.hub.subscribe() as queue:
+            yield cv.change(KeyChange("sync", "", account_id, self.clock.now()))
+            while True:
+                change = await queue.get()
+                if account_id and change.kind != "sync" and change.account_id != account_id:
+                    continue
+                yield cv.change(change)
+
+    # -- travellers ------------------------------------------------------------------------------
+
+    async def ResolveTraveller(
+        self, request: pb.ResolveTravellerRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResolveTravellerResponse:
+        account_id = v.ident(request.account_id, "account_id", "acct")
+        env = cv.environment(request.environment)
+        ref = v.partner_ref(request.partner_ref)
+        trv, created = await self.repo.resolve_traveller(account_id, env, ref, self.clock.now())
+        return pb.ResolveTravellerResponse(traveller_id=trv, created=created)
+
+    async def DeleteTraveller(
+        self, request: pb.DeleteTravellerRequest, context: grpc.aio.ServicerContext
+    ) -> pb.DeleteTravellerResponse:
+        account_id = v.ident(request.account_id, "account_id", "acct")
+        env = cv.environment(request.environment)
+        ref = v.partner_ref(request.partner_ref)
+        trv = await self.repo.delete_traveller(account_id, env, ref)
+        log.info("traveller deleted", extra={"account_id": account_id, "traveller_id": trv})
+        return pb.DeleteTravellerResponse(traveller_id=trv)
+
+    # -- search allowance ------------------------------------------------------------------------
+
+    async def ConsumeSearch(
+        self, request: pb.ConsumeSearchRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ConsumeSearchResponse:
+        account_id = v.ident(request.account_id, "account_id", "acct")
+        if request.key_id:
+            key = await self.repo.get_key(v.ident(request.key_id, "key_id", "key"))
+            if key.account_id != account_id:
+                raise InvalidRequest("key_id: the key belongs to another account")
+            env = key.environment
+            if (
+                request.environment != pb.ENVIRONMENT_UNSPECIFIED
+                and cv.environment(request.environment) != env
+            ):
+                raise InvalidRequest("environment: differs from the key's environment")
+        else:
+            env = cv.environment(request.environment)
+        count = request.count or 1
+        if count < 1 or count > v.MAX_SEARCH_COUNT:
+            raise InvalidRequest(f"count: must be between 1 and {v.MAX_SEARCH_COUNT}")
+        now = self.clock.now()
+        day = v.day("", now)
+        if env == "sandbox":
+            return pb.ConsumeSearchResponse(
+                counted=False, usage=cv.usage(await self.repo.get_usage(account_id, day))
+            )
+        before_wakeup = self.outbox_wakeup
+        used = await self.repo.consume_search(account_id, env, day, count, now)
+        if before_wakeup is not None:
+            before_wakeup.set()
+        return pb.ConsumeSearchResponse(counted=True, usage=cv.usage(used))
+
+    async def GetUsage(
+        self, request: pb.GetUsageRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetUsageResponse:
+        account_id = v.ident(request.account_id, "account_id", "acct")
+        day = v.day(request.date, self.clock.now())
+        return pb.GetUsageResponse(usage=cv.usage(await self.repo.get_usage(account_id, day)))

@@ -1,0 +1,136 @@
+"""Key change fan-out: an in-process hub, and PostgreSQL LISTEN/NOTIFY between processes.
+
+Every committed change is published to the local hub at once (cache invalidation and watchers).
+On PostgreSQL the same transaction also NOTIFYs a channel named after the schema; a listener in
+every other authsvc process republishes it to its own hub. A lost listener connection is answered
+with a "sync" change (drop every cache) once it is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from authsvc._model import KeyChange
+
+log = logging.getLogger(__name__)
+
+QUEUE_SIZE = 1000
+
+
+def channel_name(schema: str | None) -> str:
+    return f"auth_key_changes_{schema or 'public'}"[:63]
+
+
+class ChangeHub:
+    def __init__(self) -> None:
+        self._queues: set[asyncio.Queue[KeyChange]] = set()
+        self._callbacks: list[Callable[[KeyChange], None]] = []
+
+    def on_change(self, callback: Callable[[KeyChange], None]) -> None:
+        self._callbacks.append(callback)
+
+    def publish(self, change: KeyChange) -> None:
+        for cb in self._callbacks:
+            cb(change)
+        for q in self._queues:
+            try:
+                q.put_nowait(change)
+            except asyncio.QueueFull:
+                # A watcher that cannot keep up is told to drop its whole cache instead.
+                while not q.empty():
+                    q.get_nowait()
+                q.put_nowait(KeyChange("sync", "", "", change.changed_at))
+
+    @contextlib.asynccontextmanager
+    async def subscribe(self) -> AsyncIterator[asyncio.Queue[KeyChange]]:
+        q: asyncio.Queue[KeyChange] = asyncio.Queue(QUEUE_SIZE)
+        self._queues.add(q)
+        try:
+            yield q
+        finally:
+            self._queues.discard(q)
+
+    @property
+    def watcher_count(self) -> int:
+        return len(self._queues)
+
+
+class PgListener:
+    """LISTENs on ``channel`` with a raw asyncpg connection; republishes foreign changes to ``hub``."""
+
+    def __init__(self, dsn: str, server_settings: dict[str, str], channel: str, origin: str, hub: ChangeHub):
+        self.dsn = dsn
+        self.server_settings = server_settings
+        self.channel = channel
+        self.origin = origin
+        self.hub = hub
+        self._task: asyncio.Task[None] | None = None
+        self.ready = asyncio.Event()
+
+    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        try:
+            data = json.loads(payload)
+            if data.get("origin") == self.origin:
+                return
+            change = KeyChange(
+                data["kind"],
+                data.get("key_id", ""),
+                data.get("account_id", ""),
+                dt.datetime.fromtimestamp(float(data["at"]), dt.UTC),
+            )
+        except (ValueError, KeyError, TypeError):
+            log.warning("ignoring malformed key change notification")
+            return
+        self.hub.publish(change)
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="pg-listener")
+        await asyncio.wait_for(self.ready.wait(), 30)
+
+    async def _run(self) -> None:
+        import asyncpg
+
+        first = True
+        while True:
+            try:
+                conn = await asyncpg.connect(self.dsn, server_settings=self.server_settings)
+            except (OSError, asyncpg.PostgresError) as exc:
+                log.warning("key change listener cannot connect", extra={"error": str(exc)})
+                await asyncio.sleep(1)
+                continue
+            lost = asyncio.Event()
+            conn.add_termination_listener(lambda _c, lost=lost: lost.set())  # type: ignore[misc]
+            try:
+                await conn.add_listener(self.channel, self._on_notify)
+                if not first:
+                    # Changes may have been missed while disconnected: everyone drops their cache.
+                    self.hub.publish(KeyChange("sync", "", "", dt.datetime.now(dt.UTC)))
+                first = False
+                self.ready.set()
+                log.info("listening for key changes", extra={"channel": self.channel})
+                while not lost.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(lost.wait(), 10)
+                    if not lost.is_set() and conn.is_closed():
+                        break
+            except asyncio.CancelledError:
+                await conn.close(timeout=2)
+                raise
+            except Exception:
+                log.exception("key change listener failed")
+            finally:
+                if not conn.is_closed():
+                    conn.terminate()
+            await asyncio.sleep(0.5)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
