@@ -1,0 +1,114 @@
+"""python -m edge serve: the live and sandbox listeners of the partner gateway in one process."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+import uvloop
+
+from edge.app import create_app
+from edge.config import DEFAULT_LIVE_HOSTS, DEFAULT_SANDBOX_HOSTS, MAX_BODY_BYTES, EdgeConfig
+from edge.routetable import RouteTable, RouteTableError
+from edge.server import start
+from edge.sources import parse_networks
+from svckit.db import normalize_url
+from svckit.logs import setup_logging
+from svckit.metrics import serve_metrics
+from svckit.runner import env_name, print_ready, run_until_signal
+
+log = logging.getLogger("edge")
+
+
+def _env(flag: str, default: str) -> str:
+    return os.environ.get(env_name("edge", flag), default)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m edge", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="serve the live and sandbox listeners")
+
+    def add(flag: str, default: str, help: str) -> None:
+        s.add_argument(
+            f"--{flag}", default=_env(flag, default), help=f"{help} (env {env_name('edge', flag)})"
+        )
+
+    add("live-listen", "127.0.0.1:8080", "live listener HOST:PORT (port 0 picks one)")
+    add("sandbox-listen", "127.0.0.1:8081", "sandbox listener HOST:PORT (port 0 picks one)")
+    add("live-hosts", ",".join(DEFAULT_LIVE_HOSTS), "comma-separated Host values that mean live")
+    add("sandbox-hosts", ",".join(DEFAULT_SANDBOX_HOSTS), "comma-separated Host values that mean sandbox")
+    add("authsvc", "127.0.0.1:50051", "authsvc gRPC target")
+    add("webhookd", "127.0.0.1:50052", "webhookd gRPC target")
+    s.add_argument(
+        "--database",
+        default=os.environ.get("EDGE_DATABASE")
+        or os.environ.get("DATABASE_URL")
+        or "sqlite+aiosqlite:///var/edge.db",
+        help="idempotency store URL: sqlite+aiosqlite:///path or postgresql+asyncpg://... "
+        "(env EDGE_DATABASE, then DATABASE_URL); default sqlite+aiosqlite:///var/edge.db",
+    )
+    add("metrics-listen", "127.0.0.1:9103", "Prometheus /metrics HOST:PORT, empty to disable")
+    s.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[p for p in _env("trusted-proxy", "").split(",") if p.strip()],
+        help="CIDR or address of a trusted reverse proxy "
+        "(repeatable; env EDGE_TRUSTED_PROXY, comma-separated)",
+    )
+    add("routes", "", "product route table JSON file (default: the built-in example table)")
+    add("docs-base", "https://docs.svc.example", "base URL of the partner docs (error docUrl)")
+    add("max-body-bytes", str(MAX_BODY_BYTES), "largest request body accepted (413 above)")
+    add("log-level", "INFO", "DEBUG, INFO, WARNING or ERROR")
+    add("shutdown-grace", "5", "seconds running requests may finish after SIGTERM")
+    return parser
+
+
+def config_from(args: argparse.Namespace) -> EdgeConfig:
+    routes = RouteTable.load(args.routes) if args.routes else EdgeConfig().routes
+    return EdgeConfig(
+        authsvc=args.authsvc,
+        webhookd=args.webhookd,
+        database=normalize_url(args.database),
+        live_hosts=[h for h in args.live_hosts.split(",") if h.strip()],
+        sandbox_hosts=[h for h in args.sandbox_hosts.split(",") if h.strip()],
+        trusted_proxies=parse_networks(args.trusted_proxy),
+        routes=routes,
+        docs_base=args.docs_base.rstrip("/"),
+        max_body_bytes=int(args.max_body_bytes),
+    )
+
+
+async def serve(args: argparse.Namespace) -> None:
+    config = config_from(args)
+    app = create_app(config)
+    running = await start(app, [args.live_listen, args.sandbox_listen])
+    metrics_port = serve_metrics(args.metrics_listen) if args.metrics_listen else None
+    log.info("edge serving", extra={"live_port": running.ports[0], "sandbox_port": running.ports[1]})
+    print_ready("edge", live_port=running.ports[0], sandbox_port=running.ports[1], metrics_port=metrics_port)
+
+    async def stop() -> None:
+        log.info("edge stopping")
+        await running.stop(float(args.shutdown_grace))
+
+    await run_until_signal(stop)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    setup_logging("edge", args.log_level)
+    # svckit leaves sqlalchemy.engine at INFO, which echoes every SQL statement.
+    logging.getLogger("sqlalchemy.engine").setLevel(logging.WARNING)
+    try:
+        uvloop.run(serve(args))
+    except (RouteTableError, ValueError, OSError) as exc:
+        log.error("edge could not start", extra={"error": str(exc)})
+        print(f"edge: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

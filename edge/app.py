@@ -1,0 +1,159 @@
+"""create_app(config): the Sanic application of the edge.
+
+Channels to authsvc and webhookd, the idempotency database and the upstream HTTP client are opened in
+``before_server_start`` onto ``app.ctx`` and closed in ``after_server_stop``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from typing import Any
+
+import grpc
+import httpx
+from sanic import Request, Sanic
+from sanic.exceptions import BadRequest, MethodNotAllowed, NotFound, PayloadTooLarge, SanicException
+from sanic.response import HTTPResponse
+
+from edge.authorizer import Authorizer
+from edge.blueprints import account, docs, products, stream, webhooks
+from edge.config import EdgeConfig
+from edge.exceptions import EdgeError
+from edge.gate import Gate
+from edge.idempotency import SqlIdempotencyStore
+from edge.metrics import REFUSALS, count_response
+from edge.responses import error_response, new_request_id
+from svckit.db import create_engine
+from svckit.errors import ServiceError
+from svckit.logs import request_id_var
+from travel.webhooks.v1 import webhooks_pb2_grpc
+
+log = logging.getLogger(__name__)
+_names = itertools.count()
+
+GRPC_OPTIONS = [
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 2_000),
+]
+
+
+def _classify(request: Request | None, exc: BaseException) -> tuple[str, str]:
+    if isinstance(exc, ServiceError):
+        return exc.type, exc.message
+    if isinstance(exc, NotFound | MethodNotAllowed):
+        if request is not None:
+            try:
+                request.app.ctx.gate.hosts.environment(request.headers.get("host"))
+            except EdgeError as host_error:
+                return host_error.type, host_error.message
+            return "not_found", f"no route {request.method} {request.path}"
+        return "not_found", "no such route"
+    if isinstance(exc, PayloadTooLarge):
+        limit = request.app.ctx.config.max_body_bytes if request is not None else 0
+        return "payload_too_large", f"the request body is larger than the limit of {limit} bytes"
+    if isinstance(exc, BadRequest):
+        return "invalid_request", f"malformed request: {exc}"
+    if isinstance(exc, SanicException) and exc.status_code < 500:
+        return "invalid_request", str(exc) or "malformed request"
+    return "internal_error", "internal error; the request id identifies it in our logs"
+
+
+def handle_error(request: Request | None, exc: BaseException) -> HTTPResponse:
+    etype, message = _classify(request, exc)
+    rid = new_request_id()
+    headers: tuple[tuple[str, str], ...] = ()
+    if request is not None:
+        rid = getattr(request.ctx, "rid", None) or rid
+        caller = getattr(request.ctx, "caller", None)
+        if caller is not None:
+            headers = caller.headers
+    token = request_id_var.set(rid)
+    try:
+        if etype == "internal_error":
+            log.error("unhandled error", exc_info=exc)
+        else:
+            log.info("refused", extra={"type": etype, "path": request.path if request else ""})
+    finally:
+        request_id_var.reset(token)
+    REFUSALS.labels(etype).inc()
+    docs_base = request.app.ctx.config.docs_base if request is not None else "https://docs.svc.example"
+    response = error_response(etype, message, rid, docs_base, headers)
+    count_response(response.status)
+    return response
+
+
+def create_app(config: EdgeConfig) -> Sanic:
+    app = Sanic(f"{config.name}_{next(_names)}", configure_logging=False)
+    app.config.ACCESS_LOG = False
+    app.config.REQUEST_MAX_SIZE = config.max_body_bytes
+    app.config.NOISY_EXCEPTIONS = False
+    app.config.FALLBACK_ERROR_FORMAT = "json"
+    app.config.TOUCHUP = False
+    app.ctx.config = config
+    app.ctx.usage_cache = {}
+    app.ctx.streams = set()
+    for bp in (account.bp, webhooks.bp, stream.bp, docs.bp, products.bp):
+        app.blueprint(bp)
+    app.error_handler.add(Exception, handle_error)
+
+    @app.before_server_start
+    async def open_resources(app: Sanic) -> None:
+        cfg: EdgeConfig = app.ctx.config
+        app.ctx.auth_channel = grpc.aio.insecure_channel(cfg.authsvc, options=GRPC_OPTIONS)
+        app.ctx.webhooks_channel = grpc.aio.insecure_channel(cfg.webhookd, options=GRPC_OPTIONS)
+        app.ctx.webhooks = webhooks_pb2_grpc.WebhookServiceStub(app.ctx.webhooks_channel)
+        app.ctx.authorizer = Authorizer(app.ctx.auth_channel, timeout=cfg.authsvc_timeout)
+        app.ctx.engine = create_engine(cfg.database)
+        app.ctx.store = SqlIdempotencyStore(app.ctx.engine)
+        await app.ctx.store.migrate()
+        app.ctx.http = httpx.AsyncClient(
+            transport=cfg.upstream_transport, timeout=cfg.upstream_timeout, follow_redirects=False
+        )
+        app.ctx.gate = Gate(cfg, app.ctx.authorizer, app.ctx.store)
+        app.ctx.tasks = [
+            asyncio.ensure_future(app.ctx.authorizer.watch_forever()),
+            asyncio.ensure_future(_purge_forever(app.ctx.store)),
+        ]
+        # Serve with a trusted cache from the first request when authsvc is up; fail closed otherwise.
+        await app.ctx.authorizer.wait_synced(2.0)
+
+    @app.before_server_stop
+    async def close_streams(app: Sanic) -> None:
+        for session in list(getattr(app.ctx, "streams", ())):
+            session.finish(1001, "server shutting down")
+
+    @app.after_server_stop
+    async def close_resources(app: Sanic) -> None:
+        for task in getattr(app.ctx, "tasks", []):
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+        with contextlib.suppress(Exception):
+            await app.ctx.http.aclose()
+        for name in ("auth_channel", "webhooks_channel"):
+            channel = getattr(app.ctx, name, None)
+            if channel is not None:
+                await channel.close()
+        engine = getattr(app.ctx, "engine", None)
+        if engine is not None:
+            await engine.dispose()
+
+    return app
+
+
+async def _purge_forever(store: Any) -> None:
+    while True:
+        try:
+            removed = await store.purge(time.time())
+            if removed:
+                log.info("purged idempotency records", extra={"count": removed})
+        except Exception:
+            log.exception("idempotency purge failed")
+        await asyncio.sleep(600)

@@ -1,0 +1,125 @@
+"""The authorisation cache: authsvc's answers kept for their cache_ttl (at most 60 s, never past the
+key's expiry), dropped by key or account on WatchKeyChanges, flushed on SYNC. Pure: callers pass the
+monotonic ``now`` (and wall-clock time for key expiry)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+MAX_TTL = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """What the edge knows about an authorised key and its account."""
+
+    key_id: str
+    account_id: str
+    environment: str
+    scopes: tuple[str, ...]
+    key_status: str
+    key_hint: str = ""
+    expires_at: dt.datetime | None = None
+    account_name: str = ""
+    account_mode: str = ""
+    account_status: str = ""
+    daily_search_allowance: int = 0
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    allowed: bool
+    error_type: str = ""
+    error_message: str = ""
+    caller: Caller | None = None
+
+
+@dataclass(slots=True)
+class _Entry:
+    answer: Answer
+    expires: float
+
+
+def ttl_for(answer_ttl: float, key_expires_at: dt.datetime | None, wall_now: dt.datetime) -> float:
+    """Seconds an answer may be cached: authsvc's TTL, capped at 60 s and at the key's expiry."""
+    ttl = min(max(answer_ttl, 0.0), MAX_TTL)
+    if key_expires_at is not None:
+        ttl = min(ttl, (key_expires_at - wall_now).total_seconds())
+    return max(ttl, 0.0)
+
+
+@dataclass
+class AuthCache:
+    max_entries: int = 100_000
+    _entries: dict[tuple[object, ...], _Entry] = field(default_factory=dict)
+    _by_key: dict[str, set[tuple[object, ...]]] = field(default_factory=dict)
+    _by_account: dict[str, set[tuple[object, ...]]] = field(default_factory=dict)
+    # Bumped by every drop or flush: an answer fetched before a drop is never stored after it.
+    generation: int = 0
+    # True while the WatchKeyChanges stream is up (after its SYNC): only then is a hit trusted first.
+    live: bool = False
+
+    def get(self, k: tuple[object, ...], now: float) -> Answer | None:
+        entry = self._entries.get(k)
+        if entry is None:
+            return None
+        if entry.expires <= now:
+            self._remove(k)
+            return None
+        return entry.answer
+
+    def put(self, k: tuple[object, ...], answer: Answer, ttl: float, now: float, generation: int) -> bool:
+        """Store unless ``ttl`` is 0 or something was dropped since ``generation`` was read."""
+        if ttl <= 0 or generation != self.generation:
+            return False
+        if len(self._entries) >= self.max_entries and k not in self._entries:
+            self.flush_expired(now)
+            if len(self._entries) >= self.max_entries:
+                return False
+        self._remove(k)
+        self._entries[k] = _Entry(answer, now + ttl)
+        if answer.caller is not None:
+            self._by_key.setdefault(answer.caller.key_id, set()).add(k)
+            self._by_account.setdefault(answer.caller.account_id, set()).add(k)
+        return True
+
+    def _remove(self, k: tuple[object, ...]) -> None:
+        entry = self._entries.pop(k, None)
+        if entry is None or entry.answer.caller is None:
+            return
+        c = entry.answer.caller
+        for index, ident in ((self._by_key, c.key_id), (self._by_account, c.account_id)):
+            keys = index.get(ident)
+            if keys is not None:
+                keys.discard(k)
+                if not keys:
+                    del index[ident]
+
+    def drop_key(self, key_id: str) -> int:
+        self.generation += 1
+        keys = list(self._by_key.get(key_id, ()))
+        for k in keys:
+            self._remove(k)
+        return len(keys)
+
+    def drop_account(self, account_id: str) -> int:
+        self.generation += 1
+        keys = list(self._by_account.get(account_id, ()))
+        for k in keys:
+            self._remove(k)
+        return len(keys)
+
+    def flush(self) -> None:
+        self.generation += 1
+        self._entries.clear()
+        self._by_key.clear()
+        self._by_account.clear()
+
+    def flush_expired(self, now: float) -> None:
+        for k in [k for k, e in self._entries.items() if e.expires <= now]:
+            self._remove(k)
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -1,0 +1,226 @@
+"""Authorisation through authsvc with the cache in front, and the WatchKeyChanges loop that keeps it
+honest. The cache is consulted first only while the watch stream is up; while it is down every request
+asks authsvc, and a still-valid cached answer is used only if authsvc cannot be reached. With neither,
+the edge fails closed (503 service_unavailable)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from edge.authcache import Answer, AuthCache, Caller, ttl_for
+from edge.environments import Environment
+from edge.exceptions import EdgeError, UpstreamUnavailable
+from svckit.clock import utcnow
+from svckit.errors import type_from_rpc_error
+from travel.auth.v1 import auth_pb2, auth_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
+ENV_PB = {Environment.LIVE: auth_pb2.ENVIRONMENT_LIVE, Environment.SANDBOX: auth_pb2.ENVIRONMENT_SANDBOX}
+KEY_STATUS = {
+    auth_pb2.KEY_STATUS_ACTIVE: "active",
+    auth_pb2.KEY_STATUS_EXPIRING: "expiring",
+    auth_pb2.KEY_STATUS_EXPIRED: "expired",
+    auth_pb2.KEY_STATUS_REVOKED: "revoked",
+}
+MODES = {auth_pb2.ACCOUNT_MODE_A: "A", auth_pb2.ACCOUNT_MODE_B: "B"}
+ACCOUNT_STATUS = {auth_pb2.ACCOUNT_STATUS_ACTIVE: "active", auth_pb2.ACCOUNT_STATUS_READ_ONLY: "read_only"}
+
+# (kind, key_id, account_id) of one WatchKeyChanges message.
+ChangeListener = Callable[[int, str, str], None]
+
+
+def _ts(ts: Any) -> dt.datetime | None:
+    if ts is None or (ts.seconds == 0 and ts.nanos == 0):
+        return None
+    return ts.ToDatetime(tzinfo=dt.UTC)  # type: ignore[no-any-return]
+
+
+def caller_from(resp: auth_pb2.AuthorizeResponse, env: Environment) -> Caller | None:
+    if not resp.HasField("key"):
+        return None
+    key, account = resp.key, resp.account
+    expires = _ts(key.expires_at) if key.HasField("expires_at") else None
+    status = KEY_STATUS.get(key.status, "active")
+    headers: tuple[tuple[str, str], ...] = ()
+    if status == "expiring" and expires is not None:
+        from edge.environments import deprecation_headers
+
+        headers = tuple(deprecation_headers(True, expires).items())
+    return Caller(
+        key_id=key.id,
+        account_id=key.account_id or account.id,
+        environment=env.value,
+        scopes=tuple(key.scopes),
+        key_status=status,
+        key_hint=key.hint,
+        expires_at=expires,
+        account_name=account.name,
+        account_mode=MODES.get(account.mode, ""),
+        account_status=ACCOUNT_STATUS.get(account.status, ""),
+        daily_search_allowance=account.daily_search_allowance,
+        headers=headers,
+    )
+
+
+class Authorizer:
+    def __init__(
+        self,
+        channel: grpc.aio.Channel,
+        *,
+        cache: AuthCache | None = None,
+        timeout: float = 2.0,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], dt.datetime] = utcnow,
+    ) -> None:
+        self.stub = auth_pb2_grpc.AuthServiceStub(channel)
+        self.cache = cache or AuthCache()
+        self.timeout = timeout
+        self.monotonic = monotonic
+        self.wall = wall
+        self._listeners: set[ChangeListener] = set()
+        self._synced = asyncio.Event()
+        self.reconnects = 0
+
+    # -- authorisation -------------------------------------------------------------------------
+    async def authorize(
+        self,
+        api_key: str,
+        env: Environment,
+        scope: str,
+        source: str,
+        is_write: bool,
+        request_id: str,
+        *,
+        use_cache: bool = True,
+    ) -> Caller:
+        """The Caller for an allowed request; raises EdgeError with authsvc's refusal otherwise."""
+        answer = await self.answer(api_key, env, scope, source, is_write, request_id, use_cache=use_cache)
+        if not answer.allowed or answer.caller is None:
+            raise EdgeError(
+                answer.error_message or "the API key was refused", type=answer.error_type or "invalid_api_key"
+            )
+        return answer.caller
+
+    async def answer(
+        self,
+        api_key: str,
+        env: Environment,
+        scope: str,
+        source: str,
+        is_write: bool,
+        request_id: str,
+        *,
+        use_cache: bool = True,
+    ) -> Answer:
+        ck = (hashlib.sha256(api_key.encode()).digest(), env, scope, source, is_write)
+        cache = self.cache
+        if use_cache and cache.live:
+            hit = cache.get(ck, self.monotonic())
+            if hit is not None:
+                return hit
+        generation = cache.generation
+        try:
+            resp = await self.stub.Authorize(
+                auth_pb2.AuthorizeRequest(
+                    api_key=api_key,
+                    environment=ENV_PB[env],
+                    required_scope=scope,
+                    source_address=source,
+                    is_write=is_write,
+                ),
+                timeout=self.timeout,
+                metadata=(("x-request-id", request_id),),
+            )
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() in UNREACHABLE:
+                stale = cache.get(ck, self.monotonic())
+                if stale is not None:
+                    return stale
+                log.warning("authsvc unreachable: failing closed", extra={"code": exc.code().name})
+                raise UpstreamUnavailable(
+                    "the authorisation service cannot be reached; the request was refused (fail closed)"
+                ) from None
+            etype, message = type_from_rpc_error(exc)
+            raise EdgeError(message, type=etype) from None
+        caller = caller_from(resp, env)
+        if resp.decision == auth_pb2.DECISION_ALLOW:
+            answer = Answer(True, caller=caller)
+        else:
+            answer = Answer(False, resp.error_type or "invalid_api_key", resp.error_message, caller)
+        ttl = ttl_for(
+            resp.cache_ttl.ToTimedelta().total_seconds(),
+            caller.expires_at if caller else None,
+            self.wall(),
+        )
+        cache.put(ck, answer, ttl, self.monotonic(), generation)
+        return answer
+
+    # -- the watch ------------------------------------------------------------------------------
+    def add_listener(self, listener: ChangeListener) -> None:
+        self._listeners.add(listener)
+
+    def remove_listener(self, listener: ChangeListener) -> None:
+        self._listeners.discard(listener)
+
+    def _notify(self, kind: int, key_id: str, account_id: str) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(kind, key_id, account_id)
+            except Exception:
+                log.exception("key change listener failed")
+
+    def apply_change(self, kind: int, key_id: str, account_id: str) -> None:
+        cache = self.cache
+        if kind == auth_pb2.KEY_CHANGE_KIND_SYNC:
+            cache.flush()
+            cache.live = True
+            self._synced.set()
+        elif kind == auth_pb2.KEY_CHANGE_KIND_ACCOUNT_UPDATED:
+            cache.drop_account(account_id)
+        elif key_id:
+            cache.drop_key(key_id)
+        elif account_id:
+            cache.drop_account(account_id)
+        else:
+            cache.flush()
+        self._notify(kind, key_id, account_id)
+
+    async def wait_synced(self, seconds: float) -> bool:
+        try:
+            await asyncio.wait_for(self._synced.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    async def watch_forever(self) -> None:
+        delay = 0.1
+        while True:
+            try:
+                call = self.stub.WatchKeyChanges(auth_pb2.WatchKeyChangesRequest())
+                async for msg in call:
+                    delay = 0.1
+                    self.apply_change(msg.kind, msg.key_id, msg.account_id)
+            except asyncio.CancelledError:
+                raise
+            except grpc.aio.AioRpcError as exc:
+                log.warning(
+                    "WatchKeyChanges broke; the cache is no longer trusted first",
+                    extra={"code": exc.code().name},
+                )
+            except Exception:
+                log.exception("WatchKeyChanges failed")
+            self.cache.live = False
+            self._synced.clear()
+            self.reconnects += 1
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)

@@ -1,0 +1,1 @@
+"""The edge's routes, one blueprint per resource."""

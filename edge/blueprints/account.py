@@ -1,0 +1,96 @@
+"""GET /v1/account (account:read) and DELETE /v1/customers/{ref} (account:write)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import unquote
+
+import grpc
+from sanic import Blueprint, Request
+from sanic.response import HTTPResponse
+from sanic.response import json as json_response
+
+from edge.authorizer import ENV_PB
+from edge.convert import iso
+from edge.environments import Environment
+from edge.gate import Ctx, guarded, rpc_error
+from edge.negotiation import check_customer_ref
+from travel.auth.v1 import auth_pb2
+
+bp = Blueprint("account")
+
+
+async def usage_of(request: Request, ctx: Ctx) -> dict[str, Any]:
+    """Today's search usage, cached per account for usage_cache_seconds (one GetUsage a second at most)."""
+    cache: dict[str, tuple[float, dict[str, Any]]] = request.app.ctx.usage_cache
+    now = time.monotonic()
+    hit = cache.get(ctx.caller.account_id)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    try:
+        resp = await request.app.ctx.authorizer.stub.GetUsage(
+            auth_pb2.GetUsageRequest(account_id=ctx.caller.account_id),
+            timeout=request.app.ctx.config.authsvc_timeout,
+            metadata=(("x-request-id", ctx.request_id),),
+        )
+    except grpc.aio.AioRpcError as exc:
+        raise rpc_error(exc) from None
+    u = resp.usage
+    usage = {
+        "date": u.date,
+        "searchesUsed": u.searches_used,
+        "dailySearchAllowance": u.daily_search_allowance,
+        "remaining": u.remaining,
+        "counted": ctx.environment is Environment.LIVE,
+    }
+    if len(cache) > 10_000:
+        cache.clear()
+    cache[ctx.caller.account_id] = (now + request.app.ctx.config.usage_cache_seconds, usage)
+    return usage
+
+
+@bp.get("/v1/account")
+@guarded("account:read")
+async def get_account(request: Request, ctx: Ctx) -> HTTPResponse:
+    """Read own account."""
+    c = ctx.caller
+    return json_response(
+        {
+            "object": "account",
+            "id": c.account_id,
+            "name": c.account_name,
+            "mode": c.account_mode,
+            "status": c.account_status,
+            "environment": ctx.environment.value,
+            "livemode": ctx.environment is Environment.LIVE,
+            "key": {
+                "id": c.key_id,
+                "hint": c.key_hint,
+                "scopes": list(c.scopes),
+                "status": c.key_status,
+                "expiresAt": iso(c.expires_at),
+            },
+            "usage": await usage_of(request, ctx),
+        }
+    )
+
+
+@bp.delete("/v1/customers/<ref:str>")
+@guarded("account:write")
+async def delete_customer(request: Request, ctx: Ctx, ref: str) -> HTTPResponse:
+    """Remove the traveller record of a partner reference."""
+    ref = check_customer_ref(unquote(ref))
+    try:
+        resp = await request.app.ctx.authorizer.stub.DeleteTraveller(
+            auth_pb2.DeleteTravellerRequest(
+                account_id=ctx.caller.account_id, environment=ENV_PB[ctx.environment], partner_ref=ref
+            ),
+            timeout=request.app.ctx.config.authsvc_timeout,
+            metadata=(("x-request-id", ctx.request_id),),
+        )
+    except grpc.aio.AioRpcError as exc:
+        raise rpc_error(exc) from None
+    return json_response(
+        {"object": "customer", "ref": ref, "travellerId": resp.traveller_id, "deleted": True}
+    )

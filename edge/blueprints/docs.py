@@ -1,0 +1,27 @@
+"""GET /openapi.json: the OpenAPI 3.1 document of the whole edge (no key needed)."""
+
+from __future__ import annotations
+
+from sanic import Blueprint, Request
+from sanic.response import HTTPResponse
+from sanic.response import json as json_response
+
+from edge.negotiation import check_accept
+from edge.openapi import build_openapi
+
+bp = Blueprint("docs")
+
+
+@bp.get("/openapi.json")
+async def openapi(request: Request) -> HTTPResponse:
+    gate = request.app.ctx.gate
+    rid = gate.request_id(request)
+    env = gate.hosts.environment(request.headers.get("host"))
+    check_accept(request.headers.get("accept"))
+    doc = request.app.ctx.openapi if hasattr(request.app.ctx, "openapi") else None
+    if doc is None:
+        doc = request.app.ctx.openapi = build_openapi(request.app.ctx.config)
+    host = request.headers.get("host")
+    out = dict(doc)
+    out["servers"] = [{"url": f"{request.scheme}://{host}", "description": f"this host ({env.value})"}]
+    return json_response(out, headers={"X-Request-Id": rid})

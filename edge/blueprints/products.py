@@ -1,0 +1,85 @@
+"""Product routes (hotels, flights, esim) from the route table, proxied to the environment's upstream."""
+
+from __future__ import annotations
+
+import functools
+
+import grpc
+import httpx
+from sanic import Blueprint, Request
+from sanic.response import HTTPResponse
+
+from edge.authorizer import ENV_PB
+from edge.environments import Environment
+from edge.exceptions import EdgeError, UpstreamUnavailable
+from edge.gate import Ctx, Gate, rpc_error
+from edge.routetable import ProductRoute
+from travel.auth.v1 import auth_pb2
+
+bp = Blueprint("products")
+ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+# Headers passed upstream from the partner's request; never Authorization.
+PASS_HEADERS = ("content-type", "accept-language")
+
+
+async def proxy(route: ProductRoute, request: Request, ctx: Ctx, **params: str) -> HTTPResponse:
+    app_ctx = request.app.ctx
+    caller = ctx.caller
+    if route.search and ctx.environment is Environment.LIVE:
+        try:
+            await app_ctx.authorizer.stub.ConsumeSearch(
+                auth_pb2.ConsumeSearchRequest(
+                    account_id=caller.account_id,
+                    environment=ENV_PB[ctx.environment],
+                    key_id=caller.key_id,
+                    count=1,
+                ),
+                timeout=app_ctx.config.authsvc_timeout,
+                metadata=(("x-request-id", ctx.request_id),),
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise rpc_error(exc) from None
+        app_ctx.usage_cache.pop(caller.account_id, None)
+    # The upstream is chosen by the request's environment only: a sandbox request never reaches live.
+    url = route.upstream[ctx.environment] + request.path
+    if request.query_string:
+        url += "?" + request.query_string
+    headers = {
+        "Accept": "application/json",
+        "X-Request-Id": ctx.request_id,
+        "X-Account-Id": caller.account_id,
+        "X-Key-Id": caller.key_id,
+        "X-Environment": ctx.environment.value,
+    }
+    if ctx.traveller_id:
+        headers["X-Traveller-Id"] = ctx.traveller_id
+    for name in PASS_HEADERS:
+        value = request.headers.get(name)
+        if value:
+            headers[name.title()] = value
+    client: httpx.AsyncClient = app_ctx.http
+    try:
+        resp = await client.request(request.method, url, content=request.body or None, headers=headers)
+    except httpx.HTTPError as exc:
+        raise UpstreamUnavailable(
+            f"the {route.scope.split(':')[0]} service cannot be reached; retry later"
+        ) from exc
+    return HTTPResponse(
+        resp.content,
+        status=resp.status_code,
+        content_type=resp.headers.get("content-type", "application/json"),
+    )
+
+
+@bp.route("/v1/<rest:path>", methods=ALL_METHODS, name="product_route")
+async def product_route(request: Request, rest: str) -> HTTPResponse:
+    gate: Gate = request.app.ctx.gate
+    gate.request_id(request)
+    gate.hosts.environment(request.headers.get("host"))
+    match = request.app.ctx.config.routes.match(request.method, request.path)
+    if match is None:
+        raise EdgeError(f"no route {request.method} {request.path}", type="not_found")
+    route, params = match
+    return await gate.run(
+        request, functools.partial(proxy, route), route.scope, route.is_write, route.traveller, params
+    )

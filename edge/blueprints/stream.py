@@ -1,0 +1,263 @@
+"""GET /v1/stream: the account's events over a WebSocket (decisions.md "Stream").
+
+The key comes from ``Sec-WebSocket-Protocol: svc, <key>`` (or Authorization) and is checked before
+the handshake, so a refusal is an ordinary HTTP error body. The answer selects ``svc`` only. Events
+come from webhookd's StreamEvents, filtered by the key's scopes. A WatchKeyChanges message about the
+key (or its account) re-checks it at once; a revoked or expired key's stream is closed with 4001.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import logging
+from typing import Any
+
+import grpc
+from sanic import Blueprint, Request
+from sanic.server.websockets.impl import WebsocketImplProtocol
+
+from edge.authcache import Caller
+from edge.authorizer import Authorizer
+from edge.convert import WH_ENV
+from edge.convert import event as event_json
+from edge.credentials import key_from_authorization, key_from_subprotocols
+from edge.environments import Environment
+from edge.exceptions import EdgeError
+from edge.gate import Gate
+from edge.metrics import STREAMS
+from edge.streamfilter import may_read, wanted
+from svckit.clock import utcnow
+from travel.auth.v1 import auth_pb2
+from travel.webhooks.v1 import webhooks_pb2
+
+log = logging.getLogger(__name__)
+bp = Blueprint("stream")
+CLOSE_KEY_INVALID = 4001
+CLOSE_GOING_AWAY = 1001
+
+
+@bp.on_request
+async def authenticate_stream(request: Request) -> None:
+    gate: Gate = request.app.ctx.gate
+    gate.request_id(request)
+    env = gate.hosts.environment(request.headers.get("host"))
+    if request.headers.get("upgrade", "").lower() != "websocket":
+        raise EdgeError(
+            "GET /v1/stream needs a WebSocket upgrade (Upgrade: websocket)", type="invalid_request"
+        )
+    key = key_from_subprotocols(request.headers.get("sec-websocket-protocol"))
+    if key is None:
+        key = key_from_authorization(request.headers.get("authorization"))
+    caller, source = await gate.authenticate(request, key, env, "", False)
+    request.ctx.stream_auth = (key, env, source, caller)
+
+
+class StreamSession:
+    def __init__(
+        self,
+        request: Request,
+        ws: WebsocketImplProtocol,
+        key: str,
+        env: Environment,
+        source: str,
+        caller: Caller,
+    ) -> None:
+        self.app_ctx = request.app.ctx
+        self.authorizer: Authorizer = self.app_ctx.authorizer
+        self.ws = ws
+        self.key = key
+        self.env = env
+        self.source = source
+        self.caller = caller
+        self.request_id: str = request.ctx.rid
+        self.done = asyncio.Event()
+        self.close_code = 1000
+        self.close_reason = ""
+        self.types: list[str] = []
+        self.last_event_id = ""
+        self.pump: asyncio.Task[None] | None = None
+        self.expiry: asyncio.TimerHandle | None = None
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    # -- closing ---------------------------------------------------------------------------------
+    def finish(self, code: int, reason: str) -> None:
+        if not self.done.is_set():
+            self.close_code, self.close_reason = code, reason
+            self.done.set()
+
+    def on_key_change(self, kind: int, key_id: str, account_id: str) -> None:
+        if kind == auth_pb2.KEY_CHANGE_KIND_REVOKED and key_id == self.caller.key_id:
+            self.finish(CLOSE_KEY_INVALID, "invalid_api_key: the API key was revoked")
+            return
+        if (
+            kind == auth_pb2.KEY_CHANGE_KIND_SYNC
+            or key_id == self.caller.key_id
+            or (account_id == self.caller.account_id and not key_id)
+        ):
+            self._spawn(self.recheck())
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def recheck(self) -> None:
+        try:
+            answer = await self.authorizer.answer(
+                self.key, self.env, "", self.source, False, self.request_id, use_cache=False
+            )
+        except EdgeError as exc:
+            if exc.type == "service_unavailable":
+                return  # checked again on the watch's next SYNC
+            self.finish(CLOSE_KEY_INVALID, f"{exc.type}: {exc.message}")
+            return
+        if not answer.allowed or answer.caller is None:
+            self.finish(CLOSE_KEY_INVALID, f"{answer.error_type}: {answer.error_message}")
+            return
+        self.caller = answer.caller
+        self.arm_expiry()
+
+    def arm_expiry(self) -> None:
+        if self.expiry is not None:
+            self.expiry.cancel()
+            self.expiry = None
+        expires = self.caller.expires_at
+        if expires is not None:
+            delay = (expires - utcnow()).total_seconds()
+            loop = asyncio.get_running_loop()
+            self.expiry = loop.call_later(
+                max(delay, 0.0), self.finish, CLOSE_KEY_INVALID, "invalid_api_key: the API key has expired"
+            )
+
+    # -- sending ---------------------------------------------------------------------------------
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.ws.send(json.dumps(message))
+
+    async def pump_events(self, since: str) -> None:
+        stub = self.app_ctx.webhooks
+        delay = 0.2
+        while not self.done.is_set():
+            try:
+                call = stub.StreamEvents(
+                    webhooks_pb2.StreamEventsRequest(
+                        account_id=self.caller.account_id,
+                        environment=WH_ENV[self.env],
+                        since_event_id=since or self.last_event_id,
+                    ),
+                    metadata=(("x-request-id", self.request_id),),
+                )
+                async for msg in call:
+                    delay = 0.2
+                    ev = msg.event
+                    self.last_event_id = ev.id
+                    since = ""
+                    envelope = event_json(ev)
+                    data = envelope.get("data") if isinstance(envelope.get("data"), dict) else None
+                    if wanted(self.types, ev.type) and may_read(self.caller.scopes, ev.type, data):
+                        await self.send({"type": "event", "event": envelope})
+            except asyncio.CancelledError:
+                raise
+            except grpc.aio.AioRpcError as exc:
+                log.warning("StreamEvents broke; resuming", extra={"code": exc.code().name})
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    def restart_pump(self, since: str) -> None:
+        if self.pump is not None:
+            self.pump.cancel()
+        self.pump = asyncio.ensure_future(self.pump_events(since))
+        self.pump.add_done_callback(self._pump_done)
+
+    def _pump_done(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("stream send failed", extra={"error": repr(task.exception())})
+            self.finish(1011, "internal error")
+
+    async def pings(self) -> None:
+        interval = self.app_ctx.config.stream_ping_seconds
+        while not self.done.is_set():
+            await asyncio.sleep(interval)
+            await self.send({"type": "ping"})
+
+    async def read(self) -> None:
+        while not self.done.is_set():
+            raw = await self.ws.recv()
+            if raw is None:
+                self.finish(1000, "")
+                return
+            await self.handle(raw)
+
+    async def handle(self, raw: str | bytes) -> None:
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            await self.refuse("a message must be a JSON object")
+            return
+        if not isinstance(msg, dict):
+            await self.refuse("a message must be a JSON object")
+            return
+        kind = msg.get("type")
+        if kind == "ping":
+            await self.send({"type": "pong"})
+        elif kind == "pong":
+            return
+        elif kind == "subscribe":
+            events = msg.get("events", [])
+            since = msg.get("since", "")
+            if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
+                await self.refuse("subscribe.events must be a list of event kinds")
+                return
+            if not isinstance(since, str) or (since and not since.startswith("evt_")):
+                await self.refuse("subscribe.since must be an event id (evt_...)")
+                return
+            self.types = events
+            self.restart_pump(since)
+            await self.send({"type": "subscribed", "events": events, "since": since or None})
+        else:
+            await self.refuse(f"unknown message type {kind!r}: send subscribe or ping")
+
+    async def refuse(self, message: str) -> None:
+        await self.send({"type": "error", "error": {"type": "invalid_request", "message": message}})
+
+    # -- lifetime --------------------------------------------------------------------------------
+    async def run(self) -> None:
+        self.authorizer.add_listener(self.on_key_change)
+        self.app_ctx.streams.add(self)
+        STREAMS.inc()
+        self.arm_expiry()
+        self.restart_pump("")
+        reader = asyncio.ensure_future(self.read())
+        pinger = asyncio.ensure_future(self.pings())
+        reader.add_done_callback(lambda _t: self.finish(1000, ""))
+        pinger.add_done_callback(lambda _t: self.finish(1000, ""))
+        try:
+            await self.done.wait()
+        finally:
+            self.authorizer.remove_listener(self.on_key_change)
+            self.app_ctx.streams.discard(self)
+            STREAMS.dec()
+            if self.expiry is not None:
+                self.expiry.cancel()
+            for task in (reader, pinger, self.pump, *self.tasks):
+                if task is not None:
+                    task.cancel()
+            with contextlib.suppress(Exception):
+                await self.ws.close(self.close_code, self.close_reason[:120])
+            log.info(
+                "stream closed",
+                extra={
+                    "key_id": self.caller.key_id,
+                    "code": self.close_code,
+                    "reason": self.close_reason,
+                    "at": dt.datetime.now(dt.UTC).isoformat(),
+                },
+            )
+
+
+@bp.websocket("/v1/stream", subprotocols=["svc"])
+async def stream(request: Request, ws: WebsocketImplProtocol) -> None:
+    key, env, source, caller = request.ctx.stream_auth
+    await StreamSession(request, ws, key, env, source, caller).run()

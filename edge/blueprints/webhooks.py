@@ -1,0 +1,267 @@
+"""Webhook endpoint management under /v1/webhooks/... (webhooks:read to read, webhooks:write to change)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf import duration_pb2, field_mask_pb2, timestamp_pb2
+from sanic import Blueprint, Request
+from sanic.response import HTTPResponse
+from sanic.response import json as json_response
+
+from edge import convert
+from edge.convert import WH_ENV
+from edge.exceptions import EdgeError
+from edge.gate import Ctx, guarded, rpc_error
+from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
+
+bp = Blueprint("webhooks")
+T = TypeVar("T")
+MAX_OVERLAP = 7 * 24 * 3600
+
+
+async def call(request: Request, ctx: Ctx, rpc: str, message: Any) -> Any:
+    stub: webhooks_pb2_grpc.WebhookServiceStub = request.app.ctx.webhooks
+    try:
+        return await getattr(stub, rpc)(
+            message,
+            timeout=request.app.ctx.config.webhookd_timeout,
+            metadata=(("x-request-id", ctx.request_id),),
+        )
+    except grpc.aio.AioRpcError as exc:
+        raise rpc_error(exc) from None
+
+
+def scope_of(ctx: Ctx) -> dict[str, Any]:
+    return {"account_id": ctx.caller.account_id, "environment": WH_ENV[ctx.environment]}
+
+
+async def _await(x: Awaitable[T]) -> T:
+    return await x
+
+
+@bp.get("/v1/webhooks/endpoints")
+@guarded("webhooks:read")
+async def list_endpoints(request: Request, ctx: Ctx) -> HTTPResponse:
+    resp = await call(
+        request,
+        ctx,
+        "ListEndpoints",
+        webhooks_pb2.ListEndpointsRequest(
+            **scope_of(ctx),
+            page_size=convert.query_limit(request.args),
+            page_token=request.args.get("page_token", ""),
+        ),
+    )
+    return json_response(
+        {
+            "object": "list",
+            "data": [convert.endpoint(e) for e in resp.endpoints],
+            "nextPageToken": resp.next_page_token or None,
+        }
+    )
+
+
+@bp.post("/v1/webhooks/endpoints")
+@guarded("webhooks:write")
+async def create_endpoint(request: Request, ctx: Ctx) -> HTTPResponse:
+    body = convert.only_fields(ctx.body, {"url", "events", "description"})
+    url = convert.string_field(body, "url", required=True) or ""
+    events = convert.string_list_field(body, "events", required=True)
+    description = convert.string_field(body, "description", max_len=1024) or ""
+    resp = await call(
+        request,
+        ctx,
+        "RegisterEndpoint",
+        webhooks_pb2.RegisterEndpointRequest(
+            **scope_of(ctx), url=url, events=events, description=description
+        ),
+    )
+    out = convert.endpoint(resp.endpoint)
+    out["secret"] = resp.signing_secret
+    return json_response(out, status=201)
+
+
+@bp.get("/v1/webhooks/endpoints/<endpoint_id:str>")
+@guarded("webhooks:read")
+async def get_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
+    eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
+    resp = await call(
+        request, ctx, "GetEndpoint", webhooks_pb2.GetEndpointRequest(**scope_of(ctx), endpoint_id=eid)
+    )
+    return json_response(convert.endpoint(resp.endpoint))
+
+
+@bp.post("/v1/webhooks/endpoints/<endpoint_id:str>")
+@guarded("webhooks:write")
+async def update_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
+    eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
+    body = convert.only_fields(ctx.body, {"url", "events", "description"})
+    if not body:
+        raise EdgeError(
+            "nothing to update: send one or more of url, events, description", type="invalid_request"
+        )
+    url = convert.string_field(body, "url")
+    events = convert.string_list_field(body, "events")
+    description = convert.string_field(body, "description", max_len=1024)
+    resp = await call(
+        request,
+        ctx,
+        "UpdateEndpoint",
+        webhooks_pb2.UpdateEndpointRequest(
+            **scope_of(ctx),
+            endpoint_id=eid,
+            update_mask=field_mask_pb2.FieldMask(paths=sorted(body)),
+            url=url or "",
+            events=events or [],
+            description=description or "",
+        ),
+    )
+    return json_response(convert.endpoint(resp.endpoint))
+
+
+@bp.delete("/v1/webhooks/endpoints/<endpoint_id:str>")
+@guarded("webhooks:write")
+async def delete_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
+    eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
+    resp = await call(
+        request, ctx, "DeleteEndpoint", webhooks_pb2.DeleteEndpointRequest(**scope_of(ctx), endpoint_id=eid)
+    )
+    out = convert.endpoint(resp.endpoint)
+    out["deleted"] = True
+    return json_response(out)
+
+
+@bp.post("/v1/webhooks/endpoints/<endpoint_id:str>/rotate_secret")
+@guarded("webhooks:write")
+async def rotate_secret(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
+    eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
+    body = convert.only_fields(ctx.body, {"overlapSeconds"})
+    overlap = convert.int_field(body, "overlapSeconds", 0, MAX_OVERLAP)
+    msg = webhooks_pb2.RotateSigningSecretRequest(**scope_of(ctx), endpoint_id=eid)
+    if overlap is not None:
+        msg.overlap.CopyFrom(duration_pb2.Duration(seconds=overlap))
+    resp = await call(request, ctx, "RotateSigningSecret", msg)
+    out = convert.endpoint(resp.endpoint)
+    out["secret"] = resp.signing_secret
+    return json_response(out)
+
+
+@bp.post("/v1/webhooks/endpoints/<endpoint_id:str>/enable")
+@guarded("webhooks:write")
+async def enable_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
+    eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
+    convert.only_fields(ctx.body, set())
+    resp = await call(
+        request, ctx, "EnableEndpoint", webhooks_pb2.EnableEndpointRequest(**scope_of(ctx), endpoint_id=eid)
+    )
+    return json_response(convert.endpoint(resp.endpoint))
+
+
+@bp.post("/v1/webhooks/endpoints/<endpoint_id:str>/recover")
+@guarded("webhooks:write")
+async def recover_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
+    eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
+    body = convert.only_fields(ctx.body, {"since"})
+    since = convert.string_field(body, "since", required=True, max_len=64) or ""
+    ts = timestamp_pb2.Timestamp()
+    ts.FromDatetime(convert.parse_time(since, "since"))
+    resp = await call(
+        request,
+        ctx,
+        "RecoverEndpoint",
+        webhooks_pb2.RecoverEndpointRequest(**scope_of(ctx), endpoint_id=eid, since=ts),
+    )
+    return json_response({"object": "webhook_recovery", "endpointId": eid, "recovered": resp.recovered_count})
+
+
+@bp.post("/v1/webhooks/endpoints/<endpoint_id:str>/test")
+@guarded("webhooks:write")
+async def send_test(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
+    eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
+    convert.only_fields(ctx.body, set())
+    resp = await call(
+        request, ctx, "SendTestEvent", webhooks_pb2.SendTestEventRequest(**scope_of(ctx), endpoint_id=eid)
+    )
+    return json_response(
+        {
+            "object": "webhook_test",
+            "event": convert.event(resp.event),
+            "delivery": convert.delivery(resp.delivery),
+        },
+        status=202,
+    )
+
+
+@bp.get("/v1/webhooks/deliveries")
+@guarded("webhooks:read")
+async def list_deliveries(request: Request, ctx: Ctx) -> HTTPResponse:
+    args = request.args
+    status_name = args.get("status")
+    status = 0
+    if status_name:
+        if status_name not in convert.DELIVERY_STATUS_BY_NAME:
+            raise EdgeError(
+                "the query parameter status must be one of pending, succeeded, failed, held",
+                type="invalid_request",
+            )
+        status = convert.DELIVERY_STATUS_BY_NAME[status_name]
+    resp = await call(
+        request,
+        ctx,
+        "ListDeliveries",
+        webhooks_pb2.ListDeliveriesRequest(
+            **scope_of(ctx),
+            endpoint_id=convert.query_id(args, "endpoint", "we"),
+            event_id=convert.query_id(args, "event", "evt"),
+            status=status,  # type: ignore[arg-type]
+            page_size=convert.query_limit(args),
+            page_token=args.get("page_token", ""),
+        ),
+    )
+    return json_response(
+        {
+            "object": "list",
+            "data": [convert.delivery(d) for d in resp.deliveries],
+            "nextPageToken": resp.next_page_token or None,
+        }
+    )
+
+
+@bp.get("/v1/webhooks/attempts")
+@guarded("webhooks:read")
+async def list_attempts(request: Request, ctx: Ctx) -> HTTPResponse:
+    args = request.args
+    resp = await call(
+        request,
+        ctx,
+        "ListAttempts",
+        webhooks_pb2.ListAttemptsRequest(
+            **scope_of(ctx),
+            endpoint_id=convert.query_id(args, "endpoint", "we"),
+            event_id=convert.query_id(args, "event", "evt"),
+            delivery_id=convert.query_id(args, "delivery", "msg"),
+            page_size=convert.query_limit(args),
+            page_token=args.get("page_token", ""),
+        ),
+    )
+    return json_response(
+        {
+            "object": "list",
+            "data": [convert.attempt(a) for a in resp.attempts],
+            "nextPageToken": resp.next_page_token or None,
+        }
+    )
+
+
+@bp.post("/v1/webhooks/attempts/<attempt_id:str>/resend")
+@guarded("webhooks:write")
+async def resend_attempt(request: Request, ctx: Ctx, attempt_id: str) -> HTTPResponse:
+    aid = convert.path_id(attempt_id, "webhook attempt", "att")
+    convert.only_fields(ctx.body, set())
+    resp = await call(
+        request, ctx, "ResendAttempt", webhooks_pb2.ResendAttemptRequest(**scope_of(ctx), attempt_id=aid)
+    )
+    return json_response(convert.delivery(resp.delivery), status=202)

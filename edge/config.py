@@ -1,0 +1,37 @@
+"""Edge configuration: what `python -m edge serve` flags (or a test) decide."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import httpx
+
+from edge.routetable import DEFAULT_ROUTES, RouteTable
+from edge.sources import Network
+
+DEFAULT_LIVE_HOSTS = ("localhost:8080", "127.0.0.1:8080")
+DEFAULT_SANDBOX_HOSTS = ("localhost:8081", "127.0.0.1:8081")
+MAX_BODY_BYTES = 1024 * 1024
+
+
+@dataclass
+class EdgeConfig:
+    authsvc: str = "127.0.0.1:50051"
+    webhookd: str = "127.0.0.1:50052"
+    database: str = "sqlite+aiosqlite:///var/edge.db"
+    live_hosts: Sequence[str] = DEFAULT_LIVE_HOSTS
+    sandbox_hosts: Sequence[str] = DEFAULT_SANDBOX_HOSTS
+    trusted_proxies: Sequence[Network] = ()
+    routes: RouteTable = field(default_factory=lambda: RouteTable.from_json(DEFAULT_ROUTES))
+    docs_base: str = "https://docs.svc.example"
+    max_body_bytes: int = MAX_BODY_BYTES
+    # GET /v1/account's usage figure is cached this long per account (one GetUsage per second at most).
+    usage_cache_seconds: float = 1.0
+    authsvc_timeout: float = 2.0
+    webhookd_timeout: float = 10.0
+    upstream_timeout: float = 30.0
+    stream_ping_seconds: float = 20.0
+    # Tests inject an httpx transport for the product upstreams; None: real network.
+    upstream_transport: httpx.AsyncBaseTransport | None = None
+    name: str = "edge"

@@ -1,0 +1,205 @@
+"""Protobuf messages -> the JSON shapes of the HTTP API (camelCase, RFC 3339 UTC timestamps)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from edge.environments import Environment
+from edge.exceptions import EdgeError
+from travel.webhooks.v1 import webhooks_pb2
+
+WH_ENV = {
+    Environment.LIVE: webhooks_pb2.ENVIRONMENT_LIVE,
+    Environment.SANDBOX: webhooks_pb2.ENVIRONMENT_SANDBOX,
+}
+ENDPOINT_STATUS = {
+    webhooks_pb2.ENDPOINT_STATUS_ENABLED: "enabled",
+    webhooks_pb2.ENDPOINT_STATUS_DISABLED: "disabled",
+}
+DELIVERY_STATUS = {
+    webhooks_pb2.DELIVERY_STATUS_PENDING: "pending",
+    webhooks_pb2.DELIVERY_STATUS_SUCCEEDED: "succeeded",
+    webhooks_pb2.DELIVERY_STATUS_FAILED: "failed",
+    webhooks_pb2.DELIVERY_STATUS_HELD: "held",
+}
+DELIVERY_STATUS_BY_NAME = {v: k for k, v in DELIVERY_STATUS.items()}
+OUTCOME = {
+    webhooks_pb2.ATTEMPT_OUTCOME_SUCCEEDED: "succeeded",
+    webhooks_pb2.ATTEMPT_OUTCOME_HTTP_ERROR: "http_error",
+    webhooks_pb2.ATTEMPT_OUTCOME_TIMEOUT: "timeout",
+    webhooks_pb2.ATTEMPT_OUTCOME_NETWORK_ERROR: "network_error",
+}
+
+
+def rfc3339(ts: Any) -> str | None:
+    if ts is None or (ts.seconds == 0 and ts.nanos == 0):
+        return None
+    return ts.ToDatetime(tzinfo=dt.UTC).isoformat().replace("+00:00", "Z")  # type: ignore[no-any-return]
+
+
+def iso(value: dt.datetime | None) -> str | None:
+    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z") if value else None
+
+
+def endpoint(ep: webhooks_pb2.Endpoint) -> dict[str, Any]:
+    return {
+        "object": "webhook_endpoint",
+        "id": ep.id,
+        "url": ep.url,
+        "events": list(ep.events),
+        "description": ep.description,
+        "status": ENDPOINT_STATUS.get(ep.status, "enabled"),
+        "disabledReason": ep.disabled_reason or None,
+        "livemode": ep.environment == webhooks_pb2.ENVIRONMENT_LIVE,
+        "created": rfc3339(ep.created_at),
+        "updated": rfc3339(ep.updated_at),
+        "previousSecretExpires": rfc3339(ep.previous_secret_expires_at),
+    }
+
+
+def event(ev: webhooks_pb2.Event) -> dict[str, Any]:
+    if ev.envelope_json:
+        try:
+            envelope = json.loads(ev.envelope_json)
+            if isinstance(envelope, dict):
+                return envelope
+        except ValueError:
+            pass
+    from google.protobuf import json_format
+
+    return {
+        "id": ev.id,
+        "type": ev.type,
+        "created": rfc3339(ev.created_at),
+        "livemode": ev.environment == webhooks_pb2.ENVIRONMENT_LIVE,
+        "account": ev.account_id,
+        "state": ev.state,
+        "data": json_format.MessageToDict(ev.data) if ev.HasField("data") else {},
+    }
+
+
+def delivery(d: webhooks_pb2.Delivery) -> dict[str, Any]:
+    return {
+        "object": "webhook_delivery",
+        "id": d.id,
+        "endpointId": d.endpoint_id,
+        "eventId": d.event_id,
+        "eventType": d.event_type,
+        "status": DELIVERY_STATUS.get(d.status, "pending"),
+        "attemptCount": d.attempt_count,
+        "nextAttempt": rfc3339(d.next_attempt_at),
+        "created": rfc3339(d.created_at),
+        "updated": rfc3339(d.updated_at),
+    }
+
+
+def attempt(a: webhooks_pb2.Attempt) -> dict[str, Any]:
+    return {
+        "object": "webhook_attempt",
+        "id": a.id,
+        "deliveryId": a.delivery_id,
+        "endpointId": a.endpoint_id,
+        "eventId": a.event_id,
+        "attemptNumber": a.attempt_number,
+        "outcome": OUTCOME.get(a.outcome, "unknown"),
+        "responseStatus": a.response_status or None,
+        "responseBody": a.response_body,
+        "requestHeaders": dict(a.request_headers),
+        "latencyMs": round(a.latency.ToTimedelta().total_seconds() * 1000, 1),
+        "error": a.error or None,
+        "attempted": rfc3339(a.attempted_at),
+        "manual": a.manual,
+    }
+
+
+# -- request body and query validation --------------------------------------------------------------
+def only_fields(body: dict[str, Any] | None, allowed: set[str]) -> dict[str, Any]:
+    body = body or {}
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise EdgeError(
+            f"unknown field(s) in the request body: {', '.join(unknown)}; "
+            f"allowed: {', '.join(sorted(allowed)) or 'none'}",
+            type="invalid_request",
+        )
+    return body
+
+
+def string_field(
+    body: dict[str, Any], name: str, *, required: bool = False, max_len: int = 2048
+) -> str | None:
+    value = body.get(name)
+    if value is None:
+        if required:
+            raise EdgeError(f"the field {name} is required", type="invalid_request")
+        return None
+    if not isinstance(value, str) or len(value) > max_len:
+        raise EdgeError(
+            f"the field {name} must be a string of at most {max_len} characters", type="invalid_request"
+        )
+    return value
+
+
+def string_list_field(body: dict[str, Any], name: str, *, required: bool = False) -> list[str] | None:
+    value = body.get(name)
+    if value is None:
+        if required:
+            raise EdgeError(f"the field {name} is required", type="invalid_request")
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or len(value) > 100:
+        raise EdgeError(f"the field {name} must be a list of strings", type="invalid_request")
+    return list(value)
+
+
+def int_field(body: dict[str, Any], name: str, lo: int, hi: int) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise EdgeError(f"the field {name} must be an integer from {lo} to {hi}", type="invalid_request")
+    return value
+
+
+def query_limit(args: Any, default: int = 20) -> int:
+    raw = args.get("limit")
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 100:
+        raise EdgeError("the query parameter limit must be an integer from 1 to 100", type="invalid_request")
+    return value
+
+
+def query_id(args: Any, name: str, prefix: str) -> str:
+    raw = args.get(name)
+    if raw is None or raw == "":
+        return ""
+    if not raw.startswith(prefix + "_") or len(raw) > 64 or not raw.isascii() or not raw.isprintable():
+        raise EdgeError(f"the query parameter {name} must be a {prefix}_ id", type="invalid_request")
+    return str(raw)
+
+
+def path_id(value: str, name: str, prefix: str) -> str:
+    if (
+        not value.startswith(prefix + "_")
+        or len(value) > 64
+        or not value.isascii()
+        or not value.isprintable()
+    ):
+        raise EdgeError(f"no {name} {value!r}: ids of this kind start with {prefix}_", type="not_found")
+    return value
+
+
+def parse_time(value: str, name: str) -> dt.datetime:
+    try:
+        when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise EdgeError(f"the field {name} must be an RFC 3339 timestamp", type="invalid_request") from None
+    if when.tzinfo is None:
+        raise EdgeError(f"the field {name} must carry a time zone (e.g. Z)", type="invalid_request")
+    return when

@@ -1,0 +1,73 @@
+"""Which environment a request is for, decided from its Host header (decisions.md "Environments")."""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import enum
+from collections.abc import Iterable
+
+from edge.exceptions import EdgeError
+
+
+class Environment(enum.StrEnum):
+    LIVE = "live"
+    SANDBOX = "sandbox"
+
+
+KEY_PREFIX = {Environment.LIVE: "svc_live_", Environment.SANDBOX: "svc_test_"}
+
+
+class HostMap:
+    """Configured hosts (``name`` or ``name:port``, case-insensitive) -> environment."""
+
+    def __init__(self, live: Iterable[str], sandbox: Iterable[str]) -> None:
+        self._hosts: dict[str, Environment] = {}
+        for env, hosts in ((Environment.LIVE, live), (Environment.SANDBOX, sandbox)):
+            for host in hosts:
+                host = host.strip().lower()
+                if not host:
+                    continue
+                other = self._hosts.get(host)
+                if other is not None and other is not env:
+                    raise ValueError(f"host {host!r} is configured as both live and sandbox")
+                self._hosts[host] = env
+
+    def environment(self, host: str | None) -> Environment:
+        """The environment of a Host header value; 421 misdirected_request for any other host."""
+        if host:
+            env = self._hosts.get(host) or self._hosts.get(host.strip().lower().rstrip("."))
+            if env is not None:
+                return env
+        raise EdgeError(
+            f"Host {host!r} is neither a live nor a sandbox host of this service"
+            if host
+            else "the Host header is missing",
+            type="misdirected_request",
+        )
+
+    def hosts(self, env: Environment) -> list[str]:
+        return [h for h, e in self._hosts.items() if e is env]
+
+
+def key_environment(api_key: str) -> Environment | None:
+    if api_key.startswith("svc_live_"):
+        return Environment.LIVE
+    if api_key.startswith("svc_test_"):
+        return Environment.SANDBOX
+    return None
+
+
+def deprecation_headers(status_expiring: bool, expires_at: dt.datetime | None) -> dict[str, str]:
+    """RFC 8594 ``Sunset`` and RFC 9745 ``Deprecation`` for a key in its rotation grace period.
+
+    ``Deprecation`` carries the moment the key stops working (a future date means "will be
+    deprecated then"), ``Sunset`` the same moment as an HTTP-date.
+    """
+    if not status_expiring or expires_at is None:
+        return {}
+    ts = int(expires_at.timestamp())
+    return {
+        "Deprecation": f"@{ts}",
+        "Sunset": email.utils.formatdate(ts, usegmt=True),
+    }

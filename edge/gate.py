@@ -1,0 +1,231 @@
+"""What every partner request goes through before its handler runs, in this order:
+
+1. Host -> environment (421 misdirected_request)
+2. Accept admits JSON (406 not_acceptable)
+3. API key from Authorization (401 missing_api_key / invalid_api_key); a key whose prefix names the
+   other environment is refused here (401 environment_mismatch) without asking authsvc
+4. source address (trusted proxies), then authsvc's answer through the cache: key, environment,
+   allow list, scope, read-only account (401/403, 503 when authsvc is unreachable: fail closed)
+5. POST: Idempotency-Key (400), Content-Type (415) and JSON body (400), then the idempotency claim
+   (replay, 409 or 422)
+6. X-Partner-Customer-Ref -> traveller id through authsvc where the route uses one (400 invalid_customer_ref)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from sanic import Request
+from sanic.response import HTTPResponse
+
+from edge.authcache import Caller
+from edge.authorizer import ENV_PB, UNREACHABLE, Authorizer
+from edge.config import EdgeConfig
+from edge.credentials import key_from_authorization
+from edge.environments import Environment, HostMap, key_environment
+from edge.exceptions import EdgeError, UpstreamUnavailable
+from edge.idempotency import IdempotencyStore, request_hash
+from edge.metrics import count_response
+from edge.negotiation import check_accept, check_customer_ref, check_idempotency_key, check_json_content_type
+from edge.responses import error_response, new_request_id
+from edge.sources import source_address
+from svckit.errors import type_from_rpc_error
+from travel.auth.v1 import auth_pb2
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Ctx:
+    request_id: str
+    environment: Environment
+    caller: Caller
+    source: str
+    body: dict[str, Any] | None = None
+    traveller_id: str = ""
+    customer_ref: str = ""
+
+
+Handler = Callable[..., Awaitable[HTTPResponse]]
+
+
+def environment_mismatch(key_env: Environment) -> EdgeError:
+    if key_env is Environment.SANDBOX:
+        msg = "A test key (svc_test_) was used on the live host; use it on the sandbox host."
+    else:
+        msg = "A live key (svc_live_) was used on the sandbox host; use a test key there."
+    return EdgeError(msg, type="environment_mismatch")
+
+
+class Gate:
+    def __init__(self, config: EdgeConfig, authorizer: Authorizer, store: IdempotencyStore) -> None:
+        self.config = config
+        self.hosts = HostMap(config.live_hosts, config.sandbox_hosts)
+        self.authorizer = authorizer
+        self.store = store
+        self.proxies = tuple(config.trusted_proxies)
+        self.docs = config.docs_base
+
+    def request_id(self, request: Request) -> str:
+        rid = getattr(request.ctx, "rid", None)
+        if rid is None:
+            rid = request.ctx.rid = new_request_id()
+        return rid  # type: ignore[no-any-return]
+
+    def source(self, request: Request) -> str:
+        peer = request.ip or "0.0.0.0"
+        if not self.proxies:
+            return peer
+        return source_address(peer, request.headers.get("x-forwarded-for"), self.proxies)
+
+    async def authenticate(
+        self, request: Request, api_key: str, env: Environment, scope: str, is_write: bool
+    ) -> tuple[Caller, str]:
+        key_env = key_environment(api_key)
+        if key_env is not None and key_env is not env:
+            raise environment_mismatch(key_env)
+        source = self.source(request)
+        caller = await self.authorizer.authorize(api_key, env, scope, source, is_write, request.ctx.rid)
+        request.ctx.caller = caller
+        return caller, source
+
+    async def run(
+        self,
+        request: Request,
+        handler: Handler,
+        scope: str,
+        is_write: bool,
+        traveller: str,
+        params: dict[str, Any],
+    ) -> HTTPResponse:
+        rid = request.ctx.rid = new_request_id()
+        headers = request.headers
+        env = self.hosts.environment(headers.get("host"))
+        check_accept(headers.get("accept"))
+        api_key = key_from_authorization(headers.get("authorization"))
+        caller, source = await self.authenticate(request, api_key, env, scope, is_write)
+        ctx = Ctx(rid, env, caller, source)
+        if request.method == "POST":
+            return await self._idempotent(request, handler, ctx, traveller, params)
+        if request.body:
+            ctx.body = self._parse_body(request)
+        await self._traveller(request, ctx, traveller)
+        response = await handler(request, ctx, **params)
+        return self.finish(response, ctx)
+
+    def finish(self, response: HTTPResponse, ctx: Ctx) -> HTTPResponse:
+        response.headers["X-Request-Id"] = ctx.request_id
+        for name, value in ctx.caller.headers:
+            response.headers[name] = value
+        count_response(response.status)
+        return response
+
+    def _parse_body(self, request: Request) -> dict[str, Any]:
+        check_json_content_type(request.headers.get("content-type"))
+        try:
+            body = json.loads(request.body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise EdgeError(f"the request body is not valid JSON: {exc}", type="invalid_request") from None
+        if not isinstance(body, dict):
+            raise EdgeError("the request body must be a JSON object", type="invalid_request")
+        return body
+
+    async def _traveller(self, request: Request, ctx: Ctx, mode: str) -> None:
+        if mode == "none":
+            return
+        raw = request.headers.get("x-partner-customer-ref")
+        if raw is None:
+            if mode == "required":
+                raise EdgeError(
+                    "this route needs the X-Partner-Customer-Ref header", type="invalid_customer_ref"
+                )
+            return
+        ref = check_customer_ref(raw)
+        try:
+            resp = await self.authorizer.stub.ResolveTraveller(
+                auth_pb2.ResolveTravellerRequest(
+                    account_id=ctx.caller.account_id, environment=ENV_PB[ctx.environment], partner_ref=ref
+                ),
+                timeout=self.config.authsvc_timeout,
+                metadata=(("x-request-id", ctx.request_id),),
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise rpc_error(exc) from None
+        ctx.customer_ref = ref
+        ctx.traveller_id = resp.traveller_id
+
+    async def _idempotent(
+        self, request: Request, handler: Handler, ctx: Ctx, traveller: str, params: dict[str, Any]
+    ) -> HTTPResponse:
+        key = check_idempotency_key(request.headers.get("idempotency-key"))
+        body_bytes = request.body or b""
+        if body_bytes:
+            ctx.body = self._parse_body(request)
+        caller = ctx.caller
+        env = ctx.environment.value
+        stored = await self.store.claim(
+            caller.account_id, env, key, request_hash(request.method, request.path, body_bytes), _now()
+        )
+        if stored is not None:
+            replay = HTTPResponse(stored.body, status=stored.status, headers=stored.headers)
+            replay.headers["Idempotent-Replayed"] = "true"
+            return self.finish(replay, ctx)
+        try:
+            try:
+                await self._traveller(request, ctx, traveller)
+                response = await handler(request, ctx, **params)
+            except EdgeError as exc:
+                response = error_response(exc.type, exc.message, ctx.request_id, self.docs)
+        except BaseException:
+            await self.store.release(caller.account_id, env, key)
+            raise
+        if response.status >= 500:
+            await self.store.release(caller.account_id, env, key)
+        else:
+            body = response.body.decode() if isinstance(response.body, bytes) else str(response.body or "")
+            await self.store.complete(
+                caller.account_id,
+                env,
+                key,
+                response.status,
+                body,
+                {"Content-Type": response.content_type or "application/json"},
+            )
+        return self.finish(response, ctx)
+
+
+def _now() -> float:
+    import time
+
+    return time.time()
+
+
+def rpc_error(exc: grpc.aio.AioRpcError) -> EdgeError:
+    if exc.code() in UNREACHABLE:
+        return UpstreamUnavailable("a backend service cannot be reached; retry later")
+    etype, message = type_from_rpc_error(exc)
+    return EdgeError(message, type=etype)
+
+
+def guarded(
+    scope: str, *, write: bool | None = None, traveller: str = "none"
+) -> Callable[[Handler], Callable[..., Awaitable[HTTPResponse]]]:
+    """Wrap a handler ``(request, ctx, **params)`` with the gate for a route requiring ``scope``."""
+
+    def decorate(handler: Handler) -> Callable[..., Awaitable[HTTPResponse]]:
+        is_write = scope.endswith(":write") if write is None else write
+
+        async def route(request: Request, **params: Any) -> HTTPResponse:
+            gate: Gate = request.app.ctx.gate
+            return await gate.run(request, handler, scope, is_write, traveller, params)
+
+        route.__name__ = handler.__name__
+        route.__doc__ = handler.__doc__
+        return route
+
+    return decorate

@@ -1,0 +1,285 @@
+"""The OpenAPI 3.1 document of the edge, built from the fixed routes and the product route table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edge.config import EdgeConfig
+from svckit.errors import ERROR_KINDS
+
+ERROR_REF = {"$ref": "#/components/responses/Error"}
+
+
+def _params(*names: str) -> list[dict[str, Any]]:
+    return [
+        {"name": n, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
+        for n in names
+    ]
+
+
+def _query(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema}
+
+
+IDEMPOTENCY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": True,
+    "description": "1 to 255 printable ASCII characters; kept 24 h per account and environment.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"},
+}
+CUSTOMER_REF = {
+    "name": "X-Partner-Customer-Ref",
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[\\x21-\\x7e]+$"},
+}
+LIMIT = _query("limit", {"type": "integer", "minimum": 1, "maximum": 100})
+PAGE = _query("page_token", {"type": "string"})
+
+OBJ = {"type": "object"}
+ENDPOINT_SCHEMA = {
+    "type": "object",
+    "required": ["object", "id", "url", "events", "status"],
+    "properties": {
+        "object": {"const": "webhook_endpoint"},
+        "id": {"type": "string"},
+        "url": {"type": "string"},
+        "events": {"type": "array", "items": {"type": "string"}},
+        "description": {"type": "string"},
+        "status": {"enum": ["enabled", "disabled"]},
+        "secret": {"type": "string"},
+    },
+}
+LIST_SCHEMA = {
+    "type": "object",
+    "required": ["object", "data"],
+    "properties": {
+        "object": {"const": "list"},
+        "data": {"type": "array"},
+        "nextPageToken": {"type": ["string", "null"]},
+    },
+}
+ENDPOINT_BODY = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "url": {"type": "string", "format": "uri"},
+        "events": {"type": "array", "items": {"type": "string"}},
+        "description": {"type": "string", "maxLength": 1024},
+    },
+}
+
+
+def _op(
+    summary: str,
+    scope: str | None,
+    ok: int = 200,
+    schema: dict[str, Any] | None = None,
+    params: list[dict[str, Any]] | None = None,
+    body: dict[str, Any] | None = None,
+    post: bool = False,
+) -> dict[str, Any]:
+    op: dict[str, Any] = {
+        "summary": summary,
+        "responses": {
+            str(ok): {"description": "OK", "content": {"application/json": {"schema": schema or OBJ}}},
+            "default": ERROR_REF,
+        },
+    }
+    if scope:
+        op["description"] = f"Required scope: `{scope}`."
+        op["x-required-scope"] = scope
+        op["security"] = [{"svcKey": []}]
+    else:
+        op["security"] = []
+    params = list(params or [])
+    if post:
+        params.append(IDEMPOTENCY)
+    if params:
+        op["parameters"] = params
+    if body is not None:
+        op["requestBody"] = {"required": False, "content": {"application/json": {"schema": body}}}
+    return op
+
+
+def build_openapi(config: EdgeConfig) -> dict[str, Any]:
+    ep = _params("endpoint_id")
+    paths: dict[str, Any] = {
+        "/v1/account": {
+            "get": _op("Read own account, the calling key and today's search usage", "account:read")
+        },
+        "/v1/customers/{ref}": {
+            "delete": _op(
+                "Remove the traveller record of a partner reference", "account:write", params=_params("ref")
+            )
+        },
+        "/v1/webhooks/endpoints": {
+            "get": _op("List webhook endpoints", "webhooks:read", schema=LIST_SCHEMA, params=[LIMIT, PAGE]),
+            "post": _op(
+                "Register a webhook endpoint (the response carries its signing secret, once)",
+                "webhooks:write",
+                201,
+                ENDPOINT_SCHEMA,
+                body={**ENDPOINT_BODY, "required": ["url", "events"]},
+                post=True,
+            ),
+        },
+        "/v1/webhooks/endpoints/{endpoint_id}": {
+            "get": _op("Get a webhook endpoint", "webhooks:read", schema=ENDPOINT_SCHEMA, params=ep),
+            "post": _op(
+                "Update url, events or description",
+                "webhooks:write",
+                schema=ENDPOINT_SCHEMA,
+                params=ep,
+                body=ENDPOINT_BODY,
+                post=True,
+            ),
+            "delete": _op("Delete a webhook endpoint", "webhooks:write", schema=ENDPOINT_SCHEMA, params=ep),
+        },
+        "/v1/webhooks/endpoints/{endpoint_id}/rotate_secret": {
+            "post": _op(
+                "Rotate the signing secret; the old one stays valid for overlapSeconds (default 24 h)",
+                "webhooks:write",
+                schema=ENDPOINT_SCHEMA,
+                params=ep,
+                body={
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"overlapSeconds": {"type": "integer", "minimum": 0, "maximum": 604800}},
+                },
+                post=True,
+            )
+        },
+        "/v1/webhooks/endpoints/{endpoint_id}/enable": {
+            "post": _op(
+                "Re-enable a disabled endpoint",
+                "webhooks:write",
+                schema=ENDPOINT_SCHEMA,
+                params=ep,
+                post=True,
+            )
+        },
+        "/v1/webhooks/endpoints/{endpoint_id}/recover": {
+            "post": _op(
+                "Re-send what the endpoint missed since a time",
+                "webhooks:write",
+                params=ep,
+                body={
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["since"],
+                    "properties": {"since": {"type": "string", "format": "date-time"}},
+                },
+                post=True,
+            )
+        },
+        "/v1/webhooks/endpoints/{endpoint_id}/test": {
+            "post": _op("Send a sample delivery to the endpoint", "webhooks:write", 202, params=ep, post=True)
+        },
+        "/v1/webhooks/deliveries": {
+            "get": _op(
+                "List deliveries (one event to one endpoint)",
+                "webhooks:read",
+                schema=LIST_SCHEMA,
+                params=[
+                    _query("endpoint", {"type": "string"}),
+                    _query("event", {"type": "string"}),
+                    _query("status", {"enum": ["pending", "succeeded", "failed", "held"]}),
+                    LIMIT,
+                    PAGE,
+                ],
+            )
+        },
+        "/v1/webhooks/attempts": {
+            "get": _op(
+                "List delivery attempts (kept 30 days) with the response received",
+                "webhooks:read",
+                schema=LIST_SCHEMA,
+                params=[
+                    _query("endpoint", {"type": "string"}),
+                    _query("event", {"type": "string"}),
+                    _query("delivery", {"type": "string"}),
+                    LIMIT,
+                    PAGE,
+                ],
+            )
+        },
+        "/v1/webhooks/attempts/{attempt_id}/resend": {
+            "post": _op(
+                "Resend the delivery of an attempt now",
+                "webhooks:write",
+                202,
+                params=_params("attempt_id"),
+                post=True,
+            )
+        },
+        "/v1/stream": {
+            "get": {
+                "summary": "WebSocket stream of the account's events "
+                "(Sec-WebSocket-Protocol: svc, <API_KEY>)",
+                "description": "Any valid key; events are filtered by the key's scopes. See docs/edge.md.",
+                "security": [{"svcKey": []}],
+                "responses": {
+                    "101": {"description": "Switching protocols (subprotocol svc)"},
+                    "default": ERROR_REF,
+                },
+            }
+        },
+    }
+    for route in config.routes.routes:
+        op = _op(
+            route.summary or f"{route.method} {route.path}",
+            route.scope,
+            params=[*_params(*route.params), *([CUSTOMER_REF] if route.traveller != "none" else [])],
+            body=OBJ if route.method in ("POST", "PUT", "PATCH") else None,
+            post=route.method == "POST",
+        )
+        if route.search:
+            op["description"] += (
+                " A search: counted against the daily allowance on live keys (402 when used up)."
+            )
+        paths.setdefault(route.path, {})[route.method.lower()] = op
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "svc partner travel API (edge)",
+            "version": "v1",
+            "description": "Every request carries Authorization: Svc <API_KEY>. Errors: "
+            + ", ".join(f"{t} ({k.http_status})" for t, k in ERROR_KINDS.items()),
+        },
+        "paths": paths,
+        "components": {
+            "securitySchemes": {
+                "svcKey": {
+                    "type": "http",
+                    "scheme": "Svc",
+                    "description": "Authorization: Svc <API_KEY> (Bearer works too)",
+                }
+            },
+            "responses": {
+                "Error": {
+                    "description": "Refusal or error",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                }
+            },
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "required": ["type", "message", "requestId", "docUrl"],
+                            "properties": {
+                                "type": {"enum": sorted(ERROR_KINDS)},
+                                "message": {"type": "string"},
+                                "requestId": {"type": "string", "pattern": "^req_"},
+                                "docUrl": {"type": "string"},
+                            },
+                        }
+                    },
+                }
+            },
+        },
+    }

@@ -1,0 +1,178 @@
+"""Product routes (hotels, flights, esim) from configuration: method, path pattern, required scope,
+whether it is a search, and the upstream base URL per environment. Pure."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from edge.environments import Environment
+
+METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE"}
+PRODUCTS = {"hotels", "flights", "esim"}
+_SCOPE = re.compile(r"(hotels|flights|esim|account):(read|write)")
+_PARAM = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
+_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
+TRAVELLER_MODES = {"none", "optional", "required"}
+
+
+class RouteTableError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ProductRoute:
+    method: str
+    path: str
+    scope: str
+    upstream: Mapping[Environment, str]
+    search: bool = False
+    traveller: str = "optional"
+    summary: str = ""
+    params: tuple[str, ...] = field(default=())
+    regex: re.Pattern[str] = field(default=re.compile(""), compare=False)
+
+    @property
+    def is_write(self) -> bool:
+        return self.scope.endswith(":write")
+
+
+def _compile(path: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
+    if not path.startswith("/v1/"):
+        raise RouteTableError(f"route path {path!r} must start with /v1/")
+    names: list[str] = []
+    parts: list[str] = []
+    for segment in path.split("/")[1:]:
+        m = _PARAM.fullmatch(segment)
+        if m:
+            if m.group(1) in names:
+                raise RouteTableError(f"route path {path!r} repeats parameter {m.group(1)!r}")
+            names.append(m.group(1))
+            parts.append(f"(?P<{m.group(1)}>[^/]+)")
+        elif _SEGMENT.fullmatch(segment):
+            parts.append(re.escape(segment))
+        else:
+            raise RouteTableError(f"route path {path!r} has an invalid segment {segment!r}")
+    return re.compile("/" + "/".join(parts)), tuple(names)
+
+
+def parse_route(raw: Mapping[str, Any]) -> ProductRoute:
+    try:
+        method = str(raw["method"]).upper()
+        path = str(raw["path"])
+        scope = str(raw["scope"])
+        upstream_raw = raw["upstream"]
+    except (KeyError, TypeError) as exc:
+        raise RouteTableError(f"route {raw!r} lacks {exc}") from None
+    if method not in METHODS:
+        raise RouteTableError(f"route {path!r}: method {method!r} is not one of {sorted(METHODS)}")
+    if not _SCOPE.fullmatch(scope):
+        raise RouteTableError(
+            f"route {path!r}: scope {scope!r} is not <hotels|flights|esim|account>:<read|write>"
+        )
+    if not isinstance(upstream_raw, Mapping):
+        raise RouteTableError(f"route {path!r}: upstream must map live/sandbox to base URLs")
+    upstream: dict[Environment, str] = {}
+    for env in Environment:
+        url = upstream_raw.get(env.value)
+        if not isinstance(url, str) or not re.match(r"https?://", url):
+            raise RouteTableError(f"route {path!r}: upstream.{env.value} must be an http(s) base URL")
+        upstream[env] = url.rstrip("/")
+    if upstream[Environment.LIVE] == upstream[Environment.SANDBOX]:
+        # The sandbox must never reach a live upstream.
+        raise RouteTableError(f"route {path!r}: the sandbox upstream must differ from the live one")
+    traveller = str(raw.get("traveller", "optional"))
+    if traveller not in TRAVELLER_MODES:
+        raise RouteTableError(f"route {path!r}: traveller must be one of {sorted(TRAVELLER_MODES)}")
+    regex, params = _compile(path)
+    return ProductRoute(
+        method=method,
+        path=path,
+        scope=scope,
+        upstream=upstream,
+        search=bool(raw.get("search", False)),
+        traveller=traveller,
+        summary=str(raw.get("summary", "")),
+        params=params,
+        regex=regex,
+    )
+
+
+class RouteTable:
+    def __init__(self, routes: Iterable[ProductRoute]) -> None:
+        self.routes = list(routes)
+        seen: set[tuple[str, str]] = set()
+        for r in self.routes:
+            shape = (r.method, _PARAM.sub("{}", r.path))
+            if shape in seen:
+                raise RouteTableError(f"route {r.method} {r.path} is defined twice")
+            seen.add(shape)
+        # Literal segments win over parameters: most literal characters first.
+        self._ordered = sorted(self.routes, key=lambda r: -len(_PARAM.sub("", r.path)))
+
+    @classmethod
+    def from_json(cls, data: Any) -> RouteTable:
+        if isinstance(data, Mapping):
+            data = data.get("routes")
+        if not isinstance(data, list):
+            raise RouteTableError('the route table must be a list of routes or {"routes": [...]}')
+        return cls(parse_route(r) for r in data)
+
+    @classmethod
+    def load(cls, path: str | pathlib.Path) -> RouteTable:
+        try:
+            data = json.loads(pathlib.Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise RouteTableError(f"cannot read route table {path}: {exc}") from None
+        return cls.from_json(data)
+
+    def match(self, method: str, path: str) -> tuple[ProductRoute, dict[str, str]] | None:
+        for route in self._ordered:
+            if route.method != method:
+                continue
+            m = route.regex.fullmatch(path)
+            if m:
+                return route, m.groupdict()
+        return None
+
+    def methods_for(self, path: str) -> list[str]:
+        return sorted({r.method for r in self.routes if r.regex.fullmatch(path)})
+
+
+DEFAULT_ROUTES: list[dict[str, Any]] = [
+    {
+        "method": "GET",
+        "path": "/v1/hotels/search",
+        "scope": "hotels:read",
+        "search": True,
+        "summary": "Search hotel offers",
+        "upstream": {"live": "http://127.0.0.1:9201", "sandbox": "http://127.0.0.1:9301"},
+    },
+    {
+        "method": "POST",
+        "path": "/v1/hotels/bookings",
+        "scope": "hotels:write",
+        "traveller": "required",
+        "summary": "Book a hotel offer",
+        "upstream": {"live": "http://127.0.0.1:9201", "sandbox": "http://127.0.0.1:9301"},
+    },
+    {
+        "method": "GET",
+        "path": "/v1/flights/search",
+        "scope": "flights:read",
+        "search": True,
+        "summary": "Search flight offers",
+        "upstream": {"live": "http://127.0.0.1:9202", "sandbox": "http://127.0.0.1:9302"},
+    },
+    {
+        "method": "GET",
+        "path": "/v1/esim/plans",
+        "scope": "esim:read",
+        "summary": "List eSIM plans",
+        "upstream": {"live": "http://127.0.0.1:9203", "sandbox": "http://127.0.0.1:9303"},
+    },
+]

@@ -1,0 +1,67 @@
+"""Serving the one app on two listeners (live and sandbox) in one process, without Sanic's
+multi-process manager: ``create_server`` on pre-bound sockets, lifecycle events fired once."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from dataclasses import dataclass
+
+from sanic import Sanic
+from sanic.server.async_server import AsyncioServer
+from sanic.server.protocols.websocket_protocol import WebSocketProtocol
+
+
+def bind(listen: str) -> socket.socket:
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, int(port)))
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
+
+
+@dataclass
+class Running:
+    app: Sanic
+    servers: list[AsyncioServer]
+    ports: list[int]
+
+    async def stop(self, grace: float = 5.0) -> None:
+        first = self.servers[0]
+        await first.before_stop()
+        for server in self.servers:
+            server.close()
+        for server in self.servers:
+            await server.wait_closed()
+        # Let handlers in flight finish (bounded), then fire after_server_stop.
+        for server in self.servers:
+            for conn in list(server.connections):
+                conn.close_if_idle()
+        deadline = asyncio.get_running_loop().time() + grace
+        # Connections have no "all closed" event to wait on.
+        while any(s.connections for s in self.servers) and asyncio.get_running_loop().time() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        for server in self.servers:
+            for conn in list(server.connections):
+                conn.abort()
+        await first.after_stop()
+
+
+async def start(app: Sanic, listens: list[str]) -> Running:
+    socks = [bind(listen) for listen in listens]
+    servers: list[AsyncioServer] = []
+    for sock in socks:
+        server = await app.create_server(sock=sock, protocol=WebSocketProtocol, access_log=False)
+        assert server is not None
+        servers.append(server)
+    first = servers[0]
+    await first.startup()
+    await first.before_start()
+    for server in servers:
+        await server.start_serving()
+    await first.after_start()
+    return Running(app, servers, [s.getsockname()[1] for s in socks])

@@ -1,0 +1,511 @@
+"""The edge's pure decisions, by table."""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+
+import pytest
+
+from edge.authcache import Answer, AuthCache, Caller, ttl_for
+from edge.credentials import key_from_authorization, key_from_subprotocols
+from edge.environments import Environment, HostMap, deprecation_headers, key_environment
+from edge.exceptions import EdgeError
+from edge.idempotency import request_hash
+from edge.negotiation import accepts_json, check_customer_ref, check_idempotency_key, check_json_content_type
+from edge.routetable import RouteTable, RouteTableError, parse_route
+from edge.sources import parse_networks, source_address
+from edge.streamfilter import may_read, scopes_for_event, wanted
+from svckit.errors import http_status
+
+KEY = "svc_test_" + "A" * 40
+LIVE_KEY = "svc_live_" + "b1" * 20
+
+
+def error_type(fn, *args):  # type: ignore[no-untyped-def]
+    with pytest.raises(EdgeError) as info:
+        fn(*args)
+    return info.value.type
+
+
+# -- Host -> environment ---------------------------------------------------------------------------
+HOSTS = HostMap(
+    ["localhost:8080", "127.0.0.1:8080", "api.svc.example"], ["localhost:8081", "sandbox.svc.example"]
+)
+
+
+@pytest.mark.parametrize(
+    ("host", "env"),
+    [
+        ("localhost:8080", Environment.LIVE),
+        ("127.0.0.1:8080", Environment.LIVE),
+        ("LOCALHOST:8080", Environment.LIVE),
+        ("api.svc.example", Environment.LIVE),
+        ("api.svc.example.", Environment.LIVE),
+        ("localhost:8081", Environment.SANDBOX),
+        ("Sandbox.Svc.Example", Environment.SANDBOX),
+    ],
+)
+def test_environment_from_host(host: str, env: Environment) -> None:
+    assert HOSTS.environment(host) is env
+
+
+@pytest.mark.parametrize(
+    "host", [None, "", "localhost", "localhost:9999", "evil.example", "api.svc.example:8443"]
+)
+def test_unknown_host_is_misdirected(host: str | None) -> None:
+    assert error_type(HOSTS.environment, host) == "misdirected_request"
+    assert http_status("misdirected_request") == 421
+
+
+def test_host_in_both_environments_is_a_config_error() -> None:
+    with pytest.raises(ValueError, match="both"):
+        HostMap(["a:1"], ["A:1"])
+
+
+@pytest.mark.parametrize(
+    ("key", "env"), [(KEY, Environment.SANDBOX), (LIVE_KEY, Environment.LIVE), ("sk_live_x", None)]
+)
+def test_key_environment_from_prefix(key: str, env: Environment | None) -> None:
+    assert key_environment(key) is env
+
+
+# -- credentials -------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        (f"Svc {KEY}", KEY),
+        (f"svc {KEY}", KEY),
+        (f"SVC   {KEY}  ", KEY),
+        (f"Bearer {KEY}", KEY),
+        (f"bearer {LIVE_KEY}", LIVE_KEY),
+    ],
+)
+def test_authorization_header_ok(header: str, expected: str) -> None:
+    assert key_from_authorization(header) == expected
+
+
+@pytest.mark.parametrize(
+    ("header", "etype"),
+    [
+        (None, "missing_api_key"),
+        ("", "missing_api_key"),
+        ("   ", "missing_api_key"),
+        ("Svc", "missing_api_key"),
+        ("Svc   ", "missing_api_key"),
+        (f"Basic {KEY}", "invalid_api_key"),
+        (KEY, "invalid_api_key"),
+        ("Svc sk_live_abc", "invalid_api_key"),
+        ("Svc svc_test_short", "invalid_api_key"),
+        ("Svc svc_test_" + "a" * 30 + "!", "invalid_api_key"),
+        (f"Svc {KEY} extra", "invalid_api_key"),
+    ],
+)
+def test_authorization_header_refused(header: str | None, etype: str) -> None:
+    assert error_type(key_from_authorization, header) == etype
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [(None, None), ("", None), (f"svc, {KEY}", KEY), (f"SVC,{KEY}", KEY), (f" svc ,  {KEY} ", KEY)],
+)
+def test_subprotocol_ok(header: str | None, expected: str | None) -> None:
+    assert key_from_subprotocols(header) == expected
+
+
+@pytest.mark.parametrize(
+    ("header", "etype"),
+    [
+        ("svc", "missing_api_key"),
+        ("chat", "invalid_request"),
+        (f"{KEY}, svc", "invalid_request"),
+        (f"svc, {KEY}, other", "invalid_request"),
+        ("svc, not-a-key", "invalid_api_key"),
+    ],
+)
+def test_subprotocol_refused(header: str, etype: str) -> None:
+    assert error_type(key_from_subprotocols, header) == etype
+
+
+# -- source address ----------------------------------------------------------------------------------
+PROXIES = parse_networks(["10.0.0.0/8", "fd00::/8,192.0.2.1"])
+
+
+@pytest.mark.parametrize(
+    ("peer", "xff", "expected"),
+    [
+        ("203.0.113.5", None, "203.0.113.5"),
+        ("203.0.113.5", "1.2.3.4", "203.0.113.5"),  # untrusted peer: header ignored
+        ("10.1.1.1", None, "10.1.1.1"),
+        ("10.1.1.1", "198.51.100.7", "198.51.100.7"),
+        ("10.1.1.1", "6.6.6.6, 198.51.100.7", "198.51.100.7"),  # right-most untrusted entry
+        ("10.1.1.1", "6.6.6.6, 198.51.100.7, 10.2.2.2, 192.0.2.1", "198.51.100.7"),
+        ("10.1.1.1", "10.9.9.9, 10.2.2.2", "10.9.9.9"),  # all trusted: left-most
+        ("fd00::1", "2001:db8::5", "2001:db8::5"),
+        ("::ffff:10.0.0.2", "198.51.100.8", "198.51.100.8"),
+        ("10.1.1.1", "[2001:db8::9]:443", "2001:db8::9"),
+        ("10.1.1.1", "198.51.100.7:5555", "198.51.100.7"),
+    ],
+)
+def test_source_address(peer: str, xff: str | None, expected: str) -> None:
+    assert source_address(peer, xff, PROXIES) == expected
+
+
+def test_source_address_without_proxies_is_the_peer() -> None:
+    assert source_address("10.1.1.1", "1.2.3.4", ()) == "10.1.1.1"
+
+
+@pytest.mark.parametrize("xff", ["not-an-ip", "1.2.3.4, junk", "1.2.3.4, 10.0.0.1, ???"])
+def test_malformed_forwarded_for_is_invalid_request(xff: str) -> None:
+    assert error_type(source_address, "10.1.1.1", xff, PROXIES) == "invalid_request"
+
+
+def test_parse_networks() -> None:
+    assert parse_networks(["10.0.0.0/8, 192.0.2.1"]) == (
+        ipaddress.ip_network("10.0.0.0/8"),
+        ipaddress.ip_network("192.0.2.1/32"),
+    )
+
+
+# -- Accept, Content-Type, Idempotency-Key, customer ref --------------------------------------------
+@pytest.mark.parametrize(
+    ("accept", "ok"),
+    [
+        (None, True),
+        ("", True),
+        ("application/json", True),
+        ("Application/JSON; charset=utf-8", True),
+        ("*/*", True),
+        ("application/*", True),
+        ("text/html, application/json;q=0.1", True),
+        ("text/html", False),
+        ("application/xml", False),
+        ("application/json;q=0", False),
+        ("text/*", False),
+    ],
+)
+def test_accepts_json(accept: str | None, ok: bool) -> None:
+    assert accepts_json(accept) is ok
+
+
+@pytest.mark.parametrize("ct", ["application/json", "application/json; charset=utf-8", "APPLICATION/JSON"])
+def test_json_content_type_ok(ct: str) -> None:
+    check_json_content_type(ct)
+
+
+@pytest.mark.parametrize(
+    "ct", [None, "", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]
+)
+def test_json_content_type_refused(ct: str | None) -> None:
+    assert error_type(check_json_content_type, ct) == "unsupported_media_type"
+
+
+@pytest.mark.parametrize("key", ["a", "order-123", "x" * 255, "with space ok", "~!@#$%^&*()"])
+def test_idempotency_key_ok(key: str) -> None:
+    assert check_idempotency_key(key) == key
+
+
+@pytest.mark.parametrize(
+    ("key", "etype"),
+    [
+        (None, "missing_idempotency_key"),
+        ("", "invalid_request"),
+        ("x" * 256, "invalid_request"),
+        ("tab\there", "invalid_request"),
+        ("caf\u00e9", "invalid_request"),
+        ("nul\x00", "invalid_request"),
+    ],
+)
+def test_idempotency_key_refused(key: str | None, etype: str) -> None:
+    assert error_type(check_idempotency_key, key) == etype
+
+
+@pytest.mark.parametrize("ref", ["cust_42", "a", "X" * 64, "8f14e45f-ceea-467a", "user#7"])
+def test_customer_ref_ok(ref: str) -> None:
+    assert check_customer_ref(ref) == ref
+
+
+@pytest.mark.parametrize("ref", [None, "", "X" * 65, "john smith", "jane@example.com", "a\tb", "r\u00e9f"])
+def test_customer_ref_refused(ref: str | None) -> None:
+    assert error_type(check_customer_ref, ref) == "invalid_customer_ref"
+
+
+def test_request_hash_covers_method_path_and_body() -> None:
+    base = request_hash("POST", "/v1/x", b"{}")
+    assert base == request_hash("post", "/v1/x", b"{}")
+    assert len({base, request_hash("POST", "/v1/y", b"{}"), request_hash("POST", "/v1/x", b"{ }")}) == 3
+
+
+# -- Deprecation / Sunset ---------------------------------------------------------------------------------
+def test_deprecation_headers_for_expiring_key() -> None:
+    when = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
+    assert deprecation_headers(True, when) == {
+        "Deprecation": f"@{int(when.timestamp())}",
+        "Sunset": "Tue, 01 Dec 2026 12:00:00 GMT",
+    }
+    assert deprecation_headers(False, when) == {}
+    assert deprecation_headers(True, None) == {}
+
+
+# -- route table ----------------------------------------------------------------------------------------
+UP = {"live": "https://live.internal", "sandbox": "https://sandbox.internal"}
+TABLE = RouteTable.from_json(
+    {
+        "routes": [
+            {
+                "method": "GET",
+                "path": "/v1/hotels/search",
+                "scope": "hotels:read",
+                "search": True,
+                "upstream": UP,
+            },
+            {
+                "method": "GET",
+                "path": "/v1/hotels/bookings/{booking_id}",
+                "scope": "hotels:read",
+                "upstream": UP,
+            },
+            {"method": "GET", "path": "/v1/hotels/bookings/latest", "scope": "hotels:read", "upstream": UP},
+            {"method": "POST", "path": "/v1/hotels/bookings", "scope": "hotels:write", "upstream": UP},
+            {
+                "method": "DELETE",
+                "path": "/v1/flights/orders/{order_id}/items/{item_id}",
+                "scope": "flights:write",
+                "upstream": UP,
+            },
+        ]
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "pattern", "params"),
+    [
+        ("GET", "/v1/hotels/search", "/v1/hotels/search", {}),
+        ("GET", "/v1/hotels/bookings/bk_1", "/v1/hotels/bookings/{booking_id}", {"booking_id": "bk_1"}),
+        ("GET", "/v1/hotels/bookings/latest", "/v1/hotels/bookings/latest", {}),  # literal wins
+        ("POST", "/v1/hotels/bookings", "/v1/hotels/bookings", {}),
+        (
+            "DELETE",
+            "/v1/flights/orders/o1/items/i2",
+            "/v1/flights/orders/{order_id}/items/{item_id}",
+            {"order_id": "o1", "item_id": "i2"},
+        ),
+    ],
+)
+def test_route_table_match(method: str, path: str, pattern: str, params: dict[str, str]) -> None:
+    match = TABLE.match(method, path)
+    assert match is not None
+    assert match[0].path == pattern
+    assert match[1] == params
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v1/hotels/search"),
+        ("GET", "/v1/hotels/search/"),
+        ("GET", "/v1/hotels/bookings/a/b"),
+        ("GET", "/v1/hotels"),
+        ("GET", "/v1/esim/plans"),
+    ],
+)
+def test_route_table_no_match(method: str, path: str) -> None:
+    assert TABLE.match(method, path) is None
+
+
+def test_route_flags() -> None:
+    search = TABLE.match("GET", "/v1/hotels/search")
+    book = TABLE.match("POST", "/v1/hotels/bookings")
+    assert search and search[0].search and not search[0].is_write
+    assert book and book[0].is_write and not book[0].search
+    assert search[0].upstream[Environment.SANDBOX] == "https://sandbox.internal"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"method": "GET", "path": "/v2/x", "scope": "hotels:read", "upstream": UP}, "/v1/"),
+        ({"method": "TRACE", "path": "/v1/x", "scope": "hotels:read", "upstream": UP}, "method"),
+        ({"method": "GET", "path": "/v1/x", "scope": "hotels", "upstream": UP}, "scope"),
+        ({"method": "GET", "path": "/v1/x", "scope": "cars:read", "upstream": UP}, "scope"),
+        (
+            {"method": "GET", "path": "/v1/x", "scope": "hotels:read", "upstream": {"live": UP["live"]}},
+            "sandbox",
+        ),
+        (
+            {
+                "method": "GET",
+                "path": "/v1/x",
+                "scope": "hotels:read",
+                "upstream": {"live": "https://a", "sandbox": "https://a"},
+            },
+            "differ",
+        ),
+        ({"method": "GET", "path": "/v1/{a}/{a}", "scope": "hotels:read", "upstream": UP}, "repeats"),
+        ({"method": "GET", "path": "/v1/a b", "scope": "hotels:read", "upstream": UP}, "segment"),
+        (
+            {"method": "GET", "path": "/v1/x", "scope": "hotels:read", "upstream": UP, "traveller": "maybe"},
+            "traveller",
+        ),
+        ({"path": "/v1/x"}, "lacks"),
+    ],
+)
+def test_route_table_refuses_bad_routes(raw: dict[str, object], message: str) -> None:
+    with pytest.raises(RouteTableError, match=message):
+        parse_route(raw)
+
+
+def test_route_table_refuses_duplicates() -> None:
+    r = {"method": "GET", "path": "/v1/x/{a}", "scope": "hotels:read", "upstream": UP}
+    with pytest.raises(RouteTableError, match="twice"):
+        RouteTable.from_json([r, {**r, "path": "/v1/x/{b}"}])
+
+
+# -- authorisation cache ----------------------------------------------------------------------------------
+def caller(key_id: str = "key_1", account_id: str = "acct_1") -> Caller:
+    return Caller(
+        key_id=key_id,
+        account_id=account_id,
+        environment="live",
+        scopes=("account:read",),
+        key_status="active",
+    )
+
+
+def allow(key_id: str = "key_1", account_id: str = "acct_1") -> Answer:
+    return Answer(True, caller=caller(key_id, account_id))
+
+
+NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize(
+    ("answer_ttl", "expires_in", "expected"),
+    [
+        (30.0, None, 30.0),
+        (600.0, None, 60.0),  # never more than 60 s
+        (60.0, 10.0, 10.0),  # never past the key's expiry
+        (60.0, -5.0, 0.0),
+        (-1.0, None, 0.0),
+        (0.0, 100.0, 0.0),
+    ],
+)
+def test_ttl_for(answer_ttl: float, expires_in: float | None, expected: float) -> None:
+    expires = NOW + dt.timedelta(seconds=expires_in) if expires_in is not None else None
+    assert ttl_for(answer_ttl, expires, NOW) == expected
+
+
+def test_cache_hit_and_expiry() -> None:
+    cache = AuthCache()
+    assert cache.put(("k",), allow(), 10, now=100.0, generation=cache.generation)
+    assert cache.get(("k",), 109.9) == allow()
+    assert cache.get(("k",), 110.0) is None
+    assert len(cache) == 0
+
+
+def test_cache_zero_ttl_is_not_stored() -> None:
+    cache = AuthCache()
+    assert not cache.put(("k",), allow(), 0, now=0.0, generation=cache.generation)
+    assert cache.get(("k",), 0.0) is None
+
+
+@pytest.mark.parametrize(
+    ("drop", "survivors"),
+    [
+        (lambda c: c.drop_key("key_1"), {"b", "c"}),
+        (lambda c: c.drop_key("key_2"), {"a", "a2", "c"}),
+        (lambda c: c.drop_account("acct_1"), {"c"}),
+        (lambda c: c.drop_account("acct_2"), {"a", "a2", "b"}),
+        (lambda c: c.drop_key("key_unknown"), {"a", "a2", "b", "c"}),
+        (lambda c: c.flush(), set()),
+    ],
+)
+def test_cache_drops(drop, survivors: set[str]) -> None:  # type: ignore[no-untyped-def]
+    cache = AuthCache()
+    entries = {
+        "a": allow("key_1", "acct_1"),
+        "a2": allow("key_1", "acct_1"),  # same key, another scope
+        "b": allow("key_2", "acct_1"),
+        "c": allow("key_3", "acct_2"),
+    }
+    for name, answer in entries.items():
+        cache.put((name,), answer, 60, 0.0, cache.generation)
+    drop(cache)
+    assert {n for n in entries if cache.get((n,), 1.0) is not None} == survivors
+
+
+def test_answer_fetched_before_a_drop_is_not_stored_after_it() -> None:
+    cache = AuthCache()
+    generation = cache.generation  # a request starts asking authsvc...
+    cache.drop_key("key_1")  # ...the key is revoked meanwhile...
+    assert not cache.put(("k",), allow(), 60, 0.0, generation)  # ...and the stale ALLOW is dropped
+    assert cache.get(("k",), 0.0) is None
+
+
+def test_denials_without_a_key_are_cached_and_flushed() -> None:
+    cache = AuthCache()
+    deny = Answer(False, "invalid_api_key", "Invalid API key provided.")
+    assert cache.put(("k",), deny, 60, 0.0, cache.generation)
+    assert cache.get(("k",), 1.0) == deny
+    cache.flush()
+    assert cache.get(("k",), 1.0) is None
+
+
+def test_cache_is_bounded() -> None:
+    cache = AuthCache(max_entries=2)
+    cache.put(("a",), allow(), 1, 0.0, cache.generation)
+    cache.put(("b",), allow(), 60, 0.0, cache.generation)
+    assert cache.put(("c",), allow(), 60, 5.0, cache.generation)  # "a" expired and was evicted
+    assert not cache.put(("d",), allow(), 60, 5.0, cache.generation)
+    assert len(cache) == 2
+
+
+# -- stream filter ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("event_type", "data", "scopes"),
+    [
+        ("booking.confirmed", {"product": "hotels"}, ("hotels:read",)),
+        ("payment.refunded", {"product": "flights"}, ("flights:read",)),
+        ("booking.failed", {}, ("hotels:read", "flights:read", "esim:read")),
+        ("booking.failed", {"product": "cars"}, ("hotels:read", "flights:read", "esim:read")),
+        ("esim.provisioned", {}, ("esim:read",)),
+        ("ledger.low_balance", None, ("account:read",)),
+        ("apikey.revoked", None, ("account:read",)),
+        ("settlement.invoice_issued", None, ("account:read",)),
+    ],
+)
+def test_scopes_for_event(event_type: str, data: dict[str, str] | None, scopes: tuple[str, ...]) -> None:
+    assert scopes_for_event(event_type, data) == scopes
+
+
+@pytest.mark.parametrize(
+    ("scopes", "event_type", "data", "ok"),
+    [
+        (["hotels:read"], "booking.confirmed", {"product": "hotels"}, True),
+        (["hotels:write"], "booking.confirmed", {"product": "hotels"}, False),
+        (["flights:read"], "booking.confirmed", {"product": "hotels"}, False),
+        (["account:read"], "booking.confirmed", {"product": "hotels"}, False),
+        (["account:read"], "apikey.revoked", {}, True),
+        (["hotels:read"], "apikey.revoked", {}, False),
+        (["esim:read"], "esim.usage_threshold", {}, True),
+    ],
+)
+def test_may_read(scopes: list[str], event_type: str, data: dict[str, str], ok: bool) -> None:
+    assert may_read(scopes, event_type, data) is ok
+
+
+@pytest.mark.parametrize(
+    ("subscribed", "event_type", "ok"),
+    [
+        (None, "booking.confirmed", True),
+        ([], "booking.confirmed", True),
+        (["booking.confirmed"], "booking.confirmed", True),
+        (["booking.*"], "booking.cancelled", True),
+        (["booking.*"], "bookingx.y", False),
+        (["payment.failed"], "booking.confirmed", False),
+        (["*"], "ledger.low_balance", True),
+    ],
+)
+def test_wanted(subscribed: list[str] | None, event_type: str, ok: bool) -> None:
+    assert wanted(subscribed, event_type) is ok
