@@ -1,0 +1,282 @@
+"""``svcctl accounts|keys|audit|travellers|usage ...``: every authsvc admin operation over gRPC.
+
+Each command prints the answer as JSON on stdout. The acting user (``--actor``) is written to the
+audit trail of every change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+from google.protobuf import duration_pb2, field_mask_pb2, json_format
+from google.protobuf.message import Message
+
+from travel.auth.v1 import auth_pb2 as pb
+from travel.auth.v1 import auth_pb2_grpc
+
+ENVIRONMENTS = {
+    "live": pb.ENVIRONMENT_LIVE,
+    "sandbox": pb.ENVIRONMENT_SANDBOX,
+    "test": pb.ENVIRONMENT_SANDBOX,
+}
+STATUSES = {
+    "active": pb.ACCOUNT_STATUS_ACTIVE,
+    "read_only": pb.ACCOUNT_STATUS_READ_ONLY,
+    "read-only": pb.ACCOUNT_STATUS_READ_ONLY,
+}
+MODES = {"a": pb.ACCOUNT_MODE_A, "b": pb.ACCOUNT_MODE_B}
+Handler = Callable[[auth_pb2_grpc.AuthServiceStub, argparse.Namespace], Awaitable[Message]]
+
+
+def _print(message: Message) -> None:
+    print(json.dumps(json_format.MessageToDict(message, preserving_proto_field_name=True), indent=2))
+
+
+def _duration(text: str) -> duration_pb2.Duration:
+    """``90``, ``90s``, ``30m``, ``24h`` or ``7d``."""
+    m = re.fullmatch(r"(\d+)([smhd]?)", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 90s, 30m, 24h, 7d)")
+    return duration_pb2.Duration(
+        seconds=int(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    )
+
+
+def _actor(args: argparse.Namespace) -> pb.Actor:
+    return pb.Actor(user=args.actor)
+
+
+def _run(handler: Handler) -> Callable[[argparse.Namespace], Awaitable[int]]:
+    async def run(args: argparse.Namespace) -> int:
+        async with grpc.aio.insecure_channel(args.authsvc) as channel:
+            _print(await handler(auth_pb2_grpc.AuthServiceStub(channel), args))
+        return 0
+
+    return run
+
+
+def _cmd(sub: Any, name: str, help: str, handler: Handler) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help)
+    parser.set_defaults(handler=_run(handler))
+    return parser
+
+
+# -- accounts ------------------------------------------------------------------------------------
+
+
+async def _account_create(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+    return await stub.CreateAccount(
+        pb.CreateAccountRequest(
+            name=a.name,
+            mode=MODES[a.mode],
+            admin_emails=a.admin_email or [],
+            daily_search_allowance=a.daily_search_allowance,
+            actor=_actor(a),
+        )
+    )
+
+
+async def _account_get(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+    return await stub.GetAccount(pb.GetAccountRequest(account_id=a.account_id))
+
+
+async def _account_status(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+    return await stub.SetAccountStatus(
+        pb.SetAccountStatusRequest(account_id=a.account_id, status=STATUSES[a.status], actor=_actor(a))
+    )
+
+
+# -- keys ----------------------------------------------------------------------------------------
+
+
+async def _key_create(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+    return await stub.CreateKey(
+        pb.CreateKeyRequest(
+            account_id=a.account,
+            environment=ENVIRONMENTS[a.environment],
+            name=a.name,
+            scopes=a.scope or [],
+            allowed_sources=a.allow or [],
+            actor=_actor(a),
+        )
+    )
+
+
+async def _key_get(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+    return await stub.GetKey(pb.GetKeyRequest(key_id=a.key_id))
+
+
+async def _key_list(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+    env = ENVIRONMENTS[a.environment] if a.environment else pb.ENVIRONMENT_UNSPECIFIED
+    request = pb.ListKeysRequest(
+        account_id=a.account,
+        environment=env,
+        include_revoked=a.include_revoked,
+        page_size=a.page_size,
+        page_token=a.page_token,
+    )
+    if not a.all:
+        return await stub.ListKeys(request)
+    out = pb.ListKeysResponse()
+    while True:
+        page = await stub.ListKeys(request)
+        out.keys.extend(page.keys)
+        if not page.next_page_token:
+            return out
+        request.page_token = page.next_page_token
+
+
+async def _key_update(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+    paths: list[str] = []
+    if a.name is not None:
+        paths.append("name")
+    if a.scope is not None:
+        paths.append("scopes")
+    if a.allow is not None or a.clear_allow:
+        paths.append("allowed_sources")
+    if not paths:
+        raise SystemExit("keys update: give --name, --scope, --allow or --clear-allow")
+    return await stub.UpdateKey(
+        pb.UpdateKeyRequest(
+            key_id=a.key_id,
+            update_mask=field_mask_pb2.FieldMask(paths=paths),
+            name=a.name or "",
+            scopes=a.scope or [],
+            allowed_sources=[] if a.clear_allow else (a.allow or []),
+            actor=_actor(a),
+        )
+    )
+
+
+async def _key_rotate(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+    request = pb.RotateKeyRequest(key_id=a.key_id, actor=_actor(a))
+    if a.grace is not None:
+        request.grace_period.CopyFrom(a.grace)
+    return await stub.RotateKey(request)
+
+
+async def _key_revoke(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+    return await stub.RevokeKey(pb.RevokeKeyRequest(key_id=a.key_id, reason=a.reason, actor=_actor(a)))
+
+
+# -- audit, travellers, usage --------------------------------------------------------------------
+
+
+async def _audit_list(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+    return await stub.ListAuditEvents(
+        pb.ListAuditEventsRequest(
+            account_id=a.account, key_id=a.key or "", page_size=a.page_size, page_token=a.page_token
+        )
+    )
+
+
+async def _traveller_resolve(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+    return await stub.ResolveTraveller(
+        pb.ResolveTravellerRequest(
+            account_id=a.account, environment=ENVIRONMENTS[a.environment], partner_ref=a.partner_ref
+        )
+    )
+
+
+async def _traveller_delete(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+    return await stub.DeleteTraveller(
+        pb.DeleteTravellerRequest(
+            account_id=a.account, environment=ENVIRONMENTS[a.environment], partner_ref=a.partner_ref
+        )
+    )
+
+
+async def _usage_get(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+    return await stub.GetUsage(pb.GetUsageRequest(account_id=a.account, date=a.date))
+
+
+async def _usage_consume(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+    env = ENVIRONMENTS[a.environment] if a.environment else pb.ENVIRONMENT_UNSPECIFIED
+    return await stub.ConsumeSearch(
+        pb.ConsumeSearchRequest(account_id=a.account, environment=env, key_id=a.key or "", count=a.count)
+    )
+
+
+def register(groups: Any) -> None:
+    env_choices = sorted(ENVIRONMENTS)
+
+    accounts = groups.add_parser("accounts", help="partner accounts").add_subparsers(
+        dest="command", required=True
+    )
+    p = _cmd(accounts, "create", "create an account", _account_create)
+    p.add_argument("--name", required=True)
+    p.add_argument("--mode", choices=sorted(MODES), default="a", help="commercial mode A or B (default a)")
+    p.add_argument("--admin-email", action="append", help="repeat for several admins")
+    p.add_argument("--daily-search-allowance", type=int, default=0, help="0 = service default")
+    p = _cmd(accounts, "get", "show an account", _account_get)
+    p.add_argument("account_id")
+    p = _cmd(accounts, "set-status", "make an account active or read-only", _account_status)
+    p.add_argument("account_id")
+    p.add_argument("status", choices=sorted(STATUSES))
+
+    keys = groups.add_parser("keys", help="API keys").add_subparsers(dest="command", required=True)
+    p = _cmd(keys, "create", "create a key; the secret is printed this once", _key_create)
+    p.add_argument("--account", required=True)
+    p.add_argument("--environment", choices=env_choices, required=True)
+    p.add_argument("--name", default="")
+    p.add_argument("--scope", action="append", help="<resource>:<action>; repeat")
+    p.add_argument("--allow", action="append", help="IP address or CIDR; repeat (default: any source)")
+    p = _cmd(keys, "get", "show a key (never its secret)", _key_get)
+    p.add_argument("key_id")
+    p = _cmd(keys, "list", "list an account's keys", _key_list)
+    p.add_argument("--account", required=True)
+    p.add_argument("--environment", choices=env_choices)
+    p.add_argument("--include-revoked", action="store_true")
+    p.add_argument("--page-size", type=int, default=0)
+    p.add_argument("--page-token", default="")
+    p.add_argument("--all", action="store_true", help="follow every page")
+    p = _cmd(keys, "update", "change a key's name, scopes or allow list", _key_update)
+    p.add_argument("key_id")
+    p.add_argument("--name")
+    p.add_argument("--scope", action="append", help="replaces the scopes; repeat")
+    p.add_argument("--allow", action="append", help="replaces the allow list; repeat")
+    p.add_argument("--clear-allow", action="store_true", help="accept the key from any source")
+    p = _cmd(keys, "rotate", "issue a new secret; the old one expires after the grace period", _key_rotate)
+    p.add_argument("key_id")
+    p.add_argument("--grace", type=_duration, help="e.g. 0, 30m, 24h (default), up to 7d")
+    p = _cmd(keys, "revoke", "stop a key at once (emits apikey.revoked)", _key_revoke)
+    p.add_argument("key_id")
+    p.add_argument("--reason", default="")
+
+    audit = groups.add_parser("audit", help="the key audit trail").add_subparsers(
+        dest="command", required=True
+    )
+    p = _cmd(audit, "list", "list an account's audit events, oldest first", _audit_list)
+    p.add_argument("--account", required=True)
+    p.add_argument("--key")
+    p.add_argument("--page-size", type=int, default=0)
+    p.add_argument("--page-token", default="")
+
+    travellers = groups.add_parser("travellers", help="partner traveller references").add_subparsers(
+        dest="command", required=True
+    )
+    for name, help, handler in [
+        ("resolve", "map a partner reference to its trv_ id (created on first use)", _traveller_resolve),
+        ("delete", "remove a traveller record", _traveller_delete),
+    ]:
+        p = _cmd(travellers, name, help, handler)
+        p.add_argument("--account", required=True)
+        p.add_argument("--environment", choices=env_choices, required=True)
+        p.add_argument("partner_ref")
+
+    usage = groups.add_parser("usage", help="daily search allowance").add_subparsers(
+        dest="command", required=True
+    )
+    p = _cmd(usage, "get", "searches used on a UTC day", _usage_get)
+    p.add_argument("--account", required=True)
+    p.add_argument("--date", default="", help="YYYY-MM-DD (default today, UTC)")
+    p = _cmd(usage, "consume", "count searches against the allowance (live only)", _usage_consume)
+    p.add_argument("--account", required=True)
+    p.add_argument("--environment", choices=env_choices)
+    p.add_argument("--key")
+    p.add_argument("--count", type=int, default=1)
