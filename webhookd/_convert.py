@@ -1,0 +1,179 @@
+"""Records <-> protobuf messages, and request-field validation shared by the servicer."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+from typing import Any
+
+from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
+
+from travel.webhooks.v1 import webhooks_pb2 as pb
+from webhookd._errors import InvalidRequest
+from webhookd._repository import (
+    DELIVERY_STATUSES,
+    DISABLED,
+    AttemptRecord,
+    DeliveryRecord,
+    EndpointRecord,
+    EventRecord,
+)
+from webhookd._retry import Outcome
+from webhookd._sql import from_us, us
+
+ENVIRONMENTS = {pb.ENVIRONMENT_LIVE: "live", pb.ENVIRONMENT_SANDBOX: "sandbox"}
+ENV_TO_PB = {v: k for k, v in ENVIRONMENTS.items()}
+DELIVERY_STATUS = {
+    pb.DELIVERY_STATUS_PENDING: "pending",
+    pb.DELIVERY_STATUS_SUCCEEDED: "succeeded",
+    pb.DELIVERY_STATUS_FAILED: "failed",
+    pb.DELIVERY_STATUS_HELD: "held",
+}
+DELIVERY_STATUS_TO_PB = {v: k for k, v in DELIVERY_STATUS.items()}
+assert set(DELIVERY_STATUS_TO_PB) == set(DELIVERY_STATUSES)
+OUTCOMES = {
+    pb.ATTEMPT_OUTCOME_SUCCEEDED: Outcome.SUCCEEDED.value,
+    pb.ATTEMPT_OUTCOME_HTTP_ERROR: Outcome.HTTP_ERROR.value,
+    pb.ATTEMPT_OUTCOME_TIMEOUT: Outcome.TIMEOUT.value,
+    pb.ATTEMPT_OUTCOME_NETWORK_ERROR: Outcome.NETWORK_ERROR.value,
+}
+OUTCOME_TO_PB = {v: k for k, v in OUTCOMES.items()}
+
+MAX_ID = 64
+MAX_DESCRIPTION = 1024
+DEFAULT_PAGE = 50
+MAX_PAGE = 500
+
+
+def environment(value: int) -> str:
+    try:
+        return ENVIRONMENTS[value]  # type: ignore[index]
+    except KeyError:
+        raise InvalidRequest("environment: must be ENVIRONMENT_LIVE or ENVIRONMENT_SANDBOX") from None
+
+
+def identifier(value: str, field: str, prefix: str | None = None) -> str:
+    if not value:
+        raise InvalidRequest(f"{field}: is required")
+    if len(value) > MAX_ID or not value.isprintable() or " " in value:
+        raise InvalidRequest(f"{field}: not a valid id")
+    if prefix and not value.startswith(prefix + "_"):
+        raise InvalidRequest(f"{field}: must start with {prefix}_")
+    return value
+
+
+def scope(request: Any) -> tuple[str, str]:
+    return identifier(request.account_id, "account_id"), environment(request.environment)
+
+
+def description(value: str) -> str:
+    if len(value) > MAX_DESCRIPTION:
+        raise InvalidRequest(f"description: longer than {MAX_DESCRIPTION} characters")
+    return value
+
+
+def page_size(value: int) -> int:
+    if value < 0:
+        raise InvalidRequest("page_size: must not be negative")
+    return min(value or DEFAULT_PAGE, MAX_PAGE)
+
+
+def page_token(created: dt.datetime, row_id: str) -> str:
+    micros = us(created)
+    return base64.urlsafe_b64encode(f"{micros}|{row_id}".encode()).decode()
+
+
+def parse_page_token(token: str) -> tuple[dt.datetime, str] | None:
+    if not token:
+        return None
+    try:
+        micros, row_id = base64.urlsafe_b64decode(token.encode()).decode().split("|")
+        when = from_us(int(micros))
+        assert when is not None
+        return when, row_id
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidRequest("page_token: not a token returned by this service") from None
+
+
+def time_or_none(msg: Any, field: str) -> dt.datetime | None:
+    if not msg.HasField(field):
+        return None
+    ts: timestamp_pb2.Timestamp = getattr(msg, field)
+    return dt.datetime.fromtimestamp(ts.seconds + ts.nanos / 1e9, dt.UTC)
+
+
+def ts(when: dt.datetime | None) -> timestamp_pb2.Timestamp | None:
+    if when is None:
+        return None
+    out = timestamp_pb2.Timestamp()
+    out.FromMicroseconds(us(when))
+    return out
+
+
+def struct_to_dict(value: struct_pb2.Struct) -> dict[str, Any]:
+    return json_format.MessageToDict(value)
+
+
+def endpoint_pb(e: EndpointRecord, now: dt.datetime) -> pb.Endpoint:
+    return pb.Endpoint(
+        id=e.id,
+        account_id=e.account_id,
+        environment=ENV_TO_PB[e.environment],
+        url=e.url,
+        events=e.events,
+        description=e.description,
+        status=pb.ENDPOINT_STATUS_DISABLED if e.status == DISABLED else pb.ENDPOINT_STATUS_ENABLED,
+        disabled_reason=e.disabled_reason,
+        created_at=ts(e.created_at),
+        updated_at=ts(e.updated_at),
+        previous_secret_expires_at=ts(e.previous_secret_expires_at(now)),
+    )
+
+
+def event_pb(e: EventRecord) -> pb.Event:
+    data = struct_pb2.Struct()
+    data.update(e.data)
+    return pb.Event(
+        id=e.id,
+        type=e.type,
+        account_id=e.account_id,
+        environment=ENV_TO_PB[e.environment],
+        state=e.state,
+        data=data,
+        created_at=ts(e.created_at),
+        envelope_json=e.envelope.decode(),
+    )
+
+
+def delivery_pb(d: DeliveryRecord) -> pb.Delivery:
+    return pb.Delivery(
+        id=d.id,
+        endpoint_id=d.endpoint_id,
+        event_id=d.event_id,
+        event_type=d.event_type,
+        status=DELIVERY_STATUS_TO_PB[d.status],
+        attempt_count=d.attempt_count,
+        next_attempt_at=ts(d.next_attempt_at),
+        created_at=ts(d.created_at),
+        updated_at=ts(d.updated_at),
+    )
+
+
+def attempt_pb(a: AttemptRecord) -> pb.Attempt:
+    latency = duration_pb2.Duration()
+    latency.FromMicroseconds(int(a.latency_ms * 1000))
+    return pb.Attempt(
+        id=a.id,
+        delivery_id=a.delivery_id,
+        endpoint_id=a.endpoint_id,
+        event_id=a.event_id,
+        attempt_number=a.attempt_number,
+        outcome=OUTCOME_TO_PB.get(a.outcome, pb.ATTEMPT_OUTCOME_UNSPECIFIED),
+        response_status=a.response_status,
+        response_body=a.response_body,
+        request_headers=a.request_headers,
+        latency=latency,
+        error=a.error,
+        attempted_at=ts(a.attempted_at),
+        manual=a.manual,
+    )

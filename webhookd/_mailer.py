@@ -1,0 +1,146 @@
+"""E-mails to an account's admins when one of its endpoints is disabled.
+
+Alerts are rows written in the same transaction that disables the endpoint, so a crash never loses one;
+this loop sends the pending ones over SMTP and marks them sent. Recipients: the account's
+``admin_emails`` from authsvc (GetAccount over gRPC, ``--authsvc``), else the configured
+``--alert-email`` addresses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import smtplib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from email.message import EmailMessage
+
+from svckit.clock import Clock
+from webhookd import _metrics as metrics
+from webhookd._repository import Alert, Repository
+
+log = logging.getLogger("webhookd.mailer")
+
+AdminLookup = Callable[[str], Awaitable[list[str]]]
+
+
+@dataclass(frozen=True)
+class SmtpConfig:
+    host: str
+    port: int
+    sender: str = "webhooks@svc.travel"
+    timeout: float = 15.0
+
+
+def compose(alert: Alert, sender: str, recipients: Sequence[str]) -> EmailMessage:
+    msg = EmailMessage()
+    msg["From"] = sender
+    msg["To"] = ", ".join(recipients)
+    msg["Subject"] = f"Webhook endpoint {alert.endpoint_id} disabled after repeated delivery failures"
+    msg.set_content(
+        f"Your webhook endpoint {alert.endpoint_id} ({alert.url}, {alert.environment} environment, "
+        f"account {alert.account_id}) was disabled at {alert.created_at.isoformat()} because every "
+        f"delivery attempt of the retry schedule failed.\n\nLast error: {alert.reason}\n\n"
+        "Events for this endpoint are kept, not sent. Fix the endpoint, re-enable it, then recover the "
+        "missed events (EnableEndpoint, then RecoverEndpoint with the time it was disabled).\n"
+    )
+    return msg
+
+
+def _send_blocking(config: SmtpConfig, msg: EmailMessage) -> None:
+    with smtplib.SMTP(config.host, config.port, timeout=config.timeout) as smtp:
+        smtp.send_message(msg)
+
+
+class Mailer:
+    def __init__(
+        self,
+        repo: Repository,
+        clock: Clock,
+        smtp: SmtpConfig | None,
+        *,
+        lookup: AdminLookup | None = None,
+        fallback: Sequence[str] = (),
+        retry_seconds: float = 30.0,
+    ) -> None:
+        self.repo = repo
+        self.clock = clock
+        self.smtp = smtp
+        self.lookup = lookup
+        self.fallback = list(fallback)
+        self.retry_seconds = retry_seconds
+        self._wake = asyncio.Event()
+        self._stopping = False
+
+    def wake(self, _alerts: object = None) -> None:
+        self._wake.set()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+
+    async def recipients(self, account_id: str) -> list[str]:
+        if self.lookup is not None:
+            try:
+                found = await self.lookup(account_id)
+                if found:
+                    return found
+            except Exception as exc:  # authsvc down: fall back rather than lose the alert
+                log.warning("admin e-mail lookup failed", extra={"account_id": account_id, "error": str(exc)})
+        return list(self.fallback)
+
+    async def send_pending(self) -> int:
+        """Send every pending alert once; returns how many were sent. SMTP errors leave them pending."""
+        sent = 0
+        for alert in await self.repo.pending_alerts(100):
+            to = await self.recipients(alert.account_id)
+            fields = {"endpoint_id": alert.endpoint_id, "account_id": alert.account_id, "alert_id": alert.id}
+            if self.smtp is None or not to:
+                why = "no SMTP server configured" if self.smtp is None else "no admin addresses known"
+                log.error("disable alert not e-mailed: %s", why, extra=fields)
+                metrics.ALERTS_SENT.labels("skipped").inc()
+                await self.repo.finish_alert(alert.id, self.clock.now(), why)
+                continue
+            try:
+                await asyncio.to_thread(_send_blocking, self.smtp, compose(alert, self.smtp.sender, to))
+            except (OSError, smtplib.SMTPException) as exc:
+                log.warning("disable alert e-mail failed; will retry", extra={**fields, "error": str(exc)})
+                metrics.ALERTS_SENT.labels("error").inc()
+                continue
+            await self.repo.finish_alert(alert.id, self.clock.now(), "")
+            metrics.ALERTS_SENT.labels("sent").inc()
+            log.info("disable alert e-mailed", extra={**fields, "recipients": len(to)})
+            sent += 1
+        return sent
+
+    async def run(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                await self.send_pending()
+            except Exception:
+                log.exception("sending disable alerts failed")
+            try:
+                async with asyncio.timeout(self.retry_seconds):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+
+
+def authsvc_lookup(target: str) -> AdminLookup:
+    """admin_emails of an account, from authsvc's GetAccount."""
+    import grpc
+
+    from travel.auth.v1 import auth_pb2, auth_pb2_grpc
+
+    channel: grpc.aio.Channel | None = None
+
+    async def lookup(account_id: str) -> list[str]:
+        nonlocal channel
+        if channel is None:
+            channel = grpc.aio.insecure_channel(target)
+        stub = auth_pb2_grpc.AuthServiceStub(channel)
+        response = await stub.GetAccount(auth_pb2.GetAccountRequest(account_id=account_id), timeout=5)
+        return list(response.account.admin_emails)
+
+    return lookup

@@ -1,0 +1,25 @@
+"""webhookd's Prometheus metrics (served on --metrics-listen with svckit's gRPC metrics)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+ATTEMPTS = Counter("webhook_attempts_total", "Delivery attempts, by outcome", ["outcome"])
+QUEUE_DEPTH = Gauge("webhook_queue_depth", "Deliveries waiting for an attempt (status pending)")
+OLDEST_OVERDUE = Gauge(
+    "webhook_oldest_overdue_seconds", "Age of the oldest delivery whose attempt is due but not yet started"
+)
+LATENCY = Histogram(
+    "webhook_delivery_latency_seconds",
+    "Time from sending a delivery's request to its response (or error)",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+LAG = Histogram(
+    "webhook_delivery_lag_seconds",
+    "Time between an attempt's due time and its send",
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+ENDPOINTS_DISABLED = Counter(
+    "webhook_endpoints_disabled_total", "Endpoints disabled after the last retry failed"
+)
+ALERTS_SENT = Counter("webhook_alert_emails_total", "Disable alert e-mails, by result", ["result"])

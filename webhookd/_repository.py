@@ -1,0 +1,227 @@
+"""What webhookd stores, as plain records, and the storage port (a Protocol) the service and the worker
+use. ``_sql.SqlRepository`` is the SQLAlchemy adapter behind it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# Delivery statuses (stored strings; proto DeliveryStatus mirrors them).
+PENDING, SUCCEEDED, FAILED, HELD = "pending", "succeeded", "failed", "held"
+DELIVERY_STATUSES = (PENDING, SUCCEEDED, FAILED, HELD)
+ENABLED, DISABLED = "enabled", "disabled"
+
+
+@dataclass(frozen=True, slots=True)
+class SigningSecret:
+    secret: str
+    # None: the current secret. Otherwise the end of its rotation overlap.
+    expires_at: dt.datetime | None = None
+
+    def __repr__(self) -> str:  # never print a secret by accident
+        return f"SigningSecret(expires_at={self.expires_at!r})"
+
+
+@dataclass(slots=True)
+class EndpointRecord:
+    id: str
+    account_id: str
+    environment: str
+    url: str
+    events: list[str]
+    description: str
+    status: str
+    disabled_reason: str
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    secrets: list[SigningSecret] = field(repr=False)
+
+    def valid_secrets(self, now: dt.datetime) -> list[str]:
+        """Newest first: the current secret and every previous one still inside its overlap."""
+        return [s.secret for s in self.secrets if s.expires_at is None or s.expires_at > now]
+
+    def previous_secret_expires_at(self, now: dt.datetime) -> dt.datetime | None:
+        live = [s.expires_at for s in self.secrets if s.expires_at is not None and s.expires_at > now]
+        return max(live) if live else None
+
+
+@dataclass(slots=True)
+class EventRecord:
+    id: str
+    account_id: str
+    environment: str
+    type: str
+    state: str
+    created_at: dt.datetime
+    envelope: bytes
+    seq: int = 0
+
+    @property
+    def data(self) -> dict[str, Any]:
+        value = json.loads(self.envelope).get("data", {})
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass(slots=True)
+class DeliveryRecord:
+    id: str
+    event_id: str
+    endpoint_id: str
+    account_id: str
+    environment: str
+    event_type: str
+    status: str
+    attempt_count: int
+    # Attempts within the current run of the retry schedule (RecoverEndpoint starts a new run).
+    schedule_count: int
+    next_attempt_at: dt.datetime | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+@dataclass(slots=True)
+class AttemptRecord:
+    id: str
+    delivery_id: str
+    endpoint_id: str
+    event_id: str
+    account_id: str
+    environment: str
+    attempt_number: int
+    outcome: str
+    response_status: int
+    response_body: str
+    request_headers: dict[str, str]
+    latency_ms: float
+    error: str
+    attempted_at: dt.datetime
+    manual: bool = False
+
+
+@dataclass(slots=True)
+class Claim:
+    """A due delivery leased to one worker, with what sending it needs."""
+
+    delivery: DeliveryRecord
+    envelope: bytes
+    endpoint: EndpointRecord | None  # None: the endpoint was deleted
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What the worker decided for one claimed delivery, written in a batch."""
+
+    delivery_id: str
+    endpoint_id: str
+    attempt: AttemptRecord | None  # None: nothing was sent (endpoint disabled or deleted)
+    status: str
+    next_attempt_at: dt.datetime | None
+    counts_attempt: bool
+    disable_endpoint: bool = False
+    disabled_reason: str = ""
+
+
+@dataclass(slots=True)
+class Alert:
+    id: str
+    account_id: str
+    environment: str
+    endpoint_id: str
+    url: str
+    reason: str
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryFilter:
+    account_id: str
+    environment: str
+    endpoint_id: str = ""
+    event_id: str = ""
+    delivery_id: str = ""
+    status: str = ""
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    queue_depth: int
+    oldest_overdue_seconds: float
+
+
+class Repository(Protocol):
+    async def create_endpoint(self, endpoint: EndpointRecord) -> None: ...
+
+    async def get_endpoint(
+        self, account_id: str, environment: str, endpoint_id: str
+    ) -> EndpointRecord | None: ...
+
+    async def list_endpoints(
+        self, account_id: str, environment: str, limit: int, after: tuple[dt.datetime, str] | None
+    ) -> list[EndpointRecord]: ...
+
+    async def save_endpoint(self, endpoint: EndpointRecord) -> None: ...
+
+    async def delete_endpoint(self, endpoint: EndpointRecord, now: dt.datetime) -> None: ...
+
+    async def publish(
+        self, event: EventRecord, idempotency_key: str, now: dt.datetime
+    ) -> tuple[EventRecord, int]: ...
+
+    async def create_test_delivery(self, event: EventRecord, delivery: DeliveryRecord) -> None: ...
+
+    async def claim_due(
+        self, now: dt.datetime, limit: int, lease_until: dt.datetime, owner: str
+    ) -> list[Claim]: ...
+
+    async def release_leases(self, now: dt.datetime) -> int: ...
+
+    async def record_outcomes(
+        self, outcomes: Sequence[Outcome], owner: str, now: dt.datetime
+    ) -> list[Alert]: ...
+
+    async def get_claim(self, delivery_id: str) -> Claim | None: ...
+
+    async def get_attempt(
+        self, account_id: str, environment: str, attempt_id: str
+    ) -> AttemptRecord | None: ...
+
+    async def get_delivery(self, delivery_id: str) -> DeliveryRecord | None: ...
+
+    async def record_manual_attempt(
+        self, attempt: AttemptRecord, succeeded: bool, now: dt.datetime
+    ) -> None: ...
+
+    async def list_deliveries(
+        self, flt: DeliveryFilter, limit: int, after: tuple[dt.datetime, str] | None
+    ) -> list[DeliveryRecord]: ...
+
+    async def list_attempts(
+        self, flt: DeliveryFilter, outcome: str, limit: int, after: tuple[dt.datetime, str] | None
+    ) -> list[AttemptRecord]: ...
+
+    async def recover(self, endpoint: EndpointRecord, since: dt.datetime | None, now: dt.datetime) -> int: ...
+
+    async def event_seq(self, account_id: str, environment: str, event_id: str) -> int | None: ...
+
+    async def max_event_seq(self) -> int: ...
+
+    async def events_after(
+        self, account_id: str, environment: str, after_seq: int, types: Sequence[str], limit: int
+    ) -> list[EventRecord]: ...
+
+    async def purge_attempts(self, before: dt.datetime) -> int: ...
+
+    async def pending_alerts(self, limit: int) -> list[Alert]: ...
+
+    async def finish_alert(self, alert_id: str, now: dt.datetime, error: str) -> None: ...
+
+    async def stats(self, now: dt.datetime) -> Stats: ...
+
+    async def next_due(self) -> dt.datetime | None: ...
+
+    async def close(self) -> None: ...

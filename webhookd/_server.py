@@ -1,0 +1,305 @@
+"""Wiring: storage, the delivery worker, the mailer, housekeeping and the gRPC server; and ``serve``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import grpc
+import httpx
+from grpc_health.v1.health import aio as health_aio
+
+from svckit.clock import Clock, SystemClock
+from svckit.db import is_postgres
+from svckit.grpc_server import start_server, stop_server
+from svckit.logs import setup_logging
+from svckit.metrics import serve_metrics
+from svckit.runner import add_serve_args, env_name, print_ready, run_until_signal
+from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
+from webhookd import _metrics as metrics
+from webhookd._delivery import DELIVERY_TIMEOUT, DeliveryWorker, Sender, WorkerConfig
+from webhookd._mailer import Mailer, SmtpConfig, authsvc_lookup
+from webhookd._service import EventHub, WebhookService
+from webhookd._sql import SqlRepository
+from webhookd._ssrf import GuardedTransport, Policy, Resolver, system_resolver
+
+log = logging.getLogger("webhookd")
+
+SERVICE = "webhookd"
+SERVICE_NAME = webhooks_pb2.DESCRIPTOR.services_by_name["WebhookService"].full_name
+ATTEMPT_RETENTION = dt.timedelta(days=30)
+
+
+@dataclass
+class Config:
+    database: str = "sqlite+aiosqlite:///var/webhookd.db"
+    listen: str = "127.0.0.1:50052"
+    policy: Policy = field(default_factory=Policy)
+    ca_bundle: str | None = None
+    smtp: SmtpConfig | None = None
+    authsvc: str = ""
+    alert_emails: list[str] = field(default_factory=list)
+    worker: WorkerConfig = field(default_factory=WorkerConfig)
+    delivery_timeout: float = DELIVERY_TIMEOUT
+    purge_interval: float = 3600.0
+    stats_interval: float = 5.0
+    mail_retry_seconds: float = 30.0
+
+
+def make_client(config: Config, resolver: Resolver = system_resolver) -> httpx.AsyncClient:
+    """Keep-alive pooled client whose connections all pass the SSRF guard."""
+    transport = GuardedTransport(
+        config.policy,
+        ca_bundle=config.ca_bundle,
+        resolver=resolver,
+        max_connections=max(config.worker.concurrency, 16),
+    )
+    return httpx.AsyncClient(
+        transport=transport,
+        timeout=httpx.Timeout(config.delivery_timeout),
+        follow_redirects=False,
+    )
+
+
+@dataclass
+class Webhookd:
+    server: grpc.aio.Server
+    port: int
+    health: health_aio.HealthServicer
+    repo: SqlRepository
+    service: WebhookService
+    worker: DeliveryWorker
+    mailer: Mailer
+    client: httpx.AsyncClient
+    tasks: list[asyncio.Task[None]]
+    owns_client: bool
+
+    async def stop(self, grace: float = 5.0) -> None:
+        await stop_server(self.server, self.health, grace)
+        await self.worker.stop(grace)
+        await self.mailer.stop()
+        for task in self.tasks:
+            if task.get_name() == "housekeeping":
+                task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.owns_client:
+            await self.client.aclose()
+        await self.repo.close()
+
+
+async def housekeeping(repo: SqlRepository, clock: Clock, config: Config) -> None:
+    """Queue gauges every few seconds; purge attempts older than 30 days every ``purge_interval``."""
+    last_purge: dt.datetime | None = None
+    while True:
+        now = clock.now()
+        try:
+            stats = await repo.stats(now)
+            metrics.QUEUE_DEPTH.set(stats.queue_depth)
+            metrics.OLDEST_OVERDUE.set(stats.oldest_overdue_seconds)
+            if last_purge is None or (now - last_purge).total_seconds() >= config.purge_interval:
+                purged = await repo.purge_attempts(now - ATTEMPT_RETENTION)
+                last_purge = now
+                if purged:
+                    log.info("purged old attempts", extra={"purged": purged})
+        except Exception:
+            log.exception("housekeeping failed")
+        await asyncio.sleep(config.stats_interval)
+
+
+async def run_server(
+    config: Config,
+    *,
+    clock: Clock | None = None,
+    client: httpx.AsyncClient | None = None,
+    resolver: Resolver = system_resolver,
+    start_worker: bool = True,
+) -> Webhookd:
+    """Migrate, start the worker, mailer and housekeeping, and serve gRPC. Returns the running service."""
+    clock = clock or SystemClock()
+    repo = await SqlRepository.open(config.database)
+    if not is_postgres(repo.engine):
+        # SQLite means one webhookd process: leases left by a killed predecessor are released now.
+        released = await repo.release_leases(clock.now())
+        if released:
+            log.info("released leases of a previous run", extra={"released": released})
+    owns_client = client is None
+    client = client or make_client(config, resolver)
+    sender = Sender(client, config.delivery_timeout)
+    lookup = authsvc_lookup(config.authsvc) if config.authsvc else None
+    mailer = Mailer(
+        repo,
+        clock,
+        config.smtp,
+        lookup=lookup,
+        fallback=config.alert_emails,
+        retry_seconds=config.mail_retry_seconds,
+    )
+    worker = DeliveryWorker(repo, sender, clock, config.worker, on_alerts=mailer.wake)
+    service = WebhookService(
+        repo, clock, sender, policy=config.policy, resolver=resolver, worker=worker, hub=EventHub()
+    )
+    server, port, health = await start_server(
+        config.listen,
+        [lambda s: webhooks_pb2_grpc.add_WebhookServiceServicer_to_server(service, s)],
+        [SERVICE_NAME],
+    )
+    tasks = [asyncio.create_task(mailer.run(), name="mailer")]
+    tasks.append(asyncio.create_task(housekeeping(repo, clock, config), name="housekeeping"))
+    if start_worker:
+        tasks.append(asyncio.create_task(worker.run(), name="worker"))
+    log.info(
+        "webhookd serving",
+        extra={
+            "port": port,
+            "postgres": is_postgres(repo.engine),
+            "allow_private_targets": config.policy.allow_private,
+            "allow_http": config.policy.allow_http,
+            "worker": worker.owner,
+        },
+    )
+    return Webhookd(server, port, health, repo, service, worker, mailer, client, tasks, owns_client)
+
+
+def _host_port(value: str, flag: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit():
+        raise SystemExit(f"{flag}: expected HOST:PORT, got {value!r}")
+    return host, int(port)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m webhookd", description="Webhook delivery service")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve travel.webhooks.v1 over gRPC and deliver webhooks")
+    add_serve_args(
+        serve,
+        SERVICE,
+        listen="127.0.0.1:50052",
+        metrics="127.0.0.1:9102",
+        database="sqlite+aiosqlite:///var/webhookd.db",
+    )
+
+    def env(flag: str, default: str = "") -> str:
+        return os.environ.get(env_name(SERVICE, flag), default)
+
+    def flag_on(flag: str) -> bool:
+        return env(flag).lower() in ("1", "true", "yes", "on")
+
+    serve.add_argument(
+        "--allow-private-targets",
+        action="store_true",
+        default=flag_on("allow_private_targets"),
+        help="allow private, loopback and link-local targets (development and tests only)",
+    )
+    serve.add_argument(
+        "--allow-http",
+        action="store_true",
+        default=flag_on("allow_http"),
+        help="allow plain http:// endpoint URLs (development and tests only)",
+    )
+    serve.add_argument(
+        "--ca-bundle",
+        default=env("ca_bundle") or None,
+        help="PEM file of CAs to verify endpoints against (default: the system store)",
+    )
+    serve.add_argument("--smtp", default=env("smtp"), help="SMTP server HOST:PORT for disable alerts")
+    serve.add_argument(
+        "--smtp-from", default=env("smtp_from", "webhooks@svc.travel"), help="alert sender address"
+    )
+    serve.add_argument(
+        "--authsvc",
+        default=env("authsvc"),
+        help="authsvc gRPC HOST:PORT, to look up an account's admin_emails for alerts",
+    )
+    serve.add_argument(
+        "--alert-email",
+        action="append",
+        default=[a for a in env("alert_email").split(",") if a],
+        help="address(es) alerted when authsvc is not configured or knows no admin (repeatable)",
+    )
+    serve.add_argument(
+        "--concurrency", type=int, default=int(env("concurrency", "256")), help="deliveries in flight at once"
+    )
+    serve.add_argument(
+        "--batch-size",
+        type=int,
+        default=int(env("batch_size", "500")),
+        help="deliveries claimed per transaction",
+    )
+    serve.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=float(env("lease_seconds", "60")),
+        help="how long a claimed delivery stays reserved to this process",
+    )
+    serve.add_argument(
+        "--poll-seconds",
+        type=float,
+        default=float(env("poll_seconds", "0.25")),
+        help="longest wait between looks for due deliveries",
+    )
+    serve.add_argument(
+        "--delivery-timeout",
+        type=float,
+        default=float(env("delivery_timeout", "10")),
+        help="seconds to wait for an endpoint's response",
+    )
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    smtp = None
+    if args.smtp:
+        host, port = _host_port(args.smtp, "--smtp")
+        smtp = SmtpConfig(host, port, args.smtp_from)
+    if args.lease_seconds <= args.delivery_timeout:
+        raise SystemExit("--lease-seconds must be longer than --delivery-timeout")
+    return Config(
+        database=args.database,
+        listen=args.listen,
+        policy=Policy(allow_http=args.allow_http, allow_private=args.allow_private_targets),
+        ca_bundle=args.ca_bundle,
+        smtp=smtp,
+        authsvc=args.authsvc,
+        alert_emails=list(args.alert_email),
+        worker=WorkerConfig(
+            batch_size=args.batch_size,
+            concurrency=args.concurrency,
+            lease_seconds=args.lease_seconds,
+            poll_seconds=args.poll_seconds,
+        ),
+        delivery_timeout=args.delivery_timeout,
+    )
+
+
+async def serve(args: argparse.Namespace) -> None:
+    config = config_from_args(args)
+    metrics_port = serve_metrics(args.metrics_listen) if args.metrics_listen else 0
+    app = await run_server(config)
+    print_ready(SERVICE, grpc_port=app.port, metrics_port=metrics_port)
+    await run_until_signal(lambda: app.stop(args.shutdown_grace))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    setup_logging(SERVICE, args.log_level)
+    # svckit leaves sqlalchemy.engine at INFO, which echoes every SQL statement; keep it to warnings.
+    logging.getLogger("sqlalchemy.engine").setLevel(max(logging.WARNING, logging.getLogger().level))
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(serve(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,441 @@
+"""The travel.webhooks.v1.WebhookService servicer: validates input, calls the repository, wakes the worker.
+
+Every check runs before anything is written, so a refused call changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from svckit.clock import Clock
+from svckit.ids import new_id
+from travel.webhooks.v1 import webhooks_pb2 as pb
+from travel.webhooks.v1 import webhooks_pb2_grpc
+from webhookd import _convert as cv
+from webhookd._delivery import DeliveryWorker, Sender, decide
+from webhookd._errors import Conflict, InvalidRequest, NotFound
+from webhookd._events import (
+    EVENT_KINDS,
+    MAX_STATE_LENGTH,
+    TEST_EVENT_KIND,
+    Environment,
+    build_envelope,
+    check_event_kinds,
+)
+from webhookd._repository import (
+    DISABLED,
+    ENABLED,
+    PENDING,
+    SUCCEEDED,
+    DeliveryFilter,
+    DeliveryRecord,
+    EndpointRecord,
+    EventRecord,
+    Repository,
+    SigningSecret,
+)
+from webhookd._signing import new_secret
+from webhookd._ssrf import Policy, Resolver, check_target, system_resolver
+
+log = logging.getLogger("webhookd.service")
+
+DEFAULT_OVERLAP = dt.timedelta(hours=24)
+MAX_OVERLAP = dt.timedelta(days=7)
+MAX_IDEMPOTENCY_KEY = 255
+UPDATABLE = ("url", "events", "description")
+STREAM_BATCH = 200
+STREAM_POLL_SECONDS = 1.0
+
+
+class EventHub:
+    """Wakes StreamEvents readers when this process stores an event (others are found by polling)."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def notify(self) -> None:
+        self._event.set()
+        self._event = asyncio.Event()
+
+    def waiter(self) -> asyncio.Event:
+        return self._event
+
+
+def _env_enum(environment: str) -> Environment:
+    return Environment.LIVE if environment == "live" else Environment.SANDBOX
+
+
+class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
+    def __init__(
+        self,
+        repo: Repository,
+        clock: Clock,
+        sender: Sender,
+        *,
+        policy: Policy | None = None,
+        resolver: Resolver = system_resolver,
+        worker: DeliveryWorker | None = None,
+        hub: EventHub | None = None,
+    ) -> None:
+        self.repo = repo
+        self.clock = clock
+        self.sender = sender
+        self.policy = policy or Policy()
+        self.resolver = resolver
+        self.worker = worker
+        self.hub = hub or EventHub()
+
+    def _wake(self) -> None:
+        if self.worker is not None:
+            self.worker.wake()
+
+    async def _endpoint(self, request: Any) -> EndpointRecord:
+        account_id, env = cv.scope(request)
+        endpoint_id = cv.identifier(request.endpoint_id, "endpoint_id")
+        found = await self.repo.get_endpoint(account_id, env, endpoint_id)
+        if found is None:
+            raise NotFound(f"endpoint_id: no endpoint {endpoint_id} in this account and environment")
+        return found
+
+    # Endpoints
+
+    async def RegisterEndpoint(
+        self, request: pb.RegisterEndpointRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RegisterEndpointResponse:
+        account_id, env = cv.scope(request)
+        kinds = check_event_kinds(request.events)
+        desc = cv.description(request.description)
+        await check_target(request.url, self.policy, self.resolver)
+        now = self.clock.now()
+        secret = new_secret()
+        endpoint = EndpointRecord(
+            id=new_id("we"),
+            account_id=account_id,
+            environment=env,
+            url=request.url,
+            events=kinds,
+            description=desc,
+            status=ENABLED,
+            disabled_reason="",
+            created_at=now,
+            updated_at=now,
+            secrets=[SigningSecret(secret)],
+        )
+        await self.repo.create_endpoint(endpoint)
+        log.info(
+            "endpoint registered", extra={"endpoint_id": endpoint.id, "account_id": account_id, "env": env}
+        )
+        return pb.RegisterEndpointResponse(endpoint=cv.endpoint_pb(endpoint, now), signing_secret=secret)
+
+    async def GetEndpoint(
+        self, request: pb.GetEndpointRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetEndpointResponse:
+        return pb.GetEndpointResponse(
+            endpoint=cv.endpoint_pb(await self._endpoint(request), self.clock.now())
+        )
+
+    async def ListEndpoints(
+        self, request: pb.ListEndpointsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListEndpointsResponse:
+        account_id, env = cv.scope(request)
+        size = cv.page_size(request.page_size)
+        after = cv.parse_page_token(request.page_token)
+        rows = await self.repo.list_endpoints(account_id, env, size + 1, after)
+        now = self.clock.now()
+        token = cv.page_token(rows[size - 1].created_at, rows[size - 1].id) if len(rows) > size else ""
+        return pb.ListEndpointsResponse(
+            endpoints=[cv.endpoint_pb(e, now) for e in rows[:size]], next_page_token=token
+        )
+
+    async def UpdateEndpoint(
+        self, request: pb.UpdateEndpointRequest, context: grpc.aio.ServicerContext
+    ) -> pb.UpdateEndpointResponse:
+        paths = list(request.update_mask.paths)
+        if not paths:
+            raise InvalidRequest(f"update_mask: name at least one of {', '.join(UPDATABLE)}")
+        for path in paths:
+            if path not in UPDATABLE:
+                raise InvalidRequest(
+                    f"update_mask: {path!r} cannot be updated; updatable: {', '.join(UPDATABLE)}"
+                )
+        endpoint = await self._endpoint(request)
+        changes: dict[str, Any] = {}
+        if "events" in paths:
+            changes["events"] = check_event_kinds(request.events)
+        if "description" in paths:
+            changes["description"] = cv.description(request.description)
+        if "url" in paths:
+            await check_target(request.url, self.policy, self.resolver)
+            changes["url"] = request.url
+        now = self.clock.now()
+        for key, value in changes.items():
+            setattr(endpoint, key, value)
+        endpoint.updated_at = now
+        await self.repo.save_endpoint(endpoint)
+        log.info("endpoint updated", extra={"endpoint_id": endpoint.id, "fields": sorted(changes)})
+        return pb.UpdateEndpointResponse(endpoint=cv.endpoint_pb(endpoint, now))
+
+    async def DeleteEndpoint(
+        self, request: pb.DeleteEndpointRequest, context: grpc.aio.ServicerContext
+    ) -> pb.DeleteEndpointResponse:
+        endpoint = await self._endpoint(request)
+        now = self.clock.now()
+        await self.repo.delete_endpoint(endpoint, now)
+        log.info("endpoint deleted", extra={"endpoint_id": endpoint.id})
+        return pb.DeleteEndpointResponse(endpoint=cv.endpoint_pb(endpoint, now))
+
+    async def EnableEndpoint(
+        self, request: pb.EnableEndpointRequest, context: grpc.aio.ServicerContext
+    ) -> pb.EnableEndpointResponse:
+        endpoint = await self._endpoint(request)
+        now = self.clock.now()
+        if endpoint.status != ENABLED:
+            endpoint.status, endpoint.disabled_reason, endpoint.updated_at = ENABLED, "", now
+            await self.repo.save_endpoint(endpoint)
+            log.info("endpoint enabled", extra={"endpoint_id": endpoint.id})
+        return pb.EnableEndpointResponse(endpoint=cv.endpoint_pb(endpoint, now))
+
+    async def RotateSigningSecret(
+        self, request: pb.RotateSigningSecretRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RotateSigningSecretResponse:
+        overlap = DEFAULT_OVERLAP
+        if request.HasField("overlap"):
+            overlap = request.overlap.ToTimedelta()
+            if overlap < dt.timedelta(0) or overlap > MAX_OVERLAP:
+                raise InvalidRequest("overlap: must be between 0 and 7 days")
+        endpoint = await self._endpoint(request)
+        now = self.clock.now()
+        secret = new_secret()
+        kept = [SigningSecret(secret)]
+        for old in endpoint.secrets:
+            expires = now + overlap if old.expires_at is None else min(old.expires_at, now + overlap)
+            if expires > now:
+                kept.append(SigningSecret(old.secret, expires))
+        endpoint.secrets, endpoint.updated_at = kept, now
+        await self.repo.save_endpoint(endpoint)
+        log.info(
+            "signing secret rotated",
+            extra={
+                "endpoint_id": endpoint.id,
+                "overlap_seconds": overlap.total_seconds(),
+                "valid": len(kept),
+            },
+        )
+        return pb.RotateSigningSecretResponse(endpoint=cv.endpoint_pb(endpoint, now), signing_secret=secret)
+
+    async def SendTestEvent(
+        self, request: pb.SendTestEventRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SendTestEventResponse:
+        endpoint = await self._endpoint(request)
+        if endpoint.status == DISABLED:
+            raise Conflict("endpoint_id: the endpoint is disabled; enable it before sending a test event")
+        now = self.clock.now()
+        event_id = new_id("evt")
+        data = {"endpoint_id": endpoint.id, "message": "This is a test delivery from the webhook service."}
+        envelope = build_envelope(
+            event_id=event_id,
+            kind=TEST_EVENT_KIND,
+            created=now,
+            environment=_env_enum(endpoint.environment),
+            account_id=endpoint.account_id,
+            state="test",
+            data=data,
+        )
+        event = EventRecord(
+            event_id, endpoint.account_id, endpoint.environment, TEST_EVENT_KIND, "test", now, envelope
+        )
+        delivery = DeliveryRecord(
+            id=new_id("msg"),
+            event_id=event_id,
+            endpoint_id=endpoint.id,
+            account_id=endpoint.account_id,
+            environment=endpoint.environment,
+            event_type=TEST_EVENT_KIND,
+            status=PENDING,
+            attempt_count=0,
+            schedule_count=0,
+            next_attempt_at=now,
+            created_at=now,
+            updated_at=now,
+        )
+        await self.repo.create_test_delivery(event, delivery)
+        self._wake()
+        log.info(
+            "test event queued",
+            extra={"event_id": event_id, "endpoint_id": endpoint.id, "delivery_id": delivery.id},
+        )
+        return pb.SendTestEventResponse(event=cv.event_pb(event), delivery=cv.delivery_pb(delivery))
+
+    # Events
+
+    async def PublishEvent(
+        self, request: pb.PublishEventRequest, context: grpc.aio.ServicerContext
+    ) -> pb.PublishEventResponse:
+        account_id, env = cv.scope(request)
+        if request.type not in EVENT_KINDS:
+            raise InvalidRequest(
+                f"type: unknown event kind {request.type!r}; known kinds: {', '.join(EVENT_KINDS)}"
+            )
+        # No state given: the kind's own verb ("booking.confirmed" -> "confirmed").
+        state = request.state or request.type.rsplit(".", 1)[1]
+        if len(state) > MAX_STATE_LENGTH or not state.isprintable():
+            raise InvalidRequest(f"state: printable, at most {MAX_STATE_LENGTH} characters")
+        key = request.idempotency_key
+        if len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable():
+            raise InvalidRequest(f"idempotency_key: at most {MAX_IDEMPOTENCY_KEY} printable characters")
+        now = self.clock.now()
+        event_id = new_id("evt")
+        envelope = build_envelope(
+            event_id=event_id,
+            kind=request.type,
+            created=now,
+            environment=_env_enum(env),
+            account_id=account_id,
+            state=state,
+            data=cv.struct_to_dict(request.data),
+        )
+        event = EventRecord(event_id, account_id, env, request.type, state, now, envelope)
+        stored, count = await self.repo.publish(event, key, now)
+        if stored.id == event_id:
+            self._wake()
+            self.hub.notify()
+            log.info(
+                "event published",
+                extra={
+                    "event_id": event_id,
+                    "account_id": account_id,
+                    "type": request.type,
+                    "deliveries": count,
+                },
+            )
+        return pb.PublishEventResponse(event=cv.event_pb(stored), delivery_count=count)
+
+    # Delivery log
+
+    def _filter(self, request: Any, account_id: str, env: str, **extra: str) -> DeliveryFilter:
+        since = cv.time_or_none(request, "since")
+        until = cv.time_or_none(request, "until")
+        if since and until and until <= since:
+            raise InvalidRequest("until: must be after since")
+        return DeliveryFilter(
+            account_id=account_id,
+            environment=env,
+            endpoint_id=request.endpoint_id,
+            event_id=request.event_id,
+            since=since,
+            until=until,
+            **extra,
+        )
+
+    async def ListDeliveries(
+        self, request: pb.ListDeliveriesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListDeliveriesResponse:
+        account_id, env = cv.scope(request)
+        status = ""
+        if request.status:
+            if request.status not in cv.DELIVERY_STATUS:
+                raise InvalidRequest("status: unknown delivery status")
+            status = cv.DELIVERY_STATUS[request.status]
+        flt = self._filter(request, account_id, env, status=status)
+        size = cv.page_size(request.page_size)
+        rows = await self.repo.list_deliveries(flt, size + 1, cv.parse_page_token(request.page_token))
+        token = cv.page_token(rows[size - 1].created_at, rows[size - 1].id) if len(rows) > size else ""
+        return pb.ListDeliveriesResponse(
+            deliveries=[cv.delivery_pb(d) for d in rows[:size]], next_page_token=token
+        )
+
+    async def ListAttempts(
+        self, request: pb.ListAttemptsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListAttemptsResponse:
+        account_id, env = cv.scope(request)
+        outcome = ""
+        if request.outcome:
+            if request.outcome not in cv.OUTCOMES:
+                raise InvalidRequest("outcome: unknown attempt outcome")
+            outcome = cv.OUTCOMES[request.outcome]
+        flt = self._filter(request, account_id, env, delivery_id=request.delivery_id)
+        size = cv.page_size(request.page_size)
+        rows = await self.repo.list_attempts(flt, outcome, size + 1, cv.parse_page_token(request.page_token))
+        token = cv.page_token(rows[size - 1].attempted_at, rows[size - 1].id) if len(rows) > size else ""
+        return pb.ListAttemptsResponse(
+            attempts=[cv.attempt_pb(a) for a in rows[:size]], next_page_token=token
+        )
+
+    async def ResendAttempt(
+        self, request: pb.ResendAttemptRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResendAttemptResponse:
+        account_id, env = cv.scope(request)
+        attempt_id = cv.identifier(request.attempt_id, "attempt_id")
+        attempt = await self.repo.get_attempt(account_id, env, attempt_id)
+        if attempt is None:
+            raise NotFound(f"attempt_id: no attempt {attempt_id} in this account and environment")
+        claim = await self.repo.get_claim(attempt.delivery_id)
+        if claim is None or claim.endpoint is None:
+            raise Conflict("attempt_id: its endpoint was deleted; nothing to resend to")
+        endpoint = claim.endpoint
+        now = self.clock.now()
+        sent = await self.sender.send(
+            endpoint.url, claim.envelope, endpoint.valid_secrets(now), claim.delivery.event_id, now
+        )
+        outcome = decide(claim, sent, now, manual=True)
+        assert outcome.attempt is not None
+        await self.repo.record_manual_attempt(outcome.attempt, outcome.status == SUCCEEDED, now)
+        log.info(
+            "attempt resent by hand",
+            extra={
+                "event_id": claim.delivery.event_id,
+                "endpoint_id": endpoint.id,
+                "delivery_id": claim.delivery.id,
+                "outcome": sent.result.value,
+            },
+        )
+        delivery = await self.repo.get_delivery(claim.delivery.id)
+        assert delivery is not None
+        return pb.ResendAttemptResponse(delivery=cv.delivery_pb(delivery))
+
+    async def RecoverEndpoint(
+        self, request: pb.RecoverEndpointRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RecoverEndpointResponse:
+        since = cv.time_or_none(request, "since")
+        endpoint = await self._endpoint(request)
+        if endpoint.status != ENABLED:
+            raise Conflict("endpoint_id: the endpoint is disabled; enable it before recovering events")
+        count = await self.repo.recover(endpoint, since, self.clock.now())
+        self._wake()
+        log.info("endpoint recovered", extra={"endpoint_id": endpoint.id, "recovered": count})
+        return pb.RecoverEndpointResponse(recovered_count=count)
+
+    # Stream
+
+    async def StreamEvents(
+        self, request: pb.StreamEventsRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.StreamEventsResponse]:
+        account_id, env = cv.scope(request)
+        types = check_event_kinds(request.types, "types") if request.types else list(EVENT_KINDS)
+        if request.since_event_id:
+            seq = await self.repo.event_seq(account_id, env, request.since_event_id)
+            if seq is None:
+                raise NotFound(
+                    f"since_event_id: no event {request.since_event_id} in this account and environment"
+                )
+        else:
+            seq = await self.repo.max_event_seq()
+        while True:
+            waiter = self.hub.waiter()
+            batch = await self.repo.events_after(account_id, env, seq, types, STREAM_BATCH)
+            for event in batch:
+                yield pb.StreamEventsResponse(event=cv.event_pb(event))
+                seq = event.seq
+            if len(batch) == STREAM_BATCH:
+                continue
+            try:
+                async with asyncio.timeout(STREAM_POLL_SECONDS):
+                    await waiter.wait()
+            except TimeoutError:
+                pass

@@ -1,0 +1,841 @@
+"""SQLAlchemy (async Core) adapter of the Repository port, and webhookd's schema migrations.
+
+Times are stored as integer microseconds since the epoch (UTC): exact, index-friendly, the same on
+SQLite and PostgreSQL. A claimed delivery's ``next_attempt_at`` is its lease expiry: if the worker dies,
+the delivery becomes due again when the lease runs out (on SQLite, a single process, leases are
+released at start).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from svckit.db import Migration, create_engine, is_postgres, migrate
+from svckit.ids import new_id
+from webhookd._repository import (
+    DISABLED,
+    ENABLED,
+    FAILED,
+    HELD,
+    PENDING,
+    SUCCEEDED,
+    Alert,
+    AttemptRecord,
+    Claim,
+    DeliveryFilter,
+    DeliveryRecord,
+    EndpointRecord,
+    EventRecord,
+    Outcome,
+    SigningSecret,
+    Stats,
+)
+
+metadata = sa.MetaData()
+_SEQ = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+endpoints = sa.Table(
+    "wh_endpoints",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("account_id", sa.String(64), nullable=False),
+    sa.Column("environment", sa.String(16), nullable=False),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("events", sa.Text, nullable=False),
+    sa.Column("description", sa.Text, nullable=False, default=""),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("disabled_reason", sa.Text, nullable=False, default=""),
+    sa.Column("secrets", sa.Text, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", sa.BigInteger, nullable=False),
+    sa.Column("deleted_at", sa.BigInteger, nullable=True),
+    sa.Index("wh_endpoints_scope", "account_id", "environment", "created_at"),
+)
+
+events = sa.Table(
+    "wh_events",
+    metadata,
+    sa.Column("seq", _SEQ, primary_key=True, autoincrement=True),
+    sa.Column("id", sa.String(64), nullable=False, unique=True),
+    sa.Column("account_id", sa.String(64), nullable=False),
+    sa.Column("environment", sa.String(16), nullable=False),
+    sa.Column("type", sa.String(64), nullable=False),
+    sa.Column("state", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("envelope", sa.LargeBinary, nullable=False),
+    sa.Column("idempotency_key", sa.String(255), nullable=True),
+    sa.Index("wh_events_scope", "account_id", "environment", "seq"),
+    sa.Index("wh_events_idem", "account_id", "environment", "idempotency_key", unique=True),
+)
+
+deliveries = sa.Table(
+    "wh_deliveries",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("event_id", sa.String(64), nullable=False),
+    sa.Column("endpoint_id", sa.String(64), nullable=False),
+    sa.Column("account_id", sa.String(64), nullable=False),
+    sa.Column("environment", sa.String(16), nullable=False),
+    sa.Column("event_type", sa.String(64), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("attempt_count", sa.Integer, nullable=False, default=0),
+    sa.Column("schedule_count", sa.Integer, nullable=False, default=0),
+    # When the next attempt is due; next_attempt_at is that, or the lease expiry while claimed.
+    sa.Column("due_at", sa.BigInteger, nullable=True),
+    sa.Column("next_attempt_at", sa.BigInteger, nullable=True),
+    sa.Column("lease_owner", sa.String(64), nullable=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", sa.BigInteger, nullable=False),
+    sa.Index("wh_deliveries_due", "status", "next_attempt_at"),
+    sa.Index("wh_deliveries_endpoint", "endpoint_id", "created_at"),
+    sa.Index("wh_deliveries_event", "event_id"),
+    sa.Index("wh_deliveries_scope", "account_id", "environment", "created_at"),
+)
+
+attempts = sa.Table(
+    "wh_attempts",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("delivery_id", sa.String(64), nullable=False),
+    sa.Column("endpoint_id", sa.String(64), nullable=False),
+    sa.Column("event_id", sa.String(64), nullable=False),
+    sa.Column("account_id", sa.String(64), nullable=False),
+    sa.Column("environment", sa.String(16), nullable=False),
+    sa.Column("attempt_number", sa.Integer, nullable=False),
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Column("response_status", sa.Integer, nullable=False),
+    sa.Column("response_body", sa.Text, nullable=False),
+    sa.Column("request_headers", sa.Text, nullable=False),
+    sa.Column("latency_ms", sa.Float, nullable=False),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("attempted_at", sa.BigInteger, nullable=False),
+    sa.Column("manual", sa.Boolean, nullable=False, default=False),
+    sa.Index("wh_attempts_delivery", "delivery_id"),
+    sa.Index("wh_attempts_scope", "account_id", "environment", "attempted_at"),
+    sa.Index("wh_attempts_time", "attempted_at"),
+)
+
+alerts = sa.Table(
+    "wh_alerts",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("account_id", sa.String(64), nullable=False),
+    sa.Column("environment", sa.String(16), nullable=False),
+    sa.Column("endpoint_id", sa.String(64), nullable=False),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("sent_at", sa.BigInteger, nullable=True),
+    sa.Column("error", sa.Text, nullable=False, default=""),
+    sa.Index("wh_alerts_pending", "sent_at"),
+)
+
+
+async def _v1(conn: AsyncConnection) -> None:
+    await conn.run_sync(metadata.create_all)
+
+
+MIGRATIONS = [Migration(1, "endpoints, events, deliveries, attempts, alerts", _v1)]
+
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MICRO = dt.timedelta(microseconds=1)
+
+
+def us(when: dt.datetime) -> int:
+    """Exact integer microseconds since the epoch (no float rounding)."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return (when - EPOCH) // _MICRO
+
+
+def from_us(value: int | None) -> dt.datetime | None:
+    if value is None:
+        return None
+    return EPOCH + dt.timedelta(microseconds=int(value))
+
+
+def _t(value: int) -> dt.datetime:
+    out = from_us(value)
+    assert out is not None
+    return out
+
+
+def _secrets_json(secrets: Sequence[SigningSecret]) -> str:
+    return json.dumps([{"s": s.secret, "exp": us(s.expires_at) if s.expires_at else None} for s in secrets])
+
+
+def _endpoint(row: Any) -> EndpointRecord:
+    return EndpointRecord(
+        id=row.id,
+        account_id=row.account_id,
+        environment=row.environment,
+        url=row.url,
+        events=json.loads(row.events),
+        description=row.description,
+        status=row.status,
+        disabled_reason=row.disabled_reason,
+        created_at=_t(row.created_at),
+        updated_at=_t(row.updated_at),
+        secrets=[SigningSecret(x["s"], from_us(x["exp"])) for x in json.loads(row.secrets)],
+    )
+
+
+def _event(row: Any) -> EventRecord:
+    return EventRecord(
+        id=row.id,
+        account_id=row.account_id,
+        environment=row.environment,
+        type=row.type,
+        state=row.state,
+        created_at=_t(row.created_at),
+        envelope=bytes(row.envelope),
+        seq=row.seq,
+    )
+
+
+def _delivery(row: Any) -> DeliveryRecord:
+    return DeliveryRecord(
+        id=row.id,
+        event_id=row.event_id,
+        endpoint_id=row.endpoint_id,
+        account_id=row.account_id,
+        environment=row.environment,
+        event_type=row.event_type,
+        status=row.status,
+        attempt_count=row.attempt_count,
+        schedule_count=row.schedule_count,
+        next_attempt_at=from_us(row.due_at) if row.status == PENDING else None,
+        created_at=_t(row.created_at),
+        updated_at=_t(row.updated_at),
+    )
+
+
+def _attempt(row: Any) -> AttemptRecord:
+    return AttemptRecord(
+        id=row.id,
+        delivery_id=row.delivery_id,
+        endpoint_id=row.endpoint_id,
+        event_id=row.event_id,
+        account_id=row.account_id,
+        environment=row.environment,
+        attempt_number=row.attempt_number,
+        outcome=row.outcome,
+        response_status=row.response_status,
+        response_body=row.response_body,
+        request_headers=json.loads(row.request_headers),
+        latency_ms=row.latency_ms,
+        error=row.error,
+        attempted_at=_t(row.attempted_at),
+        manual=bool(row.manual),
+    )
+
+
+def _attempt_row(a: AttemptRecord) -> dict[str, Any]:
+    return {
+        "id": a.id,
+        "delivery_id": a.delivery_id,
+        "endpoint_id": a.endpoint_id,
+        "event_id": a.event_id,
+        "account_id": a.account_id,
+        "environment": a.environment,
+        "attempt_number": a.attempt_number,
+        "outcome": a.outcome,
+        "response_status": a.response_status,
+        "response_body": a.response_body,
+        "request_headers": json.dumps(a.request_headers),
+        "latency_ms": a.latency_ms,
+        "error": a.error,
+        "attempted_at": us(a.attempted_at),
+        "manual": a.manual,
+    }
+
+
+def _alert(row: Any) -> Alert:
+    return Alert(
+        id=row.id,
+        account_id=row.account_id,
+        environment=row.environment,
+        endpoint_id=row.endpoint_id,
+        url=row.url,
+        reason=row.reason,
+        created_at=_t(row.created_at),
+    )
+
+
+def _keyset(created_col: Any, id_col: Any, after: tuple[dt.datetime, str] | None) -> Any:
+    """Newest first: rows strictly after the cursor (created, id) in descending order."""
+    if after is None:
+        return sa.true()
+    c = us(after[0])
+    return sa.or_(created_col < c, sa.and_(created_col == c, id_col < after[1]))
+
+
+class SqlRepository:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self.postgres = is_postgres(engine)
+
+    @classmethod
+    async def open(cls, url: str) -> SqlRepository:
+        engine = create_engine(url)
+        await migrate(engine, "wh", MIGRATIONS)
+        return cls(engine)
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+    # Endpoints
+
+    async def create_endpoint(self, endpoint: EndpointRecord) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(endpoints.insert().values(**self._endpoint_values(endpoint)))
+
+    @staticmethod
+    def _endpoint_values(e: EndpointRecord) -> dict[str, Any]:
+        return {
+            "id": e.id,
+            "account_id": e.account_id,
+            "environment": e.environment,
+            "url": e.url,
+            "events": json.dumps(e.events),
+            "description": e.description,
+            "status": e.status,
+            "disabled_reason": e.disabled_reason,
+            "secrets": _secrets_json(e.secrets),
+            "created_at": us(e.created_at),
+            "updated_at": us(e.updated_at),
+        }
+
+    async def get_endpoint(
+        self, account_id: str, environment: str, endpoint_id: str
+    ) -> EndpointRecord | None:
+        async with self.engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(endpoints).where(
+                        endpoints.c.id == endpoint_id,
+                        endpoints.c.account_id == account_id,
+                        endpoints.c.environment == environment,
+                        endpoints.c.deleted_at.is_(None),
+                    )
+                )
+            ).first()
+        return _endpoint(row) if row else None
+
+    async def list_endpoints(
+        self, account_id: str, environment: str, limit: int, after: tuple[dt.datetime, str] | None
+    ) -> list[EndpointRecord]:
+        q = (
+            sa.select(endpoints)
+            .where(
+                endpoints.c.account_id == account_id,
+                endpoints.c.environment == environment,
+                endpoints.c.deleted_at.is_(None),
+                _keyset(endpoints.c.created_at, endpoints.c.id, after),
+            )
+            .order_by(endpoints.c.created_at.desc(), endpoints.c.id.desc())
+            .limit(limit)
+        )
+        async with self.engine.connect() as conn:
+            return [_endpoint(r) for r in await conn.execute(q)]
+
+    async def save_endpoint(self, endpoint: EndpointRecord) -> None:
+        values = self._endpoint_values(endpoint)
+        for key in ("id", "account_id", "environment", "created_at"):
+            values.pop(key)
+        async with self.engine.begin() as conn:
+            await conn.execute(endpoints.update().where(endpoints.c.id == endpoint.id).values(**values))
+            if endpoint.status == ENABLED:
+                return
+            await conn.execute(
+                deliveries.update()
+                .where(
+                    deliveries.c.endpoint_id == endpoint.id,
+                    deliveries.c.status == PENDING,
+                    deliveries.c.lease_owner.is_(None),
+                )
+                .values(status=HELD, updated_at=us(endpoint.updated_at))
+            )
+
+    async def delete_endpoint(self, endpoint: EndpointRecord, now: dt.datetime) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                endpoints.update()
+                .where(endpoints.c.id == endpoint.id)
+                .values(deleted_at=us(now), updated_at=us(now))
+            )
+            await conn.execute(
+                deliveries.update()
+                .where(deliveries.c.endpoint_id == endpoint.id, deliveries.c.status.in_([PENDING, HELD]))
+                .values(status=FAILED, updated_at=us(now), lease_owner=None)
+            )
+
+    # Events and fan-out
+
+    async def publish(
+        self, event: EventRecord, idempotency_key: str, now: dt.datetime
+    ) -> tuple[EventRecord, int]:
+        for _ in range(3):
+            try:
+                return await self._publish_once(event, idempotency_key, now)
+            except IntegrityError:
+                if not idempotency_key:
+                    raise
+                # A concurrent publish with the same key won the insert: answer with its event.
+        raise RuntimeError("publish: idempotency race did not settle")
+
+    async def _publish_once(
+        self, event: EventRecord, idempotency_key: str, now: dt.datetime
+    ) -> tuple[EventRecord, int]:
+        async with self.engine.begin() as conn:
+            if idempotency_key:
+                row = (
+                    await conn.execute(
+                        sa.select(events).where(
+                            events.c.account_id == event.account_id,
+                            events.c.environment == event.environment,
+                            events.c.idempotency_key == idempotency_key,
+                        )
+                    )
+                ).first()
+                if row is not None:
+                    count = (
+                        await conn.execute(
+                            sa.select(sa.func.count())
+                            .select_from(deliveries)
+                            .where(deliveries.c.event_id == row.id)
+                        )
+                    ).scalar_one()
+                    return _event(row), int(count)
+            result = await conn.execute(
+                events.insert().values(
+                    id=event.id,
+                    account_id=event.account_id,
+                    environment=event.environment,
+                    type=event.type,
+                    state=event.state,
+                    created_at=us(event.created_at),
+                    envelope=event.envelope,
+                    idempotency_key=idempotency_key or None,
+                )
+            )
+            event.seq = int(result.inserted_primary_key[0])  # type: ignore[index]
+            targets = await conn.execute(
+                sa.select(endpoints.c.id, endpoints.c.events, endpoints.c.status).where(
+                    endpoints.c.account_id == event.account_id,
+                    endpoints.c.environment == event.environment,
+                    endpoints.c.deleted_at.is_(None),
+                )
+            )
+            t = us(now)
+            rows = [
+                {
+                    "id": new_id("msg"),
+                    "event_id": event.id,
+                    "endpoint_id": r.id,
+                    "account_id": event.account_id,
+                    "environment": event.environment,
+                    "event_type": event.type,
+                    "status": PENDING if r.status == ENABLED else HELD,
+                    "attempt_count": 0,
+                    "schedule_count": 0,
+                    "due_at": t,
+                    "next_attempt_at": t,
+                    "lease_owner": None,
+                    "created_at": t,
+                    "updated_at": t,
+                }
+                for r in targets
+                if event.type in json.loads(r.events)
+            ]
+            if rows:
+                await conn.execute(deliveries.insert(), rows)
+            return event, len(rows)
+
+    async def create_test_delivery(self, event: EventRecord, delivery: DeliveryRecord) -> None:
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                events.insert().values(
+                    id=event.id,
+                    account_id=event.account_id,
+                    environment=event.environment,
+                    type=event.type,
+                    state=event.state,
+                    created_at=us(event.created_at),
+                    envelope=event.envelope,
+                    idempotency_key=None,
+                )
+            )
+            event.seq = int(result.inserted_primary_key[0])  # type: ignore[index]
+            await conn.execute(deliveries.insert().values(**self._delivery_values(delivery)))
+
+    @staticmethod
+    def _delivery_values(d: DeliveryRecord) -> dict[str, Any]:
+        return {
+            "id": d.id,
+            "event_id": d.event_id,
+            "endpoint_id": d.endpoint_id,
+            "account_id": d.account_id,
+            "environment": d.environment,
+            "event_type": d.event_type,
+            "status": d.status,
+            "attempt_count": d.attempt_count,
+            "schedule_count": d.schedule_count,
+            "due_at": us(d.next_attempt_at) if d.next_attempt_at else None,
+            "next_attempt_at": us(d.next_attempt_at) if d.next_attempt_at else None,
+            "lease_owner": None,
+            "created_at": us(d.created_at),
+            "updated_at": us(d.updated_at),
+        }
+
+    # The worker
+
+    async def claim_due(
+        self, now: dt.datetime, limit: int, lease_until: dt.datetime, owner: str
+    ) -> list[Claim]:
+        lock = "FOR UPDATE SKIP LOCKED" if self.postgres else ""
+        claim_sql = sa.text(
+            f"""
+            UPDATE wh_deliveries SET next_attempt_at = :lease, lease_owner = :owner
+            WHERE id IN (
+                SELECT id FROM wh_deliveries
+                WHERE status = 'pending' AND next_attempt_at <= :now
+                ORDER BY next_attempt_at LIMIT :limit {lock}
+            )
+            RETURNING id, event_id, endpoint_id, account_id, environment, event_type, status,
+                      attempt_count, schedule_count, due_at, created_at, updated_at
+            """
+        )
+        async with self.engine.begin() as conn:
+            rows = (
+                await conn.execute(
+                    claim_sql, {"lease": us(lease_until), "owner": owner, "now": us(now), "limit": limit}
+                )
+            ).all()
+            if not rows:
+                return []
+            claimed = [_delivery(r) for r in rows]
+            event_ids = list({d.event_id for d in claimed})
+            endpoint_ids = list({d.endpoint_id for d in claimed})
+            bodies = {
+                r.id: bytes(r.envelope)
+                for r in await conn.execute(
+                    sa.select(events.c.id, events.c.envelope).where(events.c.id.in_(event_ids))
+                )
+            }
+            eps = {
+                r.id: _endpoint(r)
+                for r in await conn.execute(
+                    sa.select(endpoints).where(
+                        endpoints.c.id.in_(endpoint_ids), endpoints.c.deleted_at.is_(None)
+                    )
+                )
+            }
+        claimed.sort(key=lambda d: d.created_at)
+        return [Claim(d, bodies[d.event_id], eps.get(d.endpoint_id)) for d in claimed]
+
+    async def release_leases(self, now: dt.datetime) -> int:
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                deliveries.update()
+                .where(deliveries.c.status == PENDING, deliveries.c.lease_owner.is_not(None))
+                .values(next_attempt_at=deliveries.c.due_at, lease_owner=None)
+            )
+        return int(result.rowcount or 0)
+
+    async def record_outcomes(self, outcomes: Sequence[Outcome], owner: str, now: dt.datetime) -> list[Alert]:
+        t = us(now)
+        attempt_rows = [_attempt_row(o.attempt) for o in outcomes if o.attempt is not None]
+        counted = [o for o in outcomes if o.counts_attempt]
+        uncounted = [o for o in outcomes if not o.counts_attempt]
+        new_alerts: list[Alert] = []
+        async with self.engine.begin() as conn:
+            if attempt_rows:
+                await conn.execute(attempts.insert(), attempt_rows)
+            upd = (
+                deliveries.update()
+                .where(
+                    deliveries.c.id == sa.bindparam("b_id"),
+                    deliveries.c.lease_owner == sa.bindparam("b_owner"),
+                )
+                .values(
+                    status=sa.bindparam("b_status"),
+                    next_attempt_at=sa.bindparam("b_next"),
+                    due_at=sa.bindparam("b_next"),
+                    lease_owner=None,
+                    updated_at=t,
+                )
+            )
+            for group, inc in ((counted, 1), (uncounted, 0)):
+                if not group:
+                    continue
+                stmt = upd.values(
+                    attempt_count=deliveries.c.attempt_count + inc,
+                    schedule_count=deliveries.c.schedule_count + inc,
+                )
+                await conn.execute(
+                    stmt,
+                    [
+                        {
+                            "b_id": o.delivery_id,
+                            "b_owner": owner,
+                            "b_status": o.status,
+                            "b_next": us(o.next_attempt_at) if o.next_attempt_at else None,
+                        }
+                        for o in group
+                    ],
+                )
+            failing = {o.endpoint_id for o in outcomes if o.status != SUCCEEDED}
+            for o in outcomes:
+                if not o.disable_endpoint:
+                    continue
+                res = await conn.execute(
+                    endpoints.update()
+                    .where(endpoints.c.id == o.endpoint_id, endpoints.c.status == ENABLED)
+                    .values(status=DISABLED, disabled_reason=o.disabled_reason, updated_at=t)
+                    .returning(endpoints.c.account_id, endpoints.c.environment, endpoints.c.url)
+                )
+                row = res.first()
+                if row is not None:
+                    alert = Alert(
+                        new_id("alrt"),
+                        row.account_id,
+                        row.environment,
+                        o.endpoint_id,
+                        row.url,
+                        o.disabled_reason,
+                        now,
+                    )
+                    new_alerts.append(alert)
+                    await conn.execute(
+                        alerts.insert().values(
+                            id=alert.id,
+                            account_id=alert.account_id,
+                            environment=alert.environment,
+                            endpoint_id=alert.endpoint_id,
+                            url=alert.url,
+                            reason=alert.reason,
+                            created_at=t,
+                            sent_at=None,
+                            error="",
+                        )
+                    )
+            if failing:
+                # Deliveries waiting for an endpoint that is now disabled are kept, not sent.
+                disabled = sa.select(endpoints.c.id).where(
+                    endpoints.c.id.in_(list(failing)), endpoints.c.status == DISABLED
+                )
+                await conn.execute(
+                    deliveries.update()
+                    .where(
+                        deliveries.c.endpoint_id.in_(disabled),
+                        deliveries.c.status == PENDING,
+                        deliveries.c.lease_owner.is_(None),
+                    )
+                    .values(status=HELD, updated_at=t)
+                )
+        return new_alerts
+
+    async def get_claim(self, delivery_id: str) -> Claim | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(sa.select(deliveries).where(deliveries.c.id == delivery_id))).first()
+            if row is None:
+                return None
+            d = _delivery(row)
+            body = (
+                await conn.execute(sa.select(events.c.envelope).where(events.c.id == d.event_id))
+            ).scalar_one()
+            ep = (
+                await conn.execute(
+                    sa.select(endpoints).where(
+                        endpoints.c.id == d.endpoint_id, endpoints.c.deleted_at.is_(None)
+                    )
+                )
+            ).first()
+        return Claim(d, bytes(body), _endpoint(ep) if ep else None)
+
+    async def get_attempt(self, account_id: str, environment: str, attempt_id: str) -> AttemptRecord | None:
+        async with self.engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(attempts).where(
+                        attempts.c.id == attempt_id,
+                        attempts.c.account_id == account_id,
+                        attempts.c.environment == environment,
+                    )
+                )
+            ).first()
+        return _attempt(row) if row else None
+
+    async def get_delivery(self, delivery_id: str) -> DeliveryRecord | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(sa.select(deliveries).where(deliveries.c.id == delivery_id))).first()
+        return _delivery(row) if row else None
+
+    async def record_manual_attempt(self, attempt: AttemptRecord, succeeded: bool, now: dt.datetime) -> None:
+        values: dict[str, Any] = {"attempt_count": deliveries.c.attempt_count + 1, "updated_at": us(now)}
+        if succeeded:
+            values.update(status=SUCCEEDED, next_attempt_at=None, due_at=None)
+        async with self.engine.begin() as conn:
+            await conn.execute(attempts.insert().values(**_attempt_row(attempt)))
+            await conn.execute(
+                deliveries.update().where(deliveries.c.id == attempt.delivery_id).values(**values)
+            )
+
+    # Logs
+
+    async def list_deliveries(
+        self, flt: DeliveryFilter, limit: int, after: tuple[dt.datetime, str] | None
+    ) -> list[DeliveryRecord]:
+        c = deliveries.c
+        conds = [c.account_id == flt.account_id, c.environment == flt.environment]
+        if flt.endpoint_id:
+            conds.append(c.endpoint_id == flt.endpoint_id)
+        if flt.event_id:
+            conds.append(c.event_id == flt.event_id)
+        if flt.status:
+            conds.append(c.status == flt.status)
+        if flt.since:
+            conds.append(c.created_at >= us(flt.since))
+        if flt.until:
+            conds.append(c.created_at < us(flt.until))
+        q = (
+            sa.select(deliveries)
+            .where(*conds, _keyset(c.created_at, c.id, after))
+            .order_by(c.created_at.desc(), c.id.desc())
+            .limit(limit)
+        )
+        async with self.engine.connect() as conn:
+            return [_delivery(r) for r in await conn.execute(q)]
+
+    async def list_attempts(
+        self, flt: DeliveryFilter, outcome: str, limit: int, after: tuple[dt.datetime, str] | None
+    ) -> list[AttemptRecord]:
+        c = attempts.c
+        conds = [c.account_id == flt.account_id, c.environment == flt.environment]
+        if flt.endpoint_id:
+            conds.append(c.endpoint_id == flt.endpoint_id)
+        if flt.event_id:
+            conds.append(c.event_id == flt.event_id)
+        if flt.delivery_id:
+            conds.append(c.delivery_id == flt.delivery_id)
+        if outcome:
+            conds.append(c.outcome == outcome)
+        if flt.since:
+            conds.append(c.attempted_at >= us(flt.since))
+        if flt.until:
+            conds.append(c.attempted_at < us(flt.until))
+        q = (
+            sa.select(attempts)
+            .where(*conds, _keyset(c.attempted_at, c.id, after))
+            .order_by(c.attempted_at.desc(), c.id.desc())
+            .limit(limit)
+        )
+        async with self.engine.connect() as conn:
+            return [_attempt(r) for r in await conn.execute(q)]
+
+    async def recover(self, endpoint: EndpointRecord, since: dt.datetime | None, now: dt.datetime) -> int:
+        conds = [deliveries.c.endpoint_id == endpoint.id, deliveries.c.status.in_([HELD, FAILED])]
+        if since is not None:
+            conds.append(deliveries.c.created_at >= us(since))
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                deliveries.update()
+                .where(*conds)
+                .values(
+                    status=PENDING,
+                    next_attempt_at=us(now),
+                    schedule_count=0,
+                    lease_owner=None,
+                    updated_at=us(now),
+                )
+            )
+        return int(result.rowcount or 0)
+
+    # Stream
+
+    async def event_seq(self, account_id: str, environment: str, event_id: str) -> int | None:
+        async with self.engine.connect() as conn:
+            value = (
+                await conn.execute(
+                    sa.select(events.c.seq).where(
+                        events.c.id == event_id,
+                        events.c.account_id == account_id,
+                        events.c.environment == environment,
+                    )
+                )
+            ).scalar()
+        return int(value) if value is not None else None
+
+    async def max_event_seq(self) -> int:
+        async with self.engine.connect() as conn:
+            value = (await conn.execute(sa.select(sa.func.max(events.c.seq)))).scalar()
+        return int(value or 0)
+
+    async def events_after(
+        self, account_id: str, environment: str, after_seq: int, types: Sequence[str], limit: int
+    ) -> list[EventRecord]:
+        conds = [
+            events.c.account_id == account_id,
+            events.c.environment == environment,
+            events.c.seq > after_seq,
+        ]
+        if types:
+            conds.append(events.c.type.in_(list(types)))
+        q = sa.select(events).where(*conds).order_by(events.c.seq).limit(limit)
+        async with self.engine.connect() as conn:
+            return [_event(r) for r in await conn.execute(q)]
+
+    # Housekeeping
+
+    async def purge_attempts(self, before: dt.datetime) -> int:
+        async with self.engine.begin() as conn:
+            result = await conn.execute(attempts.delete().where(attempts.c.attempted_at < us(before)))
+        return int(result.rowcount or 0)
+
+    async def pending_alerts(self, limit: int) -> list[Alert]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(
+                sa.select(alerts).where(alerts.c.sent_at.is_(None)).order_by(alerts.c.created_at).limit(limit)
+            )
+            return [_alert(r) for r in rows]
+
+    async def finish_alert(self, alert_id: str, now: dt.datetime, error: str) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                alerts.update().where(alerts.c.id == alert_id).values(sent_at=us(now), error=error)
+            )
+
+    async def stats(self, now: dt.datetime) -> Stats:
+        c = deliveries.c
+        async with self.engine.connect() as conn:
+            depth = (
+                await conn.execute(
+                    sa.select(sa.func.count()).select_from(deliveries).where(c.status == PENDING)
+                )
+            ).scalar_one()
+            oldest = (
+                await conn.execute(
+                    sa.select(sa.func.min(c.next_attempt_at)).where(
+                        c.status == PENDING, c.lease_owner.is_(None), c.next_attempt_at <= us(now)
+                    )
+                )
+            ).scalar()
+        age = max(0.0, (us(now) - int(oldest)) / 1_000_000) if oldest is not None else 0.0
+        return Stats(int(depth), age)
+
+    async def next_due(self) -> dt.datetime | None:
+        c = deliveries.c
+        async with self.engine.connect() as conn:
+            value = (
+                await conn.execute(sa.select(sa.func.min(c.next_attempt_at)).where(c.status == PENDING))
+            ).scalar()
+        return from_us(value)

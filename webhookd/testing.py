@@ -1,0 +1,156 @@
+"""Test and benchmark helpers: a small HTTPS webhook receiver on loopback (asyncio, HTTP/1.1 keep-alive)
+that records every request's raw body and headers. Not used by the service itself."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    at: float = field(default_factory=time.time)
+
+
+Responder = Callable[[Received], int]
+
+
+class _Protocol(asyncio.Protocol):
+    def __init__(self, receiver: Receiver) -> None:
+        self.receiver = receiver
+        self.buf = bytearray()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.receiver.connections += 1
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        while True:
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = bytes(self.buf[:end]).decode("latin-1").split("\r\n")
+            method, path, _version = head[0].split(" ", 2)
+            headers: dict[str, str] = {}
+            for line in head[1:]:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            length = int(headers.get("content-length", "0"))
+            if len(self.buf) < end + 4 + length:
+                return
+            body = bytes(self.buf[end + 4 : end + 4 + length])
+            del self.buf[: end + 4 + length]
+            self.receiver._handle(self, Received(method, path, headers, body))
+
+    def respond(self, status: int, body: bytes) -> None:
+        assert self.transport is not None
+        head = f"HTTP/1.1 {status} X\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n\r\n"
+        self.transport.write(head.encode() + body)
+
+
+class Receiver:
+    """HTTPS (or plain HTTP with ``ssl_context=None``) receiver in a thread of its own.
+
+    ``responder`` picks the status per request (default 200); ``delay`` holds each response back.
+    """
+
+    def __init__(
+        self,
+        ssl_context: ssl.SSLContext | None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        responder: Responder | None = None,
+        record: bool = True,
+    ) -> None:
+        self.ssl_context = ssl_context
+        self.host = host
+        self.port = port
+        self.responder: Responder = responder or (lambda _r: 200)
+        self.delay = 0.0
+        self.record = record
+        self.requests: list[Received] = []
+        self.count = 0
+        self.connections = 0
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def _handle(self, proto: _Protocol, request: Received) -> None:
+        status = self.responder(request)
+        with self._lock:
+            self.count += 1
+            if self.record:
+                self.requests.append(request)
+        body = b"ok" if 200 <= status < 300 else b"receiver says no"
+        if self.delay and self._loop is not None:
+            self._loop.call_later(self.delay, proto.respond, status, body)
+        else:
+            proto.respond(status, body)
+
+    def start(self) -> Receiver:
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+
+            async def serve() -> None:
+                self._server = await loop.create_server(
+                    lambda: _Protocol(self), self.host, self.port, ssl=self.ssl_context, backlog=1024
+                )
+                self.port = self._server.sockets[0].getsockname()[1]
+                ready.set()
+
+            loop.run_until_complete(serve())
+            loop.run_forever()
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="webhook-receiver", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("receiver did not start")
+        return self
+
+    def stop(self) -> None:
+        loop, server = self._loop, self._server
+        if loop is None or server is None:
+            return
+
+        async def close() -> None:
+            server.close()
+            loop.stop()
+
+        asyncio.run_coroutine_threadsafe(close(), loop)
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def url(self, path: str = "/hook", host: str | None = None) -> str:
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{host or self.host}:{self.port}{path}"
+
+    def received(self) -> list[Received]:
+        with self._lock:
+            return list(self.requests)
+
+    async def wait_for(self, count: int, within: float = 15.0) -> list[Received]:
+        """Poll until at least ``count`` requests arrived (or raise TimeoutError)."""
+        deadline = time.monotonic() + within
+        while True:
+            with self._lock:
+                if self.count >= count:
+                    return list(self.requests)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"receiver got {self.count} requests, expected {count}")
+            await asyncio.sleep(0.02)
