@@ -90,9 +90,15 @@ class Gate:
         if key_env is not None and key_env is not env:
             raise environment_mismatch(key_env)
         source = self.source(request)
-        caller = await self.authorizer.authorize(api_key, env, scope, source, is_write, request.ctx.rid)
-        request.ctx.caller = caller
-        return caller, source
+        answer = await self.authorizer.answer(api_key, env, scope, source, is_write, request.ctx.rid)
+        if answer.caller is not None:
+            # Deprecation/Sunset also go on the refusals a rotated-out key gets.
+            request.ctx.caller = answer.caller
+        if not answer.allowed or answer.caller is None:
+            raise EdgeError(
+                answer.error_message or "the API key was refused", type=answer.error_type or "invalid_api_key"
+            )
+        return answer.caller, source
 
     async def run(
         self,

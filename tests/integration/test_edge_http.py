@@ -1,0 +1,525 @@
+"""The edge over real HTTP (httpx) against real authsvc and webhookd processes on loopback, with two
+edge processes sharing one SQLite idempotency store, and recording product upstreams."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+from google.protobuf import duration_pb2
+
+from edge.testing import LIVE_HOST, SANDBOX_HOST, Upstream, edge_args, write_route_table
+from tests.support import ServiceProcess
+from travel.auth.v1 import auth_pb2 as pb
+from travel.auth.v1 import auth_pb2_grpc
+
+ACTOR = pb.Actor(user="ops@partner.example")
+ALL_SCOPES = [
+    "account:read",
+    "account:write",
+    "hotels:read",
+    "hotels:write",
+    "webhooks:read",
+    "webhooks:write",
+]
+
+
+@dataclass
+class Stack:
+    authsvc: ServiceProcess
+    webhookd: ServiceProcess
+    edge: ServiceProcess
+    edge2: ServiceProcess
+    live_up: Upstream
+    sandbox_up: Upstream
+
+    def url(self, env: str = "sandbox", which: int = 1) -> str:
+        proc = self.edge if which == 1 else self.edge2
+        return f"http://127.0.0.1:{proc.ports[f'{env}_port']}"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    tmp = tmp_path_factory.mktemp("edge_http")
+    live_up, sandbox_up = Upstream("live"), Upstream("sandbox")
+    routes = write_route_table(tmp / "routes.json", live_up, sandbox_up)
+    procs: list[ServiceProcess] = []
+    try:
+        auth = ServiceProcess(
+            "authsvc",
+            [
+                "--listen",
+                "127.0.0.1:0",
+                "--metrics-listen",
+                "",
+                "--database",
+                f"sqlite+aiosqlite:///{tmp / 'a.db'}",
+            ],
+        ).start(tmp / "authsvc.log")
+        procs.append(auth)
+        wh = ServiceProcess(
+            "webhookd",
+            [
+                "--listen", "127.0.0.1:0", "--metrics-listen", "",
+                "--database", f"sqlite+aiosqlite:///{tmp / 'w.db'}",
+                "--allow-private-targets", "--allow-http",
+            ],
+        ).start(tmp / "webhookd.log")  # fmt: skip
+        procs.append(wh)
+        db = f"sqlite+aiosqlite:///{tmp / 'edge.db'}"
+        e1 = ServiceProcess(
+            "edge", edge_args(auth.grpc_target, wh.grpc_target, db, routes, "--trusted-proxy", "127.0.0.1/32")
+        ).start(tmp / "edge1.log")
+        procs.append(e1)
+        e2 = ServiceProcess("edge", edge_args(auth.grpc_target, wh.grpc_target, db, routes)).start(
+            tmp / "edge2.log"
+        )
+        procs.append(e2)
+        yield Stack(auth, wh, e1, e2, live_up, sandbox_up)
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        live_up.close()
+        sandbox_up.close()
+
+
+@pytest.fixture
+async def auth(stack: Stack) -> AsyncIterator[auth_pb2_grpc.AuthServiceStub]:
+    async with grpc.aio.insecure_channel(stack.authsvc.grpc_target) as channel:
+        yield auth_pb2_grpc.AuthServiceStub(channel)
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=10) as client:
+        yield client
+
+
+async def new_key(
+    auth: auth_pb2_grpc.AuthServiceStub,
+    env: str = "sandbox",
+    scopes: list[str] | None = None,
+    *,
+    account_id: str = "",
+    allowance: int = 0,
+    sources: list[str] | None = None,
+) -> tuple[str, pb.CreateKeyResponse]:
+    if not account_id:
+        account = await auth.CreateAccount(
+            pb.CreateAccountRequest(
+                name="Partner", mode=pb.ACCOUNT_MODE_A, daily_search_allowance=allowance, actor=ACTOR
+            )
+        )
+        account_id = account.account.id
+    key = await auth.CreateKey(
+        pb.CreateKeyRequest(
+            account_id=account_id,
+            environment=pb.ENVIRONMENT_LIVE if env == "live" else pb.ENVIRONMENT_SANDBOX,
+            name="checkout",
+            scopes=ALL_SCOPES if scopes is None else scopes,
+            allowed_sources=sources or [],
+            actor=ACTOR,
+        )
+    )
+    return account_id, key
+
+
+def hdrs(secret: str | None, env: str = "sandbox", **extra: str) -> dict[str, str]:
+    out = {"Host": SANDBOX_HOST if env == "sandbox" else LIVE_HOST}
+    if secret is not None:
+        out["Authorization"] = f"Svc {secret}"
+    out.update({k.replace("_", "-"): v for k, v in extra.items()})
+    return out
+
+
+def assert_error(resp: httpx.Response, status: int, etype: str) -> dict[str, Any]:
+    assert resp.status_code == status, resp.text
+    body = resp.json()
+    assert set(body) == {"error"}
+    err = body["error"]
+    assert set(err) == {"type", "message", "requestId", "docUrl"}
+    assert err["type"] == etype, err
+    assert err["requestId"].startswith("req_")
+    assert resp.headers["x-request-id"] == err["requestId"]
+    assert err["docUrl"].endswith(f"/errors#{etype}")
+    assert err["message"]
+    return err  # type: ignore[no-any-return]
+
+
+# -- GET /v1/account ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("env", ["sandbox", "live"])
+async def test_account_reports_key_scopes_environment_and_usage(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient, env: str
+) -> None:
+    account_id, key = await new_key(auth, env, ["account:read", "hotels:read"], allowance=50)
+    resp = await http.get(stack.url(env) + "/v1/account", headers=hdrs(key.secret, env))
+    assert resp.status_code == 200, resp.text
+    assert resp.headers["x-request-id"].startswith("req_")
+    assert "deprecation" not in resp.headers
+    body = resp.json()
+    assert body["id"] == account_id
+    assert body["mode"] == "A" and body["status"] == "active"
+    assert body["environment"] == env and body["livemode"] is (env == "live")
+    assert body["key"]["id"] == key.key.id
+    assert sorted(body["key"]["scopes"]) == ["account:read", "hotels:read"]
+    assert body["usage"]["dailySearchAllowance"] == 50
+    assert body["usage"]["searchesUsed"] == 0
+    assert key.secret not in resp.text
+
+
+# -- refusals -------------------------------------------------------------------------------------------
+async def test_refusals_have_the_error_body_type_and_status(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    _, key = await new_key(auth, "sandbox", ["hotels:read"])
+    _, live = await new_key(auth, "live", ["account:read"])
+    url = stack.url("sandbox") + "/v1/account"
+    cases: list[tuple[dict[str, str], int, str]] = [
+        (hdrs(None), 401, "missing_api_key"),
+        ({"Host": SANDBOX_HOST, "Authorization": f"Basic {key.secret}"}, 401, "invalid_api_key"),
+        ({"Host": SANDBOX_HOST, "Authorization": "Svc svc_test_" + "x" * 40}, 401, "invalid_api_key"),
+        ({"Host": SANDBOX_HOST, "Authorization": "Svc garbage"}, 401, "invalid_api_key"),
+        ({"Host": "evil.example", "Authorization": f"Svc {key.secret}"}, 421, "misdirected_request"),
+        (hdrs(live.secret, "sandbox"), 401, "environment_mismatch"),
+        (hdrs(key.secret, "sandbox", Accept="text/html"), 406, "not_acceptable"),
+        (hdrs(key.secret), 403, "missing_scope"),
+    ]
+    for headers, status, etype in cases:
+        err = assert_error(await http.get(url, headers=headers), status, etype)
+        assert key.secret not in err["message"] and live.secret not in err["message"]
+        if etype == "missing_scope":
+            assert "account:read" in err["message"]
+    # A live key on the live host works; a test key there is a mismatch.
+    assert (
+        await http.get(stack.url("live") + "/v1/account", headers=hdrs(live.secret, "live"))
+    ).status_code == 200
+    assert_error(
+        await http.get(stack.url("live") + "/v1/account", headers=hdrs(key.secret, "live")),
+        401,
+        "environment_mismatch",
+    )
+    assert_error(await http.get(stack.url() + "/v1/nothing/here", headers=hdrs(key.secret)), 404, "not_found")
+    assert_error(await http.get(stack.url() + "/elsewhere", headers=hdrs(key.secret)), 404, "not_found")
+    assert_error(
+        await http.get(stack.url() + "/elsewhere", headers={"Host": "x.example"}), 421, "misdirected_request"
+    )
+
+
+async def test_allow_list_uses_source_address_behind_trusted_proxy(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    _, key = await new_key(auth, "sandbox", ["account:read"], sources=["203.0.113.0/24"])
+    url1 = stack.url("sandbox", 1) + "/v1/account"  # trusts 127.0.0.1 as a proxy
+    url2 = stack.url("sandbox", 2) + "/v1/account"  # trusts nobody
+    assert_error(await http.get(url1, headers=hdrs(key.secret)), 403, "ip_not_allowed")
+    ok = await http.get(url1, headers=hdrs(key.secret, X_Forwarded_For="198.51.100.1, 203.0.113.9"))
+    assert ok.status_code == 200, ok.text
+    assert_error(
+        await http.get(url1, headers=hdrs(key.secret, X_Forwarded_For="203.0.113.9, 198.51.100.1")),
+        403,
+        "ip_not_allowed",
+    )
+    assert_error(
+        await http.get(url2, headers=hdrs(key.secret, X_Forwarded_For="203.0.113.9")), 403, "ip_not_allowed"
+    )
+    assert_error(
+        await http.get(url1, headers=hdrs(key.secret, X_Forwarded_For="nonsense")), 400, "invalid_request"
+    )
+
+
+async def test_read_only_account_refuses_writes(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    account_id, key = await new_key(auth)
+    await auth.SetAccountStatus(
+        pb.SetAccountStatusRequest(account_id=account_id, status=pb.ACCOUNT_STATUS_READ_ONLY, actor=ACTOR)
+    )
+    assert (await http.get(stack.url() + "/v1/account", headers=hdrs(key.secret))).json()[
+        "status"
+    ] == "read_only"
+    resp = await http.delete(stack.url() + "/v1/customers/cust_1", headers=hdrs(key.secret))
+    assert_error(resp, 403, "account_read_only")
+
+
+# -- revocation and rotation ---------------------------------------------------------------------------------
+async def poll_status(
+    http: httpx.AsyncClient, url: str, headers: dict[str, str], status: int, within: float
+) -> float:
+    start = time.monotonic()
+    while True:
+        resp = await http.get(url, headers=headers)
+        elapsed = time.monotonic() - start
+        if resp.status_code == status:
+            return elapsed
+        assert elapsed < within, f"still {resp.status_code} after {elapsed:.2f}s"
+        await asyncio.sleep(0.01)
+
+
+async def test_revoked_key_is_refused_by_both_edges_within_a_second(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    _, key = await new_key(auth, "sandbox", ["account:read"])
+    urls = [stack.url("sandbox", 1) + "/v1/account", stack.url("sandbox", 2) + "/v1/account"]
+    for url in urls:  # both edges now hold a cached ALLOW
+        for _ in range(3):
+            assert (await http.get(url, headers=hdrs(key.secret))).status_code == 200
+    await auth.RevokeKey(pb.RevokeKeyRequest(key_id=key.key.id, reason="leaked", actor=ACTOR))
+    for url in urls:
+        await poll_status(http, url, hdrs(key.secret), 401, within=1.0)
+        assert_error(await http.get(url, headers=hdrs(key.secret)), 401, "invalid_api_key")
+
+
+async def test_scope_change_takes_effect_at_once(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    from google.protobuf import field_mask_pb2
+
+    _, key = await new_key(auth, "sandbox", ["account:read"])
+    url = stack.url() + "/v1/account"
+    assert (await http.get(url, headers=hdrs(key.secret))).status_code == 200
+    await auth.UpdateKey(
+        pb.UpdateKeyRequest(
+            key_id=key.key.id,
+            update_mask=field_mask_pb2.FieldMask(paths=["scopes"]),
+            scopes=["hotels:read"],
+            actor=ACTOR,
+        )
+    )
+    await poll_status(http, url, hdrs(key.secret), 403, within=1.0)
+
+
+async def test_rotated_out_key_works_with_deprecation_and_sunset(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    _, key = await new_key(auth, "sandbox", ["account:read"])
+    url = stack.url() + "/v1/account"
+    assert "sunset" not in (await http.get(url, headers=hdrs(key.secret))).headers
+    rotated = await auth.RotateKey(
+        pb.RotateKeyRequest(key_id=key.key.id, grace_period=duration_pb2.Duration(seconds=3600), actor=ACTOR)
+    )
+    expires = rotated.old_key.expires_at.ToDatetime()
+    resp = await http.get(url, headers=hdrs(key.secret))
+    assert resp.status_code == 200
+    assert resp.json()["key"]["status"] == "expiring"
+    assert resp.headers["deprecation"] == f"@{rotated.old_key.expires_at.seconds}"
+    assert resp.headers["sunset"] == expires.strftime("%a, %d %b %Y %H:%M:%S GMT")
+    # Also on refusals the old key gets.
+    refused = await http.delete(stack.url() + "/v1/customers/x", headers=hdrs(key.secret))
+    assert refused.status_code == 403 and "sunset" in refused.headers
+    new = await http.get(url, headers=hdrs(rotated.secret))
+    assert new.status_code == 200 and "sunset" not in new.headers and "deprecation" not in new.headers
+
+
+# -- bodies --------------------------------------------------------------------------------------------------
+async def test_bad_bodies_are_refused_and_change_nothing(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    _, key = await new_key(auth)
+    url = stack.url() + "/v1/hotels/bookings"
+    base = hdrs(key.secret, Idempotency_Key="bad-bodies-1", X_Partner_Customer_Ref="cust-1")
+    before = len(stack.sandbox_up.requests)
+    big = b'{"x": "' + b"a" * (1024 * 1024) + b'"}'
+    cases: list[tuple[dict[str, str], bytes, int, str]] = [
+        ({**base, "Content-Type": "application/json"}, big, 413, "payload_too_large"),
+        ({**base, "Content-Type": "text/plain"}, b'{"a": 1}', 415, "unsupported_media_type"),
+        ({**base, "Content-Type": "application/json"}, b'{"a": ', 400, "invalid_request"),
+        ({**base, "Content-Type": "application/json"}, b"[1, 2]", 400, "invalid_request"),
+        ({**base, "Content-Type": "application/json"}, b"\xff\xfe", 400, "invalid_request"),
+        ({k: v for k, v in base.items() if k != "Idempotency-Key"}, b"{}", 400, "missing_idempotency_key"),
+        ({**base, "Idempotency-Key": "x" * 256}, b"{}", 400, "invalid_request"),
+    ]
+    for headers, body, status, etype in cases:
+        assert_error(await http.post(url, headers=headers, content=body), status, etype)
+    assert len(stack.sandbox_up.requests) == before  # nothing reached the product
+    # The key was never claimed: the same key now works for a good request.
+    ok = await http.post(
+        url, headers={**base, "Content-Type": "application/json"}, content=b'{"offer": "o1"}'
+    )
+    assert ok.status_code == 200, ok.text
+    assert len(stack.sandbox_up.requests) == before + 1
+
+
+# -- idempotency -------------------------------------------------------------------------------------------
+async def test_idempotent_replay_across_two_edge_processes(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    _, key = await new_key(auth)
+    h = hdrs(
+        key.secret, Idempotency_Key="book-1", X_Partner_Customer_Ref="cust-9", Content_Type="application/json"
+    )
+    first = await http.post(
+        stack.url("sandbox", 1) + "/v1/hotels/bookings", headers=h, content=b'{"offer": 1}'
+    )
+    assert first.status_code == 200 and "idempotent-replayed" not in first.headers
+    n = len(stack.sandbox_up.requests)
+    again = await http.post(
+        stack.url("sandbox", 2) + "/v1/hotels/bookings", headers=h, content=b'{"offer": 1}'
+    )
+    assert again.status_code == 200
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.content == first.content
+    assert again.headers["x-request-id"] != first.headers["x-request-id"]
+    assert len(stack.sandbox_up.requests) == n  # replayed, not re-sent
+    other = await http.post(
+        stack.url("sandbox", 2) + "/v1/hotels/bookings", headers=h, content=b'{"offer": 2}'
+    )
+    assert_error(other, 422, "idempotency_key_reused")
+    # Keys are scoped to the account (and environment): another account may reuse the string.
+    _, key2 = await new_key(auth)
+    h2 = {**h, "Authorization": f"Svc {key2.secret}"}
+    fresh = await http.post(
+        stack.url("sandbox", 1) + "/v1/hotels/bookings", headers=h2, content=b'{"offer": 1}'
+    )
+    assert fresh.status_code == 200 and "idempotent-replayed" not in fresh.headers
+
+
+async def test_idempotency_in_flight_and_5xx_not_stored(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    _, key = await new_key(auth)
+    h = hdrs(
+        key.secret, Idempotency_Key="slow-1", X_Partner_Customer_Ref="cust-9", Content_Type="application/json"
+    )
+    slow_url = stack.url("sandbox", 1) + "/v1/hotels/bookings?sleep=1.5"
+    slow = asyncio.ensure_future(http.post(slow_url, headers=h, content=b"{}"))
+    # Wait until the first request holds the key (it reached the upstream), then repeat it elsewhere.
+    deadline = time.monotonic() + 5
+    while not any(r.query.get("sleep") for r in stack.sandbox_up.requests[-5:]):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    busy = await http.post(
+        stack.url("sandbox", 2) + "/v1/hotels/bookings?sleep=1.5", headers=h, content=b"{}"
+    )
+    assert_error(busy, 409, "idempotency_key_in_use")
+    assert (await slow).status_code == 200
+    # A 5xx is not stored: the same key runs again.
+    h5 = {**h, "Idempotency-Key": "fails-1"}
+    failed = await http.post(stack.url() + "/v1/hotels/bookings?status=503", headers=h5, content=b"{}")
+    assert failed.status_code == 503
+    n = len(stack.sandbox_up.requests)
+    failed_again = await http.post(stack.url() + "/v1/hotels/bookings?status=503", headers=h5, content=b"{}")
+    assert failed_again.status_code == 503 and "idempotent-replayed" not in failed_again.headers
+    assert len(stack.sandbox_up.requests) == n + 1
+    # A 4xx is stored and replayed.
+    h4 = {**h, "Idempotency-Key": "conflict-1"}
+    first = await http.post(stack.url() + "/v1/hotels/bookings?status=409", headers=h4, content=b"{}")
+    replay = await http.post(stack.url() + "/v1/hotels/bookings?status=409", headers=h4, content=b"{}")
+    assert first.status_code == replay.status_code == 409
+    assert replay.headers["idempotent-replayed"] == "true"
+
+
+# -- product routes ----------------------------------------------------------------------------------------
+async def test_product_proxy_headers_and_environment_isolation(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    account_id, key = await new_key(auth)
+    live_before = len(stack.live_up.requests)
+    resp = await http.get(
+        stack.url() + "/v1/hotels/bookings/bk_1?x=1",
+        headers=hdrs(key.secret, X_Partner_Customer_Ref="cust-7"),
+    )
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["upstream"] == "sandbox"
+    assert body["path"] == "/v1/hotels/bookings/bk_1"
+    assert body["accountId"] == account_id and body["keyId"] == key.key.id
+    assert body["environment"] == "sandbox"
+    assert body["travellerId"].startswith("trv_")
+    seen = stack.sandbox_up.requests[-1]
+    assert "authorization" not in seen.headers  # the key never leaves the edge
+    assert seen.query == {"x": ["1"]}
+    assert seen.headers["x-request-id"] == resp.headers["x-request-id"]
+    # The same reference resolves to the same traveller.
+    again = await http.get(
+        stack.url() + "/v1/hotels/bookings/bk_2", headers=hdrs(key.secret, X_Partner_Customer_Ref="cust-7")
+    )
+    assert again.json()["travellerId"] == body["travellerId"]
+    assert len(stack.live_up.requests) == live_before  # the sandbox never reached live
+    # Scope and traveller rules.
+    _, esim_only = await new_key(auth, scopes=["esim:read"])
+    assert_error(
+        await http.get(stack.url() + "/v1/hotels/search", headers=hdrs(esim_only.secret)),
+        403,
+        "missing_scope",
+    )
+    for ref in ("jane@example.com", "two words", "x" * 65):
+        resp = await http.get(
+            stack.url() + "/v1/hotels/bookings/bk_1", headers=hdrs(key.secret, X_Partner_Customer_Ref=ref)
+        )
+        assert_error(resp, 400, "invalid_customer_ref")
+    no_ref = hdrs(key.secret, Idempotency_Key="noref", Content_Type="application/json")
+    assert_error(
+        await http.post(stack.url() + "/v1/hotels/bookings", headers=no_ref, content=b"{}"),
+        400,
+        "invalid_customer_ref",
+    )
+
+
+async def test_search_counts_on_live_keys_only_and_402_when_used_up(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    account_id, live = await new_key(auth, "live", ["hotels:read", "account:read"], allowance=2)
+    _, test = await new_key(auth, "sandbox", ["hotels:read", "account:read"], account_id=account_id)
+    for _ in range(3):
+        resp = await http.get(stack.url("sandbox") + "/v1/hotels/search", headers=hdrs(test.secret))
+        assert resp.status_code == 200 and resp.json()["upstream"] == "sandbox"
+    live_before = len(stack.live_up.requests)
+    for _ in range(2):
+        resp = await http.get(stack.url("live") + "/v1/hotels/search", headers=hdrs(live.secret, "live"))
+        assert resp.status_code == 200 and resp.json()["upstream"] == "live"
+    assert_error(
+        await http.get(stack.url("live") + "/v1/hotels/search", headers=hdrs(live.secret, "live")),
+        402,
+        "search_quota_exhausted",
+    )
+    assert len(stack.live_up.requests) == live_before + 2  # the refused search never reached the supplier
+    usage = (await http.get(stack.url("live") + "/v1/account", headers=hdrs(live.secret, "live"))).json()[
+        "usage"
+    ]
+    assert usage["searchesUsed"] == 2 and usage["remaining"] == 0
+
+
+async def test_upstream_statuses_pass_through_and_a_down_upstream_is_503(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    _, key = await new_key(auth, scopes=["esim:read", "flights:read"])
+    resp = await http.get(stack.url() + "/v1/esim/plans?status=502", headers=hdrs(key.secret))
+    assert resp.status_code == 502 and resp.json()["upstream"] == "sandbox"
+    assert_error(
+        await http.get(stack.url() + "/v1/flights/search", headers=hdrs(key.secret)),
+        503,
+        "service_unavailable",
+    )
+
+
+# -- customers ---------------------------------------------------------------------------------------------
+async def test_delete_customer(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    _, key = await new_key(auth)
+    made = await http.get(
+        stack.url() + "/v1/hotels/bookings/bk_1", headers=hdrs(key.secret, X_Partner_Customer_Ref="cust-del")
+    )
+    traveller = made.json()["travellerId"]
+    resp = await http.delete(stack.url() + "/v1/customers/cust-del", headers=hdrs(key.secret))
+    assert resp.status_code == 200, resp.text
+    assert resp.json() == {"object": "customer", "ref": "cust-del", "travellerId": traveller, "deleted": True}
+    assert_error(
+        await http.delete(stack.url() + "/v1/customers/cust-del", headers=hdrs(key.secret)), 404, "not_found"
+    )
+    assert_error(
+        await http.delete(stack.url() + "/v1/customers/jane@example.com", headers=hdrs(key.secret)),
+        400,
+        "invalid_customer_ref",
+    )
+    _, reader = await new_key(auth, scopes=["account:read"])
+    err = assert_error(
+        await http.delete(stack.url() + "/v1/customers/c1", headers=hdrs(reader.secret)), 403, "missing_scope"
+    )
+    assert "account:write" in err["message"]
