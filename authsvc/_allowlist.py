@@ -7,6 +7,7 @@ itself (a /32 or /128 range). IPv4-mapped IPv6 sources (``::ffff:10.0.0.1``) mat
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable, Sequence
 
@@ -48,6 +49,7 @@ def compile_allowlist(entries: Sequence[str]) -> tuple[Network, ...]:
     return tuple(ipaddress.ip_network(e, strict=False) for e in entries)
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_source(source: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
         addr = ipaddress.ip_address(source.strip())

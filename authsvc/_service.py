@@ -86,6 +86,8 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         self.last_used = last_used or LastUsed(repo)
         self.outbox_wakeup = outbox_wakeup
         hub.on_change(self.cache.invalidate)
+        # Protobuf forms of cached grants, rebuilt whenever the cache hands out a different grant.
+        self._pb_memo: dict[str, tuple[KeyGrant, pb.ApiKey, pb.Account]] = {}
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -102,6 +104,24 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         if seen is not None and (key.last_used_at is None or seen > key.last_used_at):
             out.last_used_at.FromDatetime(seen)
         return out
+
+    def _grant_pb(self, grant: KeyGrant, now: dt.datetime) -> tuple[pb.ApiKey, pb.Account]:
+        memo = self._pb_memo.get(grant.key.secret_hash)
+        if memo is None or memo[0] is not grant:
+            if len(self._pb_memo) >= self.cache.max_entries:
+                self._pb_memo.clear()
+            memo = (grant, cv.api_key(grant.key, now), cv.account(grant.account))
+            self._pb_memo[grant.key.secret_hash] = memo
+        key_pb = memo[1]
+        status = cv.KEY_STATUS_TO_PB[grant.key.status(now)]
+        seen = self.last_used.seen(grant.key.id)
+        if key_pb.status != status or seen is not None:
+            key_pb = pb.ApiKey()
+            key_pb.CopyFrom(memo[1])
+            key_pb.status = status
+            if seen is not None and (grant.key.last_used_at is None or seen > grant.key.last_used_at):
+                key_pb.last_used_at.FromDatetime(seen)
+        return key_pb, memo[2]
 
     async def _grant(self, secret: str) -> KeyGrant | None:
         """The key for a well-formed secret: from the cache, else one indexed look-up by hash."""
@@ -167,10 +187,11 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             ),
         )
         if grant is not None:
+            key_pb, account_pb = self._grant_pb(grant, now)
+            out.key.CopyFrom(key_pb)
+            out.account.CopyFrom(account_pb)
             if grant.key.status(now) not in ("revoked", "expired"):
                 self.last_used.touch(grant.key.id, now)
-            out.key.CopyFrom(self._key_pb(grant.key, now))
-            out.account.CopyFrom(cv.account(grant.account))
         if not decision.allowed:
             log.debug(
                 "authorize denied",
