@@ -1,0 +1,169 @@
+"""webhookd as real processes: SIGKILL mid-stream loses no accepted event; two processes on one
+PostgreSQL schema share the work without delivering anything twice."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import pathlib
+import ssl
+import urllib.request
+from collections.abc import Iterator
+
+import grpc
+import pytest
+import trustme
+
+from tests.support import ServiceProcess
+from travel.webhooks.v1 import webhooks_pb2 as pb
+from travel.webhooks.v1 import webhooks_pb2_grpc
+from webhookd import verify
+from webhookd.testing import Receiver
+
+LIVE = pb.ENVIRONMENT_LIVE
+ACCT = "acct_crash"
+
+
+@pytest.fixture
+def tls(tmp_path: pathlib.Path) -> tuple[ssl.SSLContext, str]:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    cert.configure_cert(ctx)
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    return ctx, str(tmp_path / "ca.pem")
+
+
+@pytest.fixture
+def receiver(tls: tuple[ssl.SSLContext, str]) -> Iterator[Receiver]:
+    r = Receiver(tls[0]).start()
+    yield r
+    r.stop()
+
+
+def _webhookd(db_url: str, ca: str, *extra: str) -> ServiceProcess:
+    return ServiceProcess(
+        "webhookd",
+        [
+            "--listen", "127.0.0.1:0",
+            "--metrics-listen", "127.0.0.1:0",
+            "--database", db_url,
+            "--allow-private-targets",
+            "--ca-bundle", ca,
+            "--delivery-timeout", "3",
+            "--lease-seconds", "5",
+            *extra,
+        ],
+    )  # fmt: skip
+
+
+async def _register(target: str, url: str) -> str:
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = webhooks_pb2_grpc.WebhookServiceStub(channel)
+        reg = await stub.RegisterEndpoint(
+            pb.RegisterEndpointRequest(
+                account_id=ACCT, environment=LIVE, url=url, events=["booking.confirmed"]
+            )
+        )
+        return str(reg.signing_secret)
+
+
+async def _publish_many(target: str, n: int, accepted: list[str], start: int = 0) -> int:
+    """Publish ``n`` events, recording the ids of every call that returned OK; returns failures."""
+    failures = 0
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = webhooks_pb2_grpc.WebhookServiceStub(channel)
+        for i in range(start, start + n):
+            try:
+                resp = await stub.PublishEvent(
+                    pb.PublishEventRequest(
+                        account_id=ACCT,
+                        environment=LIVE,
+                        type="booking.confirmed",
+                        state="confirmed",
+                        idempotency_key=f"pub-{i}",
+                    ),
+                    timeout=5,
+                )
+            except grpc.aio.AioRpcError:
+                failures += 1
+                continue
+            accepted.append(resp.event.id)
+    return failures
+
+
+async def _await_all(receiver: Receiver, wanted: set[str], within: float) -> set[str]:
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        got = {r.headers.get("x-service-event-id", "") for r in receiver.received()}
+        if wanted <= got or asyncio.get_running_loop().time() > deadline:
+            return got
+        await asyncio.sleep(0.05)
+
+
+async def test_sigkill_mid_stream_loses_no_accepted_event(
+    db_url: str, tls: tuple[ssl.SSLContext, str], receiver: Receiver, tmp_path: pathlib.Path
+) -> None:
+    receiver.delay = 0.05  # keep deliveries in flight when the kill lands
+    proc = _webhookd(db_url, tls[1]).start(tmp_path / "webhookd-1.log")
+    accepted: list[str] = []
+    try:
+        secret = await _register(proc.grpc_target, receiver.url())
+        publisher = asyncio.create_task(_publish_many(proc.grpc_target, 400, accepted))
+        while len(accepted) < 120:
+            assert not publisher.done(), proc.logs()[-2000:]
+            await asyncio.sleep(0.01)
+        in_flight_before_kill = len(accepted) - receiver.count
+        proc.kill()  # SIGKILL: no shutdown code runs
+        failures = await publisher
+        assert failures > 0  # publishing really went on while the process was dead
+        assert in_flight_before_kill > 0
+        before_restart = receiver.count
+        proc = _webhookd(db_url, tls[1]).start(tmp_path / "webhookd-2.log")
+        await _publish_many(proc.grpc_target, 50, accepted, start=1000)
+        got = await _await_all(receiver, set(accepted), within=60)
+        missing = set(accepted) - got
+        assert not missing, f"{len(missing)} accepted events never delivered"
+        assert receiver.count > before_restart
+        for r in receiver.received()[-20:]:
+            verify(r.body, r.headers["x-service-signature"], secret, r.at)
+    finally:
+        proc.kill()
+
+
+def _metric(port: int, name: str) -> float:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+async def test_two_processes_share_work_on_postgres_without_duplicates(
+    pg_url: str, tls: tuple[ssl.SSLContext, str], receiver: Receiver, tmp_path: pathlib.Path
+) -> None:
+    receiver.delay = 0.01
+    extra = ("--concurrency", "8", "--batch-size", "8", "--poll-seconds", "0.05")
+    a = _webhookd(pg_url, tls[1], *extra).start(tmp_path / "a.log")
+    b = _webhookd(pg_url, tls[1], *extra).start(tmp_path / "b.log")
+    try:
+        await _register(a.grpc_target, receiver.url())
+        accepted: list[str] = []
+        await asyncio.gather(
+            _publish_many(a.grpc_target, 200, accepted, 0), _publish_many(b.grpc_target, 200, accepted, 500)
+        )
+        assert len(accepted) == 400
+        got = await _await_all(receiver, set(accepted), within=60)
+        assert set(accepted) <= got
+        await asyncio.sleep(0.5)  # a duplicate would arrive now
+        counts = collections.Counter(r.headers["x-service-event-id"] for r in receiver.received())
+        assert [e for e, c in counts.items() if c > 1] == []
+        assert sum(counts.values()) == 400
+        sent_a = _metric(a.ports["metrics_port"], 'webhook_attempts_total{outcome="succeeded"}')
+        sent_b = _metric(b.ports["metrics_port"], 'webhook_attempts_total{outcome="succeeded"}')
+        assert sent_a + sent_b == 400
+        assert sent_a > 0 and sent_b > 0, (sent_a, sent_b)
+    finally:
+        a.kill()
+        b.kill()
