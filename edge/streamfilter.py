@@ -6,6 +6,34 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 PRODUCTS = ("hotels", "flights", "esim")
+# spec.md section 6.
+EVENT_KINDS = (
+    "booking.confirmed",
+    "booking.failed",
+    "booking.cancelled",
+    "booking.modified",
+    "payment.succeeded",
+    "payment.failed",
+    "payment.refunded",
+    "esim.provisioned",
+    "esim.usage_threshold",
+    "ledger.low_balance",
+    "search_quota.threshold",
+    "settlement.invoice_issued",
+    "settlement.payment_failed",
+    "apikey.revoked",
+)
+_FAMILIES = {k.split(".", 1)[0] for k in EVENT_KINDS}
+
+
+def unknown_patterns(patterns: Collection[str]) -> list[str]:
+    """Entries of a subscribe message's ``events`` naming no event kind (``*``, ``family.*`` allowed)."""
+    out = []
+    for p in patterns:
+        if p == "*" or p in EVENT_KINDS or (p.endswith(".*") and p[:-2] in _FAMILIES):
+            continue
+        out.append(p)
+    return out
 
 
 def scopes_for_event(event_type: str, data: Mapping[str, Any] | None) -> tuple[str, ...]:

@@ -28,8 +28,9 @@ from edge.environments import Environment
 from edge.exceptions import EdgeError
 from edge.gate import Gate
 from edge.metrics import STREAMS
-from edge.streamfilter import may_read, wanted
+from edge.streamfilter import may_read, unknown_patterns, wanted
 from svckit.clock import utcnow
+from svckit.errors import type_from_rpc_error
 from travel.auth.v1 import auth_pb2
 from travel.webhooks.v1 import webhooks_pb2
 
@@ -161,6 +162,10 @@ class StreamSession:
             except asyncio.CancelledError:
                 raise
             except grpc.aio.AioRpcError as exc:
+                if exc.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
+                    etype, message = type_from_rpc_error(exc)
+                    await self.send({"type": "error", "error": {"type": etype, "message": message}})
+                    return  # the client may subscribe again
                 log.warning("StreamEvents broke; resuming", extra={"code": exc.code().name})
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
@@ -209,6 +214,10 @@ class StreamSession:
             since = msg.get("since", "")
             if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
                 await self.refuse("subscribe.events must be a list of event kinds")
+                return
+            unknown = unknown_patterns(events)
+            if unknown:
+                await self.refuse(f"subscribe.events: unknown event kind(s) {', '.join(unknown)}")
                 return
             if not isinstance(since, str) or (since and not since.startswith("evt_")):
                 await self.refuse("subscribe.since must be an event id (evt_...)")

@@ -1,0 +1,401 @@
+"""/v1/stream over a real WebSocket client (websockets) and webhook management over real HTTP, against
+real authsvc and webhookd processes and an edge process on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+import websockets
+from google.protobuf import duration_pb2, struct_pb2
+from websockets.asyncio.client import ClientConnection, connect
+
+from edge.testing import SANDBOX_HOST, Upstream, edge_args
+from tests.integration.test_edge_http import ACTOR, assert_error, hdrs, new_key
+from tests.support import ServiceProcess
+from travel.auth.v1 import auth_pb2 as pb
+from travel.auth.v1 import auth_pb2_grpc
+from travel.webhooks.v1 import webhooks_pb2 as wpb
+from travel.webhooks.v1 import webhooks_pb2_grpc
+
+
+@dataclass
+class Stack:
+    authsvc: ServiceProcess
+    webhookd: ServiceProcess
+    edge: ServiceProcess
+    receiver: Upstream
+
+    @property
+    def sandbox(self) -> str:
+        return f"http://127.0.0.1:{self.edge.ports['sandbox_port']}"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    tmp = tmp_path_factory.mktemp("edge_ws")
+    receiver = Upstream("receiver")
+    procs: list[ServiceProcess] = []
+    try:
+        auth = ServiceProcess(
+            "authsvc",
+            [
+                "--listen",
+                "127.0.0.1:0",
+                "--metrics-listen",
+                "",
+                "--database",
+                f"sqlite+aiosqlite:///{tmp / 'a.db'}",
+            ],
+        ).start(tmp / "authsvc.log")
+        procs.append(auth)
+        wh = ServiceProcess(
+            "webhookd",
+            [
+                "--listen", "127.0.0.1:0", "--metrics-listen", "",
+                "--database", f"sqlite+aiosqlite:///{tmp / 'w.db'}",
+                "--allow-private-targets", "--allow-http", "--poll-seconds", "0.2",
+            ],
+        ).start(tmp / "webhookd.log")  # fmt: skip
+        procs.append(wh)
+        edge = ServiceProcess(
+            "edge",
+            edge_args(
+                auth.grpc_target, wh.grpc_target, f"sqlite+aiosqlite:///{tmp / 'e.db'}", None,
+                "--stream-ping-seconds", "0.3",
+            ),
+        ).start(tmp / "edge.log")  # fmt: skip
+        procs.append(edge)
+        yield Stack(auth, wh, edge, receiver)
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        receiver.close()
+
+
+@pytest.fixture
+async def auth(stack: Stack) -> AsyncIterator[auth_pb2_grpc.AuthServiceStub]:
+    async with grpc.aio.insecure_channel(stack.authsvc.grpc_target) as channel:
+        yield auth_pb2_grpc.AuthServiceStub(channel)
+
+
+@pytest.fixture
+async def hooks(stack: Stack) -> AsyncIterator[webhooks_pb2_grpc.WebhookServiceStub]:
+    async with grpc.aio.insecure_channel(stack.webhookd.grpc_target) as channel:
+        yield webhooks_pb2_grpc.WebhookServiceStub(channel)
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=10) as client:
+        yield client
+
+
+def ws(stack: Stack, protocols: list[str] | None, **kwargs: Any) -> Any:
+    # The URI carries the Host the edge maps to the sandbox; host/port say where to really connect.
+    return connect(
+        f"ws://{SANDBOX_HOST}/v1/stream",
+        subprotocols=protocols,  # type: ignore[arg-type]
+        host="127.0.0.1",
+        port=stack.edge.ports["sandbox_port"],
+        open_timeout=5,
+        **kwargs,
+    )
+
+
+async def recv_json(conn: ClientConnection, within: float = 5.0, skip_pings: bool = True) -> dict[str, Any]:
+    deadline = time.monotonic() + within
+    while True:
+        raw = await asyncio.wait_for(conn.recv(), max(deadline - time.monotonic(), 0.01))
+        msg = json.loads(raw)
+        if skip_pings and msg.get("type") == "ping":
+            continue
+        return msg  # type: ignore[no-any-return]
+
+
+async def publish(
+    hooks: webhooks_pb2_grpc.WebhookServiceStub, account_id: str, kind: str, product: str | None = None
+) -> wpb.Event:
+    data = struct_pb2.Struct()
+    if product:
+        data.update({"product": product})
+    resp = await hooks.PublishEvent(
+        wpb.PublishEventRequest(
+            account_id=account_id, environment=wpb.ENVIRONMENT_SANDBOX, type=kind, state="done", data=data
+        )
+    )
+    return resp.event
+
+
+# -- handshake ------------------------------------------------------------------------------------------
+async def test_handshake_selects_svc_and_never_echoes_the_key(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub
+) -> None:
+    _, key = await new_key(auth, scopes=["account:read"])
+    async with ws(stack, ["svc", key.secret]) as conn:
+        assert conn.subprotocol == "svc"
+        assert conn.response is not None
+        assert key.secret not in str(conn.response.headers)
+        assert (await recv_json(conn, skip_pings=False))["type"] == "ping"
+        await conn.send(json.dumps({"type": "ping"}))
+        assert (await recv_json(conn)) == {"type": "pong"}
+
+
+@pytest.mark.parametrize(
+    ("protocols", "status", "etype"),
+    [
+        (None, 401, "missing_api_key"),
+        (["svc"], 401, "missing_api_key"),
+        (["chat", "svc"], 400, "invalid_request"),
+        (["svc", "svc_test_nonsense"], 401, "invalid_api_key"),
+        (["svc", "svc_test_" + "Z" * 40], 401, "invalid_api_key"),
+    ],
+)
+async def test_bad_handshakes_get_an_http_error_body(
+    stack: Stack, protocols: list[str] | None, status: int, etype: str
+) -> None:
+    with pytest.raises(websockets.InvalidStatus) as info:
+        async with ws(stack, protocols):
+            pass
+    resp = info.value.response
+    assert resp.status_code == status
+    body = json.loads(resp.body)
+    assert body["error"]["type"] == etype
+    assert resp.headers["X-Request-Id"] == body["error"]["requestId"]
+
+
+async def test_plain_get_without_upgrade_is_invalid_request(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    _, key = await new_key(auth, scopes=["account:read"])
+    assert_error(
+        await http.get(stack.sandbox + "/v1/stream", headers=hdrs(key.secret)), 400, "invalid_request"
+    )
+
+
+async def test_live_key_on_sandbox_stream_is_environment_mismatch(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub
+) -> None:
+    _, key = await new_key(auth, "live", scopes=["account:read"])
+    with pytest.raises(websockets.InvalidStatus) as info:
+        async with ws(stack, ["svc", key.secret]):
+            pass
+    assert info.value.response.status_code == 401
+    assert json.loads(info.value.response.body)["error"]["type"] == "environment_mismatch"
+
+
+# -- closing on revocation and expiry ---------------------------------------------------------------------
+async def test_revoked_key_stream_closes_with_4001_within_a_second(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub
+) -> None:
+    _, key = await new_key(auth, scopes=["account:read"])
+    _, other = await new_key(auth, scopes=["account:read"])
+    async with ws(stack, ["svc", key.secret]) as conn, ws(stack, ["svc", other.secret]) as bystander:
+        await recv_json(conn, skip_pings=False)  # open and served
+        start = time.monotonic()
+        await auth.RevokeKey(pb.RevokeKeyRequest(key_id=key.key.id, reason="leaked", actor=ACTOR))
+        with pytest.raises(websockets.ConnectionClosed) as info:
+            while True:
+                await asyncio.wait_for(conn.recv(), 2.0)
+        elapsed = time.monotonic() - start
+        assert info.value.rcvd is not None and info.value.rcvd.code == 4001
+        assert elapsed < 1.0, elapsed
+        # Another key's stream is untouched.
+        assert (await recv_json(bystander, skip_pings=False))["type"] == "ping"
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        async with ws(stack, ["svc", key.secret]):
+            pass
+    assert refused.value.response.status_code == 401
+
+
+async def test_rotated_out_key_stream_closes_at_expiry(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub
+) -> None:
+    _, key = await new_key(auth, scopes=["account:read"])
+    async with ws(stack, ["svc", key.secret]) as conn:
+        await recv_json(conn, skip_pings=False)
+        rotated = await auth.RotateKey(
+            pb.RotateKeyRequest(key_id=key.key.id, grace_period=duration_pb2.Duration(seconds=2), actor=ACTOR)
+        )
+        expires = rotated.old_key.expires_at.ToDatetime().timestamp()
+        with pytest.raises(websockets.ConnectionClosed) as info:
+            while True:
+                await asyncio.wait_for(conn.recv(), 5.0)
+        assert info.value.rcvd is not None and info.value.rcvd.code == 4001
+        # Closed at the expiry, not at the rotation (the old key works until then).
+        assert expires - 0.3 <= time.time() < expires + 1.0
+
+
+# -- events -------------------------------------------------------------------------------------------------
+async def test_events_filtered_by_scope_and_resumable(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, hooks: webhooks_pb2_grpc.WebhookServiceStub
+) -> None:
+    account_id, hotels = await new_key(auth, scopes=["hotels:read"])
+    _, admin = await new_key(auth, scopes=["account:read"], account_id=account_id)
+    marker = await publish(hooks, account_id, "ledger.low_balance")
+    async with ws(stack, ["svc", hotels.secret]) as h, ws(stack, ["svc", admin.secret]) as a:
+        for conn in (h, a):
+            await conn.send(json.dumps({"type": "subscribe", "events": [], "since": marker.id}))
+            assert (await recv_json(conn))["type"] == "subscribed"
+        flight = await publish(hooks, account_id, "booking.confirmed", "flights")
+        hotel = await publish(hooks, account_id, "booking.confirmed", "hotels")
+        ledger = await publish(hooks, account_id, "ledger.low_balance")
+        got_h = await recv_json(h)
+        assert got_h["type"] == "event" and got_h["event"]["id"] == hotel.id
+        assert got_h["event"]["type"] == "booking.confirmed" and got_h["event"]["account"] == account_id
+        got_a = await recv_json(a)
+        assert got_a["event"]["id"] == ledger.id
+        # Nothing else arrives for either (the flight booking is for neither; pings only).
+        await a.send(json.dumps({"type": "ping"}))
+        assert (await recv_json(a)) == {"type": "pong"}
+        await h.send(json.dumps({"type": "ping"}))
+        assert (await recv_json(h)) == {"type": "pong"}
+    # Resume: a new connection with since=<the flight event> gets what followed, as the scopes allow.
+    async with ws(stack, ["svc", admin.secret]) as again:
+        await again.send(json.dumps({"type": "subscribe", "events": ["ledger.*"], "since": flight.id}))
+        assert (await recv_json(again))["type"] == "subscribed"
+        assert (await recv_json(again))["event"]["id"] == ledger.id
+
+
+async def test_bad_client_messages_get_errors_and_keep_the_stream(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub
+) -> None:
+    _, key = await new_key(auth, scopes=["account:read"])
+    async with ws(stack, ["svc", key.secret]) as conn:
+        for bad in ["not json", "[1]", json.dumps({"type": "dance"}),
+                    json.dumps({"type": "subscribe", "events": "booking.confirmed"}),
+                    json.dumps({"type": "subscribe", "events": ["booking.exploded"]}),
+                    json.dumps({"type": "subscribe", "since": "nope"})]:  # fmt: skip
+            await conn.send(bad)
+            msg = await recv_json(conn)
+            assert msg["type"] == "error" and msg["error"]["type"] == "invalid_request", msg
+        await conn.send(json.dumps({"type": "subscribe", "since": "evt_doesnotexist"}))
+        assert (await recv_json(conn))["type"] == "subscribed"
+        msg = await recv_json(conn)
+        assert msg["type"] == "error" and msg["error"]["type"] == "not_found"
+        await conn.send(json.dumps({"type": "ping"}))
+        assert (await recv_json(conn)) == {"type": "pong"}
+
+
+# -- webhook management ----------------------------------------------------------------------------------
+async def test_webhook_endpoint_lifecycle(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    account_id, key = await new_key(auth, scopes=["webhooks:read", "webhooks:write"])
+    base = stack.sandbox + "/v1/webhooks"
+
+    def post_h(idem: str) -> dict[str, str]:
+        return hdrs(key.secret, Idempotency_Key=idem, Content_Type="application/json")
+
+    hook_url = stack.receiver.url + "/hook"
+    created = await http.post(
+        base + "/endpoints", headers=post_h("c1"), json={"url": hook_url, "events": ["booking.confirmed"]}
+    )
+    assert created.status_code == 201, created.text
+    ep = created.json()
+    assert ep["id"].startswith("we_") and ep["secret"].startswith("whsec_") and ep["status"] == "enabled"
+    assert ep["livemode"] is False
+    replay = await http.post(
+        base + "/endpoints", headers=post_h("c1"), json={"url": hook_url, "events": ["booking.confirmed"]}
+    )
+    assert replay.status_code == 201 and replay.json()["id"] == ep["id"]
+    assert replay.headers["idempotent-replayed"] == "true"
+    listed = await http.get(base + "/endpoints", headers=hdrs(key.secret))
+    assert [e["id"] for e in listed.json()["data"]] == [ep["id"]]
+    assert "secret" not in listed.json()["data"][0]
+    got = await http.get(base + f"/endpoints/{ep['id']}", headers=hdrs(key.secret))
+    assert got.json()["url"] == hook_url
+    updated = await http.post(
+        base + f"/endpoints/{ep['id']}",
+        headers=post_h("u1"),
+        json={"description": "main", "events": ["booking.*"]},
+    )
+    if updated.status_code == 400:  # webhookd may not take family patterns
+        updated = await http.post(
+            base + f"/endpoints/{ep['id']}",
+            headers=post_h("u2"),
+            json={"description": "main", "events": ["booking.confirmed", "booking.failed"]},
+        )
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["description"] == "main"
+    # Send a test delivery; it reaches the receiver and shows in deliveries and attempts.
+    sent = await http.post(base + f"/endpoints/{ep['id']}/test", headers=post_h("t1"))
+    assert sent.status_code == 202, sent.text
+    deadline = time.monotonic() + 10
+    while not any(r.path == "/hook" for r in stack.receiver.requests):
+        assert time.monotonic() < deadline, "the test delivery never arrived"
+        await asyncio.sleep(0.05)
+    assert any("x-service-signature" in r.headers for r in stack.receiver.requests)
+    deliveries = await http.get(base + f"/deliveries?endpoint={ep['id']}", headers=hdrs(key.secret))
+    assert deliveries.status_code == 200, deliveries.text
+    attempts: dict[str, Any] = {}
+    while not attempts.get("data"):
+        assert time.monotonic() < deadline
+        attempts = (await http.get(base + f"/attempts?endpoint={ep['id']}", headers=hdrs(key.secret))).json()
+    att = attempts["data"][0]
+    assert att["responseStatus"] == 200 and att["outcome"] == "succeeded"
+    resent = await http.post(base + f"/attempts/{att['id']}/resend", headers=post_h("r1"))
+    assert resent.status_code == 202, resent.text
+    rotated = await http.post(
+        base + f"/endpoints/{ep['id']}/rotate_secret", headers=post_h("s1"), json={"overlapSeconds": 60}
+    )
+    assert rotated.status_code == 200 and rotated.json()["secret"] != ep["secret"]
+    enabled = await http.post(base + f"/endpoints/{ep['id']}/enable", headers=post_h("e1"))
+    assert enabled.status_code == 200 and enabled.json()["status"] == "enabled"
+    # Another account cannot see it; a read-only key cannot change it.
+    _, stranger = await new_key(auth, scopes=["webhooks:read", "webhooks:write"])
+    assert_error(
+        await http.get(base + f"/endpoints/{ep['id']}", headers=hdrs(stranger.secret)), 404, "not_found"
+    )
+    _, reader = await new_key(auth, scopes=["webhooks:read"], account_id=account_id)
+    assert (await http.get(base + f"/endpoints/{ep['id']}", headers=hdrs(reader.secret))).status_code == 200
+    err = assert_error(
+        await http.delete(base + f"/endpoints/{ep['id']}", headers=hdrs(reader.secret)), 403, "missing_scope"
+    )
+    assert "webhooks:write" in err["message"]
+    deleted = await http.delete(base + f"/endpoints/{ep['id']}", headers=hdrs(key.secret))
+    assert deleted.status_code == 200 and deleted.json()["deleted"] is True
+    assert_error(await http.get(base + f"/endpoints/{ep['id']}", headers=hdrs(key.secret)), 404, "not_found")
+
+
+async def test_webhook_bad_input(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    _, key = await new_key(auth, scopes=["webhooks:read", "webhooks:write"])
+    base = stack.sandbox + "/v1/webhooks"
+    h = hdrs(key.secret, Content_Type="application/json")
+    cases: list[tuple[str, dict[str, Any], str]] = [
+        ("b1", {"events": ["booking.confirmed"]}, "url"),
+        ("b2", {"url": "https://partner.example/hook"}, "events"),
+        ("b3", {"url": 5, "events": ["booking.confirmed"]}, "url"),
+        (
+            "b4",
+            {"url": "https://partner.example/hook", "events": ["booking.confirmed"], "colour": "red"},
+            "colour",
+        ),
+        ("b5", {"url": "https://partner.example/hook", "events": ["no.such"]}, "no.such"),
+    ]
+    for idem, body, named in cases:
+        err = assert_error(
+            await http.post(base + "/endpoints", headers={**h, "Idempotency-Key": idem}, json=body),
+            400,
+            "invalid_request",
+        )
+        assert named in err["message"]
+    assert_error(
+        await http.get(base + "/endpoints?limit=0", headers=hdrs(key.secret)), 400, "invalid_request"
+    )
+    assert_error(
+        await http.get(base + "/deliveries?status=weird", headers=hdrs(key.secret)), 400, "invalid_request"
+    )
+    assert_error(await http.get(base + "/endpoints/nope", headers=hdrs(key.secret)), 404, "not_found")
+    assert_error(await http.get(base + "/endpoints/we_missing", headers=hdrs(key.secret)), 404, "not_found")
+    listed = await http.get(base + "/endpoints", headers=hdrs(key.secret))
+    assert listed.json()["data"] == []  # nothing was created
