@@ -16,6 +16,7 @@ import logging
 import grpc
 from google.protobuf import struct_pb2
 
+from authsvc._metrics import OUTBOX_FAILURES, OUTBOX_PUBLISHED
 from authsvc._model import OutboxEvent
 from authsvc._repository import Repository
 from svckit.clock import Clock, SystemClock
@@ -124,9 +125,11 @@ class OutboxRelay:
                         "retry_in": delay,
                     },
                 )
+                OUTBOX_FAILURES.labels(event.type).inc()
                 await self.repo.mark_failed(event.id, f"{code.name if code else 'error'}", retry_at)
                 continue
             await self.repo.mark_sent(event.id, self.clock.now())
             accepted += 1
+            OUTBOX_PUBLISHED.labels(event.type).inc()
             log.info("outbox event published", extra={"event_id": event.id, "event_type": event.type})
         return accepted

@@ -20,6 +20,7 @@ from authsvc._decision import AccessRequest, Credential, Decision, authorize
 from authsvc._errors import InvalidApiKey, InvalidRequest, MissingApiKey
 from authsvc._keys import environment_of, generate_secret, hash_secret, hashes_equal, hint
 from authsvc._lastused import LastUsed
+from authsvc._metrics import AUTHORIZE_DECISIONS, KEY_CACHE
 from authsvc._model import (
     DEFAULT_DAILY_SEARCH_ALLOWANCE,
     Account,
@@ -128,7 +129,9 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         digest = hash_secret(secret)
         grant = self.cache.get(digest)
         if grant is not None:
+            KEY_CACHE.labels("hit").inc()
             return grant
+        KEY_CACHE.labels("miss").inc()
         generation = self.cache.generation
         found = await self.repo.grant_by_hash(digest)
         if found is None or not hashes_equal(found[0].secret_hash, digest):
@@ -192,6 +195,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             out.account.CopyFrom(account_pb)
             if grant.key.status(now) not in ("revoked", "expired"):
                 self.last_used.touch(grant.key.id, now)
+        AUTHORIZE_DECISIONS.labels("allow" if decision.allowed else "deny", decision.error_type).inc()
         if not decision.allowed:
             log.debug(
                 "authorize denied",

@@ -16,6 +16,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from authsvc._metrics import KEY_CHANGES
 from authsvc._model import KeyChange
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ class ChangeHub:
         self._callbacks.append(callback)
 
     def publish(self, change: KeyChange) -> None:
+        KEY_CHANGES.labels(change.kind).inc()
         for cb in self._callbacks:
             cb(change)
         for q in self._queues:
