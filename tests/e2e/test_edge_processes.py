@@ -1,0 +1,156 @@
+"""The edge as a real process with real authsvc processes: READY/SIGTERM, env fallbacks, failing
+closed when authsvc is killed (and recovering when it returns), and idempotency shared by two edge
+processes on one PostgreSQL schema."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import socket
+import urllib.request
+
+import grpc
+import httpx
+
+from edge.testing import SANDBOX_HOST, Upstream, edge_args, write_route_table
+from tests.support import ServiceProcess
+from travel.auth.v1 import auth_pb2 as pb
+from travel.auth.v1 import auth_pb2_grpc
+
+ACTOR = pb.Actor(user="ops@partner.example")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def authsvc(tmp: pathlib.Path, database: str, port: int = 0, name: str = "authsvc") -> ServiceProcess:
+    return ServiceProcess(
+        "authsvc", ["--listen", f"127.0.0.1:{port}", "--metrics-listen", "", "--database", database]
+    ).start(tmp / f"{name}.log")
+
+
+async def sandbox_key(target: str, scopes: list[str]) -> tuple[str, str]:
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = auth_pb2_grpc.AuthServiceStub(channel)
+        account = await stub.CreateAccount(pb.CreateAccountRequest(name="P", actor=ACTOR))
+        key = await stub.CreateKey(
+            pb.CreateKeyRequest(
+                account_id=account.account.id, environment=pb.ENVIRONMENT_SANDBOX, scopes=scopes, actor=ACTOR
+            )
+        )
+        return account.account.id, key.secret
+
+
+def h(secret: str, **extra: str) -> dict[str, str]:
+    return {
+        "Host": SANDBOX_HOST,
+        "Authorization": f"Svc {secret}",
+        **{k.replace("_", "-"): v for k, v in extra.items()},
+    }
+
+
+async def test_ready_metrics_env_fallback_and_graceful_stop(tmp_path: pathlib.Path) -> None:
+    auth = authsvc(tmp_path, f"sqlite+aiosqlite:///{tmp_path / 'a.db'}")
+    args = edge_args(auth.grpc_target, "127.0.0.1:1", f"sqlite+aiosqlite:///{tmp_path / 'e.db'}")
+    # --sandbox-listen and --metrics-listen come from the environment instead of flags.
+    i = args.index("--sandbox-listen")
+    del args[i : i + 2]
+    i = args.index("--metrics-listen")
+    del args[i : i + 2]
+    edge = ServiceProcess(
+        "edge", args, env={"EDGE_SANDBOX_LISTEN": "127.0.0.1:0", "EDGE_METRICS_LISTEN": "127.0.0.1:0"}
+    ).start(tmp_path / "edge.log")
+    try:
+        assert edge.ports["service"] == "edge"
+        assert edge.ports["live_port"] != edge.ports["sandbox_port"]
+        _, secret = await sandbox_key(auth.grpc_target, ["account:read"])
+        async with httpx.AsyncClient() as c:
+            r = await c.get(f"http://127.0.0.1:{edge.ports['sandbox_port']}/v1/account", headers=h(secret))
+            assert r.status_code == 200, r.text
+        metrics = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(
+                f"http://127.0.0.1:{edge.ports['metrics_port']}/metrics", timeout=5
+            ).read()
+        )
+        assert b'edge_http_responses_total{status="200"}' in metrics
+    finally:
+        assert edge.terminate() == 0
+        auth.terminate()
+    assert secret not in edge.logs()
+
+
+async def test_fails_closed_when_authsvc_is_killed_and_recovers(tmp_path: pathlib.Path) -> None:
+    live_up, sandbox_up = Upstream("live"), Upstream("sandbox")
+    routes = write_route_table(tmp_path / "routes.json", live_up, sandbox_up)
+    db = f"sqlite+aiosqlite:///{tmp_path / 'a.db'}"
+    port = free_port()
+    auth = authsvc(tmp_path, db, port)
+    edge = ServiceProcess(
+        "edge",
+        edge_args(f"127.0.0.1:{port}", "127.0.0.1:1", f"sqlite+aiosqlite:///{tmp_path / 'e.db'}", routes),
+    ).start(tmp_path / "edge.log")
+    try:
+        _, seen = await sandbox_key(auth.grpc_target, ["hotels:read"])
+        _, unseen = await sandbox_key(auth.grpc_target, ["hotels:read"])
+        url = f"http://127.0.0.1:{edge.ports['sandbox_port']}/v1/hotels/search"
+        async with httpx.AsyncClient(timeout=10) as c:
+            assert (await c.get(url, headers=h(seen))).status_code == 200
+            auth.kill()
+            # A key with no valid cached answer: 503, never let through.
+            for _ in range(3):
+                r = await c.get(url, headers=h(unseen))
+                assert r.status_code == 503, r.text
+                assert r.json()["error"]["type"] == "service_unavailable"
+            # A key whose answer is cached (and not yet expired) is still served.
+            assert (await c.get(url, headers=h(seen))).status_code == 200
+            assert len(sandbox_up.requests) == 2  # the refused requests never reached the product
+            # authsvc returns on the same port: the watch reconnects (SYNC flushes the cache) and both work.
+            auth = authsvc(tmp_path, db, port, "authsvc2")
+            deadline = asyncio.get_running_loop().time() + 10
+            while (await c.get(url, headers=h(unseen))).status_code != 200:
+                assert asyncio.get_running_loop().time() < deadline, "edge never recovered"
+                await asyncio.sleep(0.05)
+            assert (await c.get(url, headers=h(seen))).status_code == 200
+    finally:
+        edge.terminate()
+        auth.terminate()
+        live_up.close()
+        sandbox_up.close()
+
+
+async def test_idempotency_shared_by_two_edges_on_postgres(pg_url: str, tmp_path: pathlib.Path) -> None:
+    live_up, sandbox_up = Upstream("live"), Upstream("sandbox")
+    routes = write_route_table(tmp_path / "routes.json", live_up, sandbox_up)
+    auth = authsvc(tmp_path, pg_url)
+    edges = [
+        ServiceProcess("edge", edge_args(auth.grpc_target, "127.0.0.1:1", pg_url, routes)).start(
+            tmp_path / f"e{i}.log"
+        )
+        for i in range(2)
+    ]
+    try:
+        _, secret = await sandbox_key(auth.grpc_target, ["hotels:write"])
+        urls = [f"http://127.0.0.1:{e.ports['sandbox_port']}/v1/hotels/bookings" for e in edges]
+        hd = h(secret, Idempotency_Key="pg-1", X_Partner_Customer_Ref="c-1", Content_Type="application/json")
+        async with httpx.AsyncClient(timeout=10) as c:
+            # The same request at the same time on both processes: one runs, the other is told it is in use
+            # (or, if it came second, gets the replay). The product sees it exactly once.
+            slow = [u + "?sleep=0.5" for u in urls]
+            a, b = await asyncio.gather(*(c.post(u, headers=hd, content=b"{}") for u in slow))
+            statuses = sorted([a.status_code, b.status_code])
+            assert statuses in ([200, 409], [200, 200]), (a.text, b.text)
+            assert len(sandbox_up.requests) == 1
+            replay = await c.post(slow[1], headers=hd, content=b"{}")
+            assert replay.status_code == 200 and replay.headers["idempotent-replayed"] == "true"
+            reused = await c.post(slow[0], headers=hd, content=b'{"other": 1}')
+            assert reused.status_code == 422 and reused.json()["error"]["type"] == "idempotency_key_reused"
+            assert len(sandbox_up.requests) == 1
+    finally:
+        for e in edges:
+            e.terminate()
+        auth.terminate()
+        live_up.close()
+        sandbox_up.close()
