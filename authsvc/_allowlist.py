@@ -12,6 +12,7 @@ import ipaddress
 from collections.abc import Iterable, Sequence
 
 from authsvc._errors import InvalidRequest
+from svckit.logs import redact
 
 MAX_ENTRIES = 50
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -20,7 +21,7 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 def normalise_entry(entry: str, field: str = "allowed_sources") -> str:
     text = entry.strip()
     if not text or len(text) > 64:
-        raise InvalidRequest(f"{field}: {entry[:64]!r} is not an IP address or CIDR range")
+        raise InvalidRequest(f"{field}: {redact(entry[:64])!r} is not an IP address or CIDR range")
     try:
         if "/" in text:
             return str(ipaddress.ip_network(text, strict=True))
@@ -31,7 +32,7 @@ def normalise_entry(entry: str, field: str = "allowed_sources") -> str:
                 f"{field}: {text!r} has host bits set; use the network address, e.g. "
                 f"{ipaddress.ip_network(text, strict=False)}"
             ) from None
-        raise InvalidRequest(f"{field}: {text!r} is not an IP address or CIDR range") from None
+        raise InvalidRequest(f"{field}: {redact(text)!r} is not an IP address or CIDR range") from None
 
 
 def validate_allowlist(entries: Iterable[str], field: str = "allowed_sources") -> tuple[str, ...]:

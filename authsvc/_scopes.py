@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from authsvc._errors import InvalidRequest
+from svckit.logs import redact
 
 RESOURCES = ("hotels", "flights", "esim", "account", "webhooks")
 ACTIONS = ("read", "write")
@@ -22,7 +23,7 @@ def validate_scopes(values: Iterable[str], field: str = "scopes") -> tuple[str, 
     seen: set[str] = set()
     for value in values:
         if value not in _ALL:
-            shown = value if len(value) <= 40 else value[:40] + "..."
+            shown = redact(value if len(value) <= 40 else value[:40] + "...")
             raise InvalidRequest(
                 f"{field}: unknown scope {shown!r}; scopes are <resource>:<action> with resource in "
                 f"{', '.join(RESOURCES)} and action in {', '.join(ACTIONS)}"

@@ -35,6 +35,7 @@ from authsvc._scopes import is_scope, validate_scopes
 from authsvc._watch import ChangeHub
 from svckit.clock import Clock, SystemClock
 from svckit.ids import new_id
+from svckit.logs import redact
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 
@@ -164,7 +165,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
     ) -> pb.AuthorizeResponse:
         env = cv.environment(request.environment)
         if request.required_scope and not is_scope(request.required_scope):
-            raise InvalidRequest(f"required_scope: unknown scope {request.required_scope[:40]!r}")
+            raise InvalidRequest(f"required_scope: unknown scope {redact(request.required_scope[:40])!r}")
         if request.source_address and parse_source(request.source_address) is None:
             raise InvalidRequest("source_address: not an IP address")
         secret = request.api_key
@@ -332,7 +333,9 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             elif path == "allowed_sources":
                 changes["allowed_sources"] = validate_allowlist(request.allowed_sources)
             else:
-                raise InvalidRequest(f"update_mask: unknown path {path[:40]!r}; use {', '.join(UPDATABLE)}")
+                raise InvalidRequest(
+                    f"update_mask: unknown path {redact(path[:40])!r}; use {', '.join(UPDATABLE)}"
+                )
         now = self.clock.now()
         key = await self.repo.update_key(key_id, changes, actor, now)
         self._changed(KeyChange("updated", key_id, key.account_id, now))

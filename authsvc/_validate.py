@@ -7,6 +7,7 @@ import re
 
 from authsvc._errors import InvalidCustomerRef, InvalidRequest
 from authsvc._model import Actor
+from svckit.logs import SECRET_PATTERN
 
 MAX_NAME = 200
 MAX_ACTOR = 200
@@ -31,6 +32,9 @@ def text(value: str, field: str, *, max_len: int, required: bool = False) -> str
         raise InvalidRequest(f"{field}: at most {max_len} characters")
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise InvalidRequest(f"{field}: control characters are not allowed")
+    if SECRET_PATTERN.search(value):
+        # Keeps a pasted secret out of the database, the audit trail and the events.
+        raise InvalidRequest(f"{field}: must not contain an API key or signing secret")
     return value.strip()
 
 

@@ -64,7 +64,14 @@ async def test_serve_ready_metrics_and_graceful_stop(tmp_path: pathlib.Path) -> 
         assert b'grpc_server_handled_total{code="OK",method="Authorize"}' in body
     finally:
         assert proc.terminate() == 0
-    assert '"authsvc stopped"' in proc.logs() or "authsvc stopped" in proc.logs()
+    assert "authsvc stopped" in proc.logs()
+    # last_used_at is batched (every 30 s by default) and flushed on graceful stop.
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'a.db'}")
+    try:
+        stored = await SqlRepository(engine).get_key(key.key.id)
+    finally:
+        await engine.dispose()
+    assert stored.last_used_at is not None
 
 
 async def test_revoke_on_one_process_reaches_watchers_of_another(pg_url: str, tmp_path: pathlib.Path) -> None:

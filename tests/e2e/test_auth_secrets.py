@@ -127,14 +127,30 @@ async def lifecycle(stub: auth_pb2_grpc.AuthServiceStub) -> tuple[list[str], lis
     for secret in secrets:
         r = await stub.Authorize(pb.AuthorizeRequest(api_key=secret, environment=pb.ENVIRONMENT_LIVE))
         texts.append(json_format.MessageToJson(r))
+    for name in (live.secret * 5, f"copy of {live.secret}"):
+        create = pb.CreateKeyRequest(
+            account_id=account.id,
+            environment=pb.ENVIRONMENT_LIVE,
+            name=name,
+            scopes=["hotels:read"],
+            actor=ACTOR,
+        )
+        await expect_error(stub.CreateKey(create))
     await expect_error(
-        stub.CreateKey(
-            pb.CreateKeyRequest(
-                account_id=account.id,
-                environment=pb.ENVIRONMENT_LIVE,
-                name=live.secret * 5,
-                scopes=["hotels:read"],
-                actor=ACTOR,
+        stub.RevokeKey(pb.RevokeKeyRequest(key_id=live.key.id, reason=live.secret, actor=ACTOR))
+    )
+    bad_allow = pb.CreateKeyRequest(
+        account_id=account.id,
+        environment=pb.ENVIRONMENT_LIVE,
+        scopes=["hotels:read"],
+        allowed_sources=[live.secret],
+        actor=ACTOR,
+    )
+    await expect_error(stub.CreateKey(bad_allow))
+    await expect_error(
+        stub.Authorize(
+            pb.AuthorizeRequest(
+                api_key=live.secret, environment=pb.ENVIRONMENT_LIVE, required_scope=live.secret
             )
         )
     )
@@ -154,6 +170,7 @@ def assert_no_secret(secrets: list[str], haystacks: list[str]) -> None:
         body = secret[len("svc_live_") :]
         for text in haystacks:
             assert secret not in text and body not in text, "a secret leaked"
+            assert body[:16] not in text and body[-16:] not in text, "part of a secret leaked"
 
 
 async def test_no_secret_in_process_logs_errors_or_audit(tmp_path: pathlib.Path) -> None:
