@@ -41,6 +41,7 @@ class AuthServer:
     last_used: LastUsed
 
     async def stop(self, grace: float = 5.0) -> None:
+        self.servicer.hub.close()
         await stop_server(self.server, self.health, grace)
         if self.relay is not None:
             await self.relay.stop()

@@ -429,6 +429,8 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             yield cv.change(KeyChange("sync", "", account_id, self.clock.now()))
             while True:
                 change = await queue.get()
+                if change is None:
+                    return
                 if account_id and change.kind != "sync" and change.account_id != account_id:
                     continue
                 yield cv.change(change)

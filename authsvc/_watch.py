@@ -30,8 +30,9 @@ def channel_name(schema: str | None) -> str:
 
 class ChangeHub:
     def __init__(self) -> None:
-        self._queues: set[asyncio.Queue[KeyChange]] = set()
+        self._queues: set[asyncio.Queue[KeyChange | None]] = set()
         self._callbacks: list[Callable[[KeyChange], None]] = []
+        self.closed = False
 
     def on_change(self, callback: Callable[[KeyChange], None]) -> None:
         self._callbacks.append(callback)
@@ -50,13 +51,24 @@ class ChangeHub:
                 q.put_nowait(KeyChange("sync", "", "", change.changed_at))
 
     @contextlib.asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[asyncio.Queue[KeyChange]]:
-        q: asyncio.Queue[KeyChange] = asyncio.Queue(QUEUE_SIZE)
+    async def subscribe(self) -> AsyncIterator[asyncio.Queue[KeyChange | None]]:
+        """A queue of changes; ``None`` means the hub closed (the service is stopping)."""
+        q: asyncio.Queue[KeyChange | None] = asyncio.Queue(QUEUE_SIZE + 1)
+        if self.closed:
+            q.put_nowait(None)
         self._queues.add(q)
         try:
             yield q
         finally:
             self._queues.discard(q)
+
+    def close(self) -> None:
+        """End every watch stream, so a graceful stop need not wait for them."""
+        self.closed = True
+        for q in self._queues:
+            if q.full():
+                q.get_nowait()
+            q.put_nowait(None)
 
     @property
     def watcher_count(self) -> int:

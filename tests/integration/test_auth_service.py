@@ -443,3 +443,13 @@ async def test_account_read_and_status(db_url: str) -> None:
             )
         )
         assert etype == "invalid_request"
+
+
+async def test_stop_ends_watch_streams_promptly(sqlite_url: str) -> None:
+    async with running_authsvc(sqlite_url) as (server, stub):
+        watch = stub.WatchKeyChanges(pb.WatchKeyChangesRequest())
+        assert (await asyncio.wait_for(watch.read(), 5)).kind == pb.KEY_CHANGE_KIND_SYNC
+        started = asyncio.get_running_loop().time()
+        await server.stop(30)
+        assert await asyncio.wait_for(watch.read(), 5) is grpc.aio.EOF
+        assert asyncio.get_running_loop().time() - started < 10
