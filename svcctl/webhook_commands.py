@@ -1,0 +1,298 @@
+"""``svcctl webhooks ...``: every webhookd admin operation over gRPC (travel.webhooks.v1).
+
+Each command prints the answer as JSON on stdout (``stream`` prints one JSON line per event).
+Every command names the account (``--account``) and the environment (``--environment live|sandbox``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+from google.protobuf import duration_pb2, field_mask_pb2, json_format, struct_pb2, timestamp_pb2
+from google.protobuf.message import Message
+
+from travel.webhooks.v1 import webhooks_pb2 as pb
+from travel.webhooks.v1 import webhooks_pb2_grpc
+
+ENVIRONMENTS = {
+    "live": pb.ENVIRONMENT_LIVE,
+    "sandbox": pb.ENVIRONMENT_SANDBOX,
+    "test": pb.ENVIRONMENT_SANDBOX,
+}
+DELIVERY_STATUSES = {
+    "pending": pb.DELIVERY_STATUS_PENDING,
+    "succeeded": pb.DELIVERY_STATUS_SUCCEEDED,
+    "failed": pb.DELIVERY_STATUS_FAILED,
+    "held": pb.DELIVERY_STATUS_HELD,
+}
+OUTCOMES = {
+    "succeeded": pb.ATTEMPT_OUTCOME_SUCCEEDED,
+    "http_error": pb.ATTEMPT_OUTCOME_HTTP_ERROR,
+    "timeout": pb.ATTEMPT_OUTCOME_TIMEOUT,
+    "network_error": pb.ATTEMPT_OUTCOME_NETWORK_ERROR,
+}
+Stub = webhooks_pb2_grpc.WebhookServiceStub
+Handler = Callable[[Stub, argparse.Namespace], Awaitable[Message | None]]
+
+
+def _print(message: Message, indent: int | None = 2) -> None:
+    print(
+        json.dumps(json_format.MessageToDict(message, preserving_proto_field_name=True), indent=indent),
+        flush=True,
+    )
+
+
+def _duration(text: str) -> duration_pb2.Duration:
+    """``90``, ``90s``, ``30m``, ``24h`` or ``7d``."""
+    m = re.fullmatch(r"(\d+)([smhd]?)", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 90s, 30m, 24h, 7d)")
+    return duration_pb2.Duration(
+        seconds=int(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    )
+
+
+def _time(text: str) -> timestamp_pb2.Timestamp:
+    """RFC 3339 (``2026-01-02T03:04:05Z``) or a relative age back from now (``2h``, ``7d``)."""
+    out = timestamp_pb2.Timestamp()
+    m = re.fullmatch(r"(\d+)([smhd])", text.strip())
+    if m:
+        seconds = int(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+        out.FromDatetime(dt.datetime.now(dt.UTC) - dt.timedelta(seconds=seconds))
+        return out
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a time: {text!r} (RFC 3339, or an age like 2h or 7d)"
+        ) from None
+    out.FromDatetime(when if when.tzinfo else when.replace(tzinfo=dt.UTC))
+    return out
+
+
+def _json_object(text: str) -> struct_pb2.Struct:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    out = struct_pb2.Struct()
+    out.update(value)
+    return out
+
+
+def _scope(a: argparse.Namespace) -> dict[str, Any]:
+    return {"account_id": a.account, "environment": ENVIRONMENTS[a.environment]}
+
+
+def _run(handler: Handler) -> Callable[[argparse.Namespace], Awaitable[int]]:
+    async def run(args: argparse.Namespace) -> int:
+        async with grpc.aio.insecure_channel(args.webhookd) as channel:
+            answer = await handler(webhooks_pb2_grpc.WebhookServiceStub(channel), args)
+            if answer is not None:
+                _print(answer)
+        return 0
+
+    return run
+
+
+def _cmd(sub: Any, name: str, help: str, handler: Handler) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help)
+    parser.add_argument("--account", required=True, help="acct_... the resource belongs to")
+    parser.add_argument("--environment", choices=sorted(ENVIRONMENTS), required=True)
+    parser.set_defaults(handler=_run(handler))
+    return parser
+
+
+async def _register(stub: Stub, a: argparse.Namespace) -> Message:
+    return await stub.RegisterEndpoint(
+        pb.RegisterEndpointRequest(**_scope(a), url=a.url, events=a.event or [], description=a.description)
+    )
+
+
+async def _get(stub: Stub, a: argparse.Namespace) -> Message:
+    return await stub.GetEndpoint(pb.GetEndpointRequest(**_scope(a), endpoint_id=a.endpoint_id))
+
+
+async def _list(stub: Stub, a: argparse.Namespace) -> Message:
+    return await stub.ListEndpoints(
+        pb.ListEndpointsRequest(**_scope(a), page_size=a.page_size, page_token=a.page_token)
+    )
+
+
+async def _update(stub: Stub, a: argparse.Namespace) -> Message:
+    paths = [
+        p for p, v in (("url", a.url), ("events", a.event), ("description", a.description)) if v is not None
+    ]
+    if not paths:
+        raise SystemExit("update: give at least one of --url, --event, --description")
+    return await stub.UpdateEndpoint(
+        pb.UpdateEndpointRequest(
+            **_scope(a),
+            endpoint_id=a.endpoint_id,
+            update_mask=field_mask_pb2.FieldMask(paths=paths),
+            url=a.url or "",
+            events=a.event or [],
+            description=a.description or "",
+        )
+    )
+
+
+async def _delete(stub: Stub, a: argparse.Namespace) -> Message:
+    return await stub.DeleteEndpoint(pb.DeleteEndpointRequest(**_scope(a), endpoint_id=a.endpoint_id))
+
+
+async def _enable(stub: Stub, a: argparse.Namespace) -> Message:
+    return await stub.EnableEndpoint(pb.EnableEndpointRequest(**_scope(a), endpoint_id=a.endpoint_id))
+
+
+async def _rotate(stub: Stub, a: argparse.Namespace) -> Message:
+    request = pb.RotateSigningSecretRequest(**_scope(a), endpoint_id=a.endpoint_id)
+    if a.overlap is not None:
+        request.overlap.CopyFrom(a.overlap)
+    return await stub.RotateSigningSecret(request)
+
+
+async def _send_test(stub: Stub, a: argparse.Namespace) -> Message:
+    return await stub.SendTestEvent(pb.SendTestEventRequest(**_scope(a), endpoint_id=a.endpoint_id))
+
+
+async def _recover(stub: Stub, a: argparse.Namespace) -> Message:
+    request = pb.RecoverEndpointRequest(**_scope(a), endpoint_id=a.endpoint_id)
+    if a.since is not None:
+        request.since.CopyFrom(a.since)
+    return await stub.RecoverEndpoint(request)
+
+
+async def _publish(stub: Stub, a: argparse.Namespace) -> Message:
+    request = pb.PublishEventRequest(
+        **_scope(a), type=a.type, state=a.state, idempotency_key=a.idempotency_key
+    )
+    if a.data is not None:
+        request.data.CopyFrom(a.data)
+    return await stub.PublishEvent(request)
+
+
+async def _deliveries(stub: Stub, a: argparse.Namespace) -> Message:
+    request = pb.ListDeliveriesRequest(
+        **_scope(a),
+        endpoint_id=a.endpoint or "",
+        event_id=a.event_id or "",
+        status=DELIVERY_STATUSES[a.status] if a.status else pb.DELIVERY_STATUS_UNSPECIFIED,
+        page_size=a.page_size,
+        page_token=a.page_token,
+    )
+    if a.since is not None:
+        request.since.CopyFrom(a.since)
+    if a.until is not None:
+        request.until.CopyFrom(a.until)
+    return await stub.ListDeliveries(request)
+
+
+async def _attempts(stub: Stub, a: argparse.Namespace) -> Message:
+    request = pb.ListAttemptsRequest(
+        **_scope(a),
+        endpoint_id=a.endpoint or "",
+        event_id=a.event_id or "",
+        delivery_id=a.delivery or "",
+        outcome=OUTCOMES[a.outcome] if a.outcome else pb.ATTEMPT_OUTCOME_UNSPECIFIED,
+        page_size=a.page_size,
+        page_token=a.page_token,
+    )
+    if a.since is not None:
+        request.since.CopyFrom(a.since)
+    if a.until is not None:
+        request.until.CopyFrom(a.until)
+    return await stub.ListAttempts(request)
+
+
+async def _resend(stub: Stub, a: argparse.Namespace) -> Message:
+    return await stub.ResendAttempt(pb.ResendAttemptRequest(**_scope(a), attempt_id=a.attempt_id))
+
+
+async def _stream(stub: Stub, a: argparse.Namespace) -> None:
+    call = stub.StreamEvents(
+        pb.StreamEventsRequest(**_scope(a), types=a.type or [], since_event_id=a.since_event)
+    )
+    count = 0
+    async for message in call:
+        _print(message.event, indent=None)
+        count += 1
+        if a.limit and count >= a.limit:
+            call.cancel()
+            break
+    return None
+
+
+def _paged(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--page-size", type=int, default=0)
+    p.add_argument("--page-token", default="")
+
+
+def _timed(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--since", type=_time, help="RFC 3339 time or an age such as 2h, 7d")
+    p.add_argument("--until", type=_time, help="RFC 3339 time or an age such as 2h, 7d")
+
+
+def register(groups: Any) -> None:
+    sub = groups.add_parser(
+        "webhooks", help="webhook endpoints, events, deliveries and attempts"
+    ).add_subparsers(dest="command", required=True)
+    p = _cmd(sub, "register", "register an endpoint; its signing secret is printed this once", _register)
+    p.add_argument("--url", required=True, help="https:// URL of the partner's receiver")
+    p.add_argument("--event", action="append", help="event kind to receive, e.g. booking.confirmed; repeat")
+    p.add_argument("--description", default="")
+    p = _cmd(sub, "get", "show an endpoint", _get)
+    p.add_argument("endpoint_id")
+    p = _cmd(sub, "list", "list endpoints", _list)
+    _paged(p)
+    p = _cmd(sub, "update", "change an endpoint's url, events or description", _update)
+    p.add_argument("endpoint_id")
+    p.add_argument("--url")
+    p.add_argument("--event", action="append", help="replaces the whole list; repeat")
+    p.add_argument("--description")
+    p = _cmd(sub, "delete", "delete an endpoint", _delete)
+    p.add_argument("endpoint_id")
+    p = _cmd(sub, "enable", "re-enable a disabled endpoint (then recover what it missed)", _enable)
+    p.add_argument("endpoint_id")
+    p = _cmd(
+        sub, "rotate-secret", "issue a new signing secret; the old one stays valid for --overlap", _rotate
+    )
+    p.add_argument("endpoint_id")
+    p.add_argument("--overlap", type=_duration, help="0s to 7d (default 24h)")
+    p = _cmd(sub, "send-test", "send a sample delivery to the endpoint", _send_test)
+    p.add_argument("endpoint_id")
+    p = _cmd(sub, "recover", "re-send what the endpoint missed (failed or held) since a time", _recover)
+    p.add_argument("endpoint_id")
+    p.add_argument("--since", type=_time, help="RFC 3339 time or an age such as 2h, 7d (default: all)")
+    p = _cmd(sub, "publish", "publish an event (as an internal service would)", _publish)
+    p.add_argument("--type", required=True, help="event kind, e.g. booking.confirmed")
+    p.add_argument("--state", default="")
+    p.add_argument("--data", type=_json_object, help="JSON object")
+    p.add_argument("--idempotency-key", default="")
+    p = _cmd(sub, "deliveries", "list deliveries", _deliveries)
+    p.add_argument("--endpoint")
+    p.add_argument("--event-id")
+    p.add_argument("--status", choices=sorted(DELIVERY_STATUSES))
+    _timed(p)
+    _paged(p)
+    p = _cmd(sub, "attempts", "list delivery attempts (kept 30 days)", _attempts)
+    p.add_argument("--endpoint")
+    p.add_argument("--event-id")
+    p.add_argument("--delivery")
+    p.add_argument("--outcome", choices=sorted(OUTCOMES))
+    _timed(p)
+    _paged(p)
+    p = _cmd(sub, "resend", "send an attempt's delivery again now, by hand", _resend)
+    p.add_argument("attempt_id")
+    p = _cmd(sub, "stream", "print events as they are published (JSON lines)", _stream)
+    p.add_argument("--type", action="append", help="only this kind; repeat")
+    p.add_argument("--since-event", default="", help="replay events after this evt_... first")
+    p.add_argument("--limit", type=int, default=0, help="stop after this many events")

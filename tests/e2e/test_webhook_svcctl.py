@@ -1,0 +1,98 @@
+"""Every webhookd admin operation through svcctl, against webhookd running as a real process."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import ssl
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import trustme
+
+from svcctl.__main__ import main as svcctl
+from tests.support import ServiceProcess
+from webhookd.testing import Receiver
+
+
+@pytest.fixture
+def stack(tmp_path: pathlib.Path) -> Iterator[tuple[ServiceProcess, Receiver]]:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    cert.configure_cert(ctx)
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    receiver = Receiver(ctx).start()
+    proc = ServiceProcess(
+        "webhookd",
+        [
+            "--listen", "127.0.0.1:0", "--metrics-listen", "", "--allow-private-targets",
+            "--database", f"sqlite+aiosqlite:///{tmp_path / 'wh.db'}",
+            "--ca-bundle", str(tmp_path / "ca.pem"),
+        ],
+    ).start(tmp_path / "webhookd.log")  # fmt: skip
+    yield proc, receiver
+    proc.terminate()
+    receiver.stop()
+
+
+def run(capsys: pytest.CaptureFixture[str], target: str, *argv: str, code: int = 0) -> Any:
+    rc = svcctl(["--webhookd", target, "webhooks", *argv])
+    out, err = capsys.readouterr()
+    assert rc == code, (out, err)
+    if code:
+        return err
+    lines = out.strip().splitlines()
+    if argv[0] == "stream":
+        return [json.loads(line) for line in lines]
+    return json.loads(out) if out.strip() else None
+
+
+def test_every_admin_operation(
+    stack: tuple[ServiceProcess, Receiver], capsys: pytest.CaptureFixture[str]
+) -> None:
+    proc, receiver = stack
+    t = proc.grpc_target
+    scope = ["--account", "acct_cli", "--environment", "live"]
+    reg = run(capsys, t, "register", *scope, "--url", receiver.url(), "--event", "booking.confirmed")
+    ep = reg["endpoint"]["id"]
+    assert reg["signing_secret"].startswith("whsec_")
+    err = run(
+        capsys, t, "register", *scope, "--url", "http://example.com/", "--event", "booking.confirmed", code=1
+    )
+    assert "invalid_request" in err and "url" in err
+    assert run(capsys, t, "get", *scope, ep)["endpoint"]["url"] == receiver.url()
+    assert [e["id"] for e in run(capsys, t, "list", *scope)["endpoints"]] == [ep]
+    upd = run(capsys, t, "update", *scope, ep, "--event", "booking.confirmed", "--event", "booking.failed")
+    assert upd["endpoint"]["events"] == ["booking.confirmed", "booking.failed"]
+    rot = run(capsys, t, "rotate-secret", *scope, ep, "--overlap", "1h")
+    assert rot["signing_secret"] != reg["signing_secret"] and "previous_secret_expires_at" in rot["endpoint"]
+    pub = run(capsys, t, "publish", *scope, "--type", "booking.failed", "--data", '{"booking_id": "bk_1"}')
+    evt = pub["event"]["id"]
+    assert pub["delivery_count"] == 1
+    test = run(capsys, t, "send-test", *scope, ep)
+    assert test["event"]["type"] == "webhook.test"
+    deadline = time.monotonic() + 10
+    while receiver.count < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert receiver.count == 2
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        atts = run(capsys, t, "attempts", *scope, "--event-id", evt).get("attempts", [])
+        if atts:
+            break
+        time.sleep(0.05)
+    assert atts[0]["outcome"] == "ATTEMPT_OUTCOME_SUCCEEDED"
+    dels = run(capsys, t, "deliveries", *scope, "--endpoint", ep, "--since", "1h")["deliveries"]
+    assert {d["event_id"] for d in dels} == {evt, test["event"]["id"]}
+    resent = run(capsys, t, "resend", *scope, atts[0]["id"])
+    assert resent["delivery"]["attempt_count"] == 2
+    assert run(capsys, t, "enable", *scope, ep)["endpoint"]["status"] == "ENDPOINT_STATUS_ENABLED"
+    assert run(capsys, t, "recover", *scope, ep, "--since", "1d") == {}
+    later = run(capsys, t, "publish", *scope, "--type", "apikey.revoked", "--state", "revoked")["event"]["id"]
+    events = run(capsys, t, "stream", *scope, "--limit", "1", "--since-event", evt)
+    assert [e["id"] for e in events] == [later]
+    run(capsys, t, "delete", *scope, ep)
+    assert "not_found" in run(capsys, t, "get", *scope, ep, code=1)
