@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 ENV = {"live": webhooks_pb2.ENVIRONMENT_LIVE, "sandbox": webhooks_pb2.ENVIRONMENT_SANDBOX}
 PUBLISH_TIMEOUT = 10.0
+# Sent rows are kept a week for inspection, then deleted (hourly).
+SENT_RETENTION = dt.timedelta(days=7)
+PURGE_EVERY = 3600.0
 
 
 def backoff(attempts: int, base: float, cap: float) -> float:
@@ -89,8 +92,15 @@ class OutboxRelay:
             await self._channel.close()
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        last_purge = -PURGE_EVERY
         while True:
             try:
+                if loop.time() - last_purge >= PURGE_EVERY:
+                    last_purge = loop.time()
+                    purged = await self.repo.purge_outbox(self.clock.now() - SENT_RETENTION)
+                    if purged:
+                        log.info("purged sent outbox rows", extra={"count": purged})
                 sent = await self.run_once()
             except asyncio.CancelledError:
                 raise

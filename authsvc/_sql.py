@@ -760,6 +760,16 @@ class SqlRepository:
                 )
             )
 
+    async def purge_outbox(self, sent_before: dt.datetime) -> int:
+        """Delete rows sent before ``sent_before``; pending rows are never deleted."""
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                outbox.delete().where(
+                    outbox.c.sent_at.is_not(None), outbox.c.sent_at < sent_before.timestamp()
+                )
+            )
+            return int(result.rowcount or 0)
+
     async def outbox_rows(self) -> list[dict[str, Any]]:
         async with self.engine.connect() as conn:
             rows = (await conn.execute(outbox.select().order_by(outbox.c.seq))).mappings().all()

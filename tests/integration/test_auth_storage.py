@@ -4,6 +4,7 @@ migrations, and the PostgreSQL listener's recovery."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -88,6 +89,11 @@ async def test_outbox_claim_lease_keeps_a_second_relay_off(db_url: str) -> None:
         assert [e.id for e in again] == ["obx_1"]
         await repo.mark_sent("obx_1", NOW)
         assert await repo.claim_outbox(NOW + dt.timedelta(days=1), lease=15) == []
+        await repo.create_key(dataclasses.replace(key, id="key_2", secret_hash="e" * 64), ACTOR)
+        await repo.revoke_key("key_2", "", ACTOR, NOW, "obx_2")  # stays pending
+        assert await repo.purge_outbox(NOW) == 0
+        assert await repo.purge_outbox(NOW + dt.timedelta(seconds=1)) == 1
+        assert [r["id"] for r in await repo.outbox_rows()] == ["obx_2"]
     finally:
         await repo.engine.dispose()
 
