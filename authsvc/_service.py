@@ -25,6 +25,7 @@ from authsvc._model import (
     DEFAULT_DAILY_SEARCH_ALLOWANCE,
     Account,
     AccountMode,
+    AccountStatus,
     Actor,
     ApiKey,
     KeyChange,
@@ -247,12 +248,15 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
     ) -> pb.SetAccountStatusResponse:
         actor = self._actor(request.actor, context)
         account_id = v.ident(request.account_id, "account_id", "acct")
-        statuses = {pb.ACCOUNT_STATUS_ACTIVE: "active", pb.ACCOUNT_STATUS_READ_ONLY: "read_only"}
+        statuses: dict[int, AccountStatus] = {
+            pb.ACCOUNT_STATUS_ACTIVE: "active",
+            pb.ACCOUNT_STATUS_READ_ONLY: "read_only",
+        }
         status = statuses.get(request.status)
         if status is None:
             raise InvalidRequest("status: must be ACCOUNT_STATUS_ACTIVE or ACCOUNT_STATUS_READ_ONLY")
         now = self.clock.now()
-        account, changed = await self.repo.set_account_status(account_id, status, actor, now)  # type: ignore[arg-type]
+        account, changed = await self.repo.set_account_status(account_id, status, actor, now)
         if changed:
             self._changed(KeyChange("account_updated", "", account_id, now))
             log.info(
@@ -483,10 +487,9 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             return pb.ConsumeSearchResponse(
                 counted=False, usage=cv.usage(await self.repo.get_usage(account_id, day))
             )
-        before_wakeup = self.outbox_wakeup
         used = await self.repo.consume_search(account_id, env, day, count, now)
-        if before_wakeup is not None:
-            before_wakeup.set()
+        if self.outbox_wakeup is not None:
+            self.outbox_wakeup.set()  # a threshold event may have been queued
         return pb.ConsumeSearchResponse(counted=True, usage=cv.usage(used))
 
     async def GetUsage(
