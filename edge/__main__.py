@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("routes", "", "product route table JSON file (default: the built-in example table)")
     add("docs-base", "https://docs.svc.example", "base URL of the partner docs (error docUrl)")
     add("max-body-bytes", str(MAX_BODY_BYTES), "largest request body accepted (413 above)")
-    add("stream-ping-seconds", "20", "seconds between {\"type\": \"ping\"} frames on /v1/stream")
+    add("stream-ping-seconds", "20", 'seconds between {"type": "ping"} frames on /v1/stream')
     add("log-level", "INFO", "DEBUG, INFO, WARNING or ERROR")
     add("shutdown-grace", "5", "seconds running requests may finish after SIGTERM")
     return parser

@@ -95,9 +95,10 @@ def create_app(config: EdgeConfig) -> Sanic:
     app.config.REQUEST_MAX_SIZE = config.max_body_bytes
     app.config.NOISY_EXCEPTIONS = False
     app.config.FALLBACK_ERROR_FORMAT = "json"
-    app.config.TOUCHUP = False
     app.ctx.config = config
     app.ctx.usage_cache = {}
+    app.ctx.usage_inflight = {}
+    app.ctx.account_bodies = {}
     app.ctx.streams = set()
     for bp in (account.bp, webhooks.bp, stream.bp, docs.bp, products.bp):
         app.blueprint(bp)

@@ -89,6 +89,7 @@ class Authorizer:
         self.wall = wall
         self._listeners: set[ChangeListener] = set()
         self._synced = asyncio.Event()
+        self._inflight: dict[tuple[object, ...], asyncio.Future[Answer]] = {}
         self.reconnects = 0
 
     # -- authorisation -------------------------------------------------------------------------
@@ -124,10 +125,32 @@ class Authorizer:
     ) -> Answer:
         ck = (hashlib.sha256(api_key.encode()).digest(), env, scope, source, is_write)
         cache = self.cache
-        if use_cache and cache.live:
+        if not use_cache:
+            return await self._ask(ck, api_key, env, scope, source, is_write, request_id)
+        if cache.live:
             hit = cache.get(ck, self.monotonic())
             if hit is not None:
                 return hit
+        # One call to authsvc per distinct question at a time (no stampede when an entry expires).
+        pending = self._inflight.get(ck)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        task = asyncio.ensure_future(self._ask(ck, api_key, env, scope, source, is_write, request_id))
+        self._inflight[ck] = task
+        task.add_done_callback(lambda _t: self._inflight.pop(ck, None))
+        return await asyncio.shield(task)
+
+    async def _ask(
+        self,
+        ck: tuple[object, ...],
+        api_key: str,
+        env: Environment,
+        scope: str,
+        source: str,
+        is_write: bool,
+        request_id: str,
+    ) -> Answer:
+        cache = self.cache
         generation = cache.generation
         try:
             resp = await self.stub.Authorize(

@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge
+from collections import Counter as Tally
+from collections.abc import Iterator
 
-RESPONSES = Counter("edge_http_responses_total", "HTTP responses by status code", ["status"])
+from prometheus_client import REGISTRY, Counter, Gauge
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
 REFUSALS = Counter("edge_refusals_total", "Refused requests by error type", ["type"])
 STREAMS = Gauge("edge_streams_open", "Open /v1/stream WebSocket connections")
 
-_children: dict[int, Counter] = {}
+# Responses are counted in a plain dict on the hot path (no lock) and exported at scrape time.
+_responses: Tally[int] = Tally()
 
 
 def count_response(status: int) -> None:
-    child = _children.get(status)
-    if child is None:
-        child = _children[status] = RESPONSES.labels(str(status))
-    child.inc()
+    _responses[status] += 1
+
+
+class _ResponsesCollector(Collector):
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "edge_http_responses", "HTTP responses by status code", labels=["status"]
+        )
+        for status, n in sorted(_responses.copy().items()):
+            family.add_metric([str(status)], n)
+        yield family
+
+
+REGISTRY.register(_ResponsesCollector())

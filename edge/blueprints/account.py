@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
 from typing import Any
 from urllib.parse import unquote
@@ -21,13 +23,7 @@ from travel.auth.v1 import auth_pb2
 bp = Blueprint("account")
 
 
-async def usage_of(request: Request, ctx: Ctx) -> dict[str, Any]:
-    """Today's search usage, cached per account for usage_cache_seconds (one GetUsage a second at most)."""
-    cache: dict[str, tuple[float, dict[str, Any]]] = request.app.ctx.usage_cache
-    now = time.monotonic()
-    hit = cache.get(ctx.caller.account_id)
-    if hit is not None and hit[0] > now:
-        return hit[1]
+async def _fetch_usage(request: Request, ctx: Ctx) -> dict[str, Any]:
     try:
         resp = await request.app.ctx.authorizer.stub.GetUsage(
             auth_pb2.GetUsageRequest(account_id=ctx.caller.account_id),
@@ -42,20 +38,33 @@ async def usage_of(request: Request, ctx: Ctx) -> dict[str, Any]:
         "searchesUsed": u.searches_used,
         "dailySearchAllowance": u.daily_search_allowance,
         "remaining": u.remaining,
-        "counted": ctx.environment is Environment.LIVE,
     }
+    cache: dict[str, tuple[float, dict[str, Any]]] = request.app.ctx.usage_cache
     if len(cache) > 10_000:
         cache.clear()
-    cache[ctx.caller.account_id] = (now + request.app.ctx.config.usage_cache_seconds, usage)
+    cache[ctx.caller.account_id] = (time.monotonic() + request.app.ctx.config.usage_cache_seconds, usage)
     return usage
 
 
-@bp.get("/v1/account")
-@guarded("account:read")
-async def get_account(request: Request, ctx: Ctx) -> HTTPResponse:
-    """Read own account."""
+async def usage_of(request: Request, ctx: Ctx) -> dict[str, Any]:
+    """Today's search usage, cached per account for usage_cache_seconds: at most one GetUsage per
+    account per period, however many requests arrive (one fetch in flight, the others wait for it).
+    A search through this edge drops the account's entry, so its own searches show at once."""
+    account_id = ctx.caller.account_id
+    hit = request.app.ctx.usage_cache.get(account_id)
+    if hit is not None and hit[0] > time.monotonic():
+        return hit[1]
+    inflight: dict[str, asyncio.Future[dict[str, Any]]] = request.app.ctx.usage_inflight
+    pending = inflight.get(account_id)
+    if pending is None:
+        pending = inflight[account_id] = asyncio.ensure_future(_fetch_usage(request, ctx))
+        pending.add_done_callback(lambda _t: inflight.pop(account_id, None))
+    return await asyncio.shield(pending)
+
+
+def account_body(ctx: Ctx, usage: dict[str, Any]) -> bytes:
     c = ctx.caller
-    return json_response(
+    return json.dumps(
         {
             "object": "account",
             "id": c.account_id,
@@ -71,9 +80,30 @@ async def get_account(request: Request, ctx: Ctx) -> HTTPResponse:
                 "status": c.key_status,
                 "expiresAt": iso(c.expires_at),
             },
-            "usage": await usage_of(request, ctx),
-        }
-    )
+            "usage": {**usage, "counted": ctx.environment is Environment.LIVE},
+        },
+        separators=(",", ":"),
+    ).encode()
+
+
+@bp.get("/v1/account")
+@guarded("account:read")
+async def get_account(request: Request, ctx: Ctx) -> HTTPResponse:
+    """Read own account."""
+    usage = await usage_of(request, ctx)
+    # The body only changes with the cached authorisation (caller) or the cached usage figure: reuse
+    # its serialisation while both are the same objects.
+    bodies: dict[str, tuple[object, object, bytes]] = request.app.ctx.account_bodies
+    slot = ctx.caller.key_id
+    hit = bodies.get(slot)
+    if hit is not None and hit[0] is ctx.caller and hit[1] is usage:
+        body = hit[2]
+    else:
+        body = account_body(ctx, usage)
+        if len(bodies) > 10_000:
+            bodies.clear()
+        bodies[slot] = (ctx.caller, usage, body)
+    return HTTPResponse(body, content_type="application/json")
 
 
 @bp.delete("/v1/customers/<ref:str>")

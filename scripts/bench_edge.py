@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Benchmark of the edge (not a test), loopback only, bounded (about a minute).
+
+In one run:
+1. authenticated ``GET /v1/account`` requests/s and p99 on the edge versus a bare Sanic JSON route
+   served the same way (one process, ``edge.server.start`` on a pre-bound socket), and their ratio;
+2. revocation-to-refusal latency p50/p99 across two edge processes (RevokeKey at t0; each edge is polled
+   until it answers 401).
+
+Load comes from ``wrk`` (``apt-get install -y wrk``) when installed, else from an httpx client in a
+separate process. Usage: ``.venv/bin/python scripts/bench_edge.py [--seconds 5] [--connections 50]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import pathlib
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+HOST = "127.0.0.1:8081"  # a sandbox Host value the edge knows
+
+
+# -- the bare Sanic route, served like the edge ------------------------------------------------------
+def serve_bare() -> None:
+    import uvloop
+    from sanic import Sanic
+    from sanic.response import json as json_response
+
+    from edge.server import start
+    from svckit.runner import print_ready, run_until_signal
+
+    app = Sanic("bare", configure_logging=False)
+    app.config.ACCESS_LOG = False
+
+    @app.get("/v1/account")
+    async def account(request: object) -> object:
+        return json_response({"object": "account", "id": "acct_bare"})
+
+    async def main() -> None:
+        running = await start(app, ["127.0.0.1:0"])
+        print_ready("bare", port=running.ports[0])
+        await run_until_signal(running.stop)
+
+    uvloop.run(main())
+
+
+# -- load ----------------------------------------------------------------------------------------------
+def wrk(url: str, headers: dict[str, str], seconds: float, connections: int) -> tuple[float, float]:
+    cmd = ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency"]
+    for k, v in headers.items():
+        cmd += ["-H", f"{k}: {v}"]
+    out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    m = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    assert m, out
+    p99 = float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if non2xx:
+        raise SystemExit(f"{non2xx.group(1)} non-2xx responses from {url}:\n{out}")
+    return rps, p99
+
+
+def _httpx_worker(
+    url: str, headers: dict[str, str], seconds: float, conns: int, q: multiprocessing.Queue
+) -> None:
+    import httpx
+    import uvloop
+
+    async def main() -> tuple[int, list[float]]:
+        lat: list[float] = []
+        end = time.perf_counter() + seconds
+        limits = httpx.Limits(max_connections=conns, max_keepalive_connections=conns)
+        async with httpx.AsyncClient(limits=limits) as c:
+
+            async def one() -> None:
+                while time.perf_counter() < end:
+                    t = time.perf_counter()
+                    r = await c.get(url, headers=headers)
+                    if r.status_code != 200:
+                        raise SystemExit(f"{r.status_code} {r.text}")
+                    lat.append(time.perf_counter() - t)
+
+            await asyncio.gather(*(one() for _ in range(conns)))
+        return len(lat), lat
+
+    n, lat = uvloop.run(main())
+    q.put((n / seconds, sorted(lat)[int(len(lat) * 0.99)] * 1000))
+
+
+def httpx_load(url: str, headers: dict[str, str], seconds: float, connections: int) -> tuple[float, float]:
+    q: multiprocessing.Queue = multiprocessing.Queue()
+    p = multiprocessing.Process(target=_httpx_worker, args=(url, headers, seconds, min(connections, 16), q))
+    p.start()
+    p.join()
+    return q.get()  # type: ignore[no-any-return]
+
+
+# -- processes -----------------------------------------------------------------------------------------
+def start(
+    module: str, args: list[str], log: pathlib.Path, extra: list[str] | None = None
+) -> tuple[subprocess.Popen[str], dict]:
+    cmd = (
+        [sys.executable, "-m", module, "serve", *args]
+        if module != "bare"
+        else [sys.executable, __file__, "--bare"]
+    )
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(log, "w"), text=True, cwd=ROOT)  # noqa: SIM115
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("READY "):
+            return proc, json.loads(line[6:])
+    raise SystemExit(f"{module} did not start; see {log}")
+
+
+async def make_key(target: str, scopes: list[str]) -> tuple[str, str]:
+    import grpc
+
+    from travel.auth.v1 import auth_pb2 as pb
+    from travel.auth.v1 import auth_pb2_grpc
+
+    async with grpc.aio.insecure_channel(target) as ch:
+        stub = auth_pb2_grpc.AuthServiceStub(ch)
+        acct = await stub.CreateAccount(pb.CreateAccountRequest(name="bench", actor=pb.Actor(user="bench")))
+        key = await stub.CreateKey(
+            pb.CreateKeyRequest(
+                account_id=acct.account.id,
+                environment=pb.ENVIRONMENT_SANDBOX,
+                scopes=scopes,
+                actor=pb.Actor(user="bench"),
+            )
+        )
+        return key.key.id, key.secret
+
+
+async def revocation_latency(target: str, urls: list[str], rounds: int) -> list[float]:
+    import grpc
+    import httpx
+
+    from travel.auth.v1 import auth_pb2 as pb
+    from travel.auth.v1 import auth_pb2_grpc
+
+    samples: list[float] = []
+    async with grpc.aio.insecure_channel(target) as ch, httpx.AsyncClient(timeout=5) as http:
+        stub = auth_pb2_grpc.AuthServiceStub(ch)
+        for _ in range(rounds):
+            key_id, secret = await make_key(target, ["account:read"])
+            headers = {"Host": HOST, "Authorization": f"Svc {secret}"}
+            for url in urls:  # both edges hold a cached ALLOW
+                for _ in range(2):
+                    assert (await http.get(url, headers=headers)).status_code == 200
+
+            async def until_refused(url: str, t0: float) -> float:
+                while True:
+                    r = await http.get(url, headers=headers)
+                    if r.status_code == 401:
+                        return time.perf_counter() - t0
+                    if time.perf_counter() - t0 > 5:
+                        raise SystemExit(f"{url} still accepts a revoked key after 5 s")
+
+            t0 = time.perf_counter()
+            revoke = asyncio.ensure_future(
+                stub.RevokeKey(pb.RevokeKeyRequest(key_id=key_id, actor=pb.Actor(user="bench")))
+            )
+            results = await asyncio.gather(*(until_refused(u, t0) for u in urls))
+            await revoke
+            samples.extend(results)
+    return samples
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--bare", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--seconds", type=float, default=5.0, help="seconds per throughput run")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating bare/edge runs (best of)")
+    parser.add_argument("--connections", type=int, default=50)
+    parser.add_argument("--revocations", type=int, default=25, help="keys revoked for the latency figure")
+    args = parser.parse_args()
+    if args.bare:
+        serve_bare()
+        return 0
+    load = wrk if shutil.which("wrk") else httpx_load
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="bench_edge_"))
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        auth, ap = start("authsvc", ["--listen", "127.0.0.1:0", "--metrics-listen", "", "--log-level", "WARNING",
+                                     "--database", f"sqlite+aiosqlite:///{tmp / 'a.db'}"], tmp / "authsvc.log")  # fmt: skip
+        procs.append(auth)
+        target = f"127.0.0.1:{ap['grpc_port']}"
+        edge_cmd = ["--live-listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0", "--authsvc", target,
+                    "--webhookd", "127.0.0.1:1", "--metrics-listen", "", "--log-level", "WARNING",
+                    "--database", f"sqlite+aiosqlite:///{tmp / 'e.db'}"]  # fmt: skip
+        e1, p1 = start("edge", edge_cmd, tmp / "edge1.log")
+        procs.append(e1)
+        e2, p2 = start("edge", edge_cmd, tmp / "edge2.log")
+        procs.append(e2)
+        bare, pb_ = start("bare", [], tmp / "bare.log")
+        procs.append(bare)
+        _, secret = asyncio.run(make_key(target, ["account:read"]))
+        edge_url = f"http://127.0.0.1:{p1['sandbox_port']}/v1/account"
+        bare_url = f"http://127.0.0.1:{pb_['port']}/v1/account"
+        headers = {"Host": HOST, "Authorization": f"Svc {secret}"}
+        print(f"load generator: {'wrk -t1' if load is wrk else 'httpx (separate process)'}, "
+              f"{args.connections} connections, {args.seconds:.0f} s per run, best of {args.rounds}")  # fmt: skip
+        load(bare_url, headers, 1, args.connections)  # warm-up
+        load(edge_url, headers, 1, args.connections)
+        bare_runs, edge_runs = [], []
+        for _ in range(args.rounds):
+            bare_runs.append(load(bare_url, headers, args.seconds, args.connections))
+            edge_runs.append(load(edge_url, headers, args.seconds, args.connections))
+        b_rps, b_p99 = max(bare_runs)
+        e_rps, e_p99 = max(edge_runs)
+        print(f"bare Sanic JSON route : {b_rps:10.0f} req/s   p99 {b_p99:7.2f} ms")
+        print(f"edge GET /v1/account  : {e_rps:10.0f} req/s   p99 {e_p99:7.2f} ms   (authenticated, cached)")
+        print(f"ratio edge/bare       : {e_rps / b_rps:10.2f}   (goal >= 0.80)")
+        urls = [edge_url, f"http://127.0.0.1:{p2['sandbox_port']}/v1/account"]
+        samples = asyncio.run(revocation_latency(target, urls, args.revocations))
+        ms = [s * 1000 for s in samples]
+        print(
+            f"revocation -> refusal : p50 {pct(ms, 50):6.1f} ms   p99 {pct(ms, 99):6.1f} ms   max {max(ms):6.1f} ms "
+            f"({len(ms)} samples over 2 edge processes; goal p99 < 100 ms)"
+        )
+        print(f"                        mean {statistics.mean(ms):.1f} ms")
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
