@@ -116,7 +116,7 @@ def start(
         if module != "bare"
         else [sys.executable, __file__, "--bare"]
     )
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(log, "w"), text=True, cwd=ROOT)  # noqa: SIM115
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(log, "w"), text=True, cwd=ROOT)
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("READY "):
@@ -161,7 +161,7 @@ async def revocation_latency(target: str, urls: list[str], rounds: int) -> list[
                 for _ in range(2):
                     assert (await http.get(url, headers=headers)).status_code == 200
 
-            async def until_refused(url: str, t0: float) -> float:
+            async def until_refused(url: str, t0: float, headers: dict[str, str] = headers) -> float:
                 while True:
                     r = await http.get(url, headers=headers)
                     if r.status_code == 401:
@@ -181,7 +181,7 @@ async def revocation_latency(target: str, urls: list[str], rounds: int) -> list[
 
 def pct(values: list[float], p: float) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
 def main() -> int:
@@ -201,8 +201,9 @@ def main() -> int:
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="bench_edge_"))
     procs: list[subprocess.Popen[str]] = []
     try:
-        auth, ap = start("authsvc", ["--listen", "127.0.0.1:0", "--metrics-listen", "", "--log-level", "WARNING",
-                                     "--database", f"sqlite+aiosqlite:///{tmp / 'a.db'}"], tmp / "authsvc.log")  # fmt: skip
+        auth_args = ["--listen", "127.0.0.1:0", "--metrics-listen", "", "--log-level", "WARNING",
+                     "--database", f"sqlite+aiosqlite:///{tmp / 'a.db'}"]  # fmt: skip
+        auth, ap = start("authsvc", auth_args, tmp / "authsvc.log")
         procs.append(auth)
         target = f"127.0.0.1:{ap['grpc_port']}"
         edge_cmd = ["--live-listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0", "--authsvc", target,
@@ -218,8 +219,11 @@ def main() -> int:
         edge_url = f"http://127.0.0.1:{p1['sandbox_port']}/v1/account"
         bare_url = f"http://127.0.0.1:{pb_['port']}/v1/account"
         headers = {"Host": HOST, "Authorization": f"Svc {secret}"}
-        print(f"load generator: {'wrk -t1' if load is wrk else 'httpx (separate process)'}, "
-              f"{args.connections} connections, {args.seconds:.0f} s per run, best of {args.rounds}")  # fmt: skip
+        generator = "wrk -t1" if load is wrk else "httpx (separate process)"
+        print(
+            f"load generator: {generator}, {args.connections} connections, "
+            f"{args.seconds:.0f} s per run, best of {args.rounds}"
+        )
         load(bare_url, headers, 1, args.connections)  # warm-up
         load(edge_url, headers, 1, args.connections)
         bare_runs, edge_runs = [], []
@@ -235,7 +239,8 @@ def main() -> int:
         samples = asyncio.run(revocation_latency(target, urls, args.revocations))
         ms = [s * 1000 for s in samples]
         print(
-            f"revocation -> refusal : p50 {pct(ms, 50):6.1f} ms   p99 {pct(ms, 99):6.1f} ms   max {max(ms):6.1f} ms "
+            f"revocation -> refusal : p50 {pct(ms, 50):6.1f} ms   p99 {pct(ms, 99):6.1f} ms   "
+            f"max {max(ms):6.1f} ms "
             f"({len(ms)} samples over 2 edge processes; goal p99 < 100 ms)"
         )
         print(f"                        mean {statistics.mean(ms):.1f} ms")
