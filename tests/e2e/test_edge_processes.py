@@ -154,3 +154,44 @@ async def test_idempotency_shared_by_two_edges_on_postgres(pg_url: str, tmp_path
         auth.terminate()
         live_up.close()
         sandbox_up.close()
+
+
+async def test_key_revoked_while_the_watch_was_down_is_refused_once_authsvc_is_back(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The revocation happens on another authsvc process while the one the edge watches is dead, so the
+    edge never sees the event: its cached ALLOW must not outlive the reconnect (the cache is not trusted
+    first while the watch is down, and the SYNC opening the new watch flushes it)."""
+    live_up, sandbox_up = Upstream("live"), Upstream("sandbox")
+    routes = write_route_table(tmp_path / "routes.json", live_up, sandbox_up)
+    db = f"sqlite+aiosqlite:///{tmp_path / 'a.db'}"
+    port = free_port()
+    watched = authsvc(tmp_path, db, port, "watched")
+    other = authsvc(tmp_path, db, 0, "other")  # same database, not watched by the edge
+    edge = ServiceProcess(
+        "edge",
+        edge_args(f"127.0.0.1:{port}", "127.0.0.1:1", f"sqlite+aiosqlite:///{tmp_path / 'e.db'}", routes),
+    ).start(tmp_path / "edge.log")
+    try:
+        _, secret = await sandbox_key(watched.grpc_target, ["hotels:read"])
+        url = f"http://127.0.0.1:{edge.ports['sandbox_port']}/v1/hotels/search"
+        async with httpx.AsyncClient(timeout=10) as c:
+            assert (await c.get(url, headers=h(secret))).status_code == 200  # cached ALLOW (60 s)
+            watched.kill()
+            async with grpc.aio.insecure_channel(other.grpc_target) as channel:
+                stub = auth_pb2_grpc.AuthServiceStub(channel)
+                keys = await stub.Authenticate(pb.AuthenticateRequest(api_key=secret))
+                await stub.RevokeKey(pb.RevokeKeyRequest(key_id=keys.key.id, actor=ACTOR))
+            watched = authsvc(tmp_path, db, port, "watched2")
+            deadline = asyncio.get_running_loop().time() + 10
+            while (r := await c.get(url, headers=h(secret))).status_code != 401:
+                assert r.status_code == 200
+                assert asyncio.get_running_loop().time() < deadline, "the stale ALLOW outlived the reconnect"
+                await asyncio.sleep(0.05)
+            assert r.json()["error"]["type"] == "invalid_api_key"
+    finally:
+        edge.terminate()
+        watched.terminate()
+        other.terminate()
+        live_up.close()
+        sandbox_up.close()
