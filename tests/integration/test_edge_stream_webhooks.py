@@ -399,3 +399,49 @@ async def test_webhook_bad_input(
     assert_error(await http.get(base + "/endpoints/we_missing", headers=hdrs(key.secret)), 404, "not_found")
     listed = await http.get(base + "/endpoints", headers=hdrs(key.secret))
     assert listed.json()["data"] == []  # nothing was created
+
+
+async def test_ws_example_script_prints_events_and_the_4001_close(
+    stack: Stack,
+    auth: auth_pb2_grpc.AuthServiceStub,
+    hooks: webhooks_pb2_grpc.WebhookServiceStub,
+    tmp_path: Any,
+) -> None:
+    import socket
+    import sys
+
+    from tests.support import ROOT
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = edge_args(
+        stack.authsvc.grpc_target, stack.webhookd.grpc_target, f"sqlite+aiosqlite:///{tmp_path / 'e.db'}"
+    )
+    args[args.index("--sandbox-listen") + 1] = f"127.0.0.1:{port}"
+    edge = ServiceProcess("edge", [*args, "--sandbox-hosts", f"127.0.0.1:{port}"]).start(
+        tmp_path / "edge.log"
+    )
+    account_id, key = await new_key(auth, scopes=["account:read"])
+    marker = await publish(hooks, account_id, "ledger.low_balance")
+    url = f"ws://127.0.0.1:{port}/v1/stream"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "scripts/ws_example.py", url, key.secret, "--since", marker.id,
+        cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        event = await publish(hooks, account_id, "search_quota.threshold")
+        while True:  # "subscribed" and pings come too
+            msg = json.loads(await asyncio.wait_for(proc.stdout.readline(), 10))
+            if msg["type"] == "event":
+                break
+        assert msg["event"]["id"] == event.id
+        await auth.RevokeKey(pb.RevokeKeyRequest(key_id=key.key.id, actor=ACTOR))
+        assert await asyncio.wait_for(proc.wait(), 10) == 2
+        assert "closed: 4001" in (await proc.stderr.read()).decode()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        edge.terminate()
