@@ -509,3 +509,14 @@ def test_may_read(scopes: list[str], event_type: str, data: dict[str, str], ok: 
 )
 def test_wanted(subscribed: list[str] | None, event_type: str, ok: bool) -> None:
     assert wanted(subscribed, event_type) is ok
+
+
+def test_routes_example_file_is_the_built_in_default() -> None:
+    import json
+    import pathlib
+
+    from edge.routetable import DEFAULT_ROUTES
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "edge" / "routes.example.json"
+    assert json.loads(path.read_text()) == {"routes": DEFAULT_ROUTES}
+    assert len(RouteTable.load(path).routes) == len(DEFAULT_ROUTES)
