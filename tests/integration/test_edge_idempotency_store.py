@@ -1,0 +1,92 @@
+"""The edge's idempotency store on SQLite and PostgreSQL (db_url): claim, replay, reuse, in-flight,
+takeover of a dead process's claim, expiry, and exactly one owner under concurrent claims."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from edge.exceptions import EdgeError
+from edge.idempotency import RETENTION_SECONDS, STALE_CLAIM_SECONDS, SqlIdempotencyStore, Stored
+from svckit.db import create_engine
+
+T0 = 1_800_000_000.0
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[SqlIdempotencyStore]:
+    engine = create_engine(db_url)
+    s = SqlIdempotencyStore(engine)
+    await s.migrate()
+    await s.migrate()  # idempotent
+    try:
+        yield s
+    finally:
+        await engine.dispose()
+
+
+async def refusal(coro: object) -> str:
+    with pytest.raises(EdgeError) as info:
+        await coro  # type: ignore[misc]
+    return info.value.type
+
+
+async def test_claim_complete_replay(store: SqlIdempotencyStore) -> None:
+    assert await store.claim("acct_1", "live", "k1", "h1", T0) is None
+    assert await refusal(store.claim("acct_1", "live", "k1", "h1", T0 + 1)) == "idempotency_key_in_use"
+    assert await refusal(store.claim("acct_1", "live", "k1", "other", T0 + 1)) == "idempotency_key_reused"
+    await store.complete("acct_1", "live", "k1", 201, '{"id": "we_1"}', {"Content-Type": "application/json"})
+    assert await store.claim("acct_1", "live", "k1", "h1", T0 + 2) == Stored(
+        201, '{"id": "we_1"}', {"Content-Type": "application/json"}
+    )
+    assert await refusal(store.claim("acct_1", "live", "k1", "other", T0 + 2)) == "idempotency_key_reused"
+
+
+@pytest.mark.parametrize(("account", "env"), [("acct_2", "live"), ("acct_1", "sandbox")])
+async def test_keys_are_scoped_to_account_and_environment(
+    store: SqlIdempotencyStore, account: str, env: str
+) -> None:
+    assert await store.claim("acct_1", "live", "k", "h", T0) is None
+    assert await store.claim(account, env, "k", "different", T0) is None
+
+
+async def test_release_lets_the_key_run_again(store: SqlIdempotencyStore) -> None:
+    assert await store.claim("acct_1", "live", "k", "h", T0) is None
+    await store.release("acct_1", "live", "k")
+    assert await store.claim("acct_1", "live", "k", "h2", T0) is None
+
+
+async def test_release_never_removes_a_completed_record(store: SqlIdempotencyStore) -> None:
+    assert await store.claim("acct_1", "live", "k", "h", T0) is None
+    await store.complete("acct_1", "live", "k", 200, "{}", {})
+    await store.release("acct_1", "live", "k")
+    assert await store.claim("acct_1", "live", "k", "h", T0) == Stored(200, "{}", {})
+
+
+async def test_stale_claim_is_taken_over(store: SqlIdempotencyStore) -> None:
+    assert await store.claim("acct_1", "live", "k", "h", T0) is None
+    assert await refusal(store.claim("acct_1", "live", "k", "h", T0 + STALE_CLAIM_SECONDS - 1)) == (
+        "idempotency_key_in_use"
+    )
+    assert await store.claim("acct_1", "live", "k", "h", T0 + STALE_CLAIM_SECONDS + 1) is None
+
+
+async def test_records_expire_after_24_hours(store: SqlIdempotencyStore) -> None:
+    assert await store.claim("acct_1", "live", "k", "h", T0) is None
+    await store.complete("acct_1", "live", "k", 200, "{}", {})
+    later = T0 + RETENTION_SECONDS + 1
+    assert await store.claim("acct_1", "live", "k", "new-request", later) is None  # a fresh claim
+    assert await store.claim("acct_1", "live", "k2", "h", T0) is None
+    assert await store.purge(later) == 1  # k2 expired; k was claimed anew at `later`
+
+
+async def test_concurrent_claims_have_exactly_one_owner(store: SqlIdempotencyStore) -> None:
+    results = await asyncio.gather(
+        *(store.claim("acct_1", "live", "race", "h", T0) for _ in range(8)), return_exceptions=True
+    )
+    owners = [r for r in results if r is None]
+    refused = [r for r in results if isinstance(r, EdgeError)]
+    assert len(owners) == 1
+    assert len(refused) == 7 and all(r.type == "idempotency_key_in_use" for r in refused)
