@@ -9,7 +9,27 @@ from dataclasses import dataclass
 
 from sanic import Sanic
 from sanic.server.async_server import AsyncioServer
+from sanic.server.protocols.http_protocol import HttpProtocol
 from sanic.server.protocols.websocket_protocol import WebSocketProtocol
+
+_SWITCHING = b"HTTP/1.1 101 "
+
+
+class _RequestIdOnHandshake(HttpProtocol):
+    """Adds X-Request-Id to the 101 answer of a WebSocket handshake, which Sanic writes itself."""
+
+    async def send(self, data: bytes) -> None:  # type: ignore[override]
+        if data[:13] == _SWITCHING:
+            http = getattr(self, "_http", None)
+            rid = getattr(getattr(getattr(http, "request", None), "ctx", None), "rid", None)
+            end = data.find(b"\r\n\r\n")
+            if rid and end > 0:
+                data = bytes(data[:end]) + f"\r\nX-Request-Id: {rid}".encode() + bytes(data[end:])
+        await super().send(data)
+
+
+class EdgeProtocol(WebSocketProtocol, _RequestIdOnHandshake):
+    """HTTP/1.1 and WebSocket, with the request id on every answer including the handshake."""
 
 
 def bind(listen: str) -> socket.socket:
@@ -55,7 +75,7 @@ async def start(app: Sanic, listens: list[str]) -> Running:
     socks = [bind(listen) for listen in listens]
     servers: list[AsyncioServer] = []
     for sock in socks:
-        server = await app.create_server(sock=sock, protocol=WebSocketProtocol, access_log=False)
+        server = await app.create_server(sock=sock, protocol=EdgeProtocol, access_log=False)
         assert server is not None
         servers.append(server)
     first = servers[0]

@@ -143,6 +143,7 @@ async def test_handshake_selects_svc_and_never_echoes_the_key(
         assert conn.subprotocol == "svc"
         assert conn.response is not None
         assert key.secret not in str(conn.response.headers)
+        assert conn.response.headers["X-Request-Id"].startswith("req_")
         assert (await recv_json(conn, skip_pings=False))["type"] == "ping"
         await conn.send(json.dumps({"type": "ping"}))
         assert (await recv_json(conn)) == {"type": "pong"}
