@@ -304,7 +304,12 @@ async def test_rotated_out_key_works_with_deprecation_and_sunset(
         pb.RotateKeyRequest(key_id=key.key.id, grace_period=duration_pb2.Duration(seconds=3600), actor=ACTOR)
     )
     expires = rotated.old_key.expires_at.ToDatetime()
-    resp = await http.get(url, headers=hdrs(key.secret))
+    # The cached answer is dropped when the ROTATED watch message arrives (well within a second).
+    deadline = time.monotonic() + 1.0
+    while "sunset" not in (resp := await http.get(url, headers=hdrs(key.secret))).headers:
+        assert resp.status_code == 200
+        assert time.monotonic() < deadline, "the rotation never reached the edge"
+        await asyncio.sleep(0.01)
     assert resp.status_code == 200
     assert resp.json()["key"]["status"] == "expiring"
     assert resp.headers["deprecation"] == f"@{rotated.old_key.expires_at.seconds}"
