@@ -30,8 +30,7 @@ class _Protocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = transport  # type: ignore[assignment]
         self.receiver.connections += 1
 
     def data_received(self, data: bytes) -> None:
@@ -72,7 +71,9 @@ class Receiver:
         port: int = 0,
         responder: Responder | None = None,
         record: bool = True,
+        loop_factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop,
     ) -> None:
+        self.loop_factory = loop_factory
         self.ssl_context = ssl_context
         self.host = host
         self.port = port
@@ -103,7 +104,7 @@ class Receiver:
         ready = threading.Event()
 
         def run() -> None:
-            loop = asyncio.new_event_loop()
+            loop = self.loop_factory()
             self._loop = loop
 
             async def serve() -> None:
