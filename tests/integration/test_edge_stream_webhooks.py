@@ -303,6 +303,12 @@ async def test_webhook_endpoint_lifecycle(
     ep = created.json()
     assert ep["id"].startswith("we_") and ep["secret"].startswith("whsec_") and ep["status"] == "enabled"
     assert ep["livemode"] is False
+    # The request id travelled to webhookd as gRPC metadata and shows in its logs.
+    rid = created.headers["x-request-id"]
+    deadline = time.monotonic() + 5
+    while f'"request_id": "{rid}"' not in stack.webhookd.logs():
+        assert time.monotonic() < deadline, "webhookd never logged the edge's request id"
+        await asyncio.sleep(0.05)
     replay = await http.post(
         base + "/endpoints", headers=post_h("c1"), json={"url": hook_url, "events": ["booking.confirmed"]}
     )
