@@ -193,15 +193,20 @@ class Gate:
         if response.status >= 500:
             await self.store.release(caller.account_id, env, key)
         else:
-            body = response.body.decode() if isinstance(response.body, bytes) else str(response.body or "")
-            await self.store.complete(
-                caller.account_id,
-                env,
-                key,
-                response.status,
-                body,
-                {"Content-Type": response.content_type or "application/json"},
-            )
+            raw = response.body if isinstance(response.body, bytes) else str(response.body or "").encode()
+            try:
+                await self.store.complete(
+                    caller.account_id,
+                    env,
+                    key,
+                    response.status,
+                    raw.decode("utf-8", errors="replace"),
+                    {"Content-Type": response.content_type or "application/json"},
+                )
+            except Exception:
+                # The request ran; failing to record it must not leave the key claimed.
+                log.exception("could not store the idempotent response")
+                await self.store.release(caller.account_id, env, key)
         return self.finish(response, ctx)
 
 

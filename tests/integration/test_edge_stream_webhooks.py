@@ -452,3 +452,29 @@ async def test_ws_example_script_prints_events_and_the_4001_close(
             proc.kill()
             await proc.wait()
         edge.terminate()
+
+
+async def test_sigterm_closes_open_streams_with_1001_and_exits_cleanly(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, tmp_path: Any
+) -> None:
+    args = edge_args(
+        stack.authsvc.grpc_target, stack.webhookd.grpc_target, f"sqlite+aiosqlite:///{tmp_path / 'e.db'}"
+    )
+    edge = ServiceProcess("edge", args).start(tmp_path / "edge.log")
+    _, key = await new_key(auth, scopes=["account:read"])
+    conn = await connect(
+        f"ws://{SANDBOX_HOST}/v1/stream",
+        subprotocols=["svc", key.secret],  # type: ignore[list-item]
+        host="127.0.0.1",
+        port=edge.ports["sandbox_port"],
+    )
+    try:
+        code = await asyncio.to_thread(edge.terminate)
+        assert code == 0
+        with pytest.raises(websockets.ConnectionClosed) as info:
+            while True:
+                await asyncio.wait_for(conn.recv(), 5)
+        assert info.value.rcvd is not None and info.value.rcvd.code == 1001
+    finally:
+        await conn.close()
+        edge.kill()
