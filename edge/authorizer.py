@@ -45,6 +45,11 @@ def _ts(ts: Any) -> dt.datetime | None:
     return ts.ToDatetime(tzinfo=dt.UTC)  # type: ignore[no-any-return]
 
 
+def key_digest(api_key: str) -> bytes:
+    """What the cache is keyed by: the key's SHA-256, never the plaintext."""
+    return hashlib.sha256(api_key.encode()).digest()
+
+
 def caller_from(resp: auth_pb2.AuthorizeResponse, env: Environment) -> Caller | None:
     if not resp.HasField("key"):
         return None
@@ -122,8 +127,9 @@ class Authorizer:
         request_id: str,
         *,
         use_cache: bool = True,
+        digest: bytes | None = None,
     ) -> Answer:
-        ck = (hashlib.sha256(api_key.encode()).digest(), env, scope, source, is_write)
+        ck = (digest or key_digest(api_key), env, scope, source, is_write)
         cache = self.cache
         if not use_cache:
             return await self._ask(ck, api_key, env, scope, source, is_write, request_id)

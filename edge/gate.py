@@ -24,7 +24,7 @@ from sanic import Request
 from sanic.response import HTTPResponse
 
 from edge.authcache import Caller
-from edge.authorizer import ENV_PB, UNREACHABLE, Authorizer
+from edge.authorizer import ENV_PB, UNREACHABLE, Authorizer, key_digest
 from edge.config import EdgeConfig
 from edge.credentials import key_from_authorization
 from edge.environments import Environment, HostMap, key_environment
@@ -84,13 +84,21 @@ class Gate:
         return source_address(peer, request.headers.get("x-forwarded-for"), self.proxies)
 
     async def authenticate(
-        self, request: Request, api_key: str, env: Environment, scope: str, is_write: bool
+        self,
+        request: Request,
+        api_key: str,
+        env: Environment,
+        scope: str,
+        is_write: bool,
+        digest: bytes | None = None,
     ) -> tuple[Caller, str]:
         key_env = key_environment(api_key)
         if key_env is not None and key_env is not env:
             raise environment_mismatch(key_env)
         source = self.source(request)
-        answer = await self.authorizer.answer(api_key, env, scope, source, is_write, request.ctx.rid)
+        answer = await self.authorizer.answer(
+            api_key, env, scope, source, is_write, request.ctx.rid, digest=digest
+        )
         if answer.caller is not None:
             # Deprecation/Sunset also go on the refusals a rotated-out key gets.
             request.ctx.caller = answer.caller
@@ -99,6 +107,25 @@ class Gate:
                 answer.error_message or "the API key was refused", type=answer.error_type or "invalid_api_key"
             )
         return answer.caller, source
+
+    def credential(self, request: Request) -> tuple[Environment, str, bytes]:
+        """Environment, key and key digest of a request, remembered per connection: a keep-alive
+        connection sending the same Host and Authorization again skips parsing and hashing."""
+        headers = request.headers
+        host = headers.get("host")
+        raw = headers.get("authorization")
+        conn = request.conn_info.ctx if request.conn_info is not None else None
+        memo = getattr(conn, "edge_credential", None)
+        if memo is not None and memo[0] == raw and memo[1] == host:
+            check_accept(headers.get("accept"))
+            return memo[2]  # type: ignore[no-any-return]
+        env = self.hosts.environment(host)
+        check_accept(headers.get("accept"))
+        api_key = key_from_authorization(raw)
+        found = (env, api_key, key_digest(api_key))
+        if conn is not None:
+            conn.edge_credential = (raw, host, found)
+        return found
 
     async def run(
         self,
@@ -110,11 +137,8 @@ class Gate:
         params: dict[str, Any],
     ) -> HTTPResponse:
         rid = request.ctx.rid = new_request_id()
-        headers = request.headers
-        env = self.hosts.environment(headers.get("host"))
-        check_accept(headers.get("accept"))
-        api_key = key_from_authorization(headers.get("authorization"))
-        caller, source = await self.authenticate(request, api_key, env, scope, is_write)
+        env, api_key, digest = self.credential(request)
+        caller, source = await self.authenticate(request, api_key, env, scope, is_write, digest)
         ctx = Ctx(rid, env, caller, source)
         if request.method == "POST":
             return await self._idempotent(request, handler, ctx, traveller, params)
