@@ -136,9 +136,24 @@ class Gate:
         traveller: str,
         params: dict[str, Any],
     ) -> HTTPResponse:
-        rid = request.ctx.rid = new_request_id()
+        rctx = request.ctx
+        rid = rctx.rid = new_request_id()
         env, api_key, digest = self.credential(request)
-        caller, source = await self.authenticate(request, api_key, env, scope, is_write, digest)
+        key_env = key_environment(api_key)
+        if key_env is not None and key_env is not env:
+            raise environment_mismatch(key_env)
+        source = request.ip or "0.0.0.0"
+        if self.proxies:
+            source = source_address(source, request.headers.get("x-forwarded-for"), self.proxies)
+        answer = await self.authorizer.answer(api_key, env, scope, source, is_write, rid, digest=digest)
+        caller = answer.caller
+        if caller is not None:
+            # Deprecation/Sunset also go on the refusals a rotated-out key gets.
+            rctx.caller = caller
+        if not answer.allowed or caller is None:
+            raise EdgeError(
+                answer.error_message or "the API key was refused", type=answer.error_type or "invalid_api_key"
+            )
         ctx = Ctx(rid, env, caller, source)
         if request.method == "POST":
             return await self._idempotent(request, handler, ctx, traveller, params)

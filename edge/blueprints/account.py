@@ -90,10 +90,15 @@ def account_body(ctx: Ctx, usage: dict[str, Any]) -> bytes:
 @guarded("account:read")
 async def get_account(request: Request, ctx: Ctx) -> HTTPResponse:
     """Read own account."""
-    usage = await usage_of(request, ctx)
+    app_ctx = request.app.ctx
+    hit_usage = app_ctx.usage_cache.get(ctx.caller.account_id)
+    if hit_usage is not None and hit_usage[0] > time.monotonic():
+        usage = hit_usage[1]  # the common case, without another coroutine
+    else:
+        usage = await usage_of(request, ctx)
     # The body only changes with the cached authorisation (caller) or the cached usage figure: reuse
     # its serialisation while both are the same objects.
-    bodies: dict[str, tuple[object, object, bytes]] = request.app.ctx.account_bodies
+    bodies: dict[str, tuple[object, object, bytes]] = app_ctx.account_bodies
     slot = ctx.caller.key_id
     hit = bodies.get(slot)
     if hit is not None and hit[0] is ctx.caller and hit[1] is usage:
