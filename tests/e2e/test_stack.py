@@ -1,0 +1,170 @@
+"""The whole stack as a partner meets it: authsvc, webhookd and edge as real processes, a real HTTPS
+webhook receiver (trustme CA), real HTTP and WebSocket clients, and svcctl as an operator's shell.
+
+One journey: register an endpoint through the edge, prove it with a signed test delivery, open the
+stream, then revoke the key from svcctl and see every consequence: the edge refuses the key, the open
+stream closes with 4001, and apikey.revoked reaches the partner's endpoint signed, having travelled
+authsvc's outbox -> webhookd -> HTTPS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+import ssl
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+import trustme
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from edge.testing import SANDBOX_HOST, edge_args
+from svcctl.client import create_demo_key
+from tests.support import ROOT, ServiceProcess
+from webhookd import verify
+from webhookd.testing import Receiver
+
+
+@dataclass
+class Stack:
+    authsvc: ServiceProcess
+    webhookd: ServiceProcess
+    edge: ServiceProcess
+    receiver: Receiver
+
+    @property
+    def sandbox(self) -> str:
+        return f"http://127.0.0.1:{self.edge.ports['sandbox_port']}"
+
+
+@pytest.fixture
+def stack(tmp_path: pathlib.Path) -> Iterator[Stack]:
+    ca = trustme.CA()
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost", "127.0.0.1").configure_cert(server_ctx)
+    receiver = Receiver(server_ctx).start()
+    procs: list[ServiceProcess] = []
+    try:
+        webhookd = ServiceProcess(
+            "webhookd",
+            [
+                "--listen", "127.0.0.1:0", "--metrics-listen", "",
+                "--database", f"sqlite+aiosqlite:///{tmp_path / 'webhookd.db'}",
+                "--allow-private-targets", "--ca-bundle", str(ca_file), "--poll-seconds", "0.2",
+            ],
+        ).start(tmp_path / "webhookd.log")  # fmt: skip
+        procs.append(webhookd)
+        authsvc = ServiceProcess(
+            "authsvc",
+            [
+                "--listen", "127.0.0.1:0", "--metrics-listen", "",
+                "--database", f"sqlite+aiosqlite:///{tmp_path / 'authsvc.db'}",
+                "--webhookd", webhookd.grpc_target,
+            ],
+        ).start(tmp_path / "authsvc.log")  # fmt: skip
+        procs.append(authsvc)
+        edge = ServiceProcess(
+            "edge",
+            edge_args(
+                authsvc.grpc_target, webhookd.grpc_target, f"sqlite+aiosqlite:///{tmp_path / 'edge.db'}"
+            ),
+        ).start(tmp_path / "edge.log")
+        procs.append(edge)
+        yield Stack(authsvc, webhookd, edge, receiver)
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        receiver.stop()
+
+
+def _headers(secret: str, **extra: str) -> dict[str, str]:
+    return {"Host": SANDBOX_HOST, "Authorization": f"Svc {secret}", "Accept": "application/json", **extra}
+
+
+async def _wait_for(predicate: object, within: float) -> None:
+    deadline = time.monotonic() + within
+    while not predicate():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.05)
+
+
+async def test_partner_journey_from_registration_to_revocation(stack: Stack) -> None:
+    demo = await create_demo_key(stack.authsvc.grpc_target)
+    secret, key_id = demo["secret"], demo["key_id"]
+    async with httpx.AsyncClient(base_url=stack.sandbox, timeout=10) as http:
+        account = await http.get("/v1/account", headers=_headers(secret))
+        assert account.status_code == 200, account.text
+        assert account.json()["id"] == demo["account_id"]
+
+        created = await http.post(
+            "/v1/webhooks/endpoints",
+            headers=_headers(secret, **{"Idempotency-Key": "reg-1"}),
+            json={"url": stack.receiver.url("/hooks"), "events": ["apikey.revoked", "booking.confirmed"]},
+        )
+        assert created.status_code == 201, created.text
+        endpoint = created.json()
+        signing_secret = endpoint["secret"]
+        assert signing_secret.startswith("whsec_")
+
+        test = await http.post(
+            f"/v1/webhooks/endpoints/{endpoint['id']}/test",
+            headers=_headers(secret, **{"Idempotency-Key": "test-1"}),
+        )
+        assert test.status_code == 202, test.text
+        await _wait_for(lambda: len(stack.receiver.requests) >= 1, 10)
+        first = stack.receiver.requests[0]
+        verify(first.body, first.headers["x-service-signature"], [signing_secret], time.time())
+        assert first.headers["x-service-event-id"] == json.loads(first.body)["id"]
+
+        async with connect(
+            f"ws://{SANDBOX_HOST}/v1/stream",
+            subprotocols=["svc", secret],  # type: ignore[list-item]
+            host="127.0.0.1",
+            port=stack.edge.ports["sandbox_port"],
+            open_timeout=5,
+        ) as stream:
+            assert stream.subprotocol == "svc"
+            revoked_at = time.monotonic()
+            cli = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "svcctl", "--authsvc", stack.authsvc.grpc_target,
+                "--actor", "ops:e2e", "keys", "revoke", key_id, "--reason", "journey test",
+                cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            out, err = await asyncio.wait_for(cli.communicate(), 30)
+            assert cli.returncode == 0, err.decode()
+            assert secret not in (out + err).decode()
+            with pytest.raises(ConnectionClosed) as closed:
+                while True:
+                    await asyncio.wait_for(stream.recv(), 5)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 4001
+            assert time.monotonic() - revoked_at < 5  # svcctl start-up included; the edge's part is < 1 s
+
+        refused = await http.get("/v1/account", headers=_headers(secret))
+        assert refused.status_code == 401
+        assert refused.json()["error"]["type"] == "invalid_api_key"
+
+    def revoked_deliveries() -> list[dict[str, object]]:
+        return [
+            json.loads(r.body)
+            for r in stack.receiver.requests
+            if json.loads(r.body).get("type") == "apikey.revoked"
+        ]
+
+    await _wait_for(lambda: len(revoked_deliveries()) >= 1, 15)
+    event = revoked_deliveries()[0]
+    assert event["account"] == demo["account_id"]
+    assert event["livemode"] is False
+    raw = next(r for r in stack.receiver.requests if b"apikey.revoked" in r.body)
+    verify(raw.body, raw.headers["x-service-signature"], [signing_secret], time.time())
+    for proc in (stack.authsvc, stack.webhookd, stack.edge):
+        assert secret not in proc.logs()
+        assert signing_secret not in proc.logs()
