@@ -528,3 +528,37 @@ async def test_delete_customer(
         await http.delete(stack.url() + "/v1/customers/c1", headers=hdrs(reader.secret)), 403, "missing_scope"
     )
     assert "account:write" in err["message"]
+
+
+GET_ACCOUNT = b"GET /v1/account HTTP/1.1\r\nHost: 127.0.0.1:8081\r\n"
+
+
+@pytest.mark.parametrize(
+    ("raw", "status", "etype"),
+    [
+        (b"GARBAGE\r\n\r\n", 400, "invalid_request"),
+        (GET_ACCOUNT + b"Bad Header\r\n\r\n", 400, "invalid_request"),
+        (GET_ACCOUNT + b"Authorization: Svc \xff\xfe\r\n\r\n", 401, "invalid_api_key"),
+        (
+            GET_ACCOUNT.replace(b"GET", b"POST") + b"Content-Length: 99999999\r\n\r\n",
+            413,
+            "payload_too_large",
+        ),
+    ],
+)
+async def test_malformed_http_gets_the_error_body(stack: Stack, raw: bytes, status: int, etype: str) -> None:
+    import json
+
+    reader, writer = await asyncio.open_connection("127.0.0.1", stack.edge.ports["sandbox_port"])
+    try:
+        writer.write(raw)
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        lines = head.decode("latin-1").split("\r\n")
+        assert lines[0].split(" ")[1] == str(status)
+        headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+        body = json.loads(await asyncio.wait_for(reader.readexactly(int(headers["content-length"])), 5))
+        assert body["error"]["type"] == etype
+        assert headers["x-request-id"] == body["error"]["requestId"]
+    finally:
+        writer.close()
