@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import httpx
 
 from svckit.clock import Clock
-from svckit.ids import new_id
 from webhookd import _metrics as metrics
+from webhookd._ids import new_id
 from webhookd._repository import (
     FAILED,
     HELD,
@@ -38,6 +38,7 @@ log = logging.getLogger("webhookd.delivery")
 USER_AGENT = "Svc-Webhooks/1.0 (+https://docs.svc.travel/webhooks)"
 DELIVERY_TIMEOUT = 10.0
 RESPONSE_KEEP = 4096
+GROUP_COMMIT_WAIT = 0.003
 
 
 @dataclass(slots=True)
@@ -73,7 +74,7 @@ class Sender:
                 async with self.client.stream("POST", url, content=body, headers=headers) as response:
                     status = response.status_code
                     kept = bytearray()
-                    async for chunk in response.aiter_raw():
+                    async for chunk in response.aiter_bytes():
                         kept += chunk
                         if len(kept) >= RESPONSE_KEEP:
                             break
@@ -156,7 +157,7 @@ class DeliveryWorker:
         self.sender = sender
         self.clock = clock
         self.config = config or WorkerConfig()
-        self.owner = owner or new_id("wrk", 16)
+        self.owner = owner or new_id("wrk")
         self.on_alerts = on_alerts
         self.on_sent = on_sent
         self._wake = asyncio.Event()
@@ -345,7 +346,9 @@ class DeliveryWorker:
                 if self._stopping:
                     return
                 continue
-            # Group commit: every result that arrived while the previous write ran, in one transaction.
+            if not self._stopping and len(self._results) < min(32, self._inflight):
+                await asyncio.sleep(GROUP_COMMIT_WAIT)  # let a few more results join this commit
+            # Group commit: every result that arrived meanwhile, in one transaction.
             batch, self._results = self._results, []
             try:
                 await self._write(batch)

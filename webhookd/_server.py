@@ -24,10 +24,11 @@ from svckit.runner import add_serve_args, env_name, print_ready, run_until_signa
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 from webhookd import _metrics as metrics
 from webhookd._delivery import DELIVERY_TIMEOUT, DeliveryWorker, Sender, WorkerConfig
+from webhookd._http import FastTransport
 from webhookd._mailer import Mailer, SmtpConfig, authsvc_lookup
 from webhookd._service import EventHub, WebhookService
 from webhookd._sql import SqlRepository
-from webhookd._ssrf import GuardedTransport, Policy, Resolver, system_resolver
+from webhookd._ssrf import Policy, Resolver, system_resolver
 
 log = logging.getLogger("webhookd")
 
@@ -54,12 +55,7 @@ class Config:
 
 def make_client(config: Config, resolver: Resolver = system_resolver) -> httpx.AsyncClient:
     """Keep-alive pooled client whose connections all pass the SSRF guard."""
-    transport = GuardedTransport(
-        config.policy,
-        ca_bundle=config.ca_bundle,
-        resolver=resolver,
-        max_connections=max(config.worker.concurrency, 16),
-    )
+    transport = FastTransport(config.policy, ca_bundle=config.ca_bundle, resolver=resolver)
     return httpx.AsyncClient(
         transport=transport,
         timeout=httpx.Timeout(config.delivery_timeout),

@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Benchmark (not a test): durable signed webhook deliveries per second from webhookd's delivery worker
+(SQLite, group commits, keep-alive HTTPS) to a local HTTPS receiver, and the lag between an attempt's
+due time and its send. Loopback only, bounded, stops by itself.
+
+    .venv/bin/python scripts/bench_webhooks.py [--deliveries 20000] [--lag-deliveries 3000] [--lag-rate 1000]
+
+Phase 1 (throughput): N deliveries are due at once; the worker claims them in batches, signs and POSTs
+each over a pooled TLS connection, and commits the attempt rows and delivery updates in group commits.
+A delivery counts when its result is committed (durable). Phase 2 (lag): deliveries come due at a steady
+rate (below capacity); for each send we record send time minus due time.
+The receiver runs in its own process (trustme certificate, HTTP/1.1 keep-alive, answers 200).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import multiprocessing as mp
+import os
+import pathlib
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+import trustme
+
+from svckit.clock import SystemClock
+from svckit.ids import new_id
+from webhookd._delivery import DeliveryWorker, Sender, WorkerConfig
+from webhookd._events import Environment, build_envelope
+from webhookd._repository import ENABLED, EndpointRecord, SigningSecret
+from webhookd._server import Config, make_client
+from webhookd._signing import new_secret
+from webhookd._sql import SqlRepository, deliveries, events, us
+from webhookd._ssrf import Policy
+from webhookd.testing import Receiver
+
+ACCT, ENV = "acct_bench", "live"
+
+
+def _receiver_process(cert_pem: bytes, key_pem: bytes, port_q: mp.Queue, stop: mp.Event) -> None:  # type: ignore[type-arg]
+    with tempfile.TemporaryDirectory() as d:
+        cert, key = pathlib.Path(d, "c.pem"), pathlib.Path(d, "k.pem")
+        cert.write_bytes(cert_pem)
+        key.write_bytes(key_pem)
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(cert, key)
+    factory = asyncio.new_event_loop
+    try:
+        import uvloop
+
+        factory = uvloop.new_event_loop
+    except ImportError:
+        pass
+    r = Receiver(ctx, record=False, loop_factory=factory).start()
+    port_q.put(r.port)
+    stop.wait(600)
+    port_q.put(r.count)
+    r.stop()
+
+
+async def _preload(repo: SqlRepository, endpoint_id: str, due: list[dt.datetime]) -> None:
+    now = dt.datetime.now(dt.UTC)
+    ev_rows, del_rows = [], []
+    for when in due:
+        eid = new_id("evt")
+        body = build_envelope(
+            event_id=eid, kind="booking.confirmed", created=now, environment=Environment.LIVE,
+            account_id=ACCT, state="confirmed", data={"booking_id": new_id("bk"), "amount": 12345},
+        )  # fmt: skip
+        ev_rows.append(
+            {
+                "id": eid,
+                "account_id": ACCT,
+                "environment": ENV,
+                "type": "booking.confirmed",
+                "state": "confirmed",
+                "created_at": us(now),
+                "envelope": body,
+                "idempotency_key": None,
+            }
+        )
+        del_rows.append({"id": new_id("msg"), "event_id": eid, "endpoint_id": endpoint_id, "account_id": ACCT,
+                         "environment": ENV, "event_type": "booking.confirmed", "status": "pending",
+                         "attempt_count": 0, "schedule_count": 0, "due_at": us(when),
+                         "next_attempt_at": us(when), "lease_owner": None, "created_at": us(now),
+                         "updated_at": us(now)})  # fmt: skip
+    async with repo.engine.begin() as conn:
+        for i in range(0, len(ev_rows), 5000):
+            await conn.execute(events.insert(), ev_rows[i : i + 5000])
+            await conn.execute(deliveries.insert(), del_rows[i : i + 5000])
+
+
+class CountingRepo(SqlRepository):
+    """Counts deliveries whose result is committed."""
+
+    committed = 0
+    done: asyncio.Event
+
+    async def record_outcomes(self, outcomes, owner, now):  # type: ignore[no-untyped-def,override]
+        alerts = await super().record_outcomes(outcomes, owner, now)
+        CountingRepo.committed += len(outcomes)
+        if CountingRepo.committed >= self.target:
+            self.done.set()
+        return alerts
+
+
+async def _phase(
+    db: str, port: int, ca_pem: bytes, due: list[dt.datetime], cfg: WorkerConfig, limit_s: float
+) -> tuple[float, list[float], int]:
+    repo = await CountingRepo.open(db)
+    assert isinstance(repo, CountingRepo)
+    ep = EndpointRecord(
+        id=new_id("we"), account_id=ACCT, environment=ENV, url=f"https://127.0.0.1:{port}/hook",
+        events=["booking.confirmed"], description="bench", status=ENABLED, disabled_reason="",
+        created_at=dt.datetime.now(dt.UTC), updated_at=dt.datetime.now(dt.UTC),
+        secrets=[SigningSecret(new_secret())],
+    )  # fmt: skip
+    await repo.create_endpoint(ep)
+    await _preload(repo, ep.id, due)
+    CountingRepo.committed = 0
+    repo.target = len(due)  # type: ignore[attr-defined]
+    repo.done = asyncio.Event()
+    config = Config(policy=Policy(allow_private=True), worker=cfg)
+    fd, ca_path = tempfile.mkstemp(suffix=".pem")
+    os.write(fd, ca_pem)
+    os.close(fd)
+    config.ca_bundle = ca_path
+    client = make_client(config)
+    lags: list[float] = []
+    worker = DeliveryWorker(
+        repo, Sender(client), SystemClock(), cfg, on_sent=lambda _c, lag: lags.append(lag)
+    )
+    start = time.perf_counter()
+    task = asyncio.create_task(worker.run())
+    try:
+        await asyncio.wait_for(repo.done.wait(), limit_s)
+    except TimeoutError:
+        print(f"  (stopped after {limit_s:.0f} s with {CountingRepo.committed}/{len(due)} committed)")
+    elapsed = time.perf_counter() - start
+    committed = CountingRepo.committed
+    await worker.stop(1.0)
+    await task
+    await client.aclose()
+    await repo.close()
+    os.unlink(ca_path)
+    return elapsed, lags, committed
+
+
+def _pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    ctx = mp.get_context("spawn")
+    port_q: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+    stop = ctx.Event()
+    proc = ctx.Process(
+        target=_receiver_process,
+        args=(cert.cert_chain_pems[0].bytes(), cert.private_key_pem.bytes(), port_q, stop),
+        daemon=True,
+    )
+    proc.start()
+    port = port_q.get(timeout=30)
+    cfg = WorkerConfig(
+        batch_size=args.batch_size, concurrency=args.concurrency, lease_seconds=60, poll_seconds=0.25
+    )
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            now = dt.datetime.now(dt.UTC)
+            db1 = f"sqlite+aiosqlite:///{d}/throughput.db"
+            elapsed, _lags, n = await _phase(
+                db1, port, ca.cert_pem.bytes(), [now] * args.deliveries, cfg, 120
+            )
+            rows.append(
+                (
+                    f"durable signed deliveries/s (burst of {args.deliveries} due at once)",
+                    f"{n / elapsed:,.0f}",
+                )
+            )
+            rows.append(("  wall time for the burst", f"{elapsed:.2f} s"))
+            start = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1.5)
+            step = dt.timedelta(seconds=1 / args.lag_rate)
+            due = [start + i * step for i in range(args.lag_deliveries)]
+            db2 = f"sqlite+aiosqlite:///{d}/lag.db"
+            _e, lags, n2 = await _phase(db2, port, ca.cert_pem.bytes(), due, cfg, 120)
+            rows.append(
+                (
+                    f"due->send lag p50 ({args.lag_deliveries} due at {args.lag_rate}/s)",
+                    f"{_pct(lags, 50) * 1000:.1f} ms",
+                )
+            )
+            rows.append(("due->send lag p99", f"{_pct(lags, 99) * 1000:.1f} ms"))
+            rows.append(("due->send lag max", f"{max(lags) * 1000:.1f} ms" if lags else "n/a"))
+            rows.append(("deliveries committed in lag phase", f"{n2}"))
+        finally:
+            stop.set()
+            received = port_q.get(timeout=30)
+            proc.join(10)
+    rows.append(("requests the receiver answered (both phases)", f"{received}"))
+    width = max(len(r[0]) for r in rows)
+    print(
+        f"\nwebhookd delivery benchmark (SQLite, HTTPS over loopback, {os.cpu_count()} CPUs, "
+        f"concurrency {args.concurrency}, batch {args.batch_size})"
+    )
+    print(f"{'metric'.ljust(width)} | value")
+    print(f"{'-' * width}-+-{'-' * 12}")
+    for name, value in rows:
+        print(f"{name.ljust(width)} | {value}")
+    print(
+        f"{'goal'.ljust(width)} | >= 5,000/s, p99 lag < 1 s (mean lag {statistics.fmean(lags) * 1000:.1f} ms)"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--deliveries", type=int, default=20000)
+    parser.add_argument("--lag-deliveries", type=int, default=3000)
+    parser.add_argument("--lag-rate", type=float, default=1000.0, help="deliveries coming due per second")
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--batch-size", type=int, default=500)
+    args = parser.parse_args()
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(main_async(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
