@@ -540,7 +540,8 @@ GET_ACCOUNT = b"GET /v1/account HTTP/1.1\r\nHost: 127.0.0.1:8081\r\n"
         (GET_ACCOUNT + b"Bad Header\r\n\r\n", 400, "invalid_request"),
         (GET_ACCOUNT + b"Authorization: Svc \xff\xfe\r\n\r\n", 401, "invalid_api_key"),
         (
-            GET_ACCOUNT.replace(b"GET", b"POST") + b"Content-Length: 99999999\r\n\r\n",
+            b"POST /v1/webhooks/endpoints HTTP/1.1\r\nHost: 127.0.0.1:8081\r\nContent-Length: 2000000\r\n"
+            b"\r\n",
             413,
             "payload_too_large",
         ),
