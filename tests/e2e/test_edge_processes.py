@@ -8,9 +8,13 @@ import asyncio
 import pathlib
 import socket
 import urllib.request
+from typing import Any
 
 import grpc
 import httpx
+import pytest
+import websockets
+from websockets.asyncio.client import connect
 
 from edge.testing import SANDBOX_HOST, Upstream, edge_args, write_route_table
 from tests.support import ServiceProcess
@@ -172,9 +176,16 @@ async def test_key_revoked_while_the_watch_was_down_is_refused_once_authsvc_is_b
         "edge",
         edge_args(f"127.0.0.1:{port}", "127.0.0.1:1", f"sqlite+aiosqlite:///{tmp_path / 'e.db'}", routes),
     ).start(tmp_path / "edge.log")
+    stream: Any = None
     try:
         _, secret = await sandbox_key(watched.grpc_target, ["hotels:read"])
         url = f"http://127.0.0.1:{edge.ports['sandbox_port']}/v1/hotels/search"
+        stream = await connect(
+            f"ws://{SANDBOX_HOST}/v1/stream",
+            subprotocols=["svc", secret],  # type: ignore[list-item]
+            host="127.0.0.1",
+            port=edge.ports["sandbox_port"],
+        )
         async with httpx.AsyncClient(timeout=10) as c:
             assert (await c.get(url, headers=h(secret))).status_code == 200  # cached ALLOW (60 s)
             watched.kill()
@@ -189,7 +200,14 @@ async def test_key_revoked_while_the_watch_was_down_is_refused_once_authsvc_is_b
                 assert asyncio.get_running_loop().time() < deadline, "the stale ALLOW outlived the reconnect"
                 await asyncio.sleep(0.05)
             assert r.json()["error"]["type"] == "invalid_api_key"
+            # The open stream re-checked its key on the reconnected watch's SYNC and was closed.
+            with pytest.raises(websockets.ConnectionClosed) as info:
+                while True:
+                    await asyncio.wait_for(stream.recv(), 10)
+            assert info.value.rcvd is not None and info.value.rcvd.code == 4001
     finally:
+        if stream is not None:
+            await stream.close()
         edge.terminate()
         watched.terminate()
         other.terminate()
