@@ -228,9 +228,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--deliveries", type=int, default=20000)
     parser.add_argument("--lag-deliveries", type=int, default=3000)
-    parser.add_argument("--lag-rate", type=float, default=1000.0, help="deliveries coming due per second")
-    parser.add_argument("--concurrency", type=int, default=256)
-    parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument("--lag-rate", type=float, default=300.0, help="deliveries coming due per second")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=200)
     args = parser.parse_args()
     try:
         import uvloop

@@ -135,8 +135,8 @@ def decide(claim: Claim, sent: SendResult | None, attempted_at: dt.datetime, man
 
 @dataclass
 class WorkerConfig:
-    batch_size: int = 500
-    concurrency: int = 256
+    batch_size: int = 200
+    concurrency: int = 64
     lease_seconds: float = 60.0
     poll_seconds: float = 0.25
 

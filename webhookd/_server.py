@@ -220,12 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="address(es) alerted when authsvc is not configured or knows no admin (repeatable)",
     )
     serve.add_argument(
-        "--concurrency", type=int, default=int(env("concurrency", "256")), help="deliveries in flight at once"
+        "--concurrency", type=int, default=int(env("concurrency", "64")), help="deliveries in flight at once"
     )
     serve.add_argument(
         "--batch-size",
         type=int,
-        default=int(env("batch_size", "500")),
+        default=int(env("batch_size", "200")),
         help="deliveries claimed per transaction",
     )
     serve.add_argument(
