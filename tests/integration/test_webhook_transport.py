@@ -1,0 +1,115 @@
+"""webhookd's HTTP/1.1 transport against small real servers on loopback: keep-alive reuse, chunked and
+close-delimited responses, a pooled connection the server closed, and the SSRF check at connect."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import httpx
+import pytest
+
+from webhookd import Policy
+from webhookd._http import FastTransport
+
+DEV = Policy(allow_http=True, allow_private=True)
+Reply = Callable[[int], bytes]
+
+
+class Server:
+    def __init__(self, reply: Reply, close_after: bool = False) -> None:
+        self.reply = reply
+        self.close_after = close_after
+        self.requests = 0
+        self.connections = 0
+        self.server: asyncio.Server | None = None
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.decode().split("\r\n"):
+                    if line.lower().startswith("content-length:"):
+                        length = int(line.split(":")[1])
+                await reader.readexactly(length)
+                self.requests += 1
+                writer.write(self.reply(self.requests))
+                await writer.drain()
+                if self.close_after:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        writer.close()
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/hook"
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[..., object]]:
+    servers: list[Server] = []
+
+    async def start(reply: Reply, close_after: bool = False) -> Server:
+        s = Server(reply, close_after)
+        s.server = await asyncio.start_server(s.handle, "127.0.0.1", 0)
+        servers.append(s)
+        return s
+
+    yield start
+    for s in servers:
+        assert s.server is not None
+        s.server.close()
+
+
+async def test_keep_alive_chunked_and_content_length(serve) -> None:  # type: ignore[no-untyped-def]
+    def reply(n: int) -> bytes:
+        if n % 2:
+            return b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        return b"HTTP/1.1 503 Busy\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nbusy\r\n3\r\n!!!\r\n0\r\n\r\n"
+
+    server = await serve(reply)
+    transport = FastTransport(DEV)
+    async with httpx.AsyncClient(transport=transport) as client:
+        answers = [await client.post(server.url, content=b"{}") for _ in range(4)]
+    assert [(r.status_code, r.text) for r in answers] == [(200, "ok"), (503, "busy!!!")] * 2
+    assert server.connections == 1 and transport.connections_opened == 1
+
+
+async def test_close_delimited_and_connection_close(serve) -> None:  # type: ignore[no-untyped-def]
+    server = await serve(
+        lambda n: b"HTTP/1.1 202 Accepted\r\nConnection: close\r\n\r\nstored", close_after=True
+    )
+    transport = FastTransport(DEV)
+    async with httpx.AsyncClient(transport=transport) as client:
+        for _ in range(3):
+            r = await client.post(server.url, content=b"{}")
+            assert (r.status_code, r.text) == (202, "stored")
+    assert server.connections == 3
+
+
+async def test_pooled_connection_closed_by_server_is_retried_fresh(serve) -> None:  # type: ignore[no-untyped-def]
+    # Advertises keep-alive, then closes anyway: the next request finds a dead pooled connection.
+    server = await serve(lambda n: b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", close_after=True)
+    transport = FastTransport(DEV)
+    async with httpx.AsyncClient(transport=transport) as client:
+        for _ in range(3):
+            assert (await client.post(server.url, content=b"{}")).status_code == 200
+            await asyncio.sleep(0.05)
+    assert server.requests == 3
+
+
+async def test_ssrf_checked_at_connect() -> None:
+    async with httpx.AsyncClient(transport=FastTransport(Policy(allow_http=True))) as client:
+        with pytest.raises(httpx.ConnectError, match="loopback"):
+            await client.post("http://127.0.0.1:9/hook", content=b"{}")
+
+    async def rebinding(host: str, port: int) -> list[str]:
+        return ["10.0.0.8"]
+
+    async with httpx.AsyncClient(transport=FastTransport(Policy(), resolver=rebinding)) as client:
+        with pytest.raises(httpx.ConnectError, match="private"):
+            await client.post("https://hooks.partner.test/hook", content=b"{}")

@@ -1,0 +1,124 @@
+"""The worker's pure decision and the Sender, with httpx.MockTransport standing in for the network."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import httpx
+import pytest
+
+from webhookd import Outcome, verify
+from webhookd._delivery import RESPONSE_KEEP, USER_AGENT, Sender, decide
+from webhookd._repository import (
+    DISABLED,
+    ENABLED,
+    FAILED,
+    HELD,
+    PENDING,
+    SUCCEEDED,
+    Claim,
+    DeliveryRecord,
+    EndpointRecord,
+    SigningSecret,
+)
+
+NOW = dt.datetime(2026, 5, 1, 8, 0, tzinfo=dt.UTC)
+SECRET = "whsec_" + "A" * 44
+
+
+def _claim(status: str = ENABLED, attempts: int = 0, schedule: int = 0, endpoint: bool = True) -> Claim:
+    d = DeliveryRecord("msg_1", "evt_1", "we_1", "acct_1", "live", "booking.confirmed", PENDING, attempts,
+                       schedule, NOW, NOW, NOW)  # fmt: skip
+    ep = EndpointRecord("we_1", "acct_1", "live", "https://x.test/h", ["booking.confirmed"], "", status, "",
+                        NOW, NOW, [SigningSecret(SECRET)])  # fmt: skip
+    return Claim(d, b'{"id":"evt_1"}', ep if endpoint else None)
+
+
+def _sent(outcome: Outcome, status: int = 0) -> object:
+    from webhookd._delivery import SendResult
+
+    return SendResult(outcome, status, "", {}, 1.0, "" if outcome.ok else "boom")
+
+
+@pytest.mark.parametrize(
+    ("claim", "outcome", "status", "next_at", "attempt_number", "disable"),
+    [
+        (_claim(endpoint=False), None, FAILED, None, None, False),
+        (_claim(DISABLED), None, HELD, None, None, False),
+        (_claim(), Outcome.SUCCEEDED, SUCCEEDED, None, 1, False),
+        (_claim(), Outcome.HTTP_ERROR, PENDING, NOW + dt.timedelta(minutes=1), 1, False),
+        (_claim(attempts=3, schedule=3), Outcome.TIMEOUT, PENDING, NOW + dt.timedelta(hours=2), 4, False),
+        (_claim(attempts=6, schedule=6), Outcome.NETWORK_ERROR, FAILED, None, 7, True),
+        # After a recover the schedule starts again while the attempt count goes on.
+        (
+            _claim(attempts=9, schedule=0),
+            Outcome.HTTP_ERROR,
+            PENDING,
+            NOW + dt.timedelta(minutes=1),
+            10,
+            False,
+        ),
+    ],
+)
+def test_decide_table(
+    claim: Claim,
+    outcome: Outcome | None,
+    status: str,
+    next_at: dt.datetime | None,
+    attempt_number: int | None,
+    disable: bool,
+) -> None:
+    sent = _sent(outcome) if outcome else None
+    out = decide(claim, sent, NOW)  # type: ignore[arg-type]
+    assert (out.status, out.next_attempt_at, out.disable_endpoint) == (status, next_at, disable)
+    assert (out.attempt.attempt_number if out.attempt else None) == attempt_number
+    assert out.counts_attempt is (out.attempt is not None)
+
+
+def _client(handler) -> httpx.AsyncClient:  # type: ignore[no-untyped-def]
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+
+
+async def test_sender_posts_signed_raw_body_and_keeps_4k_of_response() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(500, content=b"x" * 10_000)
+
+    async with _client(handler) as client:
+        result = await Sender(client).send("https://x.test/h", b'{"id":"evt_1"}', [SECRET], "evt_1", NOW)
+    (req,) = seen
+    assert req.method == "POST" and req.content == b'{"id":"evt_1"}'
+    assert req.headers["content-type"] == "application/json" and req.headers["user-agent"] == USER_AGENT
+    assert req.headers["x-service-event-id"] == "evt_1"
+    verify(req.content, req.headers["x-service-signature"], SECRET, NOW)
+    assert result.result is Outcome.HTTP_ERROR and result.status == 500
+    assert len(result.body) == RESPONSE_KEEP and "500" in result.error
+    assert result.headers["X-Service-Signature"] == req.headers["x-service-signature"]
+
+
+@pytest.mark.parametrize(
+    ("response", "outcome"),
+    [
+        (httpx.Response(200), Outcome.SUCCEEDED),
+        (httpx.Response(204), Outcome.SUCCEEDED),
+        (httpx.Response(299), Outcome.SUCCEEDED),
+        (httpx.Response(302, headers={"Location": "https://elsewhere.test/"}), Outcome.HTTP_ERROR),
+        (httpx.Response(404), Outcome.HTTP_ERROR),
+        (httpx.ConnectTimeout("slow"), Outcome.TIMEOUT),
+        (httpx.ReadTimeout("slow"), Outcome.TIMEOUT),
+        (httpx.ConnectError("refused"), Outcome.NETWORK_ERROR),
+        (httpx.RemoteProtocolError("garbage"), Outcome.NETWORK_ERROR),
+    ],
+)
+async def test_sender_outcomes(response: httpx.Response | Exception, outcome: Outcome) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if isinstance(response, Exception):
+            raise response
+        return response
+
+    async with _client(handler) as client:
+        result = await Sender(client).send("https://x.test/h", b"{}", [SECRET], "evt_1", NOW)
+    assert result.result is outcome
+    assert (result.error == "") is outcome.ok
