@@ -1,0 +1,112 @@
+"""Disable alerts: admin addresses come from authsvc (real gRPC server) with a configured fallback; the
+e-mail goes over real SMTP (aiosmtpd); an unreachable SMTP server leaves the alert pending."""
+
+from __future__ import annotations
+
+import datetime as dt
+import pathlib
+import socket
+from collections.abc import Iterator
+from email import message_from_bytes
+from typing import Any
+
+import grpc
+import pytest
+from aiosmtpd.controller import Controller
+
+from authsvc._server import run_server as run_authsvc
+from svckit.clock import FakeClock
+from travel.auth.v1 import auth_pb2, auth_pb2_grpc
+from webhookd._mailer import Mailer, SmtpConfig, authsvc_lookup
+from webhookd._repository import ENABLED, EndpointRecord, Outcome, SigningSecret
+from webhookd._sql import SqlRepository
+
+NOW = dt.datetime(2026, 4, 1, tzinfo=dt.UTC)
+
+
+class Inbox:
+    def __init__(self) -> None:
+        self.messages: list[tuple[list[str], Any]] = []
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.messages.append((sorted(envelope.rcpt_tos), message_from_bytes(envelope.content)))
+        return "250 OK"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def smtp() -> Iterator[tuple[Inbox, int]]:
+    port = _free_port()
+    inbox = Inbox()
+    controller = Controller(inbox, hostname="127.0.0.1", port=port)
+    controller.start()
+    yield inbox, port
+    controller.stop()
+
+
+async def _disable(repo: SqlRepository, account_id: str) -> str:
+    ep = EndpointRecord(f"we_{account_id}", account_id, "live", "https://hooks.partner.test/h",
+                        ["apikey.revoked"], "", ENABLED, "", NOW, NOW,
+                        [SigningSecret("whsec_" + "B" * 44)])  # fmt: skip
+    await repo.create_endpoint(ep)
+    await repo.record_outcomes(
+        [
+            Outcome(
+                "msg_x", ep.id, None, "failed", None, False, disable_endpoint=True, disabled_reason="HTTP 500"
+            )
+        ],
+        "wrk_test",
+        NOW,
+    )
+    return ep.id
+
+
+async def test_alert_goes_to_authsvc_admins_else_fallback(
+    sqlite_url: str, tmp_path: pathlib.Path, smtp: tuple[Inbox, int]
+) -> None:
+    auth = await run_authsvc("127.0.0.1:0", f"sqlite+aiosqlite:///{tmp_path / 'auth.db'}")
+    repo = await SqlRepository.open(sqlite_url)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{auth.port}") as channel:
+            acct = await auth_pb2_grpc.AuthServiceStub(channel).CreateAccount(
+                auth_pb2.CreateAccountRequest(
+                    name="Partner", mode=auth_pb2.ACCOUNT_MODE_A,
+                    admin_emails=["admin1@partner.test", "admin2@partner.test"],
+                    actor=auth_pb2.Actor(user="t"),
+                )
+            )  # fmt: skip
+        account_id = acct.account.id
+        ep_known = await _disable(repo, account_id)
+        ep_unknown = await _disable(repo, "acct_unknown")
+        assert len(await repo.pending_alerts(10)) == 2
+        mailer = Mailer(
+            repo, FakeClock(NOW), SmtpConfig("127.0.0.1", smtp[1], "webhooks@svc.test"),
+            lookup=authsvc_lookup(f"127.0.0.1:{auth.port}"), fallback=["oncall@svc.test"],
+        )  # fmt: skip
+        assert await mailer.send_pending() == 2
+        by_endpoint = {m["Subject"].split()[2]: (rcpts, m) for rcpts, m in smtp[0].messages}
+        assert by_endpoint[ep_known][0] == ["admin1@partner.test", "admin2@partner.test"]
+        assert by_endpoint[ep_unknown][0] == ["oncall@svc.test"]
+        assert "HTTP 500" in by_endpoint[ep_known][1].get_payload()
+        assert await repo.pending_alerts(10) == []
+        assert await mailer.send_pending() == 0  # sent once, not again
+    finally:
+        await repo.close()
+        await auth.stop(0)
+
+
+async def test_unreachable_smtp_keeps_alert_pending(sqlite_url: str) -> None:
+    repo = await SqlRepository.open(sqlite_url)
+    try:
+        await _disable(repo, "acct_1")
+        mailer = Mailer(repo, FakeClock(NOW), SmtpConfig("127.0.0.1", _free_port(), timeout=2),
+                        fallback=["oncall@svc.test"])  # fmt: skip
+        assert await mailer.send_pending() == 0
+        assert len(await repo.pending_alerts(10)) == 1
+    finally:
+        await repo.close()
