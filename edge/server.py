@@ -13,22 +13,29 @@ from sanic.server.protocols.http_protocol import HttpProtocol
 from sanic.server.protocols.websocket_protocol import WebSocketProtocol
 
 _SWITCHING = b"HTTP/1.1 101 "
+_EMPTY_ALT_SVC = b"\r\nalt-svc: "  # Sanic leaves "alt-svc: " (empty) when not started by app.run
 
 
-class _RequestIdOnHandshake(HttpProtocol):
-    """Adds X-Request-Id to the 101 answer of a WebSocket handshake, which Sanic writes itself."""
+class _TidyResponseHead(HttpProtocol):
+    """Adds X-Request-Id to the 101 answer of a WebSocket handshake (which Sanic writes itself) and
+    drops the empty ``alt-svc`` header Sanic adds when served through create_server."""
 
     async def send(self, data: bytes) -> None:  # type: ignore[override]
-        if data[:13] == _SWITCHING:
-            http = getattr(self, "_http", None)
-            rid = getattr(getattr(getattr(http, "request", None), "ctx", None), "rid", None)
+        if data[:5] == b"HTTP/":
             end = data.find(b"\r\n\r\n")
-            if rid and end > 0:
-                data = bytes(data[:end]) + f"\r\nX-Request-Id: {rid}".encode() + bytes(data[end:])
+            i = data.find(_EMPTY_ALT_SVC, 0, end + 2)
+            if i >= 0 and data[i + 11 : i + 13] == b"\r\n":
+                data = data[:i] + data[i + 11 :]
+                end -= 11
+            if data[:13] == _SWITCHING:
+                http = getattr(self, "_http", None)
+                rid = getattr(getattr(getattr(http, "request", None), "ctx", None), "rid", None)
+                if rid and end > 0:
+                    data = bytes(data[:end]) + f"\r\nX-Request-Id: {rid}".encode() + bytes(data[end:])
         await super().send(data)
 
 
-class EdgeProtocol(WebSocketProtocol, _RequestIdOnHandshake):
+class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
     """HTTP/1.1 and WebSocket, with the request id on every answer including the handshake."""
 
 

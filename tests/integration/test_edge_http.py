@@ -561,5 +561,6 @@ async def test_malformed_http_gets_the_error_body(stack: Stack, raw: bytes, stat
         body = json.loads(await asyncio.wait_for(reader.readexactly(int(headers["content-length"])), 5))
         assert body["error"]["type"] == etype
         assert headers["x-request-id"] == body["error"]["requestId"]
+        assert "alt-svc" not in headers
     finally:
         writer.close()
