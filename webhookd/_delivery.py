@@ -17,6 +17,7 @@ import httpx
 
 from svckit.clock import Clock
 from webhookd import _metrics as metrics
+from webhookd._events import TEST_EVENT_KIND
 from webhookd._ids import new_id
 from webhookd._repository import (
     FAILED,
@@ -117,6 +118,9 @@ def decide(claim: Claim, sent: SendResult | None, attempted_at: dt.datetime, man
         manual=manual,
     )
     decision = next_attempt(d.schedule_count + 1, sent.result, attempted_at)
+    if d.event_type == TEST_EVENT_KIND and decision.action is not Action.DONE:
+        # A test send is one attempt: it reports, it never retries and never disables the endpoint.
+        return Outcome(d.id, d.endpoint_id, attempt, FAILED, None, counts_attempt=True)
     if decision.action is Action.DONE:
         return Outcome(d.id, d.endpoint_id, attempt, SUCCEEDED, None, counts_attempt=True)
     if decision.action is Action.RETRY:

@@ -26,8 +26,14 @@ NOW = dt.datetime(2026, 5, 1, 8, 0, tzinfo=dt.UTC)
 SECRET = "whsec_" + "A" * 44
 
 
-def _claim(status: str = ENABLED, attempts: int = 0, schedule: int = 0, endpoint: bool = True) -> Claim:
-    d = DeliveryRecord("msg_1", "evt_1", "we_1", "acct_1", "live", "booking.confirmed", PENDING, attempts,
+def _claim(
+    status: str = ENABLED,
+    attempts: int = 0,
+    schedule: int = 0,
+    endpoint: bool = True,
+    kind: str = "booking.confirmed",
+) -> Claim:
+    d = DeliveryRecord("msg_1", "evt_1", "we_1", "acct_1", "live", kind, PENDING, attempts,
                        schedule, NOW, NOW, NOW)  # fmt: skip
     ep = EndpointRecord("we_1", "acct_1", "live", "https://x.test/h", ["booking.confirmed"], "", status, "",
                         NOW, NOW, [SigningSecret(SECRET)])  # fmt: skip
@@ -49,6 +55,9 @@ def _sent(outcome: Outcome, status: int = 0) -> object:
         (_claim(), Outcome.HTTP_ERROR, PENDING, NOW + dt.timedelta(minutes=1), 1, False),
         (_claim(attempts=3, schedule=3), Outcome.TIMEOUT, PENDING, NOW + dt.timedelta(hours=2), 4, False),
         (_claim(attempts=6, schedule=6), Outcome.NETWORK_ERROR, FAILED, None, 7, True),
+        # A test send is a single attempt: no retry, no disabling.
+        (_claim(kind="webhook.test"), Outcome.HTTP_ERROR, FAILED, None, 1, False),
+        (_claim(kind="webhook.test"), Outcome.SUCCEEDED, SUCCEEDED, None, 1, False),
         # After a recover the schedule starts again while the attempt count goes on.
         (
             _claim(attempts=9, schedule=0),
