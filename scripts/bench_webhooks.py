@@ -35,7 +35,7 @@ from svckit.ids import new_id
 from webhookd._delivery import DeliveryWorker, Sender, WorkerConfig
 from webhookd._events import Environment, build_envelope
 from webhookd._repository import ENABLED, EndpointRecord, SigningSecret
-from webhookd._server import Config, make_client
+from webhookd._server import Config, make_client, make_transport
 from webhookd._signing import new_secret
 from webhookd._sql import SqlRepository, deliveries, events, us
 from webhookd._ssrf import Policy
@@ -132,10 +132,11 @@ async def _phase(
     os.write(fd, ca_pem)
     os.close(fd)
     config.ca_bundle = ca_path
-    client = make_client(config)
+    transport = make_transport(config)
+    client = make_client(config, transport)
     lags: list[float] = []
     worker = DeliveryWorker(
-        repo, Sender(client), SystemClock(), cfg, on_sent=lambda _c, lag: lags.append(lag)
+        repo, Sender(client, direct=transport), SystemClock(), cfg, on_sent=lambda _c, lag: lags.append(lag)
     )
     start = time.perf_counter()
     task = asyncio.create_task(worker.run())

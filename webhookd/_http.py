@@ -11,10 +11,12 @@ certificate verification and Host still using the URL's name.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -35,6 +37,18 @@ class _Conn:
 
     def close(self) -> None:
         self.writer.close()
+
+
+@functools.lru_cache(maxsize=4096)
+def _split(url: str) -> tuple[str, str, int, str]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise httpx.UnsupportedProtocol(f"not an http(s) URL: {url[:100]!r}")
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return scheme, parts.hostname, parts.port or (443 if scheme == "https" else 80), target
 
 
 class _Reused(Exception):
@@ -59,6 +73,17 @@ class FastTransport(httpx.AsyncBaseTransport):
         self._idle: dict[Origin, list[_Conn]] = defaultdict(list)
         self.connections_opened = 0
 
+    async def post(self, url: str, headers: dict[str, str], body: bytes) -> httpx.Response:
+        """The delivery fast path: one POST without the httpx.AsyncClient layer (same pool, same guard)."""
+        scheme, host, port, target = _split(url)
+        name = f"[{host}]" if ":" in host else host
+        head = [f"POST {target} HTTP/1.1\r\nHost: {name if port in (80, 443) else f'{name}:{port}'}\r\n"]
+        head.append(f"Content-Length: {len(body)}\r\n")
+        for name, value in headers.items():
+            head.append(f"{name}: {value}\r\n")
+        head.append("\r\n")
+        return await self._send((scheme, host, port), "".join(head).encode() + body, None)
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
         scheme = url.scheme
@@ -70,7 +95,9 @@ class FastTransport(httpx.AsyncBaseTransport):
         for name, value in request.headers.raw:
             head.append(name + b": " + value + b"\r\n")
         head.append(b"\r\n")
-        payload = b"".join(head) + body
+        return await self._send(origin, b"".join(head) + body, request)
+
+    async def _send(self, origin: Origin, payload: bytes, request: httpx.Request | None) -> httpx.Response:
         conn = self._take(origin)
         if conn is not None:
             try:
@@ -123,7 +150,7 @@ class FastTransport(httpx.AsyncBaseTransport):
         raise httpx.ConnectError(f"could not connect to {host}:{port}: {last}")
 
     async def _exchange(
-        self, conn: _Conn, origin: Origin, payload: bytes, request: httpx.Request, *, reused: bool
+        self, conn: _Conn, origin: Origin, payload: bytes, request: httpx.Request | None, *, reused: bool
     ) -> httpx.Response:
         keep = False
         try:

@@ -53,9 +53,12 @@ class Config:
     mail_retry_seconds: float = 30.0
 
 
-def make_client(config: Config, resolver: Resolver = system_resolver) -> httpx.AsyncClient:
+def make_transport(config: Config, resolver: Resolver = system_resolver) -> FastTransport:
+    return FastTransport(config.policy, ca_bundle=config.ca_bundle, resolver=resolver)
+
+
+def make_client(config: Config, transport: FastTransport) -> httpx.AsyncClient:
     """Keep-alive pooled client whose connections all pass the SSRF guard."""
-    transport = FastTransport(config.policy, ca_bundle=config.ca_bundle, resolver=resolver)
     return httpx.AsyncClient(
         transport=transport,
         timeout=httpx.Timeout(config.delivery_timeout),
@@ -125,8 +128,12 @@ async def run_server(
         if released:
             log.info("released leases of a previous run", extra={"released": released})
     owns_client = client is None
-    client = client or make_client(config, resolver)
-    sender = Sender(client, config.delivery_timeout)
+    if client is None:
+        transport = make_transport(config, resolver)
+        client = make_client(config, transport)
+        sender = Sender(client, config.delivery_timeout, direct=transport)
+    else:
+        sender = Sender(client, config.delivery_timeout)
     lookup = authsvc_lookup(config.authsvc) if config.authsvc else None
     mailer = Mailer(
         repo,
