@@ -101,8 +101,6 @@ async def serve(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     setup_logging("edge", args.log_level)
-    # svckit leaves sqlalchemy.engine at INFO, which echoes every SQL statement.
-    logging.getLogger("sqlalchemy.engine").setLevel(logging.WARNING)
     try:
         uvloop.run(serve(args))
     except (RouteTableError, ValueError, OSError) as exc:

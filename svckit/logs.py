@@ -52,5 +52,7 @@ def setup_logging(service: str, level: str = "INFO") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in ("aiosqlite", "asyncio", "sqlalchemy.engine", "hpack", "httpcore"):
+    for noisy in ("aiosqlite", "asyncio", "hpack", "httpcore"):
         logging.getLogger(noisy).setLevel(max(logging.INFO, root.level))
+    # SQLAlchemy logs every statement (with parameters) once its logger is enabled for INFO.
+    logging.getLogger("sqlalchemy.engine").setLevel(logging.WARNING)
