@@ -324,9 +324,9 @@ class DeliveryWorker:
                 continue  # more may be due: claim again straight away
             if claims:
                 await asyncio.sleep(0)
-            await self._idle(now)
+            await self._idle(now, claimed=bool(claims))
 
-    async def _idle(self, now: dt.datetime) -> None:
+    async def _idle(self, now: dt.datetime, claimed: bool) -> None:
         wait = self.config.poll_seconds
         try:
             due = await self.repo.next_due()
@@ -334,6 +334,9 @@ class DeliveryWorker:
             due = None
         if due is not None:
             wait = min(wait, max(0.0, (due - now).total_seconds()))
+            if not claimed:
+                # Due rows we could not claim are locked by another process: don't spin on them.
+                wait = max(wait, 0.01)
         if wait <= 0:
             return
         await self._sleep(wait)
