@@ -20,9 +20,10 @@ from webhookd._errors import (
     WebhookVerificationError,
 )
 from webhookd._events import EVENT_KINDS, MAX_PAYLOAD_BYTES, TEST_EVENT_KIND, Environment, build_envelope
+from webhookd._http import FastTransport
 from webhookd._retry import MAX_ATTEMPTS, RETRY_DELAYS, Action, Decision, Outcome, next_attempt
 from webhookd._signing import SIGNATURE_HEADER, new_secret, sign, verify
-from webhookd._ssrf import GuardedTransport, Policy, check_target, check_url, forbidden_reason
+from webhookd._ssrf import Policy, check_target, check_url, forbidden_reason
 
 __all__ = [
     "EVENT_KINDS",
@@ -35,7 +36,7 @@ __all__ = [
     "Conflict",
     "Decision",
     "Environment",
-    "GuardedTransport",
+    "FastTransport",
     "InvalidRequest",
     "NoMatchingSignature",
     "NotFound",

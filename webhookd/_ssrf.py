@@ -1,8 +1,9 @@
 """SSRF guard: which webhook targets are allowed, checked at registration and again at connect time.
 
-At delivery the guarded network backend resolves the host itself, checks every resolved address and
-connects to a checked address; TLS SNI, certificate verification and the Host header still use the
-URL's name, so there is no window between the check and the connection (DNS rebinding).
+At delivery the transport (``_http.FastTransport``) resolves the host through ``resolve_checked``, checks
+every resolved address and connects to a checked address; TLS SNI, certificate verification and the Host
+header still use the URL's name, so there is no window between the check and the connection (DNS
+rebinding).
 """
 
 from __future__ import annotations
@@ -10,14 +11,9 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-import ssl
-import typing
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
-
-import httpcore
-import httpx
 
 from webhookd._errors import InvalidRequest, UnsafeTarget
 
@@ -147,72 +143,3 @@ async def check_target(url: str, policy: Policy, resolver: Resolver = system_res
     target = check_url(url, policy)
     await resolve_checked(target.host, target.port, policy, resolver)
     return target
-
-
-class GuardedBackend(httpcore.AsyncNetworkBackend):
-    """Resolves, checks and connects to the checked address; httpcore does TLS with the original name."""
-
-    def __init__(self, policy: Policy, resolver: Resolver = system_resolver) -> None:
-        self._policy = policy
-        self._resolver = resolver
-        self._inner = httpcore.AnyIOBackend()
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore interface
-        local_address: str | None = None,
-        socket_options: typing.Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        try:
-            addresses = await resolve_checked(host, port, self._policy, self._resolver)
-        except UnsafeTarget as exc:
-            raise httpcore.ConnectError(exc.message) from None
-        last: Exception | None = None
-        for addr in addresses:
-            try:
-                return await self._inner.connect_tcp(addr, port, timeout, local_address, socket_options)
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                last = exc
-        assert last is not None
-        raise last
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore interface
-        socket_options: typing.Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise httpcore.ConnectError("unix sockets are not webhook targets")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
-class GuardedTransport(httpx.AsyncHTTPTransport):
-    """httpx transport whose every new connection goes through GuardedBackend (keep-alive pooled)."""
-
-    def __init__(
-        self,
-        policy: Policy,
-        *,
-        ca_bundle: str | None = None,
-        resolver: Resolver = system_resolver,
-        max_connections: int = 256,
-        keepalive_expiry: float = 30.0,
-        extra_ca_pems: Iterable[bytes] = (),
-    ) -> None:
-        super().__init__()
-        ctx = ssl.create_default_context(cafile=ca_bundle)
-        for pem in extra_ca_pems:
-            ctx.load_verify_locations(cadata=pem.decode())
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ctx,
-            max_connections=max_connections,
-            max_keepalive_connections=max_connections,
-            keepalive_expiry=keepalive_expiry,
-            http1=True,
-            http2=False,
-            network_backend=GuardedBackend(policy, resolver),
-        )
