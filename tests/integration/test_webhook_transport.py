@@ -113,3 +113,53 @@ async def test_ssrf_checked_at_connect() -> None:
     async with httpx.AsyncClient(transport=FastTransport(Policy(), resolver=rebinding)) as client:
         with pytest.raises(httpx.ConnectError, match="private"):
             await client.post("https://hooks.partner.test/hook", content=b"{}")
+
+
+def _tls_receiver(tmp_path, delay: float = 0.0):  # type: ignore[no-untyped-def]
+    import ssl
+
+    import trustme
+
+    from webhookd.testing import Receiver
+
+    ca = trustme.CA()
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(ctx)
+    path = tmp_path / f"ca-{id(ca)}.pem"
+    ca.cert_pem.write_to_path(str(path))
+    receiver = Receiver(ctx).start()
+    receiver.delay = delay
+    return receiver, str(path)
+
+
+async def test_tls_is_verified_against_the_configured_bundle(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    receiver, trusted = _tls_receiver(tmp_path)
+    _other, untrusted = _tls_receiver(tmp_path)
+    try:
+        async with httpx.AsyncClient(transport=FastTransport(DEV, ca_bundle=trusted)) as client:
+            assert (await client.post(receiver.url(), content=b"{}")).status_code == 200
+        for bundle in (untrusted, None):  # another CA, or the system store: both refuse this certificate
+            async with httpx.AsyncClient(transport=FastTransport(DEV, ca_bundle=bundle)) as client:
+                with pytest.raises(httpx.ConnectError, match="TLS"):
+                    await client.post(receiver.url(), content=b"{}")
+        assert receiver.count == 1
+    finally:
+        receiver.stop()
+        _other.stop()
+
+
+async def test_slow_endpoint_is_a_timeout(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import datetime as dt
+
+    from webhookd import Outcome
+    from webhookd._delivery import Sender
+
+    receiver, trusted = _tls_receiver(tmp_path, delay=2.0)
+    try:
+        transport = FastTransport(DEV, ca_bundle=trusted)
+        async with httpx.AsyncClient(transport=transport) as client:
+            sender = Sender(client, timeout=0.3, direct=transport)
+            result = await sender.send(receiver.url(), b"{}", ["whsec_x"], "evt_1", dt.datetime.now(dt.UTC))
+        assert result.result is Outcome.TIMEOUT and result.status == 0 and "0.3 s" in result.error
+    finally:
+        receiver.stop()
