@@ -54,6 +54,7 @@ class _Protocol(asyncio.Protocol):
 
     def respond(self, status: int, body: bytes) -> None:
         assert self.transport is not None
+        self.receiver.answered += 1
         head = f"HTTP/1.1 {status} X\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n\r\n"
         self.transport.write(head.encode() + body)
 
@@ -82,6 +83,7 @@ class Receiver:
         self.record = record
         self.requests: list[Received] = []
         self.count = 0
+        self.answered = 0
         self.connections = 0
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None

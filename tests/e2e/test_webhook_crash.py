@@ -104,7 +104,7 @@ async def _await_all(receiver: Receiver, wanted: set[str], within: float) -> set
 async def test_sigkill_mid_stream_loses_no_accepted_event(
     db_url: str, tls: tuple[ssl.SSLContext, str], receiver: Receiver, tmp_path: pathlib.Path
 ) -> None:
-    receiver.delay = 0.05  # keep deliveries in flight when the kill lands
+    receiver.delay = 0.3  # keep deliveries in flight when the kill lands
     proc = _webhookd(db_url, tls[1]).start(tmp_path / "webhookd-1.log")
     accepted: list[str] = []
     try:
@@ -113,11 +113,12 @@ async def test_sigkill_mid_stream_loses_no_accepted_event(
         while len(accepted) < 120:
             assert not publisher.done(), proc.logs()[-2000:]
             await asyncio.sleep(0.01)
-        in_flight_before_kill = len(accepted) - receiver.count
         proc.kill()  # SIGKILL: no shutdown code runs
+        # Some accepted events were not yet received, or received but not yet answered, at the kill.
+        unfinished = (len(accepted) - receiver.count) + (receiver.count - receiver.answered)
         failures = await publisher
         assert failures > 0  # publishing really went on while the process was dead
-        assert in_flight_before_kill > 0
+        assert unfinished > 0
         before_restart = receiver.count
         proc = _webhookd(db_url, tls[1]).start(tmp_path / "webhookd-2.log")
         await _publish_many(proc.grpc_target, 50, accepted, start=1000)
