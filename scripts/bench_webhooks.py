@@ -25,6 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
+from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
@@ -32,11 +33,12 @@ import trustme
 
 from svckit.clock import SystemClock
 from svckit.ids import new_id
-from webhookd._delivery import DeliveryWorker, Sender, WorkerConfig
+from webhookd._delivery import DeliveryWorker, Sender, SendResult, WorkerConfig
 from webhookd._events import Environment, build_envelope
 from webhookd._repository import ENABLED, EndpointRecord, SigningSecret
+from webhookd._retry import Outcome
 from webhookd._server import Config, make_client, make_transport
-from webhookd._signing import new_secret
+from webhookd._signing import new_secret, sign
 from webhookd._sql import SqlRepository, deliveries, events, us
 from webhookd._ssrf import Policy
 from webhookd.testing import Receiver
@@ -111,8 +113,25 @@ class CountingRepo(SqlRepository):
         return alerts
 
 
+class NullSender:
+    """Signs and answers 200 without any network: isolates claim + sign + group commit."""
+
+    async def send(
+        self, url: str, body: bytes, secrets: list[str], event_id: str, now: dt.datetime
+    ) -> SendResult:
+        header = sign(secrets, body, now)
+        await asyncio.sleep(0)
+        return SendResult(Outcome.SUCCEEDED, 200, "ok", {"X-Service-Signature": header}, 0.0, "")
+
+
 async def _phase(
-    db: str, port: int, ca_pem: bytes, due: list[dt.datetime], cfg: WorkerConfig, limit_s: float
+    db: str,
+    port: int,
+    ca_pem: bytes,
+    due: list[dt.datetime],
+    cfg: WorkerConfig,
+    limit_s: float,
+    network: bool = True,
 ) -> tuple[float, list[float], int]:
     repo = await CountingRepo.open(db)
     assert isinstance(repo, CountingRepo)
@@ -135,9 +154,8 @@ async def _phase(
     transport = make_transport(config)
     client = make_client(config, transport)
     lags: list[float] = []
-    worker = DeliveryWorker(
-        repo, Sender(client, direct=transport), SystemClock(), cfg, on_sent=lambda _c, lag: lags.append(lag)
-    )
+    sender: Any = Sender(client, direct=transport) if network else NullSender()
+    worker = DeliveryWorker(repo, sender, SystemClock(), cfg, on_sent=lambda _c, lag: lags.append(lag))
     start = time.perf_counter()
     task = asyncio.create_task(worker.run())
     try:
@@ -180,6 +198,12 @@ async def main_async(args: argparse.Namespace) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as d:
         try:
+            now = dt.datetime.now(dt.UTC)
+            db0 = f"sqlite+aiosqlite:///{d}/storage.db"
+            el0, _l, n0 = await _phase(
+                db0, port, ca.cert_pem.bytes(), [now] * args.deliveries, cfg, 120, False
+            )
+            rows.append(("storage only: claim+sign+commit/s, no network (ceiling)", f"{n0 / el0:,.0f}"))
             now = dt.datetime.now(dt.UTC)
             db1 = f"sqlite+aiosqlite:///{d}/throughput.db"
             elapsed, _lags, n = await _phase(
