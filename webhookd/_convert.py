@@ -110,8 +110,20 @@ def ts(when: dt.datetime | None) -> timestamp_pb2.Timestamp | None:
     return out
 
 
+def _ints(value: Any) -> Any:
+    # protobuf Struct carries every number as a double: give integral ones back as JSON integers.
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    return value
+
+
 def struct_to_dict(value: struct_pb2.Struct) -> dict[str, Any]:
-    return json_format.MessageToDict(value)
+    out: dict[str, Any] = _ints(json_format.MessageToDict(value))
+    return out
 
 
 def endpoint_pb(e: EndpointRecord, now: dt.datetime) -> pb.Endpoint:
