@@ -9,7 +9,14 @@ BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 
 
 def random_base62(length: int) -> str:
-    return "".join(secrets.choice(BASE62) for _ in range(length))
+    """Uniform base62 string from one draw of random bytes (rejection sampling, no modulo bias)."""
+    space = 62**length
+    nbytes = (space.bit_length() + 7) // 8 + 1
+    limit = (256**nbytes // space) * space
+    while True:
+        value = int.from_bytes(secrets.token_bytes(nbytes), "big")
+        if value < limit:
+            return encode_base62(value % space, length)
 
 
 def new_id(prefix: str, length: int = 24) -> str:

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import httpx
 
 from svckit.clock import Clock
+from svckit.ids import new_id
 from webhookd import _metrics as metrics
 from webhookd._events import TEST_EVENT_KIND
 from webhookd._http import FastTransport
-from webhookd._ids import new_id
 from webhookd._repository import (
     FAILED,
     HELD,

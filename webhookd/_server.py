@@ -292,8 +292,6 @@ async def serve(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     setup_logging(SERVICE, args.log_level)
-    # svckit leaves sqlalchemy.engine at INFO, which echoes every SQL statement; keep it to warnings.
-    logging.getLogger("sqlalchemy.engine").setLevel(max(logging.WARNING, logging.getLogger().level))
     try:
         import uvloop
 

@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 
 from svckit.clock import Clock
+from svckit.ids import new_id
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import _convert as cv
@@ -27,7 +28,6 @@ from webhookd._events import (
     build_envelope,
     check_event_kinds,
 )
-from webhookd._ids import new_id
 from webhookd._repository import (
     DISABLED,
     ENABLED,

@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from svckit.db import Migration, create_engine, is_postgres, migrate
-from webhookd._ids import new_id
+from svckit.ids import new_id
 from webhookd._repository import (
     DISABLED,
     ENABLED,
