@@ -52,6 +52,9 @@ def services() -> list[Service]:
                 "--listen", WEBHOOKD_LISTEN,
                 "--database", f"sqlite+aiosqlite:///{VAR / 'webhookd.db'}",
                 "--metrics-listen", os.environ.get("WEBHOOKD_METRICS_LISTEN", "127.0.0.1:9102"),
+                "--authsvc", AUTH_LISTEN,
+                # A development stack: receivers on this machine (and plain http) are allowed.
+                "--allow-private-targets", "--allow-http",
             ],
         ),
         Service(
