@@ -5,24 +5,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from svckit.events import EVENT_KINDS
+
 PRODUCTS = ("hotels", "flights", "esim")
-# spec.md section 6.
-EVENT_KINDS = (
-    "booking.confirmed",
-    "booking.failed",
-    "booking.cancelled",
-    "booking.modified",
-    "payment.succeeded",
-    "payment.failed",
-    "payment.refunded",
-    "esim.provisioned",
-    "esim.usage_threshold",
-    "ledger.low_balance",
-    "search_quota.threshold",
-    "settlement.invoice_issued",
-    "settlement.payment_failed",
-    "apikey.revoked",
-)
 _FAMILIES = {k.split(".", 1)[0] for k in EVENT_KINDS}
 
 

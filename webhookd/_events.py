@@ -8,24 +8,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from svckit.events import EVENT_KINDS
 from webhookd._errors import InvalidRequest, PayloadTooLarge
 
-EVENT_KINDS: tuple[str, ...] = (
-    "booking.confirmed",
-    "booking.failed",
-    "booking.cancelled",
-    "booking.modified",
-    "payment.succeeded",
-    "payment.failed",
-    "payment.refunded",
-    "esim.provisioned",
-    "esim.usage_threshold",
-    "ledger.low_balance",
-    "search_quota.threshold",
-    "settlement.invoice_issued",
-    "settlement.payment_failed",
-    "apikey.revoked",
-)
 # Sent only by SendTestEvent, only to the endpoint under test; never published, never streamed.
 TEST_EVENT_KIND = "webhook.test"
 
