@@ -440,7 +440,15 @@ async def test_ws_example_script_prints_events_and_the_4001_close(
         assert proc.stdout is not None and proc.stderr is not None
         event = await publish(hooks, account_id, "search_quota.threshold")
         while True:  # "subscribed" and pings come too
-            msg = json.loads(await asyncio.wait_for(proc.stdout.readline(), 10))
+            try:
+                line = await asyncio.wait_for(proc.stdout.readline(), 30)
+            except TimeoutError:
+                proc.kill()
+                err = (await proc.stderr.read()).decode()
+                raise AssertionError(
+                    f"no event from ws_example; stderr: {err}\nedge: {edge.logs()[-3000:]}"
+                ) from None
+            msg = json.loads(line)
             if msg["type"] == "event":
                 break
         assert msg["event"]["id"] == event.id
