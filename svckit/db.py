@@ -112,6 +112,10 @@ class Migration:
 async def migrate(engine: AsyncEngine, service: str, migrations: Sequence[Migration]) -> int:
     """Apply every migration newer than the recorded version, each in its own transaction.
 
+    A service's migration 1 may build its tables from the current ``MetaData`` only while it is the
+    sole migration: the change that adds migration 2 must first freeze migration 1 as explicit DDL,
+    or fresh databases would get version 2's columns from migration 1 and then fail migration 2.
+
     Returns the schema version after migrating. Safe to run from several processes at once:
     on PostgreSQL an advisory lock serialises them.
     """
