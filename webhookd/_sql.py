@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
@@ -37,6 +37,9 @@ from webhookd._repository import (
     SigningSecret,
     Stats,
 )
+
+if TYPE_CHECKING:
+    from webhookd._sqlite_queue import SqliteQueue
 
 metadata = sa.MetaData()
 _SEQ = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
@@ -282,6 +285,12 @@ class SqlRepository:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self.postgres = is_postgres(engine)
+        self._queue: SqliteQueue | None = None
+        path = engine.url.database
+        if engine.dialect.name == "sqlite" and path and path != ":memory:" and "mode=memory" not in path:
+            from webhookd._sqlite_queue import SqliteQueue  # here: it imports this module
+
+            self._queue = SqliteQueue(path, _endpoint)
 
     @classmethod
     async def open(cls, url: str) -> SqlRepository:
@@ -290,6 +299,8 @@ class SqlRepository:
         return cls(engine)
 
     async def close(self) -> None:
+        if self._queue is not None:
+            await self._queue.close()
         await self.engine.dispose()
 
     # Endpoints
@@ -501,6 +512,8 @@ class SqlRepository:
     async def claim_due(
         self, now: dt.datetime, limit: int, lease_until: dt.datetime, owner: str
     ) -> list[Claim]:
+        if self._queue is not None:
+            return await self._queue.claim_due(now, limit, lease_until, owner)
         lock = "FOR UPDATE SKIP LOCKED" if self.postgres else ""
         claim_sql = sa.text(
             f"""
@@ -552,6 +565,8 @@ class SqlRepository:
         return int(result.rowcount or 0)
 
     async def record_outcomes(self, outcomes: Sequence[Outcome], owner: str, now: dt.datetime) -> list[Alert]:
+        if self._queue is not None:
+            return await self._queue.record_outcomes(outcomes, owner, now)
         t = us(now)
         attempt_rows = [_attempt_row(o.attempt) for o in outcomes if o.attempt is not None]
         counted = [o for o in outcomes if o.counts_attempt]

@@ -117,6 +117,7 @@ async def test_ssrf_checked_at_connect() -> None:
 
 def _tls_receiver(tmp_path, delay: float = 0.0):  # type: ignore[no-untyped-def]
     import ssl
+    import uuid
 
     import trustme
 
@@ -125,7 +126,8 @@ def _tls_receiver(tmp_path, delay: float = 0.0):  # type: ignore[no-untyped-def]
     ca = trustme.CA()
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("127.0.0.1").configure_cert(ctx)
-    path = tmp_path / f"ca-{id(ca)}.pem"
+    # A unique name: id(ca) can repeat once the first CA object is freed, overwriting the first bundle.
+    path = tmp_path / f"ca-{uuid.uuid4().hex}.pem"
     ca.cert_pem.write_to_path(str(path))
     receiver = Receiver(ctx).start()
     receiver.delay = delay

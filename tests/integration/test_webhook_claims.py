@@ -1,0 +1,81 @@
+"""Claims and group commits at the storage port, on both adapters (SQLite: the one-connection queue in its
+own thread; PostgreSQL: SQLAlchemy): leases, ordering, the lease-owner guard on results, attempt rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from webhookd._repository import (
+    ENABLED,
+    PENDING,
+    SUCCEEDED,
+    AttemptRecord,
+    DeliveryFilter,
+    EndpointRecord,
+    EventRecord,
+    SigningSecret,
+)
+from webhookd._repository import Outcome as Stored
+from webhookd._sql import SqlRepository
+
+T0 = dt.datetime(2026, 5, 1, 9, 0, 0, 654321, tzinfo=dt.UTC)
+ACCT = "acct_claims"
+
+
+async def _setup(repo: SqlRepository, n: int) -> EndpointRecord:
+    ep = EndpointRecord("we_claims", ACCT, "live", "https://hooks.partner.test/h", ["booking.confirmed"], "",
+                        ENABLED, "", T0, T0, [SigningSecret("whsec_" + "C" * 44)])  # fmt: skip
+    await repo.create_endpoint(ep)
+    for i in range(n):
+        event = EventRecord(f"evt_{i:03d}", ACCT, "live", "booking.confirmed", "confirmed", T0,
+                            b'{"id":"evt_%03d"}' % i)  # fmt: skip
+        await repo.publish(event, "", T0 + dt.timedelta(seconds=i))
+    return ep
+
+
+def _attempt(delivery_id: str, event_id: str, at: dt.datetime) -> AttemptRecord:
+    return AttemptRecord(f"att_{delivery_id}", delivery_id, "we_claims", event_id, ACCT, "live", 1,
+                         "succeeded", 200, "ok", {"X-Service-Event-Id": event_id}, 1.5, "", at)  # fmt: skip
+
+
+async def test_claims_lease_and_results_need_the_lease(db_url: str) -> None:
+    repo = await SqlRepository.open(db_url)
+    try:
+        if db_url.startswith("sqlite"):
+            assert repo._queue is not None  # the fast path is what the worker uses on a SQLite file
+        await _setup(repo, 5)
+        now = T0 + dt.timedelta(minutes=1)
+        lease = now + dt.timedelta(seconds=60)
+        claims = await repo.claim_due(now, 3, lease, "wrk_a")
+        assert [c.delivery.event_id for c in claims] == ["evt_000", "evt_001", "evt_002"]
+        assert all(c.endpoint is not None and c.endpoint.valid_secrets(now) for c in claims)
+        assert claims[0].envelope == b'{"id":"evt_000"}'
+        assert claims[0].delivery.next_attempt_at == T0  # the due time, not the lease
+        rest = await repo.claim_due(now, 10, lease, "wrk_b")
+        assert [c.delivery.event_id for c in rest] == [
+            "evt_003",
+            "evt_004",
+        ]  # leased rows are not claimed twice
+        assert await repo.claim_due(now, 10, lease, "wrk_b") == []
+
+        # Results count only for the lease holder: wrk_b cannot finish wrk_a's deliveries.
+        mine, theirs = claims[0].delivery, claims[1].delivery
+        outcomes = [
+            Stored(mine.id, "we_claims", _attempt(mine.id, mine.event_id, now), SUCCEEDED, None, True),
+            Stored(theirs.id, "we_claims", None, SUCCEEDED, None, True),
+        ]
+        assert await repo.record_outcomes(outcomes[:1], "wrk_a", now) == []
+        await repo.record_outcomes(outcomes[1:], "wrk_b", now)
+        done = await repo.get_delivery(mine.id)
+        other = await repo.get_delivery(theirs.id)
+        assert done is not None and done.status == SUCCEEDED and done.attempt_count == 1
+        assert other is not None and other.status == PENDING and other.attempt_count == 0
+        attempts = await repo.list_attempts(DeliveryFilter(ACCT, "live", delivery_id=mine.id), "", 10, None)
+        assert [(a.id, a.attempted_at, a.request_headers) for a in attempts] == [
+            (f"att_{mine.id}", now, {"X-Service-Event-Id": "evt_000"})
+        ]
+        # When the lease runs out, what was not finished is due again.
+        later = await repo.claim_due(lease, 10, lease + dt.timedelta(seconds=60), "wrk_c")
+        assert sorted(c.delivery.event_id for c in later) == ["evt_001", "evt_002", "evt_003", "evt_004"]
+    finally:
+        await repo.close()

@@ -1,0 +1,251 @@
+"""The worker's hot path on SQLite: claims and group commits on one synchronous ``sqlite3`` connection in a
+dedicated thread.
+
+Through SQLAlchemy and aiosqlite every statement (BEGIN, each execute, each fetch, COMMIT) hops to
+aiosqlite's thread and back, and SQLAlchemy builds parameters row by row; here a whole claim or a whole
+group commit is one hop, plain ``executemany`` with tuples, and SQLite's own work runs outside the event
+loop's thread. Same statements, same transactions (BEGIN IMMEDIATE ... COMMIT), same durability as
+``SqlRepository``, which delegates ``claim_due`` and ``record_outcomes`` here for a SQLite file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import datetime as dt
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from svckit.ids import new_id
+from webhookd._repository import (
+    DISABLED,
+    ENABLED,
+    PENDING,
+    SUCCEEDED,
+    Alert,
+    Claim,
+    DeliveryRecord,
+    EndpointRecord,
+    Outcome,
+)
+
+T = TypeVar("T")
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MICRO = dt.timedelta(microseconds=1)
+IN_CHUNK = 500  # ids per IN (...) list, far below SQLite's host-parameter limit
+
+_ENDPOINT_COLUMNS = (
+    "id account_id environment url events description status disabled_reason secrets created_at updated_at"
+)
+_EndpointRow = collections.namedtuple("_EndpointRow", _ENDPOINT_COLUMNS)  # type: ignore[misc]
+
+_CLAIM = """
+    UPDATE wh_deliveries SET next_attempt_at = ?, lease_owner = ?
+    WHERE id IN (
+        SELECT id FROM wh_deliveries
+        WHERE status = 'pending' AND next_attempt_at <= ?
+        ORDER BY next_attempt_at LIMIT ?
+    )
+    RETURNING id, event_id, endpoint_id, account_id, environment, event_type, status,
+              attempt_count, schedule_count, due_at, created_at, updated_at
+"""
+
+_INSERT_ATTEMPT = """
+    INSERT INTO wh_attempts (id, delivery_id, endpoint_id, event_id, account_id, environment,
+        attempt_number, outcome, response_status, response_body, request_headers, latency_ms, error,
+        attempted_at, manual)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+_UPDATE_DELIVERY = """
+    UPDATE wh_deliveries SET status = ?, next_attempt_at = ?, due_at = ?, lease_owner = NULL,
+        updated_at = ?, attempt_count = attempt_count + {inc}, schedule_count = schedule_count + {inc}
+    WHERE id = ? AND lease_owner = ?
+"""
+
+
+def _us(when: dt.datetime) -> int:
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return (when - EPOCH) // _MICRO
+
+
+def _time(value: int) -> dt.datetime:
+    return EPOCH + dt.timedelta(microseconds=value)
+
+
+def _chunks(ids: list[str]) -> list[list[str]]:
+    return [ids[i : i + IN_CHUNK] for i in range(0, len(ids), IN_CHUNK)]
+
+
+class SqliteQueue:
+    def __init__(self, path: str, endpoint_from_row: Callable[[Any], EndpointRecord]) -> None:
+        self.path = path
+        self._endpoint_from_row = endpoint_from_row
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webhookd-sqlite")
+        self._db: sqlite3.Connection | None = None
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA busy_timeout=30000")
+            self._db = db
+        return self._db
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    def _transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        db = self._conn()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            out = fn(db)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return out
+
+    async def close(self) -> None:
+        def close() -> None:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+        await self._run(close)
+        self._pool.shutdown(wait=True)
+
+    # Claims
+
+    async def claim_due(
+        self, now: dt.datetime, limit: int, lease_until: dt.datetime, owner: str
+    ) -> list[Claim]:
+        return await self._run(self._claim_sync, _us(now), limit, _us(lease_until), owner)
+
+    def _claim_sync(self, now: int, limit: int, lease: int, owner: str) -> list[Claim]:
+        def claim(db: sqlite3.Connection) -> tuple[list[Any], dict[str, bytes], dict[str, EndpointRecord]]:
+            rows = db.execute(_CLAIM, (lease, owner, now, limit)).fetchall()
+            if not rows:
+                return rows, {}, {}
+            bodies: dict[str, bytes] = {}
+            for chunk in _chunks(list({r[1] for r in rows})):
+                marks = ",".join("?" * len(chunk))
+                sql = f"SELECT id, envelope FROM wh_events WHERE id IN ({marks})"
+                bodies.update(db.execute(sql, chunk).fetchall())
+            eps: dict[str, EndpointRecord] = {}
+            for chunk in _chunks(list({r[2] for r in rows})):
+                marks = ",".join("?" * len(chunk))
+                sql = (
+                    f"SELECT {', '.join(_ENDPOINT_COLUMNS.split())} FROM wh_endpoints "
+                    f"WHERE id IN ({marks}) AND deleted_at IS NULL"
+                )
+                for r in db.execute(sql, chunk):
+                    eps[r[0]] = self._endpoint_from_row(_EndpointRow(*r))
+            return rows, bodies, eps
+
+        rows, bodies, eps = self._transaction(claim)
+        claims = []
+        for r in rows:
+            status = r[6]
+            d = DeliveryRecord(
+                id=r[0],
+                event_id=r[1],
+                endpoint_id=r[2],
+                account_id=r[3],
+                environment=r[4],
+                event_type=r[5],
+                status=status,
+                attempt_count=r[7],
+                schedule_count=r[8],
+                next_attempt_at=_time(r[9]) if status == PENDING and r[9] is not None else None,
+                created_at=_time(r[10]),
+                updated_at=_time(r[11]),
+            )
+            claims.append(Claim(d, bytes(bodies[d.event_id]), eps.get(d.endpoint_id)))
+        claims.sort(key=lambda c: c.delivery.created_at)
+        return claims
+
+    # Group commits
+
+    async def record_outcomes(self, outcomes: Sequence[Outcome], owner: str, now: dt.datetime) -> list[Alert]:
+        return await self._run(self._record_sync, list(outcomes), owner, now)
+
+    def _record_sync(self, outcomes: list[Outcome], owner: str, now: dt.datetime) -> list[Alert]:
+        t = _us(now)
+        attempt_rows = [
+            (
+                a.id,
+                a.delivery_id,
+                a.endpoint_id,
+                a.event_id,
+                a.account_id,
+                a.environment,
+                a.attempt_number,
+                a.outcome,
+                a.response_status,
+                a.response_body,
+                json.dumps(a.request_headers),
+                a.latency_ms,
+                a.error,
+                _us(a.attempted_at),
+                1 if a.manual else 0,
+            )
+            for o in outcomes
+            if (a := o.attempt) is not None
+        ]
+        updates: dict[int, list[tuple[Any, ...]]] = {1: [], 0: []}
+        for o in outcomes:
+            nxt = _us(o.next_attempt_at) if o.next_attempt_at else None
+            updates[1 if o.counts_attempt else 0].append((o.status, nxt, nxt, t, o.delivery_id, owner))
+        failing = list({o.endpoint_id for o in outcomes if o.status != SUCCEEDED})
+        disabling = [o for o in outcomes if o.disable_endpoint]
+
+        def record(db: sqlite3.Connection) -> list[Alert]:
+            if attempt_rows:
+                db.executemany(_INSERT_ATTEMPT, attempt_rows)
+            for inc, rows in updates.items():
+                if rows:
+                    db.executemany(_UPDATE_DELIVERY.format(inc=inc), rows)
+            new_alerts: list[Alert] = []
+            for o in disabling:
+                row = db.execute(
+                    "UPDATE wh_endpoints SET status = ?, disabled_reason = ?, updated_at = ?"
+                    " WHERE id = ? AND status = ? RETURNING account_id, environment, url",
+                    (DISABLED, o.disabled_reason, t, o.endpoint_id, ENABLED),
+                ).fetchone()
+                if row is None:
+                    continue
+                alert = Alert(new_id("alrt"), row[0], row[1], o.endpoint_id, row[2], o.disabled_reason, now)
+                new_alerts.append(alert)
+                db.execute(
+                    "INSERT INTO wh_alerts (id, account_id, environment, endpoint_id, url, reason,"
+                    " created_at, sent_at, error) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, '')",
+                    (
+                        alert.id,
+                        alert.account_id,
+                        alert.environment,
+                        alert.endpoint_id,
+                        alert.url,
+                        alert.reason,
+                        t,
+                    ),
+                )
+            for chunk in _chunks(failing):
+                # Deliveries waiting for an endpoint that is now disabled are kept, not sent.
+                marks = ",".join("?" * len(chunk))
+                db.execute(
+                    "UPDATE wh_deliveries SET status = 'held', updated_at = ?"
+                    " WHERE endpoint_id IN (SELECT id FROM wh_endpoints"
+                    f" WHERE id IN ({marks}) AND status = ?)"
+                    " AND status = 'pending' AND lease_owner IS NULL",
+                    (t, *chunk, DISABLED),
+                )
+            return new_alerts
+
+        return self._transaction(record)
