@@ -132,7 +132,7 @@ async def _phase(
     cfg: WorkerConfig,
     limit_s: float,
     network: bool = True,
-) -> tuple[float, list[float], int]:
+) -> tuple[float, list[float], int, float]:
     repo = await CountingRepo.open(db)
     assert isinstance(repo, CountingRepo)
     ep = EndpointRecord(
@@ -157,19 +157,21 @@ async def _phase(
     sender: Any = Sender(client, direct=transport) if network else NullSender()
     worker = DeliveryWorker(repo, sender, SystemClock(), cfg, on_sent=lambda _c, lag: lags.append(lag))
     start = time.perf_counter()
+    cpu_start = time.process_time()
     task = asyncio.create_task(worker.run())
     try:
         await asyncio.wait_for(repo.done.wait(), limit_s)
     except TimeoutError:
         print(f"  (stopped after {limit_s:.0f} s with {CountingRepo.committed}/{len(due)} committed)")
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
     committed = CountingRepo.committed
     await worker.stop(1.0)
     await task
     await client.aclose()
     await repo.close()
     os.unlink(ca_path)
-    return elapsed, lags, committed
+    return elapsed, lags, committed, cpu
 
 
 def _pct(values: list[float], p: float) -> float:
@@ -200,13 +202,16 @@ async def main_async(args: argparse.Namespace) -> None:
         try:
             now = dt.datetime.now(dt.UTC)
             db0 = f"sqlite+aiosqlite:///{d}/storage.db"
-            el0, _l, n0 = await _phase(
+            el0, _l, n0, cpu0 = await _phase(
                 db0, port, ca.cert_pem.bytes(), [now] * args.deliveries, cfg, 120, False
             )
             rows.append(("storage only: claim+sign+commit/s, no network (ceiling)", f"{n0 / el0:,.0f}"))
+            rows.append(
+                ("  worker CPU per delivery, storage only (all threads)", f"{cpu0 / n0 * 1e6:,.0f} µs")
+            )
             now = dt.datetime.now(dt.UTC)
             db1 = f"sqlite+aiosqlite:///{d}/throughput.db"
-            elapsed, _lags, n = await _phase(
+            elapsed, _lags, n, cpu1 = await _phase(
                 db1, port, ca.cert_pem.bytes(), [now] * args.deliveries, cfg, 120
             )
             rows.append(
@@ -216,11 +221,12 @@ async def main_async(args: argparse.Namespace) -> None:
                 )
             )
             rows.append(("  wall time for the burst", f"{elapsed:.2f} s"))
+            rows.append(("  worker CPU per delivery, with HTTPS (all threads)", f"{cpu1 / n * 1e6:,.0f} µs"))
             start = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1.5)
             step = dt.timedelta(seconds=1 / args.lag_rate)
             due = [start + i * step for i in range(args.lag_deliveries)]
             db2 = f"sqlite+aiosqlite:///{d}/lag.db"
-            _e, lags, n2 = await _phase(db2, port, ca.cert_pem.bytes(), due, cfg, 120)
+            _e, lags, n2, _c = await _phase(db2, port, ca.cert_pem.bytes(), due, cfg, 120)
             rows.append(
                 (
                     f"due->send lag p50 ({args.lag_deliveries} due at {args.lag_rate}/s)",

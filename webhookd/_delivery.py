@@ -82,9 +82,8 @@ class Sender:
         try:
             async with asyncio.timeout(self.timeout):
                 if self.direct is not None:
-                    response = await self.direct.post(url, headers, body)
-                    status = response.status_code
-                    text = response.content[:RESPONSE_KEEP].decode("utf-8", "replace")
+                    status, content = await self.direct.post(url, headers, body)
+                    text = content[:RESPONSE_KEEP].decode("utf-8", "replace")
                 else:
                     async with self.client.stream("POST", url, content=body, headers=headers) as response:
                         status = response.status_code

@@ -73,8 +73,11 @@ class FastTransport(httpx.AsyncBaseTransport):
         self._idle: dict[Origin, list[_Conn]] = defaultdict(list)
         self.connections_opened = 0
 
-    async def post(self, url: str, headers: dict[str, str], body: bytes) -> httpx.Response:
-        """The delivery fast path: one POST without the httpx.AsyncClient layer (same pool, same guard)."""
+    async def post(self, url: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+        """The delivery fast path: one POST without the httpx layers (same pool, same guard).
+
+        Returns (status, body as received, de-chunked); raises httpx errors like the transport.
+        """
         scheme, host, port, target = _split(url)
         name = f"[{host}]" if ":" in host else host
         head = [f"POST {target} HTTP/1.1\r\nHost: {name if port in (80, 443) else f'{name}:{port}'}\r\n"]
@@ -82,7 +85,8 @@ class FastTransport(httpx.AsyncBaseTransport):
         for name, value in headers.items():
             head.append(f"{name}: {value}\r\n")
         head.append("\r\n")
-        return await self._send((scheme, host, port), "".join(head).encode() + body, None)
+        status, _headers, content = await self._send((scheme, host, port), "".join(head).encode() + body)
+        return status, content
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
@@ -95,17 +99,18 @@ class FastTransport(httpx.AsyncBaseTransport):
         for name, value in request.headers.raw:
             head.append(name + b": " + value + b"\r\n")
         head.append(b"\r\n")
-        return await self._send(origin, b"".join(head) + body, request)
+        status, headers, content = await self._send(origin, b"".join(head) + body)
+        return httpx.Response(status, headers=headers, content=content, request=request)
 
-    async def _send(self, origin: Origin, payload: bytes, request: httpx.Request | None) -> httpx.Response:
+    async def _send(self, origin: Origin, payload: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
         conn = self._take(origin)
         if conn is not None:
             try:
-                return await self._exchange(conn, origin, payload, request, reused=True)
+                return await self._exchange(conn, origin, payload, reused=True)
             except _Reused:
                 pass  # the server had closed the idle connection: one fresh try
         conn = await self._connect(origin)
-        return await self._exchange(conn, origin, payload, request, reused=False)
+        return await self._exchange(conn, origin, payload, reused=False)
 
     def _take(self, origin: Origin) -> _Conn | None:
         pool = self._idle.get(origin)
@@ -150,8 +155,8 @@ class FastTransport(httpx.AsyncBaseTransport):
         raise httpx.ConnectError(f"could not connect to {host}:{port}: {last}")
 
     async def _exchange(
-        self, conn: _Conn, origin: Origin, payload: bytes, request: httpx.Request | None, *, reused: bool
-    ) -> httpx.Response:
+        self, conn: _Conn, origin: Origin, payload: bytes, *, reused: bool
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
         keep = False
         try:
             conn.writer.write(payload)
@@ -198,7 +203,7 @@ class FastTransport(httpx.AsyncBaseTransport):
             # The body is handed over as received (de-chunked, never decompressed).
             drop = ("transfer-encoding", "content-encoding")
             headers = [(k, v) for k, v in headers if k.lower() not in drop]
-            return httpx.Response(status, headers=headers, content=body, request=request)
+            return status, headers, body
         except (ConnectionError, asyncio.IncompleteReadError) as exc:
             if reused and isinstance(exc, ConnectionError):
                 raise _Reused() from None
