@@ -63,7 +63,7 @@ def _receiver_process(cert_pem: bytes, key_pem: bytes, port_q: mp.Queue, stop: m
     r = Receiver(ctx, record=False, loop_factory=factory).start()
     port_q.put(r.port)
     stop.wait(600)
-    port_q.put(r.count)
+    port_q.put((r.count, time.process_time()))
     r.stop()
 
 
@@ -132,7 +132,7 @@ async def _phase(
     cfg: WorkerConfig,
     limit_s: float,
     network: bool = True,
-) -> tuple[float, list[float], int, float]:
+) -> tuple[float, list[float], int, float, float]:
     repo = await CountingRepo.open(db)
     assert isinstance(repo, CountingRepo)
     ep = EndpointRecord(
@@ -157,7 +157,7 @@ async def _phase(
     sender: Any = Sender(client, direct=transport) if network else NullSender()
     worker = DeliveryWorker(repo, sender, SystemClock(), cfg, on_sent=lambda _c, lag: lags.append(lag))
     start = time.perf_counter()
-    cpu_start = time.process_time()
+    cpu_start, loop_start = time.process_time(), time.thread_time()
     task = asyncio.create_task(worker.run())
     try:
         await asyncio.wait_for(repo.done.wait(), limit_s)
@@ -165,13 +165,14 @@ async def _phase(
         print(f"  (stopped after {limit_s:.0f} s with {CountingRepo.committed}/{len(due)} committed)")
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu_start
+    loop_busy = (time.thread_time() - loop_start) / elapsed
     committed = CountingRepo.committed
     await worker.stop(1.0)
     await task
     await client.aclose()
     await repo.close()
     os.unlink(ca_path)
-    return elapsed, lags, committed, cpu
+    return elapsed, lags, committed, cpu, loop_busy
 
 
 def _pct(values: list[float], p: float) -> float:
@@ -202,7 +203,7 @@ async def main_async(args: argparse.Namespace) -> None:
         try:
             now = dt.datetime.now(dt.UTC)
             db0 = f"sqlite+aiosqlite:///{d}/storage.db"
-            el0, _l, n0, cpu0 = await _phase(
+            el0, _l, n0, cpu0, _b = await _phase(
                 db0, port, ca.cert_pem.bytes(), [now] * args.deliveries, cfg, 120, False
             )
             rows.append(("storage only: claim+sign+commit/s, no network (ceiling)", f"{n0 / el0:,.0f}"))
@@ -211,7 +212,7 @@ async def main_async(args: argparse.Namespace) -> None:
             )
             now = dt.datetime.now(dt.UTC)
             db1 = f"sqlite+aiosqlite:///{d}/throughput.db"
-            elapsed, _lags, n, cpu1 = await _phase(
+            elapsed, _lags, n, cpu1, busy1 = await _phase(
                 db1, port, ca.cert_pem.bytes(), [now] * args.deliveries, cfg, 120
             )
             rows.append(
@@ -222,11 +223,12 @@ async def main_async(args: argparse.Namespace) -> None:
             )
             rows.append(("  wall time for the burst", f"{elapsed:.2f} s"))
             rows.append(("  worker CPU per delivery, with HTTPS (all threads)", f"{cpu1 / n * 1e6:,.0f} µs"))
+            rows.append(("  event-loop thread busy (CPU time / wall time)", f"{busy1 * 100:.0f} %"))
             start = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1.5)
             step = dt.timedelta(seconds=1 / args.lag_rate)
             due = [start + i * step for i in range(args.lag_deliveries)]
             db2 = f"sqlite+aiosqlite:///{d}/lag.db"
-            _e, lags, n2, _c = await _phase(db2, port, ca.cert_pem.bytes(), due, cfg, 120)
+            _e, lags, n2, _c, _b = await _phase(db2, port, ca.cert_pem.bytes(), due, cfg, 120)
             rows.append(
                 (
                     f"due->send lag p50 ({args.lag_deliveries} due at {args.lag_rate}/s)",
@@ -238,9 +240,13 @@ async def main_async(args: argparse.Namespace) -> None:
             rows.append(("deliveries committed in lag phase", f"{n2}"))
         finally:
             stop.set()
-            received = port_q.get(timeout=30)
+            received, receiver_cpu = port_q.get(timeout=30)
             proc.join(10)
     rows.append(("requests the receiver answered (both phases)", f"{received}"))
+    if received:
+        rows.append(
+            ("  receiver CPU per request (its own process)", f"{receiver_cpu / received * 1e6:,.0f} µs")
+        )
     width = max(len(r[0]) for r in rows)
     print(
         f"\nwebhookd delivery benchmark (SQLite, HTTPS over loopback, {os.cpu_count()} CPUs, "
