@@ -14,7 +14,9 @@ import asyncio
 import collections
 import datetime as dt
 import json
+import logging
 import sqlite3
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -33,6 +35,8 @@ from webhookd._repository import (
 )
 
 T = TypeVar("T")
+log = logging.getLogger("webhookd.sqlite")
+CHECKPOINT_SECONDS = 0.5
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MICRO = dt.timedelta(microseconds=1)
@@ -88,6 +92,10 @@ class SqliteQueue:
         self._endpoint_from_row = endpoint_from_row
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webhookd-sqlite")
         self._db: sqlite3.Connection | None = None
+        self._stop_checkpoints = threading.Event()
+        self._checkpointer = threading.Thread(
+            target=self._checkpoint_loop, name="webhookd-sqlite-checkpoint", daemon=True
+        )
 
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
@@ -95,8 +103,26 @@ class SqliteQueue:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA busy_timeout=30000")
+            # This connection never checkpoints itself: a commit that has to copy the WAL back into the
+            # database (and fsync it) would stall claims and commits; the checkpointer thread does it.
+            db.execute("PRAGMA wal_autocheckpoint=0")
             self._db = db
+            self._checkpointer.start()
         return self._db
+
+    def _checkpoint_loop(self) -> None:
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA busy_timeout=30000")
+            while not self._stop_checkpoints.wait(CHECKPOINT_SECONDS):
+                try:
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error:
+                    log.exception("WAL checkpoint failed; retrying")
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        finally:
+            db.close()
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
@@ -120,6 +146,9 @@ class SqliteQueue:
 
         await self._run(close)
         self._pool.shutdown(wait=True)
+        if self._checkpointer.is_alive():
+            self._stop_checkpoints.set()
+            await asyncio.to_thread(self._checkpointer.join, 10)
 
     # Claims
 

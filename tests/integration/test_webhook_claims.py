@@ -4,6 +4,7 @@ own thread; PostgreSQL: SQLAlchemy): leases, ordering, the lease-owner guard on 
 from __future__ import annotations
 
 import datetime as dt
+import threading
 
 from webhookd._repository import (
     ENABLED,
@@ -79,3 +80,5 @@ async def test_claims_lease_and_results_need_the_lease(db_url: str) -> None:
         assert sorted(c.delivery.event_id for c in later) == ["evt_001", "evt_002", "evt_003", "evt_004"]
     finally:
         await repo.close()
+    # Closing stops the SQLite queue's threads (the writer and the WAL checkpointer).
+    assert not [t for t in threading.enumerate() if t.name.startswith("webhookd-sqlite")]
