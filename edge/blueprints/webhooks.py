@@ -42,6 +42,11 @@ async def _await(x: Awaitable[T]) -> T:
     return await x
 
 
+def _list(data: list[dict[str, Any]], next_page_token: str) -> HTTPResponse:
+    """A page of a list, Stripe style."""
+    return json_response({"object": "list", "data": data, "nextPageToken": next_page_token or None})
+
+
 @bp.get("/v1/webhooks/endpoints")
 @guarded("webhooks:read")
 async def list_endpoints(request: Request, ctx: Ctx) -> HTTPResponse:
@@ -55,13 +60,7 @@ async def list_endpoints(request: Request, ctx: Ctx) -> HTTPResponse:
             page_token=request.args.get("page_token", ""),
         ),
     )
-    return json_response(
-        {
-            "object": "list",
-            "data": [convert.endpoint(e) for e in resp.endpoints],
-            "nextPageToken": resp.next_page_token or None,
-        }
-    )
+    return _list([convert.endpoint(e) for e in resp.endpoints], resp.next_page_token)
 
 
 @bp.post("/v1/webhooks/endpoints")
@@ -221,13 +220,7 @@ async def list_deliveries(request: Request, ctx: Ctx) -> HTTPResponse:
             page_token=args.get("page_token", ""),
         ),
     )
-    return json_response(
-        {
-            "object": "list",
-            "data": [convert.delivery(d) for d in resp.deliveries],
-            "nextPageToken": resp.next_page_token or None,
-        }
-    )
+    return _list([convert.delivery(d) for d in resp.deliveries], resp.next_page_token)
 
 
 @bp.get("/v1/webhooks/attempts")
@@ -247,13 +240,7 @@ async def list_attempts(request: Request, ctx: Ctx) -> HTTPResponse:
             page_token=args.get("page_token", ""),
         ),
     )
-    return json_response(
-        {
-            "object": "list",
-            "data": [convert.attempt(a) for a in resp.attempts],
-            "nextPageToken": resp.next_page_token or None,
-        }
-    )
+    return _list([convert.attempt(a) for a in resp.attempts], resp.next_page_token)
 
 
 @bp.post("/v1/webhooks/attempts/<attempt_id:str>/resend")
