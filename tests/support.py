@@ -1,4 +1,5 @@
 """Helpers for tests that start real service processes."""
+
 from __future__ import annotations
 
 import json
@@ -75,3 +76,14 @@ class ServiceProcess:
 
     def logs(self) -> str:
         return self.log_path.read_text() if self.log_path else ""
+
+
+def sqlite_url(directory: pathlib.Path, name: str) -> str:
+    return f"sqlite+aiosqlite:///{directory / name}"
+
+
+def start_service(module: str, log_dir: pathlib.Path, database: str, *extra: str) -> ServiceProcess:
+    """``module`` serving gRPC on a free port, no metrics listener, on ``database``; logs to
+    ``log_dir/<module>.log``."""
+    args = ["--listen", "127.0.0.1:0", "--metrics-listen", "", "--database", database, *extra]
+    return ServiceProcess(module, args).start(log_dir / f"{module}.log")

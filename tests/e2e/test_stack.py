@@ -26,7 +26,7 @@ from websockets.exceptions import ConnectionClosed
 
 from edge.testing import SANDBOX_HOST, edge_args
 from svcctl.client import create_demo_key
-from tests.support import ROOT, ServiceProcess
+from tests.support import ROOT, ServiceProcess, sqlite_url, start_service
 from webhookd import verify
 from webhookd.testing import Receiver
 
@@ -53,23 +53,14 @@ def stack(tmp_path: pathlib.Path) -> Iterator[Stack]:
     receiver = Receiver(server_ctx).start()
     procs: list[ServiceProcess] = []
     try:
-        webhookd = ServiceProcess(
-            "webhookd",
-            [
-                "--listen", "127.0.0.1:0", "--metrics-listen", "",
-                "--database", f"sqlite+aiosqlite:///{tmp_path / 'webhookd.db'}",
-                "--allow-private-targets", "--ca-bundle", str(ca_file), "--poll-seconds", "0.2",
-            ],
-        ).start(tmp_path / "webhookd.log")  # fmt: skip
+        webhookd = start_service(
+            "webhookd", tmp_path, sqlite_url(tmp_path, "webhookd.db"),
+            "--allow-private-targets", "--ca-bundle", str(ca_file), "--poll-seconds", "0.2",
+        )  # fmt: skip
         procs.append(webhookd)
-        authsvc = ServiceProcess(
-            "authsvc",
-            [
-                "--listen", "127.0.0.1:0", "--metrics-listen", "",
-                "--database", f"sqlite+aiosqlite:///{tmp_path / 'authsvc.db'}",
-                "--webhookd", webhookd.grpc_target,
-            ],
-        ).start(tmp_path / "authsvc.log")  # fmt: skip
+        authsvc = start_service(
+            "authsvc", tmp_path, sqlite_url(tmp_path, "authsvc.db"), "--webhookd", webhookd.grpc_target
+        )
         procs.append(authsvc)
         edge = ServiceProcess(
             "edge",

@@ -15,7 +15,7 @@ import pytest
 from google.protobuf import duration_pb2
 
 from edge.testing import LIVE_HOST, SANDBOX_HOST, Upstream, edge_args, write_route_table
-from tests.support import ServiceProcess
+from tests.support import ServiceProcess, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 
@@ -51,26 +51,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     routes = write_route_table(tmp / "routes.json", live_up, sandbox_up)
     procs: list[ServiceProcess] = []
     try:
-        auth = ServiceProcess(
-            "authsvc",
-            [
-                "--listen",
-                "127.0.0.1:0",
-                "--metrics-listen",
-                "",
-                "--database",
-                f"sqlite+aiosqlite:///{tmp / 'a.db'}",
-            ],
-        ).start(tmp / "authsvc.log")
+        auth = start_service("authsvc", tmp, sqlite_url(tmp, "a.db"))
         procs.append(auth)
-        wh = ServiceProcess(
-            "webhookd",
-            [
-                "--listen", "127.0.0.1:0", "--metrics-listen", "",
-                "--database", f"sqlite+aiosqlite:///{tmp / 'w.db'}",
-                "--allow-private-targets", "--allow-http",
-            ],
-        ).start(tmp / "webhookd.log")  # fmt: skip
+        wh = start_service(
+            "webhookd", tmp, sqlite_url(tmp, "w.db"), "--allow-private-targets", "--allow-http"
+        )
         procs.append(wh)
         db = f"sqlite+aiosqlite:///{tmp / 'edge.db'}"
         e1 = ServiceProcess(

@@ -23,7 +23,7 @@ from schemathesis.checks import (
 )
 
 from edge.testing import SANDBOX_HOST, Upstream, edge_args
-from tests.support import ServiceProcess
+from tests.support import ServiceProcess, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 
@@ -65,29 +65,9 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     )
     procs: list[ServiceProcess] = []
     try:
-        auth = ServiceProcess(
-            "authsvc",
-            [
-                "--listen",
-                "127.0.0.1:0",
-                "--metrics-listen",
-                "",
-                "--database",
-                f"sqlite+aiosqlite:///{tmp / 'a.db'}",
-            ],
-        ).start(tmp / "authsvc.log")
+        auth = start_service("authsvc", tmp, sqlite_url(tmp, "a.db"))
         procs.append(auth)
-        wh = ServiceProcess(
-            "webhookd",
-            [
-                "--listen",
-                "127.0.0.1:0",
-                "--metrics-listen",
-                "",
-                "--database",
-                f"sqlite+aiosqlite:///{tmp / 'w.db'}",
-            ],
-        ).start(tmp / "webhookd.log")
+        wh = start_service("webhookd", tmp, sqlite_url(tmp, "w.db"))
         procs.append(wh)
         edge = ServiceProcess(
             "edge", edge_args(auth.grpc_target, wh.grpc_target, f"sqlite+aiosqlite:///{tmp / 'e.db'}", routes)

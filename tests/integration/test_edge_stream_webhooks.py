@@ -19,7 +19,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from edge.testing import SANDBOX_HOST, Upstream, edge_args
 from tests.integration.test_edge_http import ACTOR, assert_error, hdrs, new_key
-from tests.support import ServiceProcess
+from tests.support import ServiceProcess, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2 as wpb
@@ -44,26 +44,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     receiver = Upstream("receiver")
     procs: list[ServiceProcess] = []
     try:
-        auth = ServiceProcess(
-            "authsvc",
-            [
-                "--listen",
-                "127.0.0.1:0",
-                "--metrics-listen",
-                "",
-                "--database",
-                f"sqlite+aiosqlite:///{tmp / 'a.db'}",
-            ],
-        ).start(tmp / "authsvc.log")
+        auth = start_service("authsvc", tmp, sqlite_url(tmp, "a.db"))
         procs.append(auth)
-        wh = ServiceProcess(
-            "webhookd",
-            [
-                "--listen", "127.0.0.1:0", "--metrics-listen", "",
-                "--database", f"sqlite+aiosqlite:///{tmp / 'w.db'}",
-                "--allow-private-targets", "--allow-http", "--poll-seconds", "0.2",
-            ],
-        ).start(tmp / "webhookd.log")  # fmt: skip
+        wh = start_service(
+            "webhookd", tmp, sqlite_url(tmp, "w.db"),
+            "--allow-private-targets", "--allow-http", "--poll-seconds", "0.2",
+        )  # fmt: skip
         procs.append(wh)
         edge = ServiceProcess(
             "edge",
