@@ -281,6 +281,21 @@ def _keyset(created_col: Any, id_col: Any, after: tuple[dt.datetime, str] | None
     return sa.or_(created_col < c, sa.and_(created_col == c, id_col < after[1]))
 
 
+
+def _filter_conditions(table: sa.Table, time_column: Any, flt: DeliveryFilter) -> list[Any]:
+    """Account, environment, endpoint, event and time window: what delivery and attempt lists share."""
+    c = table.c
+    conds: list[Any] = [c.account_id == flt.account_id, c.environment == flt.environment]
+    if flt.endpoint_id:
+        conds.append(c.endpoint_id == flt.endpoint_id)
+    if flt.event_id:
+        conds.append(c.event_id == flt.event_id)
+    if flt.since:
+        conds.append(time_column >= us(flt.since))
+    if flt.until:
+        conds.append(time_column < us(flt.until))
+    return conds
+
 class SqlRepository:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
@@ -711,17 +726,9 @@ class SqlRepository:
         self, flt: DeliveryFilter, limit: int, after: tuple[dt.datetime, str] | None
     ) -> list[DeliveryRecord]:
         c = deliveries.c
-        conds = [c.account_id == flt.account_id, c.environment == flt.environment]
-        if flt.endpoint_id:
-            conds.append(c.endpoint_id == flt.endpoint_id)
-        if flt.event_id:
-            conds.append(c.event_id == flt.event_id)
+        conds = _filter_conditions(deliveries, c.created_at, flt)
         if flt.status:
             conds.append(c.status == flt.status)
-        if flt.since:
-            conds.append(c.created_at >= us(flt.since))
-        if flt.until:
-            conds.append(c.created_at < us(flt.until))
         q = (
             sa.select(deliveries)
             .where(*conds, _keyset(c.created_at, c.id, after))
@@ -735,19 +742,11 @@ class SqlRepository:
         self, flt: DeliveryFilter, outcome: str, limit: int, after: tuple[dt.datetime, str] | None
     ) -> list[AttemptRecord]:
         c = attempts.c
-        conds = [c.account_id == flt.account_id, c.environment == flt.environment]
-        if flt.endpoint_id:
-            conds.append(c.endpoint_id == flt.endpoint_id)
-        if flt.event_id:
-            conds.append(c.event_id == flt.event_id)
+        conds = _filter_conditions(attempts, c.attempted_at, flt)
         if flt.delivery_id:
             conds.append(c.delivery_id == flt.delivery_id)
         if outcome:
             conds.append(c.outcome == outcome)
-        if flt.since:
-            conds.append(c.attempted_at >= us(flt.since))
-        if flt.until:
-            conds.append(c.attempted_at < us(flt.until))
         q = (
             sa.select(attempts)
             .where(*conds, _keyset(c.attempted_at, c.id, after))
