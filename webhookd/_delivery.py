@@ -7,6 +7,7 @@ production, ``httpx.MockTransport`` in unit tests); every time comes from the in
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime as dt
 import logging
 import time
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 import httpx
 
 from svckit.clock import Clock
-from svckit.ids import new_id
+from svckit.ids import new_id, sortable_id
 from webhookd import _metrics as metrics
 from webhookd._events import TEST_EVENT_KIND
 from webhookd._http import FastTransport
@@ -40,7 +41,6 @@ log = logging.getLogger("webhookd.delivery")
 USER_AGENT = "Svc-Webhooks/1.0 (+https://docs.svc.travel/webhooks)"
 DELIVERY_TIMEOUT = 10.0
 RESPONSE_KEEP = 4096
-GROUP_COMMIT_WAIT = 0.003
 
 
 @dataclass(slots=True)
@@ -114,7 +114,7 @@ def decide(claim: Claim, sent: SendResult | None, attempted_at: dt.datetime, man
     if sent is None:
         return Outcome(d.id, d.endpoint_id, None, HELD, None, counts_attempt=False)
     attempt = AttemptRecord(
-        id=new_id("att"),
+        id=sortable_id("att", attempted_at),
         delivery_id=d.id,
         endpoint_id=d.endpoint_id,
         event_id=d.event_id,
@@ -153,7 +153,7 @@ def decide(claim: Claim, sent: SendResult | None, attempted_at: dt.datetime, man
 @dataclass
 class WorkerConfig:
     batch_size: int = 200
-    concurrency: int = 64
+    concurrency: int = 64  # sends in flight
     lease_seconds: float = 60.0
     poll_seconds: float = 0.25
 
@@ -178,10 +178,9 @@ class DeliveryWorker:
         self.on_alerts = on_alerts
         self.on_sent = on_sent
         self._wake = asyncio.Event()
-        self._results: list[Outcome] = []
-        self._results_ready = asyncio.Event()
-        self._inflight = 0
-        self._capacity = asyncio.Event()
+        self._results: list[Outcome] = []  # sent, waiting for the next group commit
+        self._ready: collections.deque[Claim] = collections.deque()  # claimed, waiting for a send slot
+        self._sending = 0
         self._stopping = False
         self._grace = 5.0
         self._tasks: set[asyncio.Task[None]] = set()
@@ -235,9 +234,7 @@ class DeliveryWorker:
             )
         return outcome
 
-    async def _write(self, outcomes: list[Outcome]) -> None:
-        now = self.clock.now()
-        alerts = await self.repo.record_outcomes(outcomes, self.owner, now)
+    def _alerted(self, alerts: list[Alert]) -> None:
         for alert in alerts:
             metrics.ENDPOINTS_DISABLED.inc()
             log.warning(
@@ -266,64 +263,82 @@ class DeliveryWorker:
         if not claims:
             return 0
         outcomes = await asyncio.gather(*(self._attempt(c) for c in claims))
-        await self._write(list(outcomes))
+        self._alerted(await self.repo.record_outcomes(list(outcomes), self.owner, self.clock.now()))
         return len(claims)
 
-    # The pipelined loop
+    # The pipelined loop. One cycle = one storage round trip that commits every result finished since the
+    # last cycle (group commit) and claims due deliveries into a ready queue one cycle ahead of the send
+    # slots, so sends never wait for storage and storage never waits for sends; batches grow with load.
 
     async def run(self) -> None:
-        writer = asyncio.create_task(self._writer())
         try:
-            await self._claimer()
+            await self._cycles()
         finally:
             # Graceful stop: in-flight sends get ``grace`` seconds to finish and have their results written;
             # the rest are cancelled and, their leases running out, sent again later (at least once).
+            # Claims that never started are handed back at once.
             self._stopping = True
+            unsent = [_unclaimed(c) for c in self._ready]
+            self._ready.clear()
             if self._tasks:
                 _done, late = await asyncio.wait(list(self._tasks), timeout=self._grace)
                 for task in late:
                     task.cancel()
                 await asyncio.gather(*late, return_exceptions=True)
-            self._results_ready.set()
-            await writer
+            batch, self._results = self._results + unsent, []
+            if batch:
+                try:
+                    self._alerted(await self.repo.record_outcomes(batch, self.owner, self.clock.now()))
+                except Exception:
+                    log.exception("writing %d delivery results failed; their leases will run out", len(batch))
 
     async def stop(self, grace: float = 5.0) -> None:
         self._grace = grace
         self._stopping = True
         self._wake.set()
-        self._capacity.set()
 
-    async def _claimer(self) -> None:
+    async def _cycles(self) -> None:
         cfg = self.config
+        ahead = 2 * cfg.concurrency  # sending + ready
+        low_water = max(1, min(cfg.batch_size, cfg.concurrency) // 4)
         while not self._stopping:
-            room = cfg.concurrency - self._inflight
-            if room < min(cfg.batch_size, cfg.concurrency) // 4:
-                self._capacity.clear()
-                await self._capacity.wait()
+            room = ahead - self._sending - len(self._ready)
+            limit = min(room, cfg.batch_size) if room >= low_water else 0
+            if not self._results and not limit:
+                # Send slots and the ready queue are full: wait for a result (a publish's wake is no use
+                # until then).
+                self._wake.clear()
+                await self._sleep(cfg.poll_seconds)
                 continue
+            batch, self._results = self._results, []
             now = self.clock.now()
             self._wake.clear()
             try:
-                claims = await self.repo.claim_due(
-                    now,
-                    min(room, cfg.batch_size),
-                    now + dt.timedelta(seconds=cfg.lease_seconds),
-                    self.owner,
+                alerts, claims = await self.repo.record_and_claim(
+                    batch, self.owner, now, limit, now + dt.timedelta(seconds=cfg.lease_seconds)
                 )
             except Exception:
-                log.exception("claiming due deliveries failed; retrying")
+                log.exception(
+                    "storage cycle failed (%d results not written, their leases will run out); retrying",
+                    len(batch),
+                )
                 await self._sleep(1.0)
                 continue
-            for claim in claims:
-                self._inflight += 1
-                task = asyncio.create_task(self._one(claim))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-            if len(claims) >= min(room, cfg.batch_size):
-                continue  # more may be due: claim again straight away
-            if claims:
-                await asyncio.sleep(0)
-            await self._idle(now, claimed=bool(claims))
+            self._alerted(alerts)
+            self._ready.extend(claims)
+            self._start_sends()
+            if batch or (limit and len(claims) >= limit):
+                await asyncio.sleep(0)  # let the new sends start, then the next cycle
+                continue
+            if limit:
+                await self._idle(now, claimed=bool(claims))
+
+    def _start_sends(self) -> None:
+        while self._ready and self._sending < self.config.concurrency and not self._stopping:
+            self._sending += 1
+            task = asyncio.create_task(self._one(self._ready.popleft()))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def _idle(self, now: dt.datetime, claimed: bool) -> None:
         wait = self.config.poll_seconds
@@ -332,15 +347,22 @@ class DeliveryWorker:
         except Exception:
             due = None
         if due is not None:
-            wait = min(wait, max(0.0, (due - now).total_seconds()))
-            if not claimed:
+            until_due = (due - now).total_seconds()
+            if until_due > 0:
+                wait = min(wait, until_due)
+            elif not claimed:
                 # Due rows we could not claim are locked by another process: don't spin on them.
-                wait = max(wait, 0.01)
+                wait = min(wait, 0.01)
+            else:
+                wait = 0.0
         if wait <= 0:
             return
         await self._sleep(wait)
 
     async def _sleep(self, seconds: float) -> None:
+        """Until ``seconds`` pass, something becomes due now (``wake``) or a send finishes."""
+        if self._wake.is_set():
+            return
         try:
             async with asyncio.timeout(seconds):
                 await self._wake.wait()
@@ -352,29 +374,15 @@ class DeliveryWorker:
             outcome = await self._attempt(claim)
         except Exception:
             log.exception("delivery crashed", extra={"delivery_id": claim.delivery.id})
-            self._inflight -= 1
-            self._capacity.set()
             return  # the lease runs out and the delivery is claimed again
+        finally:
+            self._sending -= 1
+            self._wake.set()
+            self._start_sends()
         self._results.append(outcome)
-        self._results_ready.set()
 
-    async def _writer(self) -> None:
-        while True:
-            await self._results_ready.wait()
-            self._results_ready.clear()
-            if not self._results:
-                if self._stopping:
-                    return
-                continue
-            if not self._stopping and len(self._results) < min(32, self._inflight):
-                await asyncio.sleep(GROUP_COMMIT_WAIT)  # let a few more results join this commit
-            # Group commit: every result that arrived meanwhile, in one transaction.
-            batch, self._results = self._results, []
-            try:
-                await self._write(batch)
-            except Exception:
-                log.exception("writing %d delivery results failed; their leases will run out", len(batch))
-            self._inflight -= len(batch)
-            self._capacity.set()
-            if self._results or self._stopping:
-                self._results_ready.set()
+
+def _unclaimed(claim: Claim) -> Outcome:
+    """Hands a claimed delivery back unsent: due when it was due, no attempt counted."""
+    d = claim.delivery
+    return Outcome(d.id, d.endpoint_id, None, d.status, d.next_attempt_at, counts_attempt=False)

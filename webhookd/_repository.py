@@ -184,6 +184,17 @@ class Repository(Protocol):
         self, outcomes: Sequence[Outcome], owner: str, now: dt.datetime
     ) -> list[Alert]: ...
 
+    async def record_and_claim(
+        self,
+        outcomes: Sequence[Outcome],
+        owner: str,
+        now: dt.datetime,
+        limit: int,
+        lease_until: dt.datetime,
+    ) -> tuple[list[Alert], list[Claim]]:
+        """The worker's cycle: ``record_outcomes`` then ``claim_due`` (skipped when ``limit`` is 0)."""
+        ...
+
     async def get_claim(self, delivery_id: str) -> Claim | None: ...
 
     async def get_attempt(

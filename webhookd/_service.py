@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 
 from svckit.clock import Clock
-from svckit.ids import new_id
+from svckit.ids import new_id, sortable_id
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import _convert as cv
@@ -236,7 +236,7 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
         if endpoint.status == DISABLED:
             raise Conflict("endpoint_id: the endpoint is disabled; enable it before sending a test event")
         now = self.clock.now()
-        event_id = new_id("evt")
+        event_id = sortable_id("evt", now)
         data = {"endpoint_id": endpoint.id, "message": "This is a test delivery from the webhook service."}
         envelope = build_envelope(
             event_id=event_id,
@@ -251,7 +251,7 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
             event_id, endpoint.account_id, endpoint.environment, TEST_EVENT_KIND, "test", now, envelope
         )
         delivery = DeliveryRecord(
-            id=new_id("msg"),
+            id=sortable_id("msg", now),
             event_id=event_id,
             endpoint_id=endpoint.id,
             account_id=endpoint.account_id,
@@ -290,7 +290,7 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
         if len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable():
             raise InvalidRequest(f"idempotency_key: at most {MAX_IDEMPOTENCY_KEY} printable characters")
         now = self.clock.now()
-        event_id = new_id("evt")
+        event_id = sortable_id("evt", now)
         envelope = build_envelope(
             event_id=event_id,
             kind=request.type,

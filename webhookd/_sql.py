@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from svckit.db import Migration, create_engine, is_postgres, migrate
-from svckit.ids import new_id
+from svckit.ids import new_id, sortable_id
 from webhookd._repository import (
     DISABLED,
     ENABLED,
@@ -464,7 +464,7 @@ class SqlRepository:
             t = us(now)
             rows = [
                 {
-                    "id": new_id("msg"),
+                    "id": sortable_id("msg", now),
                     "event_id": event.id,
                     "endpoint_id": r.id,
                     "account_id": event.account_id,
@@ -569,6 +569,20 @@ class SqlRepository:
             }
         claimed.sort(key=lambda d: d.created_at)
         return [Claim(d, bodies[d.event_id], eps.get(d.endpoint_id)) for d in claimed]
+
+    async def record_and_claim(
+        self,
+        outcomes: Sequence[Outcome],
+        owner: str,
+        now: dt.datetime,
+        limit: int,
+        lease_until: dt.datetime,
+    ) -> tuple[list[Alert], list[Claim]]:
+        if self._queue is not None:
+            return await self._queue.record_and_claim(outcomes, owner, now, limit, lease_until)
+        alerts = await self.record_outcomes(outcomes, owner, now) if outcomes else []
+        claims = await self.claim_due(now, limit, lease_until, owner) if limit > 0 else []
+        return alerts, claims
 
     async def release_leases(self, now: dt.datetime) -> int:
         async with self.engine.begin() as conn:

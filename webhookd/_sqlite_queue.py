@@ -58,18 +58,33 @@ _CLAIM = """
               attempt_count, schedule_count, due_at, created_at, updated_at
 """
 
-_INSERT_ATTEMPT = """
-    INSERT INTO wh_attempts (id, delivery_id, endpoint_id, event_id, account_id, environment,
-        attempt_number, outcome, response_status, response_body, request_headers, latency_ms, error,
-        attempted_at, manual)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+_ATTEMPT_COLUMNS = (
+    "id, delivery_id, endpoint_id, event_id, account_id, environment, attempt_number, outcome,"
+    " response_status, response_body, request_headers, latency_ms, error, attempted_at, manual"
+)
+_INSERT_ATTEMPTS = f"INSERT INTO wh_attempts ({_ATTEMPT_COLUMNS}) VALUES {{values}}"
+_ATTEMPT_MARKS = "(" + ",".join("?" * 15) + ")"
+
+# v.column1..3 = (status, next attempt, delivery id); the lease check keeps a result whose lease ran out
+# (and was claimed again elsewhere) from overwriting the newer claim.
+_UPDATE_DELIVERIES = """
+    UPDATE wh_deliveries SET status = v.column1, next_attempt_at = v.column2, due_at = v.column2,
+        lease_owner = NULL, updated_at = ?, attempt_count = attempt_count + {inc},
+        schedule_count = schedule_count + {inc}
+    FROM (VALUES {values}) AS v
+    WHERE wh_deliveries.id = v.column3 AND wh_deliveries.lease_owner = ?
 """
 
-_UPDATE_DELIVERY = """
-    UPDATE wh_deliveries SET status = ?, next_attempt_at = ?, due_at = ?, lease_owner = NULL,
-        updated_at = ?, attempt_count = attempt_count + {inc}, schedule_count = schedule_count + {inc}
-    WHERE id = ? AND lease_owner = ?
-"""
+
+def _pow2_chunks(rows: list[T]) -> list[list[T]]:
+    """Split into power-of-two sized chunks (at most 256): few distinct statements for the statement cache,
+    few statements per batch (the sqlite3 module drops and retakes the GIL at every step)."""
+    out, i = [], 0
+    while i < len(rows):
+        size = min(256, 1 << ((len(rows) - i).bit_length() - 1))
+        out.append(rows[i : i + size])
+        i += size
+    return out
 
 
 def _us(when: dt.datetime) -> int:
@@ -150,35 +165,66 @@ class SqliteQueue:
             self._stop_checkpoints.set()
             await asyncio.to_thread(self._checkpointer.join, 10)
 
-    # Claims
+    # The worker's one hop per cycle: write the finished results, then claim what is due, in one transaction.
+    # Rows are built before the hop and claims after it, on the event loop's thread: the SQLite thread is
+    # the pipeline's serial stage, so it does nothing but run statements.
 
     async def claim_due(
         self, now: dt.datetime, limit: int, lease_until: dt.datetime, owner: str
     ) -> list[Claim]:
-        return await self._run(self._claim_sync, _us(now), limit, _us(lease_until), owner)
+        _alerts, claims = await self.record_and_claim([], owner, now, limit, lease_until)
+        return claims
 
-    def _claim_sync(self, now: int, limit: int, lease: int, owner: str) -> list[Claim]:
-        def claim(db: sqlite3.Connection) -> tuple[list[Any], dict[str, bytes], dict[str, EndpointRecord]]:
-            rows = db.execute(_CLAIM, (lease, owner, now, limit)).fetchall()
-            if not rows:
-                return rows, {}, {}
-            bodies: dict[str, bytes] = {}
-            for chunk in _chunks(list({r[1] for r in rows})):
-                marks = ",".join("?" * len(chunk))
-                sql = f"SELECT id, envelope FROM wh_events WHERE id IN ({marks})"
-                bodies.update(db.execute(sql, chunk).fetchall())
-            eps: dict[str, EndpointRecord] = {}
-            for chunk in _chunks(list({r[2] for r in rows})):
-                marks = ",".join("?" * len(chunk))
-                sql = (
-                    f"SELECT {', '.join(_ENDPOINT_COLUMNS.split())} FROM wh_endpoints "
-                    f"WHERE id IN ({marks}) AND deleted_at IS NULL"
-                )
-                for r in db.execute(sql, chunk):
-                    eps[r[0]] = self._endpoint_from_row(_EndpointRow(*r))
-            return rows, bodies, eps
+    async def record_outcomes(self, outcomes: Sequence[Outcome], owner: str, now: dt.datetime) -> list[Alert]:
+        alerts, _claims = await self.record_and_claim(outcomes, owner, now, 0, now)
+        return alerts
 
-        rows, bodies, eps = self._transaction(claim)
+    async def record_and_claim(
+        self,
+        outcomes: Sequence[Outcome],
+        owner: str,
+        now: dt.datetime,
+        limit: int,
+        lease_until: dt.datetime,
+    ) -> tuple[list[Alert], list[Claim]]:
+        writes = _Writes.build(outcomes, owner, now) if outcomes else None
+        claim = (_us(lease_until), owner, _us(now), limit) if limit > 0 else None
+        alert_rows, (rows, bodies, eps) = await self._run(self._cycle_sync, writes, claim)
+        alerts = [Alert(a[0], a[1], a[2], a[3], a[4], a[5], now) for a in alert_rows]
+        return alerts, self._claims(rows, bodies, eps)
+
+    def _cycle_sync(self, writes: _Writes | None, claim: tuple[int, str, int, int] | None) -> tuple[Any, Any]:
+        def cycle(db: sqlite3.Connection) -> tuple[Any, Any]:
+            alerts = writes.apply(db) if writes is not None else []
+            claimed = self._claim_rows(db, claim) if claim is not None else ([], {}, {})
+            return alerts, claimed
+
+        return self._transaction(cycle)
+
+    @staticmethod
+    def _claim_rows(
+        db: sqlite3.Connection, params: tuple[int, str, int, int]
+    ) -> tuple[list[Any], dict[str, bytes], dict[str, Any]]:
+        rows = db.execute(_CLAIM, params).fetchall()
+        if not rows:
+            return rows, {}, {}
+        bodies: dict[str, bytes] = {}
+        for chunk in _chunks(list({r[1] for r in rows})):
+            marks = ",".join("?" * len(chunk))
+            bodies.update(db.execute(f"SELECT id, envelope FROM wh_events WHERE id IN ({marks})", chunk))
+        eps: dict[str, Any] = {}
+        for chunk in _chunks(list({r[2] for r in rows})):
+            marks = ",".join("?" * len(chunk))
+            sql = (
+                f"SELECT {', '.join(_ENDPOINT_COLUMNS.split())} FROM wh_endpoints "
+                f"WHERE id IN ({marks}) AND deleted_at IS NULL"
+            )
+            for r in db.execute(sql, chunk):
+                eps[r[0]] = r
+        return rows, bodies, eps
+
+    def _claims(self, rows: list[Any], bodies: dict[str, bytes], eps: dict[str, Any]) -> list[Claim]:
+        endpoints = {k: self._endpoint_from_row(_EndpointRow(*r)) for k, r in eps.items()}
         claims = []
         for r in rows:
             status = r[6]
@@ -196,85 +242,90 @@ class SqliteQueue:
                 created_at=_time(r[10]),
                 updated_at=_time(r[11]),
             )
-            claims.append(Claim(d, bytes(bodies[d.event_id]), eps.get(d.endpoint_id)))
+            claims.append(Claim(d, bytes(bodies[d.event_id]), endpoints.get(d.endpoint_id)))
         claims.sort(key=lambda c: c.delivery.created_at)
         return claims
 
-    # Group commits
 
-    async def record_outcomes(self, outcomes: Sequence[Outcome], owner: str, now: dt.datetime) -> list[Alert]:
-        return await self._run(self._record_sync, list(outcomes), owner, now)
+class _Writes:
+    """One group commit's statements and parameters, built off the SQLite thread."""
 
-    def _record_sync(self, outcomes: list[Outcome], owner: str, now: dt.datetime) -> list[Alert]:
-        t = _us(now)
-        attempt_rows = [
-            (
-                a.id,
-                a.delivery_id,
-                a.endpoint_id,
-                a.event_id,
-                a.account_id,
-                a.environment,
-                a.attempt_number,
-                a.outcome,
-                a.response_status,
-                a.response_body,
-                json.dumps(a.request_headers),
-                a.latency_ms,
-                a.error,
-                _us(a.attempted_at),
-                1 if a.manual else 0,
-            )
-            for o in outcomes
-            if (a := o.attempt) is not None
-        ]
-        updates: dict[int, list[tuple[Any, ...]]] = {1: [], 0: []}
+    def __init__(self) -> None:
+        self.attempts: list[tuple[Any, ...]] = []
+        self.updates: dict[int, list[tuple[Any, ...]]] = {1: [], 0: []}
+        self.failing: list[str] = []
+        self.disabling: list[tuple[str, str]] = []
+        self.t = 0
+        self.owner = ""
+
+    @classmethod
+    def build(cls, outcomes: Sequence[Outcome], owner: str, now: dt.datetime) -> _Writes:
+        w = cls()
+        w.t = _us(now)
+        w.owner = owner
         for o in outcomes:
-            nxt = _us(o.next_attempt_at) if o.next_attempt_at else None
-            updates[1 if o.counts_attempt else 0].append((o.status, nxt, nxt, t, o.delivery_id, owner))
-        failing = list({o.endpoint_id for o in outcomes if o.status != SUCCEEDED})
-        disabling = [o for o in outcomes if o.disable_endpoint]
-
-        def record(db: sqlite3.Connection) -> list[Alert]:
-            if attempt_rows:
-                db.executemany(_INSERT_ATTEMPT, attempt_rows)
-            for inc, rows in updates.items():
-                if rows:
-                    db.executemany(_UPDATE_DELIVERY.format(inc=inc), rows)
-            new_alerts: list[Alert] = []
-            for o in disabling:
-                row = db.execute(
-                    "UPDATE wh_endpoints SET status = ?, disabled_reason = ?, updated_at = ?"
-                    " WHERE id = ? AND status = ? RETURNING account_id, environment, url",
-                    (DISABLED, o.disabled_reason, t, o.endpoint_id, ENABLED),
-                ).fetchone()
-                if row is None:
-                    continue
-                alert = Alert(new_id("alrt"), row[0], row[1], o.endpoint_id, row[2], o.disabled_reason, now)
-                new_alerts.append(alert)
-                db.execute(
-                    "INSERT INTO wh_alerts (id, account_id, environment, endpoint_id, url, reason,"
-                    " created_at, sent_at, error) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, '')",
+            a = o.attempt
+            if a is not None:
+                w.attempts.append(
                     (
-                        alert.id,
-                        alert.account_id,
-                        alert.environment,
-                        alert.endpoint_id,
-                        alert.url,
-                        alert.reason,
-                        t,
-                    ),
+                        a.id,
+                        a.delivery_id,
+                        a.endpoint_id,
+                        a.event_id,
+                        a.account_id,
+                        a.environment,
+                        a.attempt_number,
+                        a.outcome,
+                        a.response_status,
+                        a.response_body,
+                        json.dumps(a.request_headers),
+                        a.latency_ms,
+                        a.error,
+                        _us(a.attempted_at),
+                        1 if a.manual else 0,
+                    )
                 )
-            for chunk in _chunks(failing):
-                # Deliveries waiting for an endpoint that is now disabled are kept, not sent.
-                marks = ",".join("?" * len(chunk))
-                db.execute(
-                    "UPDATE wh_deliveries SET status = 'held', updated_at = ?"
-                    " WHERE endpoint_id IN (SELECT id FROM wh_endpoints"
-                    f" WHERE id IN ({marks}) AND status = ?)"
-                    " AND status = 'pending' AND lease_owner IS NULL",
-                    (t, *chunk, DISABLED),
-                )
-            return new_alerts
+            nxt = _us(o.next_attempt_at) if o.next_attempt_at else None
+            w.updates[1 if o.counts_attempt else 0].append((o.status, nxt, o.delivery_id))
+            if o.disable_endpoint:
+                w.disabling.append((o.endpoint_id, o.disabled_reason))
+        w.failing = list({o.endpoint_id for o in outcomes if o.status != SUCCEEDED})
+        return w
 
-        return self._transaction(record)
+    def apply(self, db: sqlite3.Connection) -> list[tuple[Any, ...]]:
+        """Run the statements; the new alerts as rows (id, account, environment, endpoint, url, reason)."""
+        t = self.t
+        for part in _pow2_chunks(self.attempts):
+            sql = _INSERT_ATTEMPTS.format(values=",".join([_ATTEMPT_MARKS] * len(part)))
+            db.execute(sql, [value for row in part for value in row])
+        for inc, rows in self.updates.items():
+            for part in _pow2_chunks(rows):
+                sql = _UPDATE_DELIVERIES.format(inc=inc, values=",".join(["(?,?,?)"] * len(part)))
+                db.execute(sql, [t, *(value for row in part for value in row), self.owner])
+        new_alerts: list[tuple[Any, ...]] = []
+        for endpoint_id, reason in self.disabling:
+            row = db.execute(
+                "UPDATE wh_endpoints SET status = ?, disabled_reason = ?, updated_at = ?"
+                " WHERE id = ? AND status = ? RETURNING account_id, environment, url",
+                (DISABLED, reason, t, endpoint_id, ENABLED),
+            ).fetchone()
+            if row is None:
+                continue
+            alert = (new_id("alrt"), row[0], row[1], endpoint_id, row[2], reason)
+            new_alerts.append(alert)
+            db.execute(
+                "INSERT INTO wh_alerts (id, account_id, environment, endpoint_id, url, reason,"
+                " created_at, sent_at, error) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, '')",
+                (*alert, t),
+            )
+        for chunk in _chunks(self.failing):
+            # Deliveries waiting for an endpoint that is now disabled are kept, not sent.
+            marks = ",".join("?" * len(chunk))
+            db.execute(
+                "UPDATE wh_deliveries SET status = 'held', updated_at = ?"
+                " WHERE endpoint_id IN (SELECT id FROM wh_endpoints"
+                f" WHERE id IN ({marks}) AND status = ?)"
+                " AND status = 'pending' AND lease_owner IS NULL",
+                (t, *chunk, DISABLED),
+            )
+        return new_alerts

@@ -82,3 +82,73 @@ async def test_claims_lease_and_results_need_the_lease(db_url: str) -> None:
         await repo.close()
     # Closing stops the SQLite queue's threads (the writer and the WAL checkpointer).
     assert not [t for t in threading.enumerate() if t.name.startswith("webhookd-sqlite")]
+
+
+async def test_one_cycle_writes_results_then_claims_in_big_batches(db_url: str) -> None:
+    repo = await SqlRepository.open(db_url)
+    try:
+        await _setup(repo, 300)
+        now = T0 + dt.timedelta(minutes=10)
+        lease = now + dt.timedelta(seconds=60)
+        first = await repo.claim_due(now, 290, lease, "wrk_a")  # 256 + 32 + 2: several statement sizes
+        outcomes = [
+            Stored(d.id, "we_claims", _attempt(d.id, d.event_id, now), SUCCEEDED, None, True)
+            for d in (c.delivery for c in first)
+        ]
+        alerts, rest = await repo.record_and_claim(outcomes, "wrk_a", now, 50, lease)
+        assert alerts == []
+        assert [c.delivery.event_id for c in rest] == [f"evt_{i:03d}" for i in range(290, 300)]
+        flt = DeliveryFilter(ACCT, "live")
+        done = await repo.list_deliveries(DeliveryFilter(ACCT, "live", status=SUCCEEDED), 500, None)
+        assert sorted(d.id for d in done) == sorted(c.delivery.id for c in first)
+        assert all(d.attempt_count == 1 and d.next_attempt_at is None for d in done)
+        assert len(await repo.list_attempts(flt, "", 500, None)) == 290
+        # Nothing to write and nothing due: an empty cycle changes nothing.
+        assert await repo.record_and_claim([], "wrk_a", now, 50, lease) == ([], [])
+    finally:
+        await repo.close()
+
+
+async def test_graceful_stop_hands_back_claims_that_never_started(db_url: str) -> None:
+    import asyncio
+
+    import httpx
+
+    from svckit.clock import FakeClock
+    from webhookd._delivery import DeliveryWorker, Sender, WorkerConfig
+
+    release = asyncio.Event()
+
+    async def hang(_request: httpx.Request) -> httpx.Response:
+        await release.wait()
+        return httpx.Response(200)
+
+    repo = await SqlRepository.open(db_url)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(hang))
+    try:
+        await _setup(repo, 6)
+        now = T0 + dt.timedelta(minutes=10)
+        worker = DeliveryWorker(
+            repo, Sender(client), FakeClock(now), WorkerConfig(batch_size=10, concurrency=2), owner="wrk_s"
+        )
+        task = asyncio.create_task(worker.run())
+        for _ in range(200):  # two sends hang; two more claims wait in the ready queue
+            await asyncio.sleep(0.01)
+            if worker._sending == 2 and len(worker._ready) == 2:
+                break
+        assert (worker._sending, len(worker._ready)) == (2, 2)
+        await worker.stop(grace=0.05)
+        await task
+        # The two that never started are due again at once, with no attempt counted; the two cut off
+        # mid-send keep their lease (at least once: they come back when it runs out); two were never claimed.
+        again = await repo.claim_due(now, 10, now + dt.timedelta(seconds=60), "wrk_t")
+        assert sorted(c.delivery.event_id for c in again) == ["evt_002", "evt_003", "evt_004", "evt_005"]
+        assert all(c.delivery.attempt_count == 0 and c.delivery.next_attempt_at is not None for c in again)
+        assert [c.delivery.next_attempt_at for c in again[:2]] == [
+            T0 + dt.timedelta(seconds=2),
+            T0 + dt.timedelta(seconds=3),
+        ]
+    finally:
+        release.set()
+        await client.aclose()
+        await repo.close()
