@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -37,10 +38,12 @@ from webhookd._retry import Outcome as Result
 from webhookd._signing import SIGNATURE_HEADER, sign
 
 log = logging.getLogger("webhookd.delivery")
+_ATTEMPTS = {r: metrics.ATTEMPTS.labels(r.value) for r in Result}
 
 USER_AGENT = "Svc-Webhooks/1.0 (+https://docs.svc.travel/webhooks)"
 DELIVERY_TIMEOUT = 10.0
 RESPONSE_KEEP = 4096
+WATCH_EVERY = 0.25  # a send is cut off at most this long after its timeout
 
 
 @dataclass(slots=True)
@@ -67,6 +70,20 @@ class Sender:
         self.timeout = timeout
         # When ``client`` is built on our own transport, deliveries skip the client layer (~230 µs each).
         self.direct = direct
+        # Timeouts: one watchdog cuts off overdue sends, instead of a timer armed and cancelled per send.
+        self._watch_every = min(WATCH_EVERY, timeout / 4)
+        self._deadlines: dict[asyncio.Task[Any], float] = {}
+        self._expired: set[asyncio.Task[Any]] = set()
+        self._watchdog: asyncio.TimerHandle | None = None
+
+    def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for task, deadline in self._deadlines.items():
+            if deadline <= now and task not in self._expired:
+                self._expired.add(task)
+                task.cancel()
+        self._watchdog = loop.call_later(self._watch_every, self._watch) if self._deadlines else None
 
     async def send(
         self, url: str, body: bytes, secrets: list[str], event_id: str, now: dt.datetime
@@ -77,22 +94,22 @@ class Sender:
             "X-Service-Event-Id": event_id,
             SIGNATURE_HEADER: sign(secrets, body, now),
         }
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        self._deadlines[task] = loop.time() + self.timeout
+        if self._watchdog is None:
+            self._watchdog = loop.call_later(self._watch_every, self._watch)
         start = time.perf_counter()
         status, text, error = 0, "", ""
         try:
-            async with asyncio.timeout(self.timeout):
-                if self.direct is not None:
-                    status, content = await self.direct.post(url, headers, body)
-                    text = content[:RESPONSE_KEEP].decode("utf-8", "replace")
-                else:
-                    async with self.client.stream("POST", url, content=body, headers=headers) as response:
-                        status = response.status_code
-                        kept = bytearray()
-                        async for chunk in response.aiter_bytes():
-                            kept += chunk
-                            if len(kept) >= RESPONSE_KEEP:
-                                break
-                        text = bytes(kept[:RESPONSE_KEEP]).decode("utf-8", "replace")
+            try:
+                status, text = await self._post(url, headers, body)
+            except asyncio.CancelledError:
+                # Ours (the watchdog's) becomes a timeout; anyone else's cancellation goes on.
+                if task not in self._expired or task.uncancel() > 0:
+                    raise
+                raise TimeoutError from None
             result = Result.SUCCEEDED if 200 <= status < 300 else Result.HTTP_ERROR
             if result is Result.HTTP_ERROR:
                 error = f"endpoint answered HTTP {status}"
@@ -100,10 +117,25 @@ class Sender:
             result, error = Result.TIMEOUT, f"no response within {self.timeout:g} s"
         except httpx.HTTPError as exc:
             result, error = Result.NETWORK_ERROR, f"{type(exc).__name__}: {exc}"[:500]
+        finally:
+            del self._deadlines[task]
+            self._expired.discard(task)
         latency = time.perf_counter() - start
         metrics.LATENCY.observe(latency)
-        metrics.ATTEMPTS.labels(result.value).inc()
+        _ATTEMPTS[result].inc()
         return SendResult(result, status, text, headers, latency * 1000, error)
+
+    async def _post(self, url: str, headers: dict[str, str], body: bytes) -> tuple[int, str]:
+        if self.direct is not None:
+            status, content = await self.direct.post(url, headers, body)
+            return status, content[:RESPONSE_KEEP].decode("utf-8", "replace")
+        async with self.client.stream("POST", url, content=body, headers=headers) as response:
+            kept = bytearray()
+            async for chunk in response.aiter_bytes():
+                kept += chunk
+                if len(kept) >= RESPONSE_KEEP:
+                    break
+            return response.status_code, bytes(kept[:RESPONSE_KEEP]).decode("utf-8", "replace")
 
 
 def decide(claim: Claim, sent: SendResult | None, attempted_at: dt.datetime, manual: bool = False) -> Outcome:
@@ -334,9 +366,10 @@ class DeliveryWorker:
                 await self._idle(now, claimed=bool(claims))
 
     def _start_sends(self) -> None:
+        """Fill the free send slots; a slot's task goes on with the next ready claim until none is left."""
         while self._ready and self._sending < self.config.concurrency and not self._stopping:
             self._sending += 1
-            task = asyncio.create_task(self._one(self._ready.popleft()))
+            task = asyncio.create_task(self._slot(self._ready.popleft()))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -369,17 +402,23 @@ class DeliveryWorker:
         except TimeoutError:
             pass
 
-    async def _one(self, claim: Claim) -> None:
+    async def _slot(self, claim: Claim) -> None:
         try:
-            outcome = await self._attempt(claim)
-        except Exception:
-            log.exception("delivery crashed", extra={"delivery_id": claim.delivery.id})
-            return  # the lease runs out and the delivery is claimed again
+            while True:
+                try:
+                    outcome = await self._attempt(claim)
+                    # Not ``self._results.append(await ...)``: a cycle may swap the list during the await.
+                    self._results.append(outcome)
+                except Exception:
+                    # The lease runs out and the delivery is claimed again.
+                    log.exception("delivery crashed", extra={"delivery_id": claim.delivery.id})
+                self._wake.set()
+                if not self._ready or self._stopping:
+                    return
+                claim = self._ready.popleft()
         finally:
             self._sending -= 1
             self._wake.set()
-            self._start_sends()
-        self._results.append(outcome)
 
 
 def _unclaimed(claim: Claim) -> Outcome:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+from typing import Any
 
 from webhookd._repository import (
     ENABLED,
@@ -150,5 +151,45 @@ async def test_graceful_stop_hands_back_claims_that_never_started(db_url: str) -
         ]
     finally:
         release.set()
+        await client.aclose()
+        await repo.close()
+
+
+async def test_pipelined_worker_commits_every_result_of_a_burst(db_url: str) -> None:
+    """Results finish while storage cycles run; every one must reach a commit (a frozen clock means a
+    lost result would leave its delivery leased forever instead of being retried after the lease)."""
+    import asyncio
+    import random
+
+    import httpx
+
+    from svckit.clock import FakeClock
+    from webhookd._delivery import DeliveryWorker, Sender, WorkerConfig
+
+    async def answer(_request: httpx.Request) -> httpx.Response:
+        for _ in range(random.randint(0, 3)):
+            await asyncio.sleep(0)
+        return httpx.Response(200, text="ok")
+
+    repo = await SqlRepository.open(db_url)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    try:
+        await _setup(repo, 400)
+        now = T0 + dt.timedelta(minutes=10)
+        worker = DeliveryWorker(
+            repo, Sender(client), FakeClock(now), WorkerConfig(batch_size=50, concurrency=16), owner="wrk_p"
+        )
+        task = asyncio.create_task(worker.run())
+        done: list[Any] = []
+        for _ in range(1000):
+            await asyncio.sleep(0.02)
+            done = await repo.list_deliveries(DeliveryFilter(ACCT, "live", status=SUCCEEDED), 500, None)
+            if len(done) == 400:
+                break
+        await worker.stop(grace=1)
+        await task
+        assert len(done) == 400
+        assert len(await repo.list_attempts(DeliveryFilter(ACCT, "live"), "", 500, None)) == 400
+    finally:
         await client.aclose()
         await repo.close()
