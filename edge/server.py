@@ -35,8 +35,59 @@ class _TidyResponseHead(HttpProtocol):
         await super().send(data)
 
 
-class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
-    """HTTP/1.1 and WebSocket, with the request id on every answer including the handshake."""
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 16 * 1024 * 1024
+
+
+class _LingeringClose(HttpProtocol):
+    """Closes as nginx's lingering close does. When Sanic refuses a request before reading its body (413
+    on Content-Length) it closes the connection while the client may still be sending; the client's
+    kernel then sees a reset and may drop our error response unread. Instead: send FIN, discard what
+    still arrives (bounded in time and bytes) until the client closes (its EOF closes the transport), then
+    close."""
+
+    _lingering = False
+    _discarded = 0
+
+    def close(self, timeout: float | None = None) -> None:
+        transport = self.transport
+        if (
+            self._lingering
+            or transport is None
+            or transport.is_closing()
+            or getattr(self, "websocket", None) is not None
+            or not transport.can_write_eof()
+        ):
+            return super().close(timeout)
+        self._lingering = True
+        if self._callback_check_timeouts:
+            self._callback_check_timeouts.cancel()
+        transport.resume_reading()
+        transport.write_eof()
+        self.loop.call_later(LINGER_SECONDS, self._end_linger)
+
+    def close_if_idle(self) -> bool:
+        if self._lingering:  # shutting down: nothing more to wait for
+            self._end_linger()
+            return True
+        return bool(super().close_if_idle())
+
+    def _end_linger(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        if not self._lingering:
+            return super().data_received(data)
+        self._discarded += len(data)
+        if self._discarded > LINGER_BYTES and self.transport is not None:
+            self.transport.abort()
+        return None
+
+
+class EdgeProtocol(WebSocketProtocol, _LingeringClose, _TidyResponseHead):
+    """HTTP/1.1 and WebSocket, with the request id on every answer including the handshake, and a
+    lingering close."""
 
 
 def bind(listen: str) -> socket.socket:

@@ -4,6 +4,7 @@ edge processes sharing one SQLite idempotency store, and recording product upstr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -549,3 +550,43 @@ async def test_malformed_http_gets_the_error_body(stack: Stack, raw: bytes, stat
         assert "alt-svc" not in headers
     finally:
         writer.close()
+
+
+async def test_too_large_body_still_being_sent_gets_the_413_not_a_reset(stack: Stack) -> None:
+    """The edge answers 413 as soon as it sees the Content-Length, while the client is still sending;
+    a lingering close keeps that answer readable instead of resetting the connection under it."""
+    import json
+    import socket
+
+    size = 3 * 1024 * 1024
+    head = (
+        b"POST /v1/webhooks/endpoints HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % size
+    )
+    for _ in range(3):
+        sock = socket.create_connection(("127.0.0.1", stack.edge.ports["sandbox_port"]), timeout=10)
+        try:
+            sock.sendall(head)
+            chunk = b"a" * 65536
+            with contextlib.suppress(OSError):  # the server may stop reading once it has answered
+                for _ in range(size // len(chunk)):
+                    sock.sendall(chunk)
+            data = b""
+            while b"\r\n\r\n" not in data or len(data) < data.index(b"\r\n\r\n") + 4 + 10:
+                part = await asyncio.to_thread(sock.recv, 65536)
+                if not part:
+                    break
+                data += part
+            assert data.startswith(b"HTTP/1.1 413 "), data[:200]
+            body = data[data.index(b"\r\n\r\n") + 4 :]
+            while True:
+                try:
+                    json.loads(body)
+                    break
+                except ValueError:
+                    part = await asyncio.to_thread(sock.recv, 65536)
+                    assert part, body
+                    body += part
+            assert json.loads(body)["error"]["type"] == "payload_too_large"
+        finally:
+            sock.close()
