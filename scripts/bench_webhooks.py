@@ -37,6 +37,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import trustme
 
 from svckit.clock import SystemClock
+from svckit.db import create_engine
 from svckit.ids import new_id, sortable_id
 from webhookd._delivery import DeliveryWorker, Sender, SendResult, WorkerConfig
 from webhookd._events import Environment, build_envelope
@@ -249,6 +250,25 @@ def _thread_cpu() -> dict[str, float]:
     return out
 
 
+async def _postgres_phase(base_url: str, port: int, ca_pem: bytes, n: int, cfg: WorkerConfig) -> float:
+    """The burst against PostgreSQL, in a scratch schema created and dropped here."""
+    schema = f"bench_webhooks_{new_id('s').lower()[2:14]}"
+    admin = create_engine(base_url)
+    async with admin.begin() as conn:
+        await conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+    try:
+        now = dt.datetime.now(dt.UTC)
+        sep = "&" if "?" in base_url else "?"
+        elapsed, _l, done, _c, _b, _t = await _phase(
+            f"{base_url}{sep}search_path={schema}", port, ca_pem, [now] * n, cfg, 120
+        )
+        return done / elapsed
+    finally:
+        async with admin.begin() as conn:
+            await conn.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
+        await admin.dispose()
+
+
 def _pct(values: list[float], p: float) -> float:
     if not values:
         return float("nan")
@@ -325,11 +345,14 @@ async def main_async(args: argparse.Namespace) -> None:
             rows.append(("due->send lag p99", f"{_pct(lags, 99) * 1000:.1f} ms"))
             rows.append(("due->send lag max", f"{max(lags) * 1000:.1f} ms" if lags else "n/a"))
             rows.append(("deliveries committed in lag phase", f"{n2}"))
+            if args.postgres:
+                rate = await _postgres_phase(args.postgres, port, ca.cert_pem.bytes(), args.deliveries, cfg)
+                rows.append(("durable signed deliveries/s on PostgreSQL (one process)", f"{rate:,.0f}"))
         finally:
             stop.set()
             received, receiver_cpu = port_q.get(timeout=30)
             proc.join(10)
-    rows.append(("requests the receiver answered (both phases)", f"{received}"))
+    rows.append(("requests the receiver answered (all phases)", f"{received}"))
     if received:
         rows.append(
             ("  receiver CPU per request (its own process)", f"{receiver_cpu / received * 1e6:,.0f} µs")
@@ -353,6 +376,12 @@ def main() -> int:
     parser.add_argument("--deliveries", type=int, default=40000)
     parser.add_argument("--lag-deliveries", type=int, default=3000)
     parser.add_argument("--lag-rate", type=float, default=300.0, help="deliveries coming due per second")
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="also run the burst on PostgreSQL (a scratch schema in this database), e.g. "
+        "postgresql+asyncpg://postgres@127.0.0.1:5432/test",
+    )
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=200)
     args = parser.parse_args()
