@@ -3,10 +3,18 @@ own thread; PostgreSQL: SQLAlchemy): leases, ordering, the lease-owner guard on 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
+import random
 import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import httpx
+
+from svckit.clock import FakeClock
+from webhookd._delivery import DeliveryWorker, Sender, WorkerConfig
 from webhookd._repository import (
     ENABLED,
     PENDING,
@@ -110,28 +118,34 @@ async def test_one_cycle_writes_results_then_claims_in_big_batches(db_url: str) 
         await repo.close()
 
 
+@contextlib.asynccontextmanager
+async def _worker(
+    db_url: str, deliveries: int, answer: Callable[[httpx.Request], Awaitable[httpx.Response]], **cfg: int
+) -> AsyncIterator[tuple[SqlRepository, DeliveryWorker, dt.datetime]]:
+    """A pipelined worker on a frozen clock over ``deliveries`` due deliveries, answered by ``answer``."""
+    repo = await SqlRepository.open(db_url)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    try:
+        await _setup(repo, deliveries)
+        now = T0 + dt.timedelta(minutes=10)
+        yield (
+            repo,
+            DeliveryWorker(repo, Sender(client), FakeClock(now), WorkerConfig(**cfg), owner="wrk_p"),
+            now,
+        )
+    finally:
+        await client.aclose()
+        await repo.close()
+
+
 async def test_graceful_stop_hands_back_claims_that_never_started(db_url: str) -> None:
-    import asyncio
-
-    import httpx
-
-    from svckit.clock import FakeClock
-    from webhookd._delivery import DeliveryWorker, Sender, WorkerConfig
-
     release = asyncio.Event()
 
     async def hang(_request: httpx.Request) -> httpx.Response:
         await release.wait()
         return httpx.Response(200)
 
-    repo = await SqlRepository.open(db_url)
-    client = httpx.AsyncClient(transport=httpx.MockTransport(hang))
-    try:
-        await _setup(repo, 6)
-        now = T0 + dt.timedelta(minutes=10)
-        worker = DeliveryWorker(
-            repo, Sender(client), FakeClock(now), WorkerConfig(batch_size=10, concurrency=2), owner="wrk_s"
-        )
+    async with _worker(db_url, 6, hang, batch_size=10, concurrency=2) as (repo, worker, now):
         task = asyncio.create_task(worker.run())
         for _ in range(200):  # two sends hang; two more claims wait in the ready queue
             await asyncio.sleep(0.01)
@@ -140,6 +154,7 @@ async def test_graceful_stop_hands_back_claims_that_never_started(db_url: str) -
         assert (worker._sending, len(worker._ready)) == (2, 2)
         await worker.stop(grace=0.05)
         await task
+        release.set()
         # The two that never started are due again at once, with no attempt counted; the two cut off
         # mid-send keep their lease (at least once: they come back when it runs out); two were never claimed.
         again = await repo.claim_due(now, 10, now + dt.timedelta(seconds=60), "wrk_t")
@@ -149,36 +164,18 @@ async def test_graceful_stop_hands_back_claims_that_never_started(db_url: str) -
             T0 + dt.timedelta(seconds=2),
             T0 + dt.timedelta(seconds=3),
         ]
-    finally:
-        release.set()
-        await client.aclose()
-        await repo.close()
 
 
 async def test_pipelined_worker_commits_every_result_of_a_burst(db_url: str) -> None:
     """Results finish while storage cycles run; every one must reach a commit (a frozen clock means a
     lost result would leave its delivery leased forever instead of being retried after the lease)."""
-    import asyncio
-    import random
-
-    import httpx
-
-    from svckit.clock import FakeClock
-    from webhookd._delivery import DeliveryWorker, Sender, WorkerConfig
 
     async def answer(_request: httpx.Request) -> httpx.Response:
         for _ in range(random.randint(0, 3)):
             await asyncio.sleep(0)
         return httpx.Response(200, text="ok")
 
-    repo = await SqlRepository.open(db_url)
-    client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
-    try:
-        await _setup(repo, 400)
-        now = T0 + dt.timedelta(minutes=10)
-        worker = DeliveryWorker(
-            repo, Sender(client), FakeClock(now), WorkerConfig(batch_size=50, concurrency=16), owner="wrk_p"
-        )
+    async with _worker(db_url, 400, answer, batch_size=50, concurrency=16) as (repo, worker, _now):
         task = asyncio.create_task(worker.run())
         done: list[Any] = []
         for _ in range(1000):
@@ -190,6 +187,3 @@ async def test_pipelined_worker_commits_every_result_of_a_burst(db_url: str) -> 
         await task
         assert len(done) == 400
         assert len(await repo.list_attempts(DeliveryFilter(ACCT, "live"), "", 500, None)) == 400
-    finally:
-        await client.aclose()
-        await repo.close()
