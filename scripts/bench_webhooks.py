@@ -11,7 +11,8 @@ Phase 0 (storage ceiling): the worker with a sender that signs but does not send
 Phase 1 (throughput): N deliveries are due at once; the worker claims them in cycles, signs and POSTs
 each over a pooled TLS connection, and commits the attempt rows and delivery updates in group commits.
 A delivery counts when its result is committed (durable). Phase 2 (lag): deliveries come due at a steady
-rate (below capacity); for each send we record send time minus due time.
+rate (below capacity); for each send we record send time minus due time. Then the same burst through the
+real service (``python -m webhookd serve`` as a process on a preloaded file, counted by polling the table).
 The receiver runs in its own process (trustme certificate, HTTP/1.1 keep-alive, answers 200).
 """
 
@@ -269,6 +270,47 @@ async def _postgres_phase(base_url: str, port: int, ca_pem: bytes, n: int, cfg: 
         await admin.dispose()
 
 
+async def _service_phase(d: str, port: int, ca_pem: bytes, n: int, cfg: WorkerConfig) -> float:
+    """The burst through the real service process (``python -m webhookd serve``) on a preloaded SQLite
+    file; deliveries/s from their due time to the last commit, counted by polling the table."""
+    path = f"{d}/service.db"
+    repo = await SqlRepository.open(f"sqlite+aiosqlite:///{path}")
+    ep = EndpointRecord(
+        id=new_id("we"), account_id=ACCT, environment=ENV, url=f"https://127.0.0.1:{port}/hook",
+        events=["booking.confirmed"], description="bench", status=ENABLED, disabled_reason="",
+        created_at=dt.datetime.now(dt.UTC), updated_at=dt.datetime.now(dt.UTC),
+        secrets=[SigningSecret(new_secret())],
+    )  # fmt: skip
+    await repo.create_endpoint(ep)
+    due = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=6)
+    await _preload(repo, ep.id, [due] * n)
+    await repo.close()
+    ca_path = f"{d}/ca.pem"
+    await asyncio.to_thread(pathlib.Path(ca_path).write_bytes, ca_pem)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "webhookd", "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "",
+        "--database", f"sqlite+aiosqlite:///{path}", "--allow-private-targets", "--ca-bundle", ca_path,
+        "--concurrency", str(cfg.concurrency), "--batch-size", str(cfg.batch_size), "--log-level", "WARNING",
+        stdout=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    db = sqlite3.connect(path, timeout=30)
+    try:
+        while True:
+            await asyncio.sleep(0.02)
+            done = db.execute("SELECT count(*) FROM wh_deliveries WHERE status = 'succeeded'").fetchone()[0]
+            if done >= n:
+                break
+            if dt.datetime.now(dt.UTC) > due + dt.timedelta(seconds=120):
+                print(f"  (service phase stopped after 120 s with {done}/{n})")
+                break
+        elapsed = (dt.datetime.now(dt.UTC) - due).total_seconds()
+    finally:
+        db.close()
+        proc.terminate()
+        await proc.wait()
+    return done / elapsed
+
+
 def _spread(values: list[float]) -> str:
     """Median (min - max) of the trials."""
     v = sorted(values)
@@ -359,6 +401,8 @@ async def main_async(args: argparse.Namespace) -> None:
             rows.append(("due->send lag p99", f"{_pct(lags, 99) * 1000:.1f} ms"))
             rows.append(("due->send lag max", f"{max(lags) * 1000:.1f} ms" if lags else "n/a"))
             rows.append(("deliveries committed in lag phase", f"{n2}"))
+            rate = await _service_phase(d, port, ca.cert_pem.bytes(), args.deliveries, cfg)
+            rows.append(("the same burst through `python -m webhookd serve` (a process)", f"{rate:,.0f}"))
             if args.postgres:
                 rate = await _postgres_phase(args.postgres, port, ca.cert_pem.bytes(), args.deliveries, cfg)
                 rows.append(("durable signed deliveries/s on PostgreSQL (one process)", f"{rate:,.0f}"))
