@@ -71,7 +71,7 @@ class Sender:
         # When ``client`` is built on our own transport, deliveries skip the client layer (~230 µs each).
         self.direct = direct
         # Timeouts: one watchdog cuts off overdue sends, instead of a timer armed and cancelled per send.
-        self._watch_every = min(WATCH_EVERY, timeout / 4)
+        self._watch_every = max(0.01, min(WATCH_EVERY, timeout / 4))
         self._deadlines: dict[asyncio.Task[Any], float] = {}
         self._expired: set[asyncio.Task[Any]] = set()
         self._watchdog: asyncio.TimerHandle | None = None

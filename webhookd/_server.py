@@ -261,6 +261,8 @@ def config_from_args(args: argparse.Namespace) -> Config:
     if args.smtp:
         host, port = _host_port(args.smtp, "--smtp")
         smtp = SmtpConfig(host, port, args.smtp_from)
+    if args.delivery_timeout <= 0:
+        raise SystemExit("--delivery-timeout must be more than 0 seconds")
     if args.lease_seconds <= args.delivery_timeout:
         raise SystemExit("--lease-seconds must be longer than --delivery-timeout")
     return Config(
