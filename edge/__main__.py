@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("routes", "", "product route table JSON file (default: the built-in example table)")
     add("docs-base", "https://docs.svc.example", "base URL of the partner docs (error docUrl)")
     add("max-body-bytes", str(MAX_BODY_BYTES), "largest request body accepted (413 above)")
+    add("rate-limit-live", "100", "requests/s per live key and edge process (bursts of 2 s), 0: no limit")
+    add("rate-limit-sandbox", "25", "requests/s per test key and edge process (bursts of 2 s), 0: no limit")
     add("stream-ping-seconds", "20", 'seconds between {"type": "ping"} frames on /v1/stream')
     add("log-level", "INFO", "DEBUG, INFO, WARNING or ERROR")
     add("shutdown-grace", "5", "seconds running requests may finish after SIGTERM")
@@ -80,6 +82,8 @@ def config_from(args: argparse.Namespace) -> EdgeConfig:
         docs_base=args.docs_base.rstrip("/"),
         max_body_bytes=int(args.max_body_bytes),
         stream_ping_seconds=float(args.stream_ping_seconds),
+        rate_limit_live=float(args.rate_limit_live),
+        rate_limit_sandbox=float(args.rate_limit_sandbox),
     )
 
 

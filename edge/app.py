@@ -22,7 +22,7 @@ from sanic.response import HTTPResponse
 from edge.authorizer import Authorizer
 from edge.blueprints import account, docs, products, stream, webhooks
 from edge.config import EdgeConfig
-from edge.exceptions import EdgeError
+from edge.exceptions import EdgeError, RateLimited
 from edge.gate import Gate
 from edge.idempotency import SqlIdempotencyStore
 from edge.metrics import REFUSALS, count_response
@@ -74,6 +74,8 @@ def handle_error(request: Request | None, exc: BaseException) -> HTTPResponse:
         caller = getattr(request.ctx, "caller", None)
         if caller is not None:
             headers = caller.headers
+    if isinstance(exc, RateLimited):
+        headers = (*headers, ("Retry-After", str(exc.retry_after)))
     token = request_id_var.set(rid)
     try:
         if etype == "internal_error":

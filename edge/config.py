@@ -26,6 +26,9 @@ class EdgeConfig:
     routes: RouteTable = field(default_factory=lambda: RouteTable.from_json(DEFAULT_ROUTES))
     docs_base: str = "https://docs.svc.example"
     max_body_bytes: int = MAX_BODY_BYTES
+    # Requests a second per API key and edge process (bursts of two seconds' worth); 0 switches it off.
+    rate_limit_live: float = 100.0
+    rate_limit_sandbox: float = 25.0
     # GET /v1/account's usage figure is cached this long per account (one GetUsage per second at most).
     usage_cache_seconds: float = 1.0
     authsvc_timeout: float = 2.0

@@ -3,10 +3,13 @@
 
     ServiceError (svckit)
     └── EdgeError                 any refusal; ``type`` is one of ERROR_KINDS
-        └── UpstreamUnavailable   authsvc, webhookd or a product upstream cannot be reached (503)
+        ├── UpstreamUnavailable   authsvc, webhookd or a product upstream cannot be reached (503)
+        └── RateLimited           the key's request rate is over its limit (429, Retry-After)
 """
 
 from __future__ import annotations
+
+import math
 
 from svckit.errors import ServiceError
 
@@ -17,3 +20,14 @@ class EdgeError(ServiceError):
 
 class UpstreamUnavailable(EdgeError):
     type = "service_unavailable"
+
+
+class RateLimited(EdgeError):
+    type = "rate_limited"
+
+    def __init__(self, retry_after: float) -> None:
+        self.retry_after = max(1, math.ceil(retry_after))
+        super().__init__(
+            f"Too many requests with this API key; retry after {self.retry_after} s. "
+            "Spread requests out or use separate keys per system."
+        )

@@ -6,6 +6,7 @@
    other environment is refused here (401 environment_mismatch) without asking authsvc
 4. source address (trusted proxies), then authsvc's answer through the cache: key, environment,
    allow list, scope, read-only account (401/403, 503 when authsvc is unreachable: fail closed)
+   then the key's request rate (429 rate_limited with Retry-After; edge.ratelimit)
 5. POST: Idempotency-Key (400), Content-Type (415) and JSON body (400), then the idempotency claim
    (replay, 409 or 422)
 6. X-Partner-Customer-Ref -> traveller id through authsvc where the route uses one (400 invalid_customer_ref)
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,10 +30,11 @@ from edge.authorizer import ENV_PB, UNREACHABLE, Authorizer, key_digest
 from edge.config import EdgeConfig
 from edge.credentials import key_from_authorization
 from edge.environments import Environment, HostMap, key_environment
-from edge.exceptions import EdgeError, UpstreamUnavailable
+from edge.exceptions import EdgeError, RateLimited, UpstreamUnavailable
 from edge.idempotency import IdempotencyStore, request_hash
 from edge.metrics import count_response
 from edge.negotiation import check_accept, check_customer_ref, check_idempotency_key, check_json_content_type
+from edge.ratelimit import RateLimiter
 from edge.responses import error_response, new_request_id
 from edge.sources import source_address
 from svckit.errors import type_from_rpc_error
@@ -70,6 +73,12 @@ class Gate:
         self.store = store
         self.proxies = tuple(config.trusted_proxies)
         self.docs = config.docs_base
+        self.limiter = RateLimiter(config.rate_limit_live, config.rate_limit_sandbox)
+
+    def limit(self, caller: Caller) -> None:
+        wait = self.limiter.check(caller.key_id, caller.environment, time.monotonic())
+        if wait > 0:
+            raise RateLimited(wait)
 
     def request_id(self, request: Request) -> str:
         rid = getattr(request.ctx, "rid", None)
@@ -106,6 +115,7 @@ class Gate:
             raise EdgeError(
                 answer.error_message or "the API key was refused", type=answer.error_type or "invalid_api_key"
             )
+        self.limit(answer.caller)
         return answer.caller, source
 
     def credential(self, request: Request) -> tuple[Environment, str, bytes]:
@@ -154,6 +164,7 @@ class Gate:
             raise EdgeError(
                 answer.error_message or "the API key was refused", type=answer.error_type or "invalid_api_key"
             )
+        self.limit(caller)
         ctx = Ctx(rid, env, caller, source)
         if request.method == "POST":
             return await self._idempotent(request, handler, ctx, traveller, params)

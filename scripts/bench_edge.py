@@ -212,7 +212,8 @@ def main() -> int:
         target = f"127.0.0.1:{ap['grpc_port']}"
         edge_cmd = ["--live-listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0", "--authsvc", target,
                     "--webhookd", "127.0.0.1:1", "--metrics-listen", "", "--log-level", "WARNING",
-                    "--database", f"sqlite+aiosqlite:///{tmp / 'e.db'}"]  # fmt: skip
+                    "--database", f"sqlite+aiosqlite:///{tmp / 'e.db'}",
+                    "--rate-limit-sandbox", "0"]  # fmt: skip  (one key at full speed: no per-key limit)
         e1, p1 = start("edge", edge_cmd, tmp / "edge1.log")
         procs.append(e1)
         e2, p2 = start("edge", edge_cmd, tmp / "edge2.log")

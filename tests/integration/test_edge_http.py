@@ -590,3 +590,27 @@ async def test_too_large_body_still_being_sent_gets_the_413_not_a_reset(stack: S
             assert json.loads(body)["error"]["type"] == "payload_too_large"
         finally:
             sock.close()
+
+
+async def test_a_key_over_its_rate_gets_429_with_retry_after_and_other_keys_do_not(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient, tmp_path: Any
+) -> None:
+    db = f"sqlite+aiosqlite:///{tmp_path / 'edge-limited.db'}"
+    targets = (stack.authsvc.grpc_target, stack.webhookd.grpc_target)
+    args = edge_args(*targets, db, None, "--rate-limit-sandbox", "2")
+    limited = ServiceProcess("edge", args).start(tmp_path / "edge-limited.log")
+    try:
+        url = f"http://127.0.0.1:{limited.ports['sandbox_port']}/v1/account"
+        _, busy = await new_key(auth)
+        _, calm = await new_key(auth)
+        codes = [(await http.get(url, headers=hdrs(busy.secret))).status_code for _ in range(4)]
+        assert codes == [200] * 4  # a burst of two seconds' worth at 2/s
+        refused = await http.get(url, headers=hdrs(busy.secret))
+        err = assert_error(refused, 429, "rate_limited")
+        assert refused.headers["retry-after"] == "1"
+        assert busy.secret not in err["message"] and "retry after 1 s" in err["message"]
+        assert (await http.get(url, headers=hdrs(calm.secret))).status_code == 200  # its own bucket
+        await asyncio.sleep(0.6)  # one token back at 2/s
+        assert (await http.get(url, headers=hdrs(busy.secret))).status_code == 200
+    finally:
+        limited.terminate()
