@@ -189,6 +189,8 @@ class SqliteQueue:
     ) -> tuple[list[Alert], list[Claim]]:
         writes = _Writes.build(outcomes, owner, now) if outcomes else None
         claim = (_us(lease_until), owner, _us(now), limit) if limit > 0 else None
+        if writes is None and claim is None:
+            return [], []  # no write lock for nothing
         alert_rows, (rows, bodies, eps) = await self._run(self._cycle_sync, writes, claim)
         alerts = [Alert(a[0], a[1], a[2], a[3], a[4], a[5], now) for a in alert_rows]
         return alerts, self._claims(rows, bodies, eps)
