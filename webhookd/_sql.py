@@ -529,6 +529,12 @@ class SqlRepository:
     ) -> list[Claim]:
         if self._queue is not None:
             return await self._queue.claim_due(now, limit, lease_until, owner)
+        async with self.engine.begin() as conn:
+            return await self._claim(conn, now, limit, lease_until, owner)
+
+    async def _claim(
+        self, conn: AsyncConnection, now: dt.datetime, limit: int, lease_until: dt.datetime, owner: str
+    ) -> list[Claim]:
         lock = "FOR UPDATE SKIP LOCKED" if self.postgres else ""
         claim_sql = sa.text(
             f"""
@@ -542,31 +548,28 @@ class SqlRepository:
                       attempt_count, schedule_count, due_at, created_at, updated_at
             """
         )
-        async with self.engine.begin() as conn:
-            rows = (
-                await conn.execute(
-                    claim_sql, {"lease": us(lease_until), "owner": owner, "now": us(now), "limit": limit}
-                )
-            ).all()
-            if not rows:
-                return []
-            claimed = [_delivery(r) for r in rows]
-            event_ids = list({d.event_id for d in claimed})
-            endpoint_ids = list({d.endpoint_id for d in claimed})
-            bodies = {
-                r.id: bytes(r.envelope)
-                for r in await conn.execute(
-                    sa.select(events.c.id, events.c.envelope).where(events.c.id.in_(event_ids))
-                )
-            }
-            eps = {
-                r.id: _endpoint(r)
-                for r in await conn.execute(
-                    sa.select(endpoints).where(
-                        endpoints.c.id.in_(endpoint_ids), endpoints.c.deleted_at.is_(None)
-                    )
-                )
-            }
+        rows = (
+            await conn.execute(
+                claim_sql, {"lease": us(lease_until), "owner": owner, "now": us(now), "limit": limit}
+            )
+        ).all()
+        if not rows:
+            return []
+        claimed = [_delivery(r) for r in rows]
+        event_ids = list({d.event_id for d in claimed})
+        endpoint_ids = list({d.endpoint_id for d in claimed})
+        bodies = {
+            r.id: bytes(r.envelope)
+            for r in await conn.execute(
+                sa.select(events.c.id, events.c.envelope).where(events.c.id.in_(event_ids))
+            )
+        }
+        eps = {
+            r.id: _endpoint(r)
+            for r in await conn.execute(
+                sa.select(endpoints).where(endpoints.c.id.in_(endpoint_ids), endpoints.c.deleted_at.is_(None))
+            )
+        }
         claimed.sort(key=lambda d: d.created_at)
         return [Claim(d, bodies[d.event_id], eps.get(d.endpoint_id)) for d in claimed]
 
@@ -580,8 +583,11 @@ class SqlRepository:
     ) -> tuple[list[Alert], list[Claim]]:
         if self._queue is not None:
             return await self._queue.record_and_claim(outcomes, owner, now, limit, lease_until)
-        alerts = await self.record_outcomes(outcomes, owner, now) if outcomes else []
-        claims = await self.claim_due(now, limit, lease_until, owner) if limit > 0 else []
+        if not outcomes and limit <= 0:
+            return [], []
+        async with self.engine.begin() as conn:
+            alerts = await self._record(conn, outcomes, owner, now) if outcomes else []
+            claims = await self._claim(conn, now, limit, lease_until, owner) if limit > 0 else []
         return alerts, claims
 
     async def release_leases(self, now: dt.datetime) -> int:
@@ -596,96 +602,101 @@ class SqlRepository:
     async def record_outcomes(self, outcomes: Sequence[Outcome], owner: str, now: dt.datetime) -> list[Alert]:
         if self._queue is not None:
             return await self._queue.record_outcomes(outcomes, owner, now)
+        async with self.engine.begin() as conn:
+            return await self._record(conn, outcomes, owner, now)
+
+    async def _record(
+        self, conn: AsyncConnection, outcomes: Sequence[Outcome], owner: str, now: dt.datetime
+    ) -> list[Alert]:
         t = us(now)
         attempt_rows = [_attempt_row(o.attempt) for o in outcomes if o.attempt is not None]
         counted = [o for o in outcomes if o.counts_attempt]
         uncounted = [o for o in outcomes if not o.counts_attempt]
         new_alerts: list[Alert] = []
-        async with self.engine.begin() as conn:
-            if attempt_rows:
-                await conn.execute(attempts.insert(), attempt_rows)
-            upd = (
+        if attempt_rows:
+            await conn.execute(attempts.insert(), attempt_rows)
+        upd = (
+            deliveries.update()
+            .where(
+                deliveries.c.id == sa.bindparam("b_id"),
+                deliveries.c.lease_owner == sa.bindparam("b_owner"),
+            )
+            .values(
+                status=sa.bindparam("b_status"),
+                next_attempt_at=sa.bindparam("b_next"),
+                due_at=sa.bindparam("b_next"),
+                lease_owner=None,
+                updated_at=t,
+            )
+        )
+        for group, inc in ((counted, 1), (uncounted, 0)):
+            if not group:
+                continue
+            stmt = upd.values(
+                attempt_count=deliveries.c.attempt_count + inc,
+                schedule_count=deliveries.c.schedule_count + inc,
+            )
+            await conn.execute(
+                stmt,
+                [
+                    {
+                        "b_id": o.delivery_id,
+                        "b_owner": owner,
+                        "b_status": o.status,
+                        "b_next": us(o.next_attempt_at) if o.next_attempt_at else None,
+                    }
+                    for o in group
+                ],
+            )
+        failing = {o.endpoint_id for o in outcomes if o.status != SUCCEEDED}
+        for o in outcomes:
+            if not o.disable_endpoint:
+                continue
+            res = await conn.execute(
+                endpoints.update()
+                .where(endpoints.c.id == o.endpoint_id, endpoints.c.status == ENABLED)
+                .values(status=DISABLED, disabled_reason=o.disabled_reason, updated_at=t)
+                .returning(endpoints.c.account_id, endpoints.c.environment, endpoints.c.url)
+            )
+            row = res.first()
+            if row is not None:
+                alert = Alert(
+                    new_id("alrt"),
+                    row.account_id,
+                    row.environment,
+                    o.endpoint_id,
+                    row.url,
+                    o.disabled_reason,
+                    now,
+                )
+                new_alerts.append(alert)
+                await conn.execute(
+                    alerts.insert().values(
+                        id=alert.id,
+                        account_id=alert.account_id,
+                        environment=alert.environment,
+                        endpoint_id=alert.endpoint_id,
+                        url=alert.url,
+                        reason=alert.reason,
+                        created_at=t,
+                        sent_at=None,
+                        error="",
+                    )
+                )
+        if failing:
+            # Deliveries waiting for an endpoint that is now disabled are kept, not sent.
+            disabled = sa.select(endpoints.c.id).where(
+                endpoints.c.id.in_(list(failing)), endpoints.c.status == DISABLED
+            )
+            await conn.execute(
                 deliveries.update()
                 .where(
-                    deliveries.c.id == sa.bindparam("b_id"),
-                    deliveries.c.lease_owner == sa.bindparam("b_owner"),
+                    deliveries.c.endpoint_id.in_(disabled),
+                    deliveries.c.status == PENDING,
+                    deliveries.c.lease_owner.is_(None),
                 )
-                .values(
-                    status=sa.bindparam("b_status"),
-                    next_attempt_at=sa.bindparam("b_next"),
-                    due_at=sa.bindparam("b_next"),
-                    lease_owner=None,
-                    updated_at=t,
-                )
+                .values(status=HELD, updated_at=t)
             )
-            for group, inc in ((counted, 1), (uncounted, 0)):
-                if not group:
-                    continue
-                stmt = upd.values(
-                    attempt_count=deliveries.c.attempt_count + inc,
-                    schedule_count=deliveries.c.schedule_count + inc,
-                )
-                await conn.execute(
-                    stmt,
-                    [
-                        {
-                            "b_id": o.delivery_id,
-                            "b_owner": owner,
-                            "b_status": o.status,
-                            "b_next": us(o.next_attempt_at) if o.next_attempt_at else None,
-                        }
-                        for o in group
-                    ],
-                )
-            failing = {o.endpoint_id for o in outcomes if o.status != SUCCEEDED}
-            for o in outcomes:
-                if not o.disable_endpoint:
-                    continue
-                res = await conn.execute(
-                    endpoints.update()
-                    .where(endpoints.c.id == o.endpoint_id, endpoints.c.status == ENABLED)
-                    .values(status=DISABLED, disabled_reason=o.disabled_reason, updated_at=t)
-                    .returning(endpoints.c.account_id, endpoints.c.environment, endpoints.c.url)
-                )
-                row = res.first()
-                if row is not None:
-                    alert = Alert(
-                        new_id("alrt"),
-                        row.account_id,
-                        row.environment,
-                        o.endpoint_id,
-                        row.url,
-                        o.disabled_reason,
-                        now,
-                    )
-                    new_alerts.append(alert)
-                    await conn.execute(
-                        alerts.insert().values(
-                            id=alert.id,
-                            account_id=alert.account_id,
-                            environment=alert.environment,
-                            endpoint_id=alert.endpoint_id,
-                            url=alert.url,
-                            reason=alert.reason,
-                            created_at=t,
-                            sent_at=None,
-                            error="",
-                        )
-                    )
-            if failing:
-                # Deliveries waiting for an endpoint that is now disabled are kept, not sent.
-                disabled = sa.select(endpoints.c.id).where(
-                    endpoints.c.id.in_(list(failing)), endpoints.c.status == DISABLED
-                )
-                await conn.execute(
-                    deliveries.update()
-                    .where(
-                        deliveries.c.endpoint_id.in_(disabled),
-                        deliveries.c.status == PENDING,
-                        deliveries.c.lease_owner.is_(None),
-                    )
-                    .values(status=HELD, updated_at=t)
-                )
         return new_alerts
 
     async def get_claim(self, delivery_id: str) -> Claim | None:
