@@ -35,6 +35,18 @@ AUTH_LISTEN = os.environ.get("AUTHSVC_LISTEN", "127.0.0.1:50051")
 WEBHOOKD_LISTEN = os.environ.get("WEBHOOKD_LISTEN", "127.0.0.1:50052")
 
 
+def secrets_key_file() -> pathlib.Path:
+    """The key sealing webhook signing secrets at rest, made once per checkout (var/ is not committed)."""
+    path = VAR / "webhookd-secrets.key"
+    if not path.exists():
+        from webhookd._secretbox import new_key
+
+        VAR.mkdir(exist_ok=True)
+        path.touch(mode=0o600)
+        path.write_text(new_key() + "\n")
+    return path
+
+
 def services() -> list[Service]:
     return [
         Service(
@@ -55,6 +67,7 @@ def services() -> list[Service]:
                 "--authsvc", AUTH_LISTEN,
                 # A development stack: receivers on this machine (and plain http) are allowed.
                 "--allow-private-targets", "--allow-http",
+                "--secrets-key-file", str(secrets_key_file()),
             ],
         ),
         Service(

@@ -7,7 +7,8 @@
         ├── PayloadTooLarge           payload_too_large: event data over MAX_PAYLOAD_BYTES
         ├── NotFound                  not_found: unknown id, or an id of another account/environment
         ├── Conflict                  conflict: the resource is not in a state that allows the call
-        └── Unavailable               service_unavailable
+        ├── Unavailable               service_unavailable
+        └── SecretsKeyError           internal_error: --secrets-key missing, malformed or not the sealing key
 
 Receiver side (no gRPC involved, raised by ``verify``):
 
@@ -70,3 +71,7 @@ class TimestampTooOld(WebhookVerificationError):
 
 class TimestampTooNew(WebhookVerificationError):
     pass
+
+
+class SecretsKeyError(WebhookError):
+    """The secrets key is missing, malformed or not the one the stored signing secrets were sealed with."""

@@ -24,8 +24,10 @@ from svckit.runner import add_serve_args, env_name, print_ready, run_until_signa
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 from webhookd import _metrics as metrics
 from webhookd._delivery import DELIVERY_TIMEOUT, DeliveryWorker, Sender, WorkerConfig
+from webhookd._errors import SecretsKeyError
 from webhookd._http import FastTransport
 from webhookd._mailer import Mailer, SmtpConfig, authsvc_lookup
+from webhookd._secretbox import SecretBox, new_key, parse_key
 from webhookd._service import EventHub, WebhookService
 from webhookd._sql import SqlRepository
 from webhookd._ssrf import Policy, Resolver, system_resolver
@@ -51,6 +53,8 @@ class Config:
     purge_interval: float = 3600.0
     stats_interval: float = 5.0
     mail_retry_seconds: float = 30.0
+    # AES-256 key sealing signing secrets at rest (webhookd._secretbox); None stores them in the clear.
+    secrets_key: bytes | None = field(default=None, repr=False)
 
 
 def make_transport(config: Config, resolver: Resolver = system_resolver) -> FastTransport:
@@ -121,7 +125,16 @@ async def run_server(
 ) -> Webhookd:
     """Migrate, start the worker, mailer and housekeeping, and serve gRPC. Returns the running service."""
     clock = clock or SystemClock()
-    repo = await SqlRepository.open(config.database)
+    repo = await SqlRepository.open(config.database, SecretBox(config.secrets_key))
+    try:
+        sealed = await repo.seal_secrets()
+    except Exception:
+        await repo.close()
+        raise
+    if sealed:
+        log.info("sealed signing secrets stored in the clear", extra={"endpoints": sealed})
+    if config.secrets_key is None:
+        log.warning("no --secrets-key-file / WEBHOOKD_SECRETS_KEY: signing secrets are stored in the clear")
     if not is_postgres(repo.engine):
         # SQLite means one webhookd process: leases left by a killed predecessor are released now.
         released = await repo.release_leases(clock.now())
@@ -227,6 +240,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="address(es) alerted when authsvc is not configured or knows no admin (repeatable)",
     )
     serve.add_argument(
+        "--secrets-key-file",
+        default=env("secrets_key_file") or None,
+        help="file holding the key that seals signing secrets at rest (or the key itself in env "
+        "WEBHOOKD_SECRETS_KEY); make one with `python -m webhookd new-secrets-key`",
+    )
+    serve.add_argument(
         "--concurrency", type=int, default=int(env("concurrency", "64")), help="deliveries in flight at once"
     )
     serve.add_argument(
@@ -253,7 +272,25 @@ def build_parser() -> argparse.ArgumentParser:
         default=float(env("delivery_timeout", "10")),
         help="seconds to wait for an endpoint's response",
     )
+    commands.add_parser("new-secrets-key", help="print a new key for --secrets-key-file")
     return parser
+
+
+def _secrets_key(args: argparse.Namespace) -> bytes | None:
+    if args.secrets_key_file:
+        try:
+            with open(args.secrets_key_file) as f:
+                text = f.read()
+        except OSError as exc:
+            raise SystemExit(f"--secrets-key-file: {exc.strerror}: {args.secrets_key_file}") from None
+    else:
+        text = os.environ.get(env_name(SERVICE, "secrets_key"), "")
+    if not text.strip():
+        return None
+    try:
+        return parse_key(text)
+    except SecretsKeyError as exc:
+        raise SystemExit(f"webhookd: {exc.message}") from None
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
@@ -280,6 +317,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
             poll_seconds=args.poll_seconds,
         ),
         delivery_timeout=args.delivery_timeout,
+        secrets_key=_secrets_key(args),
     )
 
 
@@ -293,6 +331,9 @@ async def serve(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "new-secrets-key":
+        print(new_key())
+        return 0
     setup_logging(SERVICE, args.log_level)
     try:
         import uvloop
@@ -300,7 +341,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(serve(args))
+    try:
+        asyncio.run(serve(args))
+    except SecretsKeyError as exc:
+        log.error("webhookd could not start", extra={"error": exc.message})
+        print(f"webhookd: {exc.message}", file=sys.stderr)
+        return 2
     return 0
 
 

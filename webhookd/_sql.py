@@ -37,6 +37,8 @@ from webhookd._repository import (
     SigningSecret,
     Stats,
 )
+from webhookd._secretbox import PREFIX as SEALED_PREFIX
+from webhookd._secretbox import SecretBox
 
 if TYPE_CHECKING:
     from webhookd._sqlite_queue import SqliteQueue
@@ -175,7 +177,7 @@ def _secrets_json(secrets: Sequence[SigningSecret]) -> str:
     return json.dumps([{"s": s.secret, "exp": us(s.expires_at) if s.expires_at else None} for s in secrets])
 
 
-def _endpoint(row: Any) -> EndpointRecord:
+def _endpoint(row: Any, box: SecretBox) -> EndpointRecord:
     return EndpointRecord(
         id=row.id,
         account_id=row.account_id,
@@ -187,7 +189,7 @@ def _endpoint(row: Any) -> EndpointRecord:
         disabled_reason=row.disabled_reason,
         created_at=_t(row.created_at),
         updated_at=_t(row.updated_at),
-        secrets=[SigningSecret(x["s"], from_us(x["exp"])) for x in json.loads(row.secrets)],
+        secrets=[SigningSecret(x["s"], from_us(x["exp"])) for x in json.loads(box.open(row.secrets, row.id))],
     )
 
 
@@ -297,21 +299,42 @@ def _filter_conditions(table: sa.Table, time_column: Any, flt: DeliveryFilter) -
     return conds
 
 class SqlRepository:
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, box: SecretBox | None = None) -> None:
         self.engine = engine
+        self.box = box or SecretBox()
         self.postgres = is_postgres(engine)
         self._queue: SqliteQueue | None = None
         path = engine.url.database
         if engine.dialect.name == "sqlite" and path and path != ":memory:" and "mode=memory" not in path:
             from webhookd._sqlite_queue import SqliteQueue  # here: it imports this module
 
-            self._queue = SqliteQueue(path, _endpoint)
+            self._queue = SqliteQueue(path, self._endpoint)
 
     @classmethod
-    async def open(cls, url: str) -> SqlRepository:
+    async def open(cls, url: str, box: SecretBox | None = None) -> SqlRepository:
         engine = create_engine(url)
         await migrate(engine, "wh", MIGRATIONS)
-        return cls(engine)
+        return cls(engine, box)
+
+    def _endpoint(self, row: Any) -> EndpointRecord:
+        return _endpoint(row, self.box)
+
+    async def seal_secrets(self) -> int:
+        """With a key: seal every endpoint's signing secrets still stored in the clear (a database written
+        before the key was set). Without one: refuse a database whose secrets are sealed. Rows sealed."""
+        async with self.engine.begin() as conn:
+            rows = (await conn.execute(sa.select(endpoints.c.id, endpoints.c.secrets))).all()
+            plain = [r for r in rows if not r.secrets.startswith(SEALED_PREFIX)]
+            for r in rows:
+                if r.secrets.startswith(SEALED_PREFIX):
+                    # No key or a wrong one fails here, at start, not at the first send.
+                    self.box.open(r.secrets, r.id)
+            if not self.box.sealing:
+                return 0
+            for r in plain:
+                sealed = self.box.seal(r.secrets, r.id)
+                await conn.execute(endpoints.update().where(endpoints.c.id == r.id).values(secrets=sealed))
+        return len(plain)
 
     async def close(self) -> None:
         if self._queue is not None:
@@ -324,8 +347,7 @@ class SqlRepository:
         async with self.engine.begin() as conn:
             await conn.execute(endpoints.insert().values(**self._endpoint_values(endpoint)))
 
-    @staticmethod
-    def _endpoint_values(e: EndpointRecord) -> dict[str, Any]:
+    def _endpoint_values(self, e: EndpointRecord) -> dict[str, Any]:
         return {
             "id": e.id,
             "account_id": e.account_id,
@@ -335,7 +357,7 @@ class SqlRepository:
             "description": e.description,
             "status": e.status,
             "disabled_reason": e.disabled_reason,
-            "secrets": _secrets_json(e.secrets),
+            "secrets": self.box.seal(_secrets_json(e.secrets), e.id),
             "created_at": us(e.created_at),
             "updated_at": us(e.updated_at),
         }
@@ -354,7 +376,7 @@ class SqlRepository:
                     )
                 )
             ).first()
-        return _endpoint(row) if row else None
+        return self._endpoint(row) if row else None
 
     async def list_endpoints(
         self, account_id: str, environment: str, limit: int, after: tuple[dt.datetime, str] | None
@@ -371,7 +393,7 @@ class SqlRepository:
             .limit(limit)
         )
         async with self.engine.connect() as conn:
-            return [_endpoint(r) for r in await conn.execute(q)]
+            return [self._endpoint(r) for r in await conn.execute(q)]
 
     async def save_endpoint(self, endpoint: EndpointRecord) -> None:
         values = self._endpoint_values(endpoint)
@@ -565,7 +587,7 @@ class SqlRepository:
             )
         }
         eps = {
-            r.id: _endpoint(r)
+            r.id: self._endpoint(r)
             for r in await conn.execute(
                 sa.select(endpoints).where(endpoints.c.id.in_(endpoint_ids), endpoints.c.deleted_at.is_(None))
             )
@@ -715,7 +737,7 @@ class SqlRepository:
                     )
                 )
             ).first()
-        return Claim(d, bytes(body), _endpoint(ep) if ep else None)
+        return Claim(d, bytes(body), self._endpoint(ep) if ep else None)
 
     async def get_attempt(self, account_id: str, environment: str, attempt_id: str) -> AttemptRecord | None:
         async with self.engine.connect() as conn:

@@ -1,5 +1,5 @@
 """webhookd as real processes: SIGKILL mid-stream loses no accepted event; two processes on one
-PostgreSQL schema share the work without delivering anything twice."""
+PostgreSQL schema share the work without delivering anything twice; signing secrets sealed at rest."""
 
 from __future__ import annotations
 
@@ -168,3 +168,42 @@ async def test_two_processes_share_work_on_postgres_without_duplicates(
     finally:
         a.kill()
         b.kill()
+
+
+async def test_sealed_secrets_sign_deliveries_and_the_key_is_required_to_start(
+    tls: tuple[ssl.SSLContext, str], receiver: Receiver, tmp_path: pathlib.Path
+) -> None:
+    import sqlite3
+
+    from webhookd._secretbox import new_key
+
+    db = tmp_path / "sealed.db"
+    key = new_key()
+    proc = ServiceProcess(
+        "webhookd",
+        ["--listen", "127.0.0.1:0", "--metrics-listen", "", "--database", f"sqlite+aiosqlite:///{db}",
+         "--allow-private-targets", "--ca-bundle", tls[1]],
+        env={"WEBHOOKD_SECRETS_KEY": key},
+    ).start(tmp_path / "sealed-1.log")  # fmt: skip
+    try:
+        secret = await _register(proc.grpc_target, receiver.url())
+        accepted: list[str] = []
+        await _publish_many(proc.grpc_target, 3, accepted)
+        got = await _await_all(receiver, set(accepted), within=15)
+        assert set(accepted) <= got
+        for r in receiver.received():
+            verify(r.body, r.headers["x-service-signature"], secret, r.at)
+    finally:
+        proc.terminate()
+    stored = sqlite3.connect(db).execute("SELECT secrets FROM wh_endpoints").fetchall()
+    assert [s[0][:5] for s in stored] == ["enc1:"] and secret not in stored[0][0]
+    assert secret not in (tmp_path / "sealed-1.log").read_text() and key not in proc.logs()
+    # Without the key (or with another one) webhookd refuses to start, saying why.
+    for env in ({}, {"WEBHOOKD_SECRETS_KEY": new_key()}):
+        again = ServiceProcess(
+            "webhookd",
+            ["--listen", "127.0.0.1:0", "--metrics-listen", "", "--database", f"sqlite+aiosqlite:///{db}"],
+            env={"WEBHOOKD_SECRETS_KEY": "", **env},
+        )
+        with pytest.raises(RuntimeError, match=r"sealed|do not open"):
+            again.start(tmp_path / "sealed-2.log", timeout=15)

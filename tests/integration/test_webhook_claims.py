@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
+import pytest
 
 from svckit.clock import FakeClock
 from webhookd._delivery import DeliveryWorker, Sender, WorkerConfig
@@ -187,3 +188,41 @@ async def test_pipelined_worker_commits_every_result_of_a_burst(db_url: str) -> 
         await task
         assert len(done) == 400
         assert len(await repo.list_attempts(DeliveryFilter(ACCT, "live"), "", 500, None)) == 400
+
+
+async def test_signing_secrets_are_sealed_at_rest_and_open_for_claims(db_url: str) -> None:
+    from webhookd._errors import SecretsKeyError
+    from webhookd._secretbox import SecretBox, new_key, parse_key
+    from webhookd._sql import endpoints
+
+    plain = await SqlRepository.open(db_url)
+    try:
+        await _setup(plain, 2)  # written before a key was configured: stored in the clear
+    finally:
+        await plain.close()
+    key = parse_key(new_key())
+    repo = await SqlRepository.open(db_url, SecretBox(key))
+    try:
+        assert await repo.seal_secrets() == 1
+        assert await repo.seal_secrets() == 0
+        async with repo.engine.connect() as conn:
+            stored = (await conn.execute(endpoints.select())).all()
+        assert [r.secrets[:5] for r in stored] == ["enc1:"]
+        assert "whsec_" not in stored[0].secrets
+        ep = await repo.get_endpoint(ACCT, "live", "we_claims")
+        assert ep is not None and ep.secrets[0].secret == "whsec_" + "C" * 44
+        # The worker's claim path (the SQLite queue on a file) opens them too.
+        now = T0 + dt.timedelta(minutes=1)
+        claims = await repo.claim_due(now, 5, now + dt.timedelta(seconds=60), "wrk_k")
+        assert [c.endpoint.valid_secrets(now) if c.endpoint else None for c in claims] == [
+            ["whsec_" + "C" * 44]
+        ] * 2
+    finally:
+        await repo.close()
+    for box in (SecretBox(), SecretBox(parse_key(new_key()))):  # no key, or another key: refuse at start
+        other = await SqlRepository.open(db_url, box)
+        try:
+            with pytest.raises(SecretsKeyError):
+                await other.seal_secrets()
+        finally:
+            await other.close()
