@@ -106,6 +106,16 @@ async def _preload(repo: SqlRepository, endpoint_id: str, due: list[dt.datetime]
             await conn.execute(deliveries.insert(), del_rows[i : i + 5000])
 
 
+def _endpoint(port: int) -> EndpointRecord:
+    """The one endpoint every delivery goes to: the receiver on ``port``."""
+    now = dt.datetime.now(dt.UTC)
+    return EndpointRecord(
+        id=new_id("we"), account_id=ACCT, environment=ENV, url=f"https://127.0.0.1:{port}/hook",
+        events=["booking.confirmed"], description="bench", status=ENABLED, disabled_reason="",
+        created_at=now, updated_at=now, secrets=[SigningSecret(new_secret())],
+    )  # fmt: skip
+
+
 class CountingRepo(SqlRepository):
     """Counts deliveries whose result is committed."""
 
@@ -142,12 +152,7 @@ async def _phase(
 ) -> tuple[float, list[float], int, float, float, dict[str, float]]:
     repo = await CountingRepo.open(db)
     assert isinstance(repo, CountingRepo)
-    ep = EndpointRecord(
-        id=new_id("we"), account_id=ACCT, environment=ENV, url=f"https://127.0.0.1:{port}/hook",
-        events=["booking.confirmed"], description="bench", status=ENABLED, disabled_reason="",
-        created_at=dt.datetime.now(dt.UTC), updated_at=dt.datetime.now(dt.UTC),
-        secrets=[SigningSecret(new_secret())],
-    )  # fmt: skip
+    ep = _endpoint(port)
     await repo.create_endpoint(ep)
     await _preload(repo, ep.id, due)
     CountingRepo.committed = 0
@@ -275,12 +280,7 @@ async def _service_phase(d: str, port: int, ca_pem: bytes, n: int, cfg: WorkerCo
     file; deliveries/s from their due time to the last commit, counted by polling the table."""
     path = f"{d}/service.db"
     repo = await SqlRepository.open(f"sqlite+aiosqlite:///{path}")
-    ep = EndpointRecord(
-        id=new_id("we"), account_id=ACCT, environment=ENV, url=f"https://127.0.0.1:{port}/hook",
-        events=["booking.confirmed"], description="bench", status=ENABLED, disabled_reason="",
-        created_at=dt.datetime.now(dt.UTC), updated_at=dt.datetime.now(dt.UTC),
-        secrets=[SigningSecret(new_secret())],
-    )  # fmt: skip
+    ep = _endpoint(port)
     await repo.create_endpoint(ep)
     due = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=6)
     await _preload(repo, ep.id, [due] * n)
