@@ -75,6 +75,7 @@ class Sender:
         self._deadlines: dict[asyncio.Task[Any], float] = {}
         self._expired: set[asyncio.Task[Any]] = set()
         self._watchdog: asyncio.TimerHandle | None = None
+        self._watch_loop: asyncio.AbstractEventLoop | None = None
 
     def _watch(self) -> None:
         loop = asyncio.get_running_loop()
@@ -98,7 +99,8 @@ class Sender:
         assert task is not None
         loop = asyncio.get_running_loop()
         self._deadlines[task] = loop.time() + self.timeout
-        if self._watchdog is None:
+        if self._watchdog is None or self._watch_loop is not loop:  # not armed, or armed on a closed loop
+            self._watch_loop = loop
             self._watchdog = loop.call_later(self._watch_every, self._watch)
         start = time.perf_counter()
         status, text, error = 0, "", ""

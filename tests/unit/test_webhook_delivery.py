@@ -131,3 +131,21 @@ async def test_sender_outcomes(response: httpx.Response | Exception, outcome: Ou
         result = await Sender(client).send("https://x.test/h", b"{}", [SECRET], "evt_1", NOW)
     assert result.result is outcome
     assert (result.error == "") is outcome.ok
+
+
+def test_a_sender_times_out_in_every_event_loop_it_is_used_in() -> None:
+    """The timeout watchdog is armed per loop: a Sender outliving one loop still times out in the next."""
+    import asyncio
+
+    async def hang(_request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(10)
+        return httpx.Response(200)
+
+    sender = Sender(httpx.AsyncClient(transport=httpx.MockTransport(hang)), timeout=0.05)
+
+    async def once() -> Outcome:
+        sent = await sender.send("https://hooks.partner.test/h", b"{}", ["whsec_x"], "evt_1", NOW)
+        return sent.result
+
+    assert asyncio.run(once()) is Outcome.TIMEOUT
+    assert asyncio.run(once()) is Outcome.TIMEOUT
