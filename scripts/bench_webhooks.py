@@ -74,15 +74,27 @@ def _receiver_process(cert_pem: bytes, key_pem: bytes, port_q: mp.Queue, stop: m
     r.stop()
 
 
+def _envelope(event_id: str, now: dt.datetime) -> bytes:
+    """A typical booking.confirmed event body (about 300 bytes)."""
+    return build_envelope(
+        event_id=event_id, kind="booking.confirmed", created=now, environment=Environment.LIVE,
+        account_id=ACCT, state="confirmed", data={"booking_id": new_id("bk"), "amount": 12345},
+    )  # fmt: skip
+
+
+def _config(ca_path: str, worker: WorkerConfig | None = None) -> Config:
+    """The worker's config for the bench: loopback targets allowed, the receiver's CA trusted."""
+    config = Config(policy=Policy(allow_private=True), worker=worker or WorkerConfig())
+    config.ca_bundle = ca_path
+    return config
+
+
 async def _preload(repo: SqlRepository, endpoint_id: str, due: list[dt.datetime]) -> None:
     now = dt.datetime.now(dt.UTC)
     ev_rows, del_rows = [], []
     for when in due:
         eid = sortable_id("evt", now)
-        body = build_envelope(
-            event_id=eid, kind="booking.confirmed", created=now, environment=Environment.LIVE,
-            account_id=ACCT, state="confirmed", data={"booking_id": new_id("bk"), "amount": 12345},
-        )  # fmt: skip
+        body = _envelope(eid, now)
         ev_rows.append(
             {
                 "id": eid,
@@ -144,7 +156,7 @@ class NullSender:
 async def _phase(
     db: str,
     port: int,
-    ca_pem: bytes,
+    ca_path: str,
     due: list[dt.datetime],
     cfg: WorkerConfig,
     limit_s: float,
@@ -158,11 +170,7 @@ async def _phase(
     CountingRepo.committed = 0
     repo.target = len(due)  # type: ignore[attr-defined]
     repo.done = asyncio.Event()
-    config = Config(policy=Policy(allow_private=True), worker=cfg)
-    fd, ca_path = tempfile.mkstemp(suffix=".pem")
-    os.write(fd, ca_pem)
-    os.close(fd)
-    config.ca_bundle = ca_path
+    config = _config(ca_path, cfg)
     transport = make_transport(config)
     client = make_client(config, transport)
     lags: list[float] = []
@@ -185,25 +193,16 @@ async def _phase(
     await task
     await client.aclose()
     await repo.close()
-    os.unlink(ca_path)
     return elapsed, lags, committed, cpu, loop_busy, by_thread
 
 
-async def _plain_posts(port: int, ca_pem: bytes, n: int, concurrency: int) -> float:
+async def _plain_posts(port: int, ca_path: str, n: int, concurrency: int) -> float:
     """Calibration: signed POSTs over the same keep-alive transport, nothing stored. Requests/s."""
-    fd, ca_path = tempfile.mkstemp(suffix=".pem")
-    os.write(fd, ca_pem)
-    os.close(fd)
-    config = Config(policy=Policy(allow_private=True))
-    config.ca_bundle = ca_path
-    transport = make_transport(config)
+    transport = make_transport(_config(ca_path))
     url = f"https://127.0.0.1:{port}/hook"
     secrets = [new_secret()]
     now = dt.datetime.now(dt.UTC)
-    body = build_envelope(
-        event_id=new_id("evt"), kind="booking.confirmed", created=now, environment=Environment.LIVE,
-        account_id=ACCT, state="confirmed", data={"booking_id": new_id("bk"), "amount": 12345},
-    )  # fmt: skip
+    body = _envelope(new_id("evt"), now)
     left = n
 
     async def one_connection() -> None:
@@ -218,7 +217,6 @@ async def _plain_posts(port: int, ca_pem: bytes, n: int, concurrency: int) -> fl
     await asyncio.gather(*(one_connection() for _ in range(concurrency)))
     elapsed = time.perf_counter() - start
     await transport.aclose()
-    os.unlink(ca_path)
     return n / elapsed
 
 
@@ -256,7 +254,7 @@ def _thread_cpu() -> dict[str, float]:
     return out
 
 
-async def _postgres_phase(base_url: str, port: int, ca_pem: bytes, n: int, cfg: WorkerConfig) -> float:
+async def _postgres_phase(base_url: str, port: int, ca_path: str, n: int, cfg: WorkerConfig) -> float:
     """The burst against PostgreSQL, in a scratch schema created and dropped here."""
     schema = f"bench_webhooks_{new_id('s').lower()[2:14]}"
     admin = create_engine(base_url)
@@ -266,7 +264,7 @@ async def _postgres_phase(base_url: str, port: int, ca_pem: bytes, n: int, cfg: 
         now = dt.datetime.now(dt.UTC)
         sep = "&" if "?" in base_url else "?"
         elapsed, _l, done, _c, _b, _t = await _phase(
-            f"{base_url}{sep}search_path={schema}", port, ca_pem, [now] * n, cfg, 120
+            f"{base_url}{sep}search_path={schema}", port, ca_path, [now] * n, cfg, 120
         )
         return done / elapsed
     finally:
@@ -275,7 +273,7 @@ async def _postgres_phase(base_url: str, port: int, ca_pem: bytes, n: int, cfg: 
         await admin.dispose()
 
 
-async def _service_phase(d: str, port: int, ca_pem: bytes, n: int, cfg: WorkerConfig) -> float:
+async def _service_phase(d: str, port: int, ca_path: str, n: int, cfg: WorkerConfig) -> float:
     """The burst through the real service process (``python -m webhookd serve``) on a preloaded SQLite
     file; deliveries/s from their due time to the last commit, counted by polling the table."""
     path = f"{d}/service.db"
@@ -285,8 +283,6 @@ async def _service_phase(d: str, port: int, ca_pem: bytes, n: int, cfg: WorkerCo
     due = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=6)
     await _preload(repo, ep.id, [due] * n)
     await repo.close()
-    ca_path = f"{d}/ca.pem"
-    await asyncio.to_thread(pathlib.Path(ca_path).write_bytes, ca_pem)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "webhookd", "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "",
         "--database", f"sqlite+aiosqlite:///{path}", "--allow-private-targets", "--ca-bundle", ca_path,
@@ -344,23 +340,25 @@ async def main_async(args: argparse.Namespace) -> None:
     )
     rows = []
     with tempfile.TemporaryDirectory() as d:
+        ca_path = f"{d}/ca.pem"
+        ca.cert_pem.write_to_path(ca_path)
         try:
             commits = _sqlite_commits(f"{d}/commits.db")
             now = dt.datetime.now(dt.UTC)
             db0 = f"sqlite+aiosqlite:///{d}/storage.db"
             el0, _l, n0, cpu0, _b, _t = await _phase(
-                db0, port, ca.cert_pem.bytes(), [now] * args.deliveries, cfg, 120, False
+                db0, port, ca_path, [now] * args.deliveries, cfg, 120, False
             )
             # Plain POSTs and the durable burst alternate, so each pair sees the machine in the same state.
             plains: list[float] = []
             bursts: list[tuple[float, int, float, float, dict[str, float]]] = []
             for trial in range(args.trials):
-                plain = await _plain_posts(port, ca.cert_pem.bytes(), args.deliveries, args.concurrency)
+                plain = await _plain_posts(port, ca_path, args.deliveries, args.concurrency)
                 plains.append(plain)
                 now = dt.datetime.now(dt.UTC)
                 db1 = f"sqlite+aiosqlite:///{d}/throughput{trial}.db"
                 el, _lags, done, cpu, busy, threads = await _phase(
-                    db1, port, ca.cert_pem.bytes(), [now] * args.deliveries, cfg, 120
+                    db1, port, ca_path, [now] * args.deliveries, cfg, 120
                 )
                 bursts.append((el, done, cpu, busy, threads))
             rates = [done / el for el, done, *_ in bursts]
@@ -391,7 +389,7 @@ async def main_async(args: argparse.Namespace) -> None:
             step = dt.timedelta(seconds=1 / args.lag_rate)
             due = [start + i * step for i in range(args.lag_deliveries)]
             db2 = f"sqlite+aiosqlite:///{d}/lag.db"
-            _e, lags, n2, _c, _b, _t = await _phase(db2, port, ca.cert_pem.bytes(), due, cfg, 120)
+            _e, lags, n2, _c, _b, _t = await _phase(db2, port, ca_path, due, cfg, 120)
             rows.append(
                 (
                     f"due->send lag p50 ({args.lag_deliveries} due at {args.lag_rate}/s)",
@@ -401,10 +399,10 @@ async def main_async(args: argparse.Namespace) -> None:
             rows.append(("due->send lag p99", f"{_pct(lags, 99) * 1000:.1f} ms"))
             rows.append(("due->send lag max", f"{max(lags) * 1000:.1f} ms" if lags else "n/a"))
             rows.append(("deliveries committed in lag phase", f"{n2}"))
-            rate = await _service_phase(d, port, ca.cert_pem.bytes(), args.deliveries, cfg)
+            rate = await _service_phase(d, port, ca_path, args.deliveries, cfg)
             rows.append(("the same burst through `python -m webhookd serve` (a process)", f"{rate:,.0f}"))
             if args.postgres:
-                rate = await _postgres_phase(args.postgres, port, ca.cert_pem.bytes(), args.deliveries, cfg)
+                rate = await _postgres_phase(args.postgres, port, ca_path, args.deliveries, cfg)
                 rows.append(("durable signed deliveries/s on PostgreSQL (one process)", f"{rate:,.0f}"))
         finally:
             stop.set()
