@@ -180,6 +180,14 @@ async def _publish(stub: Stub, a: argparse.Namespace) -> Message:
     return await stub.PublishEvent(request)
 
 
+def _window(request: pb.ListDeliveriesRequest | pb.ListAttemptsRequest, a: argparse.Namespace) -> None:
+    """--since / --until onto a list request's time window."""
+    if a.since is not None:
+        request.since.CopyFrom(a.since)
+    if a.until is not None:
+        request.until.CopyFrom(a.until)
+
+
 async def _deliveries(stub: Stub, a: argparse.Namespace) -> Message:
     request = pb.ListDeliveriesRequest(
         **_scope(a),
@@ -189,10 +197,7 @@ async def _deliveries(stub: Stub, a: argparse.Namespace) -> Message:
         page_size=a.page_size,
         page_token=a.page_token,
     )
-    if a.since is not None:
-        request.since.CopyFrom(a.since)
-    if a.until is not None:
-        request.until.CopyFrom(a.until)
+    _window(request, a)
     return await stub.ListDeliveries(request)
 
 
@@ -206,10 +211,7 @@ async def _attempts(stub: Stub, a: argparse.Namespace) -> Message:
         page_size=a.page_size,
         page_token=a.page_token,
     )
-    if a.since is not None:
-        request.since.CopyFrom(a.since)
-    if a.until is not None:
-        request.until.CopyFrom(a.until)
+    _window(request, a)
     return await stub.ListAttempts(request)
 
 
