@@ -162,15 +162,12 @@ def us(when: dt.datetime) -> int:
 
 
 def from_us(value: int | None) -> dt.datetime | None:
-    if value is None:
-        return None
+    return None if value is None else at_us(value)
+
+
+def at_us(value: int) -> dt.datetime:
+    """The time ``value`` microseconds after the epoch (``us`` inverted)."""
     return EPOCH + dt.timedelta(microseconds=int(value))
-
-
-def _t(value: int) -> dt.datetime:
-    out = from_us(value)
-    assert out is not None
-    return out
 
 
 def _secrets_json(secrets: Sequence[SigningSecret]) -> str:
@@ -187,8 +184,8 @@ def _endpoint(row: Any, box: SecretBox) -> EndpointRecord:
         description=row.description,
         status=row.status,
         disabled_reason=row.disabled_reason,
-        created_at=_t(row.created_at),
-        updated_at=_t(row.updated_at),
+        created_at=at_us(row.created_at),
+        updated_at=at_us(row.updated_at),
         secrets=[SigningSecret(x["s"], from_us(x["exp"])) for x in json.loads(box.open(row.secrets, row.id))],
     )
 
@@ -200,7 +197,7 @@ def _event(row: Any) -> EventRecord:
         environment=row.environment,
         type=row.type,
         state=row.state,
-        created_at=_t(row.created_at),
+        created_at=at_us(row.created_at),
         envelope=bytes(row.envelope),
         seq=row.seq,
     )
@@ -218,8 +215,8 @@ def _delivery(row: Any) -> DeliveryRecord:
         attempt_count=row.attempt_count,
         schedule_count=row.schedule_count,
         next_attempt_at=from_us(row.due_at) if row.status == PENDING else None,
-        created_at=_t(row.created_at),
-        updated_at=_t(row.updated_at),
+        created_at=at_us(row.created_at),
+        updated_at=at_us(row.updated_at),
     )
 
 
@@ -238,7 +235,7 @@ def _attempt(row: Any) -> AttemptRecord:
         request_headers=json.loads(row.request_headers),
         latency_ms=row.latency_ms,
         error=row.error,
-        attempted_at=_t(row.attempted_at),
+        attempted_at=at_us(row.attempted_at),
         manual=bool(row.manual),
     )
 
@@ -271,7 +268,7 @@ def _alert(row: Any) -> Alert:
         endpoint_id=row.endpoint_id,
         url=row.url,
         reason=row.reason,
-        created_at=_t(row.created_at),
+        created_at=at_us(row.created_at),
     )
 
 
@@ -306,7 +303,7 @@ class SqlRepository:
         self._queue: SqliteQueue | None = None
         path = engine.url.database
         if engine.dialect.name == "sqlite" and path and path != ":memory:" and "mode=memory" not in path:
-            from webhookd._sqlite_queue import SqliteQueue  # here: it imports this module
+            from webhookd._sqlite_queue import SqliteQueue  # here: it imports this module (us, at_us)
 
             self._queue = SqliteQueue(path, self._endpoint)
 

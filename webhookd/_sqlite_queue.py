@@ -33,13 +33,12 @@ from webhookd._repository import (
     EndpointRecord,
     Outcome,
 )
+from webhookd._sql import at_us, us
 
 T = TypeVar("T")
 log = logging.getLogger("webhookd.sqlite")
 CHECKPOINT_SECONDS = 0.5
 
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_MICRO = dt.timedelta(microseconds=1)
 IN_CHUNK = 500  # ids per IN (...) list, far below SQLite's host-parameter limit
 
 _ENDPOINT_COLUMNS = (
@@ -85,16 +84,6 @@ def _pow2_chunks(rows: list[T]) -> list[list[T]]:
         out.append(rows[i : i + size])
         i += size
     return out
-
-
-def _us(when: dt.datetime) -> int:
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return (when - EPOCH) // _MICRO
-
-
-def _time(value: int) -> dt.datetime:
-    return EPOCH + dt.timedelta(microseconds=value)
 
 
 def _chunks(ids: list[str]) -> list[list[str]]:
@@ -188,7 +177,7 @@ class SqliteQueue:
         lease_until: dt.datetime,
     ) -> tuple[list[Alert], list[Claim]]:
         writes = _Writes.build(outcomes, owner, now) if outcomes else None
-        claim = (_us(lease_until), owner, _us(now), limit) if limit > 0 else None
+        claim = (us(lease_until), owner, us(now), limit) if limit > 0 else None
         if writes is None and claim is None:
             return [], []  # no write lock for nothing
         alert_rows, (rows, bodies, eps) = await self._run(self._cycle_sync, writes, claim)
@@ -240,9 +229,9 @@ class SqliteQueue:
                 status=status,
                 attempt_count=r[7],
                 schedule_count=r[8],
-                next_attempt_at=_time(r[9]) if status == PENDING and r[9] is not None else None,
-                created_at=_time(r[10]),
-                updated_at=_time(r[11]),
+                next_attempt_at=at_us(r[9]) if status == PENDING and r[9] is not None else None,
+                created_at=at_us(r[10]),
+                updated_at=at_us(r[11]),
             )
             claims.append(Claim(d, bytes(bodies[d.event_id]), endpoints.get(d.endpoint_id)))
         claims.sort(key=lambda c: c.delivery.created_at)
@@ -263,7 +252,7 @@ class _Writes:
     @classmethod
     def build(cls, outcomes: Sequence[Outcome], owner: str, now: dt.datetime) -> _Writes:
         w = cls()
-        w.t = _us(now)
+        w.t = us(now)
         w.owner = owner
         for o in outcomes:
             a = o.attempt
@@ -283,11 +272,11 @@ class _Writes:
                         json.dumps(a.request_headers),
                         a.latency_ms,
                         a.error,
-                        _us(a.attempted_at),
+                        us(a.attempted_at),
                         1 if a.manual else 0,
                     )
                 )
-            nxt = _us(o.next_attempt_at) if o.next_attempt_at else None
+            nxt = us(o.next_attempt_at) if o.next_attempt_at else None
             w.updates[1 if o.counts_attempt else 0].append((o.status, nxt, o.delivery_id))
             if o.disable_endpoint:
                 w.disabling.append((o.endpoint_id, o.disabled_reason))
