@@ -319,15 +319,16 @@ class SqlRepository:
     async def seal_secrets(self) -> int:
         """With a key: seal every endpoint's signing secrets still stored in the clear (a database written
         before the key was set). Without one: refuse a database whose secrets are sealed. Rows sealed."""
+        cols = (endpoints.c.id, endpoints.c.secrets)
+        sealed_rows = endpoints.c.secrets.startswith(SEALED_PREFIX)
         async with self.engine.begin() as conn:
-            rows = (await conn.execute(sa.select(endpoints.c.id, endpoints.c.secrets))).all()
-            plain = [r for r in rows if not r.secrets.startswith(SEALED_PREFIX)]
-            for r in rows:
-                if r.secrets.startswith(SEALED_PREFIX):
-                    # No key or a wrong one fails here, at start, not at the first send.
-                    self.box.open(r.secrets, r.id)
+            # One sealed row finds a missing or wrong key at start, not at the first send.
+            probe = (await conn.execute(sa.select(*cols).where(sealed_rows).limit(1))).first()
+            if probe is not None:
+                self.box.open(probe.secrets, probe.id)
             if not self.box.sealing:
                 return 0
+            plain = (await conn.execute(sa.select(*cols).where(~sealed_rows))).all()
             for r in plain:
                 sealed = self.box.seal(r.secrets, r.id)
                 await conn.execute(endpoints.update().where(endpoints.c.id == r.id).values(secrets=sealed))
