@@ -90,7 +90,7 @@ class Gate:
         peer = request.ip or "0.0.0.0"
         if not self.proxies:
             return peer
-        return source_address(peer, request.headers.get("x-forwarded-for"), self.proxies)
+        return source_address(peer, request.headers.getall("x-forwarded-for", []), self.proxies)
 
     async def authenticate(
         self,
@@ -152,9 +152,7 @@ class Gate:
         key_env = key_environment(api_key)
         if key_env is not None and key_env is not env:
             raise environment_mismatch(key_env)
-        source = request.ip or "0.0.0.0"
-        if self.proxies:
-            source = source_address(source, request.headers.get("x-forwarded-for"), self.proxies)
+        source = self.source(request)
         answer = await self.authorizer.answer(api_key, env, scope, source, is_write, rid, digest=digest)
         caller = answer.caller
         if caller is not None:

@@ -37,13 +37,21 @@ def _trusted(addr: Address, proxies: Sequence[Network]) -> bool:
     return any(addr.version == net.version and addr in net for net in proxies)
 
 
-def source_address(peer: str, forwarded_for: str | None, proxies: Sequence[Network]) -> str:
-    """The TCP peer, unless it is a trusted proxy: then the right-most X-Forwarded-For entry that is
-    not a trusted proxy (the left-most entry if all are). A malformed entry is invalid_request."""
+def list_entries(field_lines: Iterable[str]) -> list[str]:
+    """The entries of a list-valued header sent on any number of field lines: RFC 9110 §5.3 makes the
+    lines one value joined by commas in order, so a proxy appending its own line (HAProxy's
+    ``forwardfor``) adds entries at the right instead of being ignored. Empty entries are dropped."""
+    return [e.strip() for line in field_lines for e in line.split(",") if e.strip()]
+
+
+def source_address(peer: str, forwarded_for: Iterable[str], proxies: Sequence[Network]) -> str:
+    """The TCP peer, unless it is a trusted proxy: then the right-most X-Forwarded-For entry (over all
+    its field lines, in order) that is not a trusted proxy (the left-most entry if all are). A malformed
+    entry is invalid_request."""
     peer_addr = parse_address(peer)
     if not proxies or not _trusted(peer_addr, proxies):
         return str(peer_addr)
-    entries = [e for e in (forwarded_for or "").split(",") if e.strip()]
+    entries = list_entries(forwarded_for)
     chosen = peer_addr
     for entry in reversed(entries):
         try:

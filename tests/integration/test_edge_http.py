@@ -219,6 +219,21 @@ async def test_allow_list_uses_source_address_behind_trusted_proxy(
     )
 
 
+async def test_allow_list_reads_every_forwarded_for_line(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    """Issue 8 item 2: a client's own X-Forwarded-For line, then the trusted proxy's (HAProxy's
+    ``forwardfor`` adds a line): the source is the right-most entry over both lines, not the first."""
+    _, key = await new_key(auth, "sandbox", ["account:read"], sources=["10.0.0.0/8"])
+    url = stack.url("sandbox", 1) + "/v1/account"  # trusts 127.0.0.1 as a proxy
+    base = list(hdrs(key.secret).items())
+    spoofed = [*base, ("X-Forwarded-For", "10.1.2.3"), ("X-Forwarded-For", "8.8.8.8")]
+    assert_error(await http.get(url, headers=spoofed), 403, "ip_not_allowed")
+    honest = [*base, ("X-Forwarded-For", "8.8.8.8"), ("X-Forwarded-For", "10.1.2.3")]
+    ok = await http.get(url, headers=honest)
+    assert ok.status_code == 200, ok.text
+
+
 async def test_read_only_account_refuses_writes(
     stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
 ) -> None:

@@ -121,7 +121,7 @@ async def test_publish_delivers_signed_exact_envelope(client: Client, receiver: 
         "data": {"booking_id": "bk_9", "amount": 12},
     }
     assert dt.datetime.fromisoformat(body["created"].replace("Z", "+00:00")).tzinfo is not None
-    assert b'"amount":12' in got.body and b'12.0' not in got.body  # an integer stays an integer on the wire
+    assert b'"amount":12' in got.body and b"12.0" not in got.body  # an integer stays an integer on the wire
     assert got.headers["content-type"] == "application/json"
     assert got.headers["x-service-event-id"] == pub.event.id
     assert "svc-webhooks" in got.headers["user-agent"].lower()
