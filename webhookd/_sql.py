@@ -280,7 +280,6 @@ def _keyset(created_col: Any, id_col: Any, after: tuple[dt.datetime, str] | None
     return sa.or_(created_col < c, sa.and_(created_col == c, id_col < after[1]))
 
 
-
 def _filter_conditions(table: sa.Table, time_column: Any, flt: DeliveryFilter) -> list[Any]:
     """Account, environment, endpoint, event and time window: what delivery and attempt lists share."""
     c = table.c
@@ -294,6 +293,7 @@ def _filter_conditions(table: sa.Table, time_column: Any, flt: DeliveryFilter) -
     if flt.until:
         conds.append(time_column < us(flt.until))
     return conds
+
 
 class SqlRepository:
     def __init__(self, engine: AsyncEngine, box: SecretBox | None = None) -> None:

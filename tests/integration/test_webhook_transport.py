@@ -115,6 +115,23 @@ async def test_ssrf_checked_at_connect() -> None:
             await client.post("https://hooks.partner.test/hook", content=b"{}")
 
 
+async def test_embedded_and_metadata_targets_refused_at_connect() -> None:
+    async with httpx.AsyncClient(transport=FastTransport(Policy(allow_http=True))) as client:
+        for url in ("http://[::7f00:1]:9/hook", "http://[::ffff:0:7f00:1]:9/", "http://[fec0::1]:9/"):
+            with pytest.raises(httpx.ConnectError, match=r"loopback|site-local"):
+                await client.post(url, content=b"{}")
+
+    async def to_metadata(host: str, port: int) -> list[str]:
+        return ["::ffff:169.254.169.254"]
+
+    # Development flags open loopback and private ranges, never the metadata service.
+    async with httpx.AsyncClient(transport=FastTransport(DEV, resolver=to_metadata)) as client:
+        with pytest.raises(httpx.ConnectError, match="metadata"):
+            await client.post("http://metadata.google.internal/computeMetadata/v1/", content=b"{}")
+        with pytest.raises(httpx.ConnectError, match="metadata"):
+            await client.post("http://169.254.169.254/latest", content=b"{}")
+
+
 def _tls_receiver(tmp_path, delay: float = 0.0):  # type: ignore[no-untyped-def]
     import ssl
     import uuid
