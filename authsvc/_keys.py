@@ -1,54 +1,22 @@
-"""API key secrets: format, checksum, hashing and display hint (spec §2, decisions.md "Keys").
-
-``svc_live_`` / ``svc_test_`` + 32 base62 random characters (190.5 bits) + a 6-character base62
-CRC32 of everything before it. The checksum lets a typo or a scanner hit be recognised with no
-database look-up. Only the SHA-256 hex digest of the whole secret is stored.
+"""API key secrets: generation, hashing and display hint (spec §2, decisions.md "Keys"). The format and
+its checksum live in svckit.apikeys, shared with the edge. Only the SHA-256 hex digest of the whole
+secret is stored.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import zlib
-from typing import Literal
 
-from svckit.ids import BASE62, encode_base62, random_base62
+from svckit.apikeys import PREFIXES, RANDOM_LENGTH, Environment, checksum, environment_of
+from svckit.ids import random_base62
 
-Environment = Literal["live", "sandbox"]
-
-PREFIXES: dict[Environment, str] = {"live": "svc_live_", "sandbox": "svc_test_"}
-RANDOM_LENGTH = 32
-CHECKSUM_LENGTH = 6
-SECRET_LENGTH = len("svc_live_") + RANDOM_LENGTH + CHECKSUM_LENGTH
-_BASE62_SET = frozenset(BASE62)
-
-
-def checksum(body: str) -> str:
-    return encode_base62(zlib.crc32(body.encode("ascii")), CHECKSUM_LENGTH)
+__all__ = ["Environment", "environment_of", "generate_secret", "hash_secret", "hashes_equal", "hint"]
 
 
 def generate_secret(environment: Environment) -> str:
     body = PREFIXES[environment] + random_base62(RANDOM_LENGTH)
     return body + checksum(body)
-
-
-def environment_of(secret: str) -> Environment | None:
-    """The environment of a well-formed secret (prefix, length, alphabet, checksum), else None."""
-    if len(secret) != SECRET_LENGTH:
-        return None
-    env: Environment | None = None
-    for name, prefix in PREFIXES.items():
-        if secret.startswith(prefix):
-            env = name
-    if env is None:
-        return None
-    rest = secret[len(PREFIXES[env]) :]
-    if not _BASE62_SET.issuperset(rest):
-        return None
-    body, check = secret[:-CHECKSUM_LENGTH], secret[-CHECKSUM_LENGTH:]
-    if not hmac.compare_digest(checksum(body), check):
-        return None
-    return env
 
 
 def hash_secret(secret: str) -> str:

@@ -10,6 +10,7 @@ import sys
 import uvloop
 
 from edge.app import create_app
+from edge.authcache import DENIAL_CACHE_SIZE
 from edge.config import DEFAULT_LIVE_HOSTS, DEFAULT_SANDBOX_HOSTS, MAX_BODY_BYTES, EdgeConfig
 from edge.routetable import RouteTable, RouteTableError
 from edge.server import start
@@ -63,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("max-body-bytes", str(MAX_BODY_BYTES), "largest request body accepted (413 above)")
     add("rate-limit-live", "100", "requests/s per live key and edge process (bursts of 2 s), 0: no limit")
     add("rate-limit-sandbox", "25", "requests/s per test key and edge process (bursts of 2 s), 0: no limit")
+    add(
+        "denial-cache-size",
+        str(DENIAL_CACHE_SIZE),
+        "denials of unknown keys cached at most, least recently used evicted first (0: none cached)",
+    )
     add("stream-ping-seconds", "20", 'seconds between {"type": "ping"} frames on /v1/stream')
     add("log-level", "INFO", "DEBUG, INFO, WARNING or ERROR")
     add("shutdown-grace", "5", "seconds running requests may finish after SIGTERM")
@@ -84,6 +90,7 @@ def config_from(args: argparse.Namespace) -> EdgeConfig:
         stream_ping_seconds=float(args.stream_ping_seconds),
         rate_limit_live=float(args.rate_limit_live),
         rate_limit_sandbox=float(args.rate_limit_sandbox),
+        denial_cache_size=int(args.denial_cache_size),
     )
 
 

@@ -19,6 +19,7 @@ from sanic import Request, Sanic
 from sanic.exceptions import BadRequest, MethodNotAllowed, NotFound, PayloadTooLarge, SanicException
 from sanic.response import HTTPResponse
 
+from edge.authcache import AuthCache
 from edge.authorizer import Authorizer
 from edge.blueprints import account, docs, products, stream, webhooks
 from edge.config import EdgeConfig
@@ -112,7 +113,11 @@ def create_app(config: EdgeConfig) -> Sanic:
         app.ctx.auth_channel = grpc.aio.insecure_channel(cfg.authsvc, options=GRPC_OPTIONS)
         app.ctx.webhooks_channel = grpc.aio.insecure_channel(cfg.webhookd, options=GRPC_OPTIONS)
         app.ctx.webhooks = webhooks_pb2_grpc.WebhookServiceStub(app.ctx.webhooks_channel)
-        app.ctx.authorizer = Authorizer(app.ctx.auth_channel, timeout=cfg.authsvc_timeout)
+        app.ctx.authorizer = Authorizer(
+            app.ctx.auth_channel,
+            cache=AuthCache(max_denials=cfg.denial_cache_size),
+            timeout=cfg.authsvc_timeout,
+        )
         app.ctx.engine = create_engine(cfg.database)
         app.ctx.store = SqlIdempotencyStore(app.ctx.engine)
         await app.ctx.store.migrate()

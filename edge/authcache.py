@@ -1,13 +1,21 @@
 """The authorisation cache: authsvc's answers kept for their cache_ttl (at most 60 s, never past the
 key's expiry), dropped by key or account on WatchKeyChanges, flushed on SYNC. Pure: callers pass the
-monotonic ``now`` (and wall-clock time for key expiry)."""
+monotonic ``now`` (and wall-clock time for key expiry).
+
+Answers about a known key (allows, and refusals such as missing_scope) are indexed by key and account.
+Denials of unknown keys have no key to index them by and are what a flood of made-up keys produces: they
+live apart, in a least-recently-used table of fixed size, so a flood evicts only other such denials and
+never an allow."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 MAX_TTL = 60.0
+# Denials of unknown keys kept at most (least recently used evicted first); --denial-cache-size.
+DENIAL_CACHE_SIZE = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +61,9 @@ def ttl_for(answer_ttl: float, key_expires_at: dt.datetime | None, wall_now: dt.
 @dataclass
 class AuthCache:
     max_entries: int = 100_000
+    max_denials: int = DENIAL_CACHE_SIZE
     _entries: dict[tuple[object, ...], _Entry] = field(default_factory=dict)
+    _denials: OrderedDict[tuple[object, ...], _Entry] = field(default_factory=OrderedDict)
     _by_key: dict[str, set[tuple[object, ...]]] = field(default_factory=dict)
     _by_account: dict[str, set[tuple[object, ...]]] = field(default_factory=dict)
     # Bumped by every drop or flush: an answer fetched before a drop is never stored after it.
@@ -64,7 +74,10 @@ class AuthCache:
     def get(self, k: tuple[object, ...], now: float) -> Answer | None:
         entry = self._entries.get(k)
         if entry is None:
-            return None
+            entry = self._denials.get(k)
+            if entry is None:
+                return None
+            self._denials.move_to_end(k)
         if entry.expires <= now:
             self._remove(k)
             return None
@@ -74,6 +87,14 @@ class AuthCache:
         """Store unless ``ttl`` is 0 or something was dropped since ``generation`` was read."""
         if ttl <= 0 or generation != self.generation:
             return False
+        if answer.caller is None:
+            self._remove(k)
+            if self.max_denials <= 0:
+                return False
+            self._denials[k] = _Entry(answer, now + ttl)
+            while len(self._denials) > self.max_denials:
+                self._denials.popitem(last=False)
+            return True
         if len(self._entries) >= self.max_entries and k not in self._entries:
             self.flush_expired(now)
             if len(self._entries) >= self.max_entries:
@@ -86,6 +107,7 @@ class AuthCache:
         return True
 
     def _remove(self, k: tuple[object, ...]) -> None:
+        self._denials.pop(k, None)
         entry = self._entries.pop(k, None)
         if entry is None or entry.answer.caller is None:
             return
@@ -114,6 +136,7 @@ class AuthCache:
     def flush(self) -> None:
         self.generation += 1
         self._entries.clear()
+        self._denials.clear()
         self._by_key.clear()
         self._by_account.clear()
 
@@ -121,5 +144,10 @@ class AuthCache:
         for k in [k for k, e in self._entries.items() if e.expires <= now]:
             self._remove(k)
 
+    @property
+    def denials(self) -> int:
+        """Denials of unknown keys held (never more than ``max_denials``)."""
+        return len(self._denials)
+
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._entries) + len(self._denials)

@@ -88,7 +88,7 @@ class Authorizer:
         wall: Callable[[], dt.datetime] = utcnow,
     ) -> None:
         self.stub = auth_pb2_grpc.AuthServiceStub(channel)
-        self.cache = cache or AuthCache()
+        self.cache = cache if cache is not None else AuthCache()
         self.timeout = timeout
         self.monotonic = monotonic
         self.wall = wall

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from edge.authcache import DENIAL_CACHE_SIZE
 from edge.routetable import DEFAULT_ROUTES, RouteTable
 from edge.sources import Network
 
@@ -32,6 +33,8 @@ class EdgeConfig:
     # GET /v1/account's usage figure is cached this long per account (one GetUsage per second at most).
     usage_cache_seconds: float = 1.0
     authsvc_timeout: float = 2.0
+    # Denials of unknown keys cached at most (LRU): bounds what a flood of made-up keys can grow.
+    denial_cache_size: int = DENIAL_CACHE_SIZE
     webhookd_timeout: float = 10.0
     upstream_timeout: float = 30.0
     stream_ping_seconds: float = 20.0

@@ -11,21 +11,13 @@ import pytest
 from authsvc import InvalidCustomerRef, InvalidRequest
 from authsvc._allowlist import MAX_ENTRIES, validate_allowlist
 from authsvc._cache import KeyCache
-from authsvc._keys import (
-    CHECKSUM_LENGTH,
-    RANDOM_LENGTH,
-    SECRET_LENGTH,
-    checksum,
-    environment_of,
-    generate_secret,
-    hash_secret,
-    hint,
-)
+from authsvc._keys import generate_secret, hash_secret, hint
 from authsvc._model import Account, ApiKey, KeyChange, KeyGrant
 from authsvc._outbox import backoff
 from authsvc._scopes import ALL_SCOPES, validate_scopes
 from authsvc._sql import threshold_of
 from authsvc._validate import partner_ref
+from svckit.apikeys import CHECKSUM_LENGTH, RANDOM_LENGTH, SECRET_LENGTH, checksum, environment_of
 
 BASE62 = set(string.digits + string.ascii_letters)
 

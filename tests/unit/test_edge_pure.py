@@ -16,10 +16,17 @@ from edge.negotiation import accepts_json, check_customer_ref, check_idempotency
 from edge.routetable import RouteTable, RouteTableError, parse_route
 from edge.sources import list_entries, parse_networks, source_address
 from edge.streamfilter import may_read, scopes_for_event, wanted
+from svckit.apikeys import checksum
 from svckit.errors import http_status
 
-KEY = "svc_test_" + "A" * 40
-LIVE_KEY = "svc_live_" + "b1" * 20
+
+def well_formed(body: str) -> str:
+    return body + checksum(body)
+
+
+KEY = well_formed("svc_test_" + "A" * 32)
+LIVE_KEY = well_formed("svc_live_" + "b1" * 16)
+BAD_CHECKSUM = KEY[:-1] + ("x" if KEY[-1] != "x" else "y")
 
 
 def error_type(fn, *args):  # type: ignore[no-untyped-def]
@@ -98,6 +105,12 @@ def test_authorization_header_ok(header: str, expected: str) -> None:
         ("Svc sk_live_abc", "invalid_api_key"),
         ("Svc svc_test_short", "invalid_api_key"),
         ("Svc svc_test_" + "a" * 30 + "!", "invalid_api_key"),
+        # Well-shaped but the checksum does not match: refused here, authsvc is never asked.
+        (f"Svc {BAD_CHECKSUM}", "invalid_api_key"),
+        ("Svc svc_test_" + "A" * 38, "invalid_api_key"),
+        (f"Svc {KEY}x", "invalid_api_key"),
+        (f"Svc {KEY[:-1]}", "invalid_api_key"),
+        (f"Svc {KEY.replace('svc_test_', 'svc_TEST_')}", "invalid_api_key"),
         (f"Svc {KEY} extra", "invalid_api_key"),
     ],
 )
@@ -121,6 +134,7 @@ def test_subprotocol_ok(header: str | None, expected: str | None) -> None:
         (f"{KEY}, svc", "invalid_request"),
         (f"svc, {KEY}, other", "invalid_request"),
         ("svc, not-a-key", "invalid_api_key"),
+        (f"svc, {BAD_CHECKSUM}", "invalid_api_key"),
     ],
 )
 def test_subprotocol_refused(header: str, etype: str) -> None:
@@ -471,6 +485,49 @@ def test_denials_without_a_key_are_cached_and_flushed() -> None:
     assert cache.get(("k",), 1.0) == deny
     cache.flush()
     assert cache.get(("k",), 1.0) is None
+
+
+def deny() -> Answer:
+    return Answer(False, "invalid_api_key", "Invalid API key provided.")
+
+
+def test_denials_of_unknown_keys_are_a_bounded_lru() -> None:
+    cache = AuthCache(max_entries=10, max_denials=3)
+    cache.put(("allow",), allow(), 60, 0.0, cache.generation)
+    for i in range(1000):
+        assert cache.put((f"d{i}",), deny(), 60, 0.0, cache.generation)
+        assert cache.denials <= 3
+    assert cache.denials == 3
+    assert cache.get(("allow",), 1.0) == allow()  # a flood of denials never evicts an allow
+    assert [n for n in ("d996", "d997", "d998", "d999") if cache.get((n,), 1.0)] == ["d997", "d998", "d999"]
+    cache.get(("d997",), 1.0)  # used: now the most recent
+    cache.put(("new",), deny(), 60, 1.0, cache.generation)
+    assert cache.get(("d998",), 1.0) is None  # the least recently used went
+    assert cache.get(("d997",), 1.0) == deny()
+    assert len(cache) == 1 + 3
+
+
+@pytest.mark.parametrize(
+    ("max_denials", "held"),
+    [(0, 0), (1, 1), (5, 5), (10_000, 50)],
+)
+def test_denial_cache_never_exceeds_its_bound(max_denials: int, held: int) -> None:
+    cache = AuthCache(max_denials=max_denials)
+    for i in range(50):
+        cache.put((f"d{i}",), deny(), 60, 0.0, cache.generation)
+    assert cache.denials == held
+
+
+def test_denials_expire_and_drop_with_a_flush() -> None:
+    cache = AuthCache(max_denials=3)
+    cache.put(("d",), deny(), 5, 0.0, cache.generation)
+    assert cache.get(("d",), 5.0) is None and cache.denials == 0
+    cache.put(("d",), deny(), 5, 0.0, cache.generation)
+    cache.flush()
+    assert cache.denials == 0
+    generation = cache.generation
+    cache.drop_key("key_1")
+    assert not cache.put(("d",), deny(), 5, 0.0, generation)  # fetched before a drop: not stored
 
 
 def test_cache_is_bounded() -> None:
