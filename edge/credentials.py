@@ -3,7 +3,10 @@ WebSocket handshake, ``Sec-WebSocket-Protocol: svc, <key>`` (decisions.md "Names
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from edge.exceptions import EdgeError
+from edge.sources import list_entries
 from svckit.apikeys import environment_of
 
 SCHEMES = ("svc", "bearer")
@@ -34,26 +37,34 @@ def key_from_authorization(value: str | None) -> str:
     return _check_shape(key)
 
 
-def key_from_subprotocols(value: str | None) -> str | None:
-    """The key of a ``Sec-WebSocket-Protocol`` header (``svc, <key>``), or None when the header is absent.
+def stream_credential(subprotocol_lines: Sequence[str], authorization: str | None) -> tuple[str, str | None]:
+    """The key of a ``/v1/stream`` handshake and the subprotocol its answer selects.
 
-    A header that offers protocols but not ``svc`` is invalid_request; ``svc`` alone is missing_api_key.
+    ``Sec-WebSocket-Protocol: svc, <key>`` (the header's lines joined in order, as the WebSocket
+    handshake itself reads them): the key is the second entry, and the answer selects the first exactly as
+    the client spelt it -- the name is matched case-insensitively here, and a client accepts only a
+    protocol it offered, byte for byte. ``svc`` alone takes the key from Authorization; no header at
+    all does too and selects no subprotocol (server clients that can send headers). A protocol list not
+    starting with ``svc``, or longer than two, is invalid_request.
     """
-    if value is None:
-        return None
-    entries = [e.strip() for e in value.split(",") if e.strip()]
+    entries = list_entries(subprotocol_lines)
     if not entries:
-        return None
+        return key_from_authorization(authorization), None
     if entries[0].lower() != WS_PROTOCOL:
         raise EdgeError(
             "Sec-WebSocket-Protocol must be 'svc, <API_KEY>': the first protocol must be 'svc'",
             type="invalid_request",
         )
-    if len(entries) < 2:
-        raise EdgeError("no API key: send 'Sec-WebSocket-Protocol: svc, <API_KEY>'", type="missing_api_key")
     if len(entries) > 2:
         raise EdgeError(
             "Sec-WebSocket-Protocol must have exactly two entries: 'svc, <API_KEY>'",
             type="invalid_request",
         )
-    return _check_shape(entries[1])
+    if len(entries) == 1:
+        if authorization is None:
+            raise EdgeError(
+                "no API key: send 'Sec-WebSocket-Protocol: svc, <API_KEY>' or 'Authorization: Svc <API_KEY>'",
+                type="missing_api_key",
+            )
+        return key_from_authorization(authorization), entries[0]
+    return _check_shape(entries[1]), entries[0]

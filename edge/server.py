@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sanic import Sanic
+from sanic import Request, Sanic
 from sanic.server.async_server import AsyncioServer
 from sanic.server.protocols.http_protocol import HttpProtocol
 from sanic.server.protocols.websocket_protocol import WebSocketProtocol
@@ -88,6 +90,12 @@ class _LingeringClose(HttpProtocol):
 class EdgeProtocol(WebSocketProtocol, _LingeringClose, _TidyResponseHead):
     """HTTP/1.1 and WebSocket, with the request id on every answer including the handshake, and a
     lingering close."""
+
+    async def websocket_handshake(self, request: Request, subprotocols: Sequence[str] | None = None) -> Any:
+        # /v1/stream decides per request what the answer selects (the client's own spelling of "svc", or
+        # nothing when the key came in Authorization); the route's fixed list would refuse both.
+        chosen = getattr(request.ctx, "ws_subprotocols", subprotocols)
+        return await super().websocket_handshake(request, chosen)
 
 
 def bind(listen: str) -> socket.socket:

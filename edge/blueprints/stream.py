@@ -1,7 +1,9 @@
 """GET /v1/stream: the account's events over a WebSocket (decisions.md "Stream").
 
 The key comes from ``Sec-WebSocket-Protocol: svc, <key>`` (or Authorization) and is checked before
-the handshake, so a refusal is an ordinary HTTP error body. The answer selects ``svc`` only. Events
+the handshake, so a refusal is an ordinary HTTP error body. The answer selects the client's ``svc`` (any
+case, spelt back as offered) and never the key; with the key in Authorization and no subprotocol offered,
+it selects none. Events
 come from webhookd's StreamEvents, filtered by the key's scopes. A WatchKeyChanges message about the
 key (or its account) re-checks it at once; a revoked or expired key's stream is closed with 4001.
 """
@@ -23,7 +25,7 @@ from edge.authcache import Caller
 from edge.authorizer import Authorizer
 from edge.convert import WH_ENV
 from edge.convert import event as event_json
-from edge.credentials import key_from_authorization, key_from_subprotocols
+from edge.credentials import stream_credential
 from edge.environments import Environment
 from edge.exceptions import EdgeError
 from edge.gate import Gate
@@ -49,11 +51,13 @@ async def authenticate_stream(request: Request) -> None:
         raise EdgeError(
             "GET /v1/stream needs a WebSocket upgrade (Upgrade: websocket)", type="invalid_request"
         )
-    key = key_from_subprotocols(request.headers.get("sec-websocket-protocol"))
-    if key is None:
-        key = key_from_authorization(request.headers.get("authorization"))
+    key, protocol = stream_credential(
+        request.headers.getall("sec-websocket-protocol", []), request.headers.get("authorization")
+    )
     caller, source = await gate.authenticate(request, key, env, "", False)
     request.ctx.stream_auth = (key, env, source, caller)
+    # What the handshake answer selects (edge.server.EdgeProtocol): the client's own "svc", or none.
+    request.ctx.ws_subprotocols = [protocol] if protocol else None
 
 
 class StreamSession:

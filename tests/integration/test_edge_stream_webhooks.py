@@ -136,6 +136,29 @@ async def test_handshake_selects_svc_and_never_echoes_the_key(
 
 
 @pytest.mark.parametrize(
+    ("protocols", "selected"),
+    [
+        (None, None),  # the key in Authorization only, as a server client sends it: nothing selected
+        (["svc"], "svc"),  # "svc" offered, the key in Authorization
+        (["SVC"], "SVC"),
+        (["Svc", "KEY"], "Svc"),  # the name in any case, answered as the client spelt it
+        (["SVC", "KEY"], "SVC"),
+    ],
+)
+async def test_handshake_with_authorization_or_any_case_of_svc(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, protocols: list[str] | None, selected: str | None
+) -> None:
+    """Issue 8 item 11: docs/edge.md promises Authorization works without a subprotocol, and the gate
+    takes "svc" in any case: the handshake must agree with the gate (it used to answer 400)."""
+    _, key = await new_key(auth, scopes=["account:read"])
+    offered = [key.secret if p == "KEY" else p for p in protocols] if protocols else None
+    async with ws(stack, offered, additional_headers={"Authorization": f"Svc {key.secret}"}) as conn:
+        assert conn.subprotocol == selected
+        assert conn.response is not None and key.secret not in str(conn.response.headers)
+        assert (await recv_json(conn, skip_pings=False))["type"] == "ping"
+
+
+@pytest.mark.parametrize(
     ("protocols", "status", "etype"),
     [
         (None, 401, "missing_api_key"),

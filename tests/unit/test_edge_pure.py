@@ -8,7 +8,7 @@ import ipaddress
 import pytest
 
 from edge.authcache import Answer, AuthCache, Caller, ttl_for
-from edge.credentials import key_from_authorization, key_from_subprotocols
+from edge.credentials import key_from_authorization, stream_credential
 from edge.environments import Environment, HostMap, deprecation_headers, key_environment
 from edge.exceptions import EdgeError
 from edge.idempotency import request_hash
@@ -119,26 +119,40 @@ def test_authorization_header_refused(header: str | None, etype: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("header", "expected"),
-    [(None, None), ("", None), (f"svc, {KEY}", KEY), (f"SVC,{KEY}", KEY), (f" svc ,  {KEY} ", KEY)],
+    ("lines", "authorization", "expected"),
+    [
+        ([f"svc, {KEY}"], None, (KEY, "svc")),
+        ([f"SVC,{KEY}"], None, (KEY, "SVC")),  # any case; the answer spells it as the client did
+        ([f" Svc ,  {KEY} "], f"Svc {LIVE_KEY}", (KEY, "Svc")),  # the subprotocol wins
+        (["svc", KEY], None, (KEY, "svc")),  # two field lines are one list, as the handshake reads them
+        ([], f"Svc {KEY}", (KEY, None)),  # a server client: no subprotocol, none selected
+        ([""], f"Bearer {KEY}", (KEY, None)),
+        (["sVc"], f"Svc {KEY}", (KEY, "sVc")),  # "svc" alone: the key from Authorization
+    ],
 )
-def test_subprotocol_ok(header: str | None, expected: str | None) -> None:
-    assert key_from_subprotocols(header) == expected
+def test_stream_credential_ok(
+    lines: list[str], authorization: str | None, expected: tuple[str, str | None]
+) -> None:
+    assert stream_credential(lines, authorization) == expected
 
 
 @pytest.mark.parametrize(
-    ("header", "etype"),
+    ("lines", "authorization", "etype"),
     [
-        ("svc", "missing_api_key"),
-        ("chat", "invalid_request"),
-        (f"{KEY}, svc", "invalid_request"),
-        (f"svc, {KEY}, other", "invalid_request"),
-        ("svc, not-a-key", "invalid_api_key"),
-        (f"svc, {BAD_CHECKSUM}", "invalid_api_key"),
+        ([], None, "missing_api_key"),
+        (["svc"], None, "missing_api_key"),
+        (["svc"], "Svc", "missing_api_key"),
+        (["chat"], f"Svc {KEY}", "invalid_request"),
+        ([f"{KEY}, svc"], None, "invalid_request"),
+        ([f"svc, {KEY}, other"], None, "invalid_request"),
+        (["svc", KEY, "other"], None, "invalid_request"),
+        (["svc, not-a-key"], None, "invalid_api_key"),
+        ([f"svc, {BAD_CHECKSUM}"], None, "invalid_api_key"),
+        ([], f"Svc {BAD_CHECKSUM}", "invalid_api_key"),
     ],
 )
-def test_subprotocol_refused(header: str, etype: str) -> None:
-    assert error_type(key_from_subprotocols, header) == etype
+def test_stream_credential_refused(lines: list[str], authorization: str | None, etype: str) -> None:
+    assert error_type(stream_credential, lines, authorization) == etype
 
 
 # -- source address ----------------------------------------------------------------------------------
