@@ -70,6 +70,16 @@ def build_parser() -> argparse.ArgumentParser:
         "denials of unknown keys cached at most, least recently used evicted first (0: none cached)",
     )
     add("stream-ping-seconds", "20", 'seconds between {"type": "ping"} frames on /v1/stream')
+    add(
+        "keep-alive-timeout",
+        str(EdgeConfig.keep_alive_timeout),
+        "seconds an idle keep-alive connection stays open",
+    )
+    add(
+        "header-timeout",
+        str(EdgeConfig.header_timeout),
+        "seconds a client has to send a complete request head (a new connection's first: from connect)",
+    )
     add("log-level", "INFO", "DEBUG, INFO, WARNING or ERROR")
     add("shutdown-grace", "5", "seconds running requests may finish after SIGTERM")
     return parser
@@ -91,6 +101,8 @@ def config_from(args: argparse.Namespace) -> EdgeConfig:
         rate_limit_live=float(args.rate_limit_live),
         rate_limit_sandbox=float(args.rate_limit_sandbox),
         denial_cache_size=int(args.denial_cache_size),
+        keep_alive_timeout=float(args.keep_alive_timeout),
+        header_timeout=float(args.header_timeout),
     )
 
 

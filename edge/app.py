@@ -16,7 +16,14 @@ from typing import Any
 import grpc
 import httpx
 from sanic import Request, Sanic
-from sanic.exceptions import BadRequest, MethodNotAllowed, NotFound, PayloadTooLarge, SanicException
+from sanic.exceptions import (
+    BadRequest,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    RequestTimeout,
+    SanicException,
+)
 from sanic.response import HTTPResponse
 
 from edge.authcache import AuthCache
@@ -59,6 +66,8 @@ def _classify(request: Request | None, exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, PayloadTooLarge):
         limit = request.app.ctx.config.max_body_bytes if request is not None else 0
         return "payload_too_large", f"the request body is larger than the limit of {limit} bytes"
+    if isinstance(exc, RequestTimeout):
+        return "request_timeout", "the request head did not arrive in time"
     if isinstance(exc, BadRequest):
         return "invalid_request", f"malformed request: {exc}"
     if isinstance(exc, SanicException) and exc.status_code < 500:
@@ -96,6 +105,8 @@ def create_app(config: EdgeConfig) -> Sanic:
     app = Sanic(f"{config.name}_{next(_names)}", configure_logging=False)
     app.config.ACCESS_LOG = False
     app.config.REQUEST_MAX_SIZE = config.max_body_bytes
+    # Sanic types these as int; fractions of a second work (and let tests use short ones).
+    app.config.update(KEEP_ALIVE_TIMEOUT=config.keep_alive_timeout, REQUEST_TIMEOUT=config.header_timeout)
     app.config.NOISY_EXCEPTIONS = False
     app.config.FALLBACK_ERROR_FORMAT = "json"
     app.ctx.config = config

@@ -38,6 +38,10 @@ class EdgeConfig:
     webhookd_timeout: float = 10.0
     upstream_timeout: float = 30.0
     stream_ping_seconds: float = 20.0
+    # An idle keep-alive connection is closed after this long; a request head (and a new connection's
+    # first one, counted from connect) must be complete this long after it started.
+    keep_alive_timeout: float = 120.0
+    header_timeout: float = 60.0
     # Tests inject an httpx transport for the product upstreams; None: real network.
     upstream_transport: httpx.AsyncBaseTransport | None = None
     name: str = "edge"

@@ -7,9 +7,12 @@ import asyncio
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from time import monotonic as current_time
+from typing import Any, cast
 
 from sanic import Request, Sanic
+from sanic.exceptions import RequestTimeout
+from sanic.http import Http, Stage
 from sanic.server.async_server import AsyncioServer
 from sanic.server.protocols.http_protocol import HttpProtocol
 from sanic.server.protocols.websocket_protocol import WebSocketProtocol
@@ -19,8 +22,9 @@ _EMPTY_ALT_SVC = b"\r\nalt-svc: "  # Sanic leaves "alt-svc: " (empty) when not s
 
 
 class _TidyResponseHead(HttpProtocol):
-    """Adds X-Request-Id to the 101 answer of a WebSocket handshake (which Sanic writes itself) and
-    drops the empty ``alt-svc`` header Sanic adds when served through create_server."""
+    """Adds X-Request-Id to the 101 answer of a WebSocket handshake (which Sanic writes itself through
+    ``HttpProtocol.send``, hence a base after WebSocketProtocol) and drops the empty ``alt-svc`` header
+    Sanic adds when served through create_server."""
 
     async def send(self, data: bytes) -> None:  # type: ignore[override]
         if data[:5] == b"HTTP/":
@@ -37,27 +41,81 @@ class _TidyResponseHead(HttpProtocol):
         await super().send(data)
 
 
+class EdgeHttp(Http):
+    """Sanic's HTTP/1.1 cycle, with the request-head deadline of ``EdgeProtocol`` started when a
+    request's first byte arrives (the first request's at connect) and cleared once its head is read."""
+
+    async def http1_request_header(self) -> None:  # type: ignore[override]
+        protocol = cast(EdgeProtocol, self.protocol)
+        if protocol._head_deadline is None:
+            protocol._head_deadline = current_time() + protocol.request_timeout
+        await super().http1_request_header()
+        protocol._head_deadline = None
+
+
 LINGER_SECONDS = 2.0
 LINGER_BYTES = 16 * 1024 * 1024
 
 
-class _LingeringClose(HttpProtocol):
-    """Closes as nginx's lingering close does. When Sanic refuses a request before reading its body (413
-    on Content-Length) it closes the connection while the client may still be sending; the client's
-    kernel then sees a reset and may drop our error response unread. Instead: send FIN, discard what
-    still arrives (bounded in time and bytes) until the client closes (its EOF closes the transport), then
-    close."""
+class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
+    """HTTP/1.1 and WebSocket as Sanic serves them, plus:
 
-    _lingering = False
-    _discarded = 0
+    - a deadline for the request head: a connection's first request head, and every later one from its
+      first byte, must be complete within the request timeout (Sanic's own timer restarts on every byte
+      received, so a client sending one byte a second was never cut). A connection that never sends a
+      byte is closed at that deadline too; between requests the keep-alive timeout applies.
+    - a lingering close as nginx's: when Sanic refuses a request before reading its body (413 on
+      Content-Length) it closes while the client may still be sending, and closing with unread data
+      sends a reset that can make the client's kernel drop our error response unread. Instead: send
+      FIN, read and drop what still arrives (bounded in time and bytes) until the client's EOF, close.
+    - the response-head tidying of ``_TidyResponseHead``, and the subprotocol /v1/stream chose.
+
+    Sanic's protocol classes use ``__slots__`` (its metaclass gives every subclass an empty one), so the
+    state lives in the slots declared here, on the one class that has any: two bases with slots of
+    their own cannot be combined.
+    """
+
+    HTTP_CLASS = EdgeHttp
+    __slots__ = ("_discarded", "_head_deadline", "_lingering")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lingering = False
+        self._discarded = 0
+        self._head_deadline: float | None = None
+
+    def connection_made(self, transport: Any) -> None:
+        self._head_deadline = current_time() + self.request_timeout
+        super().connection_made(transport)
+
+    def check_timeouts(self) -> None:
+        task, http, deadline = self._task, getattr(self, "_http", None), self._head_deadline
+        if (
+            task is not None
+            and http is not None
+            and deadline is not None
+            and http.stage in (Stage.IDLE, Stage.REQUEST)
+            and current_time() > deadline
+        ):
+            if http.stage is Stage.REQUEST:  # a partial head gets a 408; a silent connection just a FIN
+                http.exception = RequestTimeout("the request head did not arrive in time")
+            task.cancel()
+            return
+        super().check_timeouts()
+
+    async def websocket_handshake(self, request: Request, subprotocols: Sequence[str] | None = None) -> Any:
+        # /v1/stream decides per request what the answer selects (the client's own spelling of "svc", or
+        # nothing when the key came in Authorization); the route's fixed list would refuse both.
+        chosen = getattr(request.ctx, "ws_subprotocols", subprotocols)
+        return await super().websocket_handshake(request, chosen)
 
     def close(self, timeout: float | None = None) -> None:
         transport = self.transport
         if (
             self._lingering
+            or self.websocket is not None
             or transport is None
             or transport.is_closing()
-            or getattr(self, "websocket", None) is not None
             or not transport.can_write_eof()
         ):
             return super().close(timeout)
@@ -75,8 +133,7 @@ class _LingeringClose(HttpProtocol):
         return bool(super().close_if_idle())
 
     def _end_linger(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.close()
+        super().close()
 
     def data_received(self, data: bytes) -> None:
         if not self._lingering:
@@ -85,17 +142,6 @@ class _LingeringClose(HttpProtocol):
         if self._discarded > LINGER_BYTES and self.transport is not None:
             self.transport.abort()
         return None
-
-
-class EdgeProtocol(WebSocketProtocol, _LingeringClose, _TidyResponseHead):
-    """HTTP/1.1 and WebSocket, with the request id on every answer including the handshake, and a
-    lingering close."""
-
-    async def websocket_handshake(self, request: Request, subprotocols: Sequence[str] | None = None) -> Any:
-        # /v1/stream decides per request what the answer selects (the client's own spelling of "svc", or
-        # nothing when the key came in Authorization); the route's fixed list would refuse both.
-        chosen = getattr(request.ctx, "ws_subprotocols", subprotocols)
-        return await super().websocket_handshake(request, chosen)
 
 
 def bind(listen: str) -> socket.socket:

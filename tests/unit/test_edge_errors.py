@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from sanic.exceptions import BadRequest, MethodNotAllowed, NotFound, PayloadTooLarge, SanicException
+from sanic.exceptions import (
+    BadRequest,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    RequestTimeout,
+    SanicException,
+)
 
 from edge.app import _classify
 from edge.exceptions import EdgeError, UpstreamUnavailable
@@ -20,6 +27,7 @@ from svckit.errors import ERROR_KINDS, http_status
         (MethodNotAllowed("no", method="PUT", allowed_methods=["GET"]), "not_found"),
         (PayloadTooLarge("big"), "payload_too_large"),
         (BadRequest("bad"), "invalid_request"),
+        (RequestTimeout("slow"), "request_timeout"),
         (SanicException("upgrade required", status_code=426), "invalid_request"),
         (RuntimeError("boom"), "internal_error"),
         (SanicException("server", status_code=503), "internal_error"),

@@ -1,0 +1,135 @@
+"""The edge process closes connections: idle keep-alive and silent connections at their timeouts,
+``Connection: close`` answers with a FIN, a slowloris head at the header timeout, and oversize POSTs do
+not leak descriptors (counted in ``/proc/<pid>/fd``). One edge process with short timeouts set by flags;
+authsvc is not needed for any of this."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from edge.testing import SANDBOX_HOST, edge_args
+from tests.support import ServiceProcess
+
+KEEP_ALIVE = 1.0
+HEADER_TIMEOUT = 2.0
+# Bounds the wait for the edge to act; far above the timeouts, so only a connection it never closes fails.
+WAIT = 15.0
+
+
+@pytest.fixture(scope="module")
+def edge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+    tmp = tmp_path_factory.mktemp("edge_conn")
+    args = edge_args("127.0.0.1:1", "127.0.0.1:1", f"sqlite+aiosqlite:///{tmp / 'e.db'}")
+    proc = ServiceProcess(
+        "edge",
+        [*args, "--keep-alive-timeout", str(KEEP_ALIVE)],
+        env={"EDGE_HEADER_TIMEOUT": str(HEADER_TIMEOUT)},  # the environment fallback
+    ).start(tmp / "edge.log")
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+    assert "Closing failed" not in proc.logs()
+
+
+def descriptors(proc: ServiceProcess) -> int:
+    assert proc.proc is not None
+    return len(os.listdir(f"/proc/{proc.proc.pid}/fd"))
+
+
+def settle(proc: ServiceProcess, baseline: int) -> int:
+    """The edge's descriptor count once it is back to ``baseline`` (or after WAIT if it never is)."""
+    deadline = time.monotonic() + WAIT
+    while (n := descriptors(proc)) > baseline and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return n
+
+
+def connect(proc: ServiceProcess) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", proc.ports["sandbox_port"]), timeout=WAIT)
+    return sock
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    """Everything the edge sends until its FIN (recv returns b""); a socket timeout means no FIN came."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+GET = b"GET /openapi.json HTTP/1.1\r\nHost: " + SANDBOX_HOST.encode() + b"\r\n"
+
+
+def test_oversize_posts_do_not_leak_descriptors(edge: ServiceProcess) -> None:
+    baseline = settle(edge, descriptors(edge))
+    for _ in range(100):
+        s = connect(edge)
+        s.sendall(
+            b"POST /v1/account HTTP/1.1\r\nHost: 127.0.0.1:8081\r\nContent-Length: 2000000\r\n\r\n"
+            + b"a" * 100000
+        )
+        s.close()
+    assert settle(edge, baseline) <= baseline
+
+
+def test_idle_keep_alive_connection_is_closed_at_the_keep_alive_timeout(edge: ServiceProcess) -> None:
+    baseline = settle(edge, descriptors(edge))
+    with connect(edge) as s:
+        s.sendall(GET + b"\r\n")
+        data = read_until_closed(s)  # the answer, then (after the keep-alive timeout) the FIN
+        assert data.startswith(b"HTTP/1.1 200 ") and b"connection: keep-alive" in data.lower()
+    assert settle(edge, baseline) <= baseline
+
+
+def test_a_connection_that_never_sends_is_closed_at_the_header_timeout(edge: ServiceProcess) -> None:
+    baseline = settle(edge, descriptors(edge))
+    with connect(edge) as s:
+        assert read_until_closed(s) == b""
+    assert settle(edge, baseline) <= baseline
+
+
+def test_connection_close_gets_the_answer_then_a_fin(edge: ServiceProcess) -> None:
+    with connect(edge) as s:
+        s.sendall(GET + b"Connection: close\r\n\r\n")
+        data = read_until_closed(s)
+    assert data.startswith(b"HTTP/1.1 200 ") and b"connection: close" in data.lower()
+
+
+def test_slowloris_is_cut_at_the_header_timeout(edge: ServiceProcess) -> None:
+    """One header byte a second: the head would take a minute; the edge answers 408 and closes at the
+    header timeout although bytes keep arriving."""
+    baseline = settle(edge, descriptors(edge))
+    head = GET + b"X-Slow: " + b"a" * 60 + b"\r\n\r\n"
+    sent = 0
+    stop = threading.Event()
+    with connect(edge) as s:
+
+        def trickle() -> None:
+            nonlocal sent
+            s.sendall(head[:20])
+            sent = 20
+            while sent < len(head) and not stop.wait(1.0):
+                try:
+                    s.sendall(head[sent : sent + 1])
+                except OSError:
+                    return
+                sent += 1
+
+        sender = threading.Thread(target=trickle)
+        sender.start()
+        try:
+            data = read_until_closed(s)
+        finally:
+            stop.set()
+            sender.join()
+    assert sent < len(head)
+    assert data.startswith(b"HTTP/1.1 408 "), data[:200]
+    assert b'"type":"request_timeout"' in data.replace(b" ", b"")
+    assert settle(edge, baseline) <= baseline
