@@ -7,7 +7,7 @@ import re
 
 from authsvc._errors import InvalidCustomerRef, InvalidRequest
 from authsvc._model import Actor
-from svckit.logs import SECRET_PATTERN
+from svckit.freetext import free_text_problem
 
 MAX_NAME = 200
 MAX_ACTOR = 200
@@ -28,13 +28,9 @@ _PRINTABLE_ASCII = re.compile(r"^[\x21-\x7e]+$")
 def text(value: str, field: str, *, max_len: int, required: bool = False) -> str:
     if required and not value.strip():
         raise InvalidRequest(f"{field}: required")
-    if len(value) > max_len:
-        raise InvalidRequest(f"{field}: at most {max_len} characters")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise InvalidRequest(f"{field}: control characters are not allowed")
-    if SECRET_PATTERN.search(value):
-        # Keeps a pasted secret out of the database, the audit trail and the events.
-        raise InvalidRequest(f"{field}: must not contain an API key or signing secret")
+    problem = free_text_problem(value, max_len=max_len)
+    if problem:
+        raise InvalidRequest(f"{field}: {problem}")
     return value.strip()
 
 

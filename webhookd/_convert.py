@@ -8,6 +8,7 @@ from typing import Any
 
 from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
 
+from svckit.freetext import contains_secret, free_text_problem
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from webhookd._errors import InvalidRequest
 from webhookd._repository import (
@@ -66,9 +67,17 @@ def scope(request: Any) -> tuple[str, str]:
     return identifier(request.account_id, "account_id"), environment(request.environment)
 
 
+def url(value: str) -> str:
+    """An endpoint URL is listed and logged: a key or secret pasted into it (a query parameter) is refused."""
+    if contains_secret(value):
+        raise InvalidRequest("url: must not contain an API key or signing secret")
+    return value
+
+
 def description(value: str) -> str:
-    if len(value) > MAX_DESCRIPTION:
-        raise InvalidRequest(f"description: longer than {MAX_DESCRIPTION} characters")
+    problem = free_text_problem(value, max_len=MAX_DESCRIPTION)
+    if problem:
+        raise InvalidRequest(f"description: {problem}")
     return value
 
 

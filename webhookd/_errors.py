@@ -7,6 +7,7 @@
         ├── PayloadTooLarge           payload_too_large: event data over MAX_PAYLOAD_BYTES
         ├── NotFound                  not_found: unknown id, or an id of another account/environment
         ├── Conflict                  conflict: the resource is not in a state that allows the call
+        ├── IdempotencyKeyReused      idempotency_key_reused: the key came with a different request
         ├── Unavailable               service_unavailable
         └── SecretsKeyError           internal_error: --secrets-key missing, malformed or not the sealing key
 
@@ -47,6 +48,10 @@ class NotFound(WebhookError):
 
 class Conflict(WebhookError):
     type = "conflict"
+
+
+class IdempotencyKeyReused(WebhookError):
+    type = "idempotency_key_reused"
 
 
 class Unavailable(WebhookError):

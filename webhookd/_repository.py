@@ -153,8 +153,32 @@ class Stats:
     oldest_overdue_seconds: float
 
 
+# How long an idempotency key of a registration or rotation counts (as the edge's, decisions.md).
+IDEMPOTENCY_WINDOW = dt.timedelta(hours=24)
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyRecord:
+    """A caller's idempotency key on an endpoint registration or rotation, with the request it came with."""
+
+    key: str
+    request_hash: str
+    created_at: dt.datetime
+
+
 class Repository(Protocol):
-    async def create_endpoint(self, endpoint: EndpointRecord) -> None: ...
+    async def create_endpoint(self, endpoint: EndpointRecord, idem: IdempotencyRecord | None = None) -> bool:
+        """Insert the endpoint (and the key that created it). False: a concurrent call took the key first;
+        nothing was written."""
+        ...
+
+    async def find_idempotent(
+        self, account_id: str, environment: str, key: str, since: dt.datetime
+    ) -> tuple[str, str] | None:
+        """(request hash, endpoint id) recorded for ``key`` at or after ``since``."""
+        ...
+
+    async def purge_idempotency(self, before: dt.datetime) -> int: ...
 
     async def get_endpoint(
         self, account_id: str, environment: str, endpoint_id: str
@@ -164,7 +188,9 @@ class Repository(Protocol):
         self, account_id: str, environment: str, limit: int, after: tuple[dt.datetime, str] | None
     ) -> list[EndpointRecord]: ...
 
-    async def save_endpoint(self, endpoint: EndpointRecord) -> None: ...
+    async def save_endpoint(self, endpoint: EndpointRecord, idem: IdempotencyRecord | None = None) -> bool:
+        """Update the endpoint (and record the key of the change). False as for ``create_endpoint``."""
+        ...
 
     async def delete_endpoint(self, endpoint: EndpointRecord, now: dt.datetime) -> None: ...
 

@@ -21,13 +21,15 @@ from svckit.grpc_server import start_server, stop_server
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.runner import add_serve_args, env_name, print_ready, run_until_signal
+from svckit.secretbox import key_from
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 from webhookd import _metrics as metrics
 from webhookd._delivery import DELIVERY_TIMEOUT, DeliveryWorker, Sender, WorkerConfig
 from webhookd._errors import SecretsKeyError
 from webhookd._http import FastTransport
 from webhookd._mailer import Mailer, SmtpConfig, authsvc_lookup
-from webhookd._secretbox import SecretBox, new_key, parse_key
+from webhookd._repository import IDEMPOTENCY_WINDOW
+from webhookd._secretbox import SecretBox, new_key
 from webhookd._service import EventHub, WebhookService
 from webhookd._sql import SqlRepository
 from webhookd._ssrf import Policy, Resolver, system_resolver
@@ -107,6 +109,7 @@ async def housekeeping(repo: SqlRepository, clock: Clock, config: Config) -> Non
             metrics.OLDEST_OVERDUE.set(stats.oldest_overdue_seconds)
             if last_purge is None or (now - last_purge).total_seconds() >= config.purge_interval:
                 purged = await repo.purge_attempts(now - ATTEMPT_RETENTION)
+                await repo.purge_idempotency(now - IDEMPOTENCY_WINDOW)
                 last_purge = now
                 if purged:
                     log.info("purged old attempts", extra={"purged": purged})
@@ -277,18 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _secrets_key(args: argparse.Namespace) -> bytes | None:
-    if args.secrets_key_file:
-        try:
-            with open(args.secrets_key_file) as f:
-                text = f.read()
-        except OSError as exc:
-            raise SystemExit(f"--secrets-key-file: {exc.strerror}: {args.secrets_key_file}") from None
-    else:
-        text = os.environ.get(env_name(SERVICE, "secrets_key"), "")
-    if not text.strip():
-        return None
+    env_text = os.environ.get(env_name(SERVICE, "secrets_key"), "")
     try:
-        return parse_key(text)
+        return key_from(args.secrets_key_file or "", env_text, "--secrets-key-file", SecretsKeyError)
     except SecretsKeyError as exc:
         raise SystemExit(f"webhookd: {exc.message}") from None
 

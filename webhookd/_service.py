@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import hashlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,7 +20,7 @@ from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import _convert as cv
 from webhookd._delivery import DeliveryWorker, Sender, decide
-from webhookd._errors import Conflict, InvalidRequest, NotFound
+from webhookd._errors import Conflict, IdempotencyKeyReused, InvalidRequest, NotFound
 from webhookd._events import (
     EVENT_KINDS,
     MAX_STATE_LENGTH,
@@ -31,12 +32,14 @@ from webhookd._events import (
 from webhookd._repository import (
     DISABLED,
     ENABLED,
+    IDEMPOTENCY_WINDOW,
     PENDING,
     SUCCEEDED,
     DeliveryFilter,
     DeliveryRecord,
     EndpointRecord,
     EventRecord,
+    IdempotencyRecord,
     Repository,
     SigningSecret,
 )
@@ -65,6 +68,11 @@ class EventHub:
 
     def waiter(self) -> asyncio.Event:
         return self._event
+
+
+def check_idempotency_key(key: str) -> None:
+    if len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable():
+        raise InvalidRequest(f"idempotency_key: at most {MAX_IDEMPOTENCY_KEY} printable characters")
 
 
 def _env_enum(environment: str) -> Environment:
@@ -103,16 +111,67 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
             raise NotFound(f"endpoint_id: no endpoint {endpoint_id} in this account and environment")
         return found
 
+    # Idempotency of registrations and rotations: a retry with the caller's key after it lost the answer
+    # (the edge died after this call) gets the same endpoint and its current secret, not a second one.
+
+    @staticmethod
+    def _idempotency(request: Any, now: dt.datetime) -> IdempotencyRecord | None:
+        key = request.idempotency_key
+        if not key:
+            return None
+        check_idempotency_key(key)
+        unkeyed = type(request)()
+        unkeyed.CopyFrom(request)
+        unkeyed.ClearField("idempotency_key")
+        digest = hashlib.sha256(type(request).__name__.encode() + b"\n")
+        digest.update(unkeyed.SerializeToString(deterministic=True))
+        return IdempotencyRecord(key, digest.hexdigest(), now)
+
+    async def _replay(
+        self, account_id: str, env: str, idem: IdempotencyRecord | None
+    ) -> EndpointRecord | None:
+        """The endpoint an earlier call with this key created or rotated, or None: run the call."""
+        if idem is None:
+            return None
+        found = await self.repo.find_idempotent(
+            account_id, env, idem.key, idem.created_at - IDEMPOTENCY_WINDOW
+        )
+        if found is None:
+            return None
+        request_hash, endpoint_id = found
+        if request_hash != idem.request_hash:
+            raise IdempotencyKeyReused(
+                "idempotency_key: already used for a different request in the last 24 hours; use a new key"
+            )
+        endpoint = await self.repo.get_endpoint(account_id, env, endpoint_id)
+        if endpoint is None:
+            raise Conflict(f"idempotency_key: the endpoint {endpoint_id} this key was used on was deleted")
+        log.info("idempotent call replayed", extra={"endpoint_id": endpoint_id, "account_id": account_id})
+        return endpoint
+
+    async def _raced(self, account_id: str, env: str, idem: IdempotencyRecord | None) -> EndpointRecord:
+        """A concurrent call with the same key wrote first: answer with what it wrote."""
+        endpoint = await self._replay(account_id, env, idem)
+        if endpoint is None:
+            raise Conflict("idempotency_key: a concurrent request with this key did not settle; retry")
+        return endpoint
+
     # Endpoints
 
     async def RegisterEndpoint(
         self, request: pb.RegisterEndpointRequest, context: grpc.aio.ServicerContext
     ) -> pb.RegisterEndpointResponse:
         account_id, env = cv.scope(request)
+        now = self.clock.now()
+        idem = self._idempotency(request, now)
+        replayed = await self._replay(account_id, env, idem)
+        if replayed is not None:
+            return pb.RegisterEndpointResponse(
+                endpoint=cv.endpoint_pb(replayed, now), signing_secret=replayed.secrets[0].secret
+            )
         kinds = check_event_kinds(request.events)
         desc = cv.description(request.description)
-        await check_target(request.url, self.policy, self.resolver)
-        now = self.clock.now()
+        await check_target(cv.url(request.url), self.policy, self.resolver)
         secret = new_secret()
         endpoint = EndpointRecord(
             id=new_id("we"),
@@ -127,7 +186,9 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
             updated_at=now,
             secrets=[SigningSecret(secret)],
         )
-        await self.repo.create_endpoint(endpoint)
+        if not await self.repo.create_endpoint(endpoint, idem):
+            endpoint = await self._raced(account_id, env, idem)
+            secret = endpoint.secrets[0].secret
         log.info(
             "endpoint registered", extra={"endpoint_id": endpoint.id, "account_id": account_id, "env": env}
         )
@@ -171,7 +232,7 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
         if "description" in paths:
             changes["description"] = cv.description(request.description)
         if "url" in paths:
-            await check_target(request.url, self.policy, self.resolver)
+            await check_target(cv.url(request.url), self.policy, self.resolver)
             changes["url"] = request.url
         now = self.clock.now()
         for key, value in changes.items():
@@ -209,8 +270,15 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
             overlap = request.overlap.ToTimedelta()
             if overlap < dt.timedelta(0) or overlap > MAX_OVERLAP:
                 raise InvalidRequest("overlap: must be between 0 and 7 days")
-        endpoint = await self._endpoint(request)
         now = self.clock.now()
+        account_id, env = cv.scope(request)
+        idem = self._idempotency(request, now)
+        replayed = await self._replay(account_id, env, idem)
+        if replayed is not None:
+            return pb.RotateSigningSecretResponse(
+                endpoint=cv.endpoint_pb(replayed, now), signing_secret=replayed.secrets[0].secret
+            )
+        endpoint = await self._endpoint(request)
         secret = new_secret()
         kept = [SigningSecret(secret)]
         for old in endpoint.secrets:
@@ -218,7 +286,9 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
             if expires > now:
                 kept.append(SigningSecret(old.secret, expires))
         endpoint.secrets, endpoint.updated_at = kept, now
-        await self.repo.save_endpoint(endpoint)
+        if not await self.repo.save_endpoint(endpoint, idem):
+            endpoint = await self._raced(account_id, env, idem)
+            secret = endpoint.secrets[0].secret
         log.info(
             "signing secret rotated",
             extra={
@@ -287,8 +357,7 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
         if len(state) > MAX_STATE_LENGTH or not state.isprintable():
             raise InvalidRequest(f"state: printable, at most {MAX_STATE_LENGTH} characters")
         key = request.idempotency_key
-        if len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable():
-            raise InvalidRequest(f"idempotency_key: at most {MAX_IDEMPOTENCY_KEY} printable characters")
+        check_idempotency_key(key)
         now = self.clock.now()
         event_id = sortable_id("evt", now)
         envelope = build_envelope(

@@ -24,6 +24,7 @@ from webhookd._repository import (
     ENABLED,
     FAILED,
     HELD,
+    IDEMPOTENCY_WINDOW,
     PENDING,
     SUCCEEDED,
     Alert,
@@ -33,6 +34,7 @@ from webhookd._repository import (
     DeliveryRecord,
     EndpointRecord,
     EventRecord,
+    IdempotencyRecord,
     Outcome,
     SigningSecret,
     Stats,
@@ -143,11 +145,32 @@ alerts = sa.Table(
 )
 
 
+# The idempotency keys of endpoint registrations and rotations (kept 24 h): a retry after the caller
+# lost the answer (the edge crashed after the call) gets the same endpoint instead of a second one.
+idempotency = sa.Table(
+    "wh_idempotency",
+    metadata,
+    sa.Column("account_id", sa.String(64), primary_key=True),
+    sa.Column("environment", sa.String(16), primary_key=True),
+    sa.Column("idempotency_key", sa.String(255), primary_key=True),
+    sa.Column("request_hash", sa.String(64), nullable=False),
+    sa.Column("endpoint_id", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+)
+
+
 async def _v1(conn: AsyncConnection) -> None:
     await conn.run_sync(metadata.create_all)
 
 
-MIGRATIONS = [Migration(1, "endpoints, events, deliveries, attempts, alerts", _v1)]
+async def _v2(conn: AsyncConnection) -> None:
+    await conn.run_sync(lambda c: metadata.create_all(c, tables=[idempotency]))
+
+
+MIGRATIONS = [
+    Migration(1, "endpoints, events, deliveries, attempts, alerts", _v1),
+    Migration(2, "idempotency keys of endpoint registrations and rotations", _v2),
+]
 
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -341,9 +364,65 @@ class SqlRepository:
 
     # Endpoints
 
-    async def create_endpoint(self, endpoint: EndpointRecord) -> None:
+    async def create_endpoint(self, endpoint: EndpointRecord, idem: IdempotencyRecord | None = None) -> bool:
+        try:
+            async with self.engine.begin() as conn:
+                await conn.execute(endpoints.insert().values(**self._endpoint_values(endpoint)))
+                await self._record_idempotency(conn, endpoint, idem)
+        except IntegrityError:
+            if idem is None:
+                raise
+            return False
+        return True
+
+    @staticmethod
+    async def _record_idempotency(
+        conn: AsyncConnection, endpoint: EndpointRecord, idem: IdempotencyRecord | None
+    ) -> None:
+        if idem is None:
+            return
+        c = idempotency.c
+        key = (
+            (c.account_id == endpoint.account_id)
+            & (c.environment == endpoint.environment)
+            & (c.idempotency_key == idem.key)
+        )
+        # A record past the 24 h window no longer counts: the key may be used again.
+        await conn.execute(
+            idempotency.delete().where(key, c.created_at < us(idem.created_at - IDEMPOTENCY_WINDOW))
+        )
+        await conn.execute(
+            idempotency.insert().values(
+                account_id=endpoint.account_id,
+                environment=endpoint.environment,
+                idempotency_key=idem.key,
+                request_hash=idem.request_hash,
+                endpoint_id=endpoint.id,
+                created_at=us(idem.created_at),
+            )
+        )
+
+    async def find_idempotent(
+        self, account_id: str, environment: str, key: str, since: dt.datetime
+    ) -> tuple[str, str] | None:
+        c = idempotency.c
+        async with self.engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(c.request_hash, c.endpoint_id).where(
+                        c.account_id == account_id,
+                        c.environment == environment,
+                        c.idempotency_key == key,
+                        c.created_at >= us(since),
+                    )
+                )
+            ).first()
+        return (row.request_hash, row.endpoint_id) if row else None
+
+    async def purge_idempotency(self, before: dt.datetime) -> int:
         async with self.engine.begin() as conn:
-            await conn.execute(endpoints.insert().values(**self._endpoint_values(endpoint)))
+            result = await conn.execute(idempotency.delete().where(idempotency.c.created_at < us(before)))
+        return int(result.rowcount or 0)
 
     def _endpoint_values(self, e: EndpointRecord) -> dict[str, Any]:
         return {
@@ -393,23 +472,33 @@ class SqlRepository:
         async with self.engine.connect() as conn:
             return [self._endpoint(r) for r in await conn.execute(q)]
 
-    async def save_endpoint(self, endpoint: EndpointRecord) -> None:
+    async def save_endpoint(self, endpoint: EndpointRecord, idem: IdempotencyRecord | None = None) -> bool:
         values = self._endpoint_values(endpoint)
         for key in ("id", "account_id", "environment", "created_at"):
             values.pop(key)
-        async with self.engine.begin() as conn:
-            await conn.execute(endpoints.update().where(endpoints.c.id == endpoint.id).values(**values))
-            if endpoint.status == ENABLED:
-                return
-            await conn.execute(
-                deliveries.update()
-                .where(
-                    deliveries.c.endpoint_id == endpoint.id,
-                    deliveries.c.status == PENDING,
-                    deliveries.c.lease_owner.is_(None),
-                )
-                .values(status=HELD, updated_at=us(endpoint.updated_at))
+        try:
+            async with self.engine.begin() as conn:
+                await self._record_idempotency(conn, endpoint, idem)
+                await conn.execute(endpoints.update().where(endpoints.c.id == endpoint.id).values(**values))
+                if endpoint.status != ENABLED:
+                    await self._hold_pending(conn, endpoint)
+        except IntegrityError:
+            if idem is None:
+                raise
+            return False
+        return True
+
+    @staticmethod
+    async def _hold_pending(conn: AsyncConnection, endpoint: EndpointRecord) -> None:
+        await conn.execute(
+            deliveries.update()
+            .where(
+                deliveries.c.endpoint_id == endpoint.id,
+                deliveries.c.status == PENDING,
+                deliveries.c.lease_owner.is_(None),
             )
+            .values(status=HELD, updated_at=us(endpoint.updated_at))
+        )
 
     async def delete_endpoint(self, endpoint: EndpointRecord, now: dt.datetime) -> None:
         async with self.engine.begin() as conn:
