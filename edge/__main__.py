@@ -80,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         str(EdgeConfig.header_timeout),
         "seconds a client has to send a complete request head (a new connection's first: from connect)",
     )
+    add("sandbox-confirm-seconds", "0.5", "seconds between a sandbox booking's 202 and its outcome event")
     add("log-level", "INFO", "DEBUG, INFO, WARNING or ERROR")
     add("shutdown-grace", "5", "seconds running requests may finish after SIGTERM")
     return parser
@@ -98,6 +99,7 @@ def config_from(args: argparse.Namespace) -> EdgeConfig:
         docs_base=args.docs_base.rstrip("/"),
         max_body_bytes=int(args.max_body_bytes),
         stream_ping_seconds=float(args.stream_ping_seconds),
+        sandbox_confirm_seconds=float(args.sandbox_confirm_seconds),
         rate_limit_live=float(args.rate_limit_live),
         rate_limit_sandbox=float(args.rate_limit_sandbox),
         denial_cache_size=int(args.denial_cache_size),

@@ -28,13 +28,15 @@ from sanic.response import HTTPResponse
 
 from edge.authcache import AuthCache
 from edge.authorizer import Authorizer
-from edge.blueprints import account, docs, products, stream, webhooks
+from edge.blueprints import account, docs, products, sandbox, stream, webhooks
 from edge.config import EdgeConfig
 from edge.exceptions import EdgeError, RateLimited
 from edge.gate import Gate
 from edge.idempotency import SqlIdempotencyStore
 from edge.metrics import REFUSALS, count_response
+from edge.publisher import Publisher
 from edge.responses import error_response, new_request_id
+from edge.simulator import Simulator
 from svckit.db import create_engine
 from svckit.errors import ServiceError
 from svckit.logs import request_id_var
@@ -114,7 +116,7 @@ def create_app(config: EdgeConfig) -> Sanic:
     app.ctx.usage_inflight = {}
     app.ctx.account_bodies = {}
     app.ctx.streams = set()
-    for bp in (account.bp, webhooks.bp, stream.bp, docs.bp, products.bp):
+    for bp in (account.bp, webhooks.bp, sandbox.bp, stream.bp, docs.bp, products.bp):
         app.blueprint(bp)
     app.error_handler.add(Exception, handle_error)
 
@@ -135,7 +137,9 @@ def create_app(config: EdgeConfig) -> Sanic:
         app.ctx.http = httpx.AsyncClient(
             transport=cfg.upstream_transport, timeout=cfg.upstream_timeout, follow_redirects=False
         )
-        app.ctx.gate = Gate(cfg, app.ctx.authorizer, app.ctx.store)
+        app.ctx.publisher = Publisher(app.ctx.webhooks, cfg.webhookd_timeout)
+        app.ctx.gate = Gate(cfg, app.ctx.authorizer, app.ctx.store, app.ctx.publisher)
+        app.ctx.simulator = Simulator(app.ctx.publisher, cfg.sandbox_confirm_seconds)
         app.ctx.tasks = [
             asyncio.ensure_future(app.ctx.authorizer.watch_forever()),
             asyncio.ensure_future(_purge_forever(app.ctx.store)),
@@ -147,6 +151,9 @@ def create_app(config: EdgeConfig) -> Sanic:
     async def close_streams(app: Sanic) -> None:
         for session in list(getattr(app.ctx, "streams", ())):
             session.finish(1001, "server shutting down")
+        simulator = getattr(app.ctx, "simulator", None)
+        if simulator is not None:
+            await simulator.drain(app.ctx.config.sandbox_confirm_seconds + app.ctx.config.webhookd_timeout)
 
     @app.after_server_stop
     async def close_resources(app: Sanic) -> None:

@@ -42,6 +42,8 @@ class EdgeConfig:
     # first one, counted from connect) must be complete this long after it started.
     keep_alive_timeout: float = 120.0
     header_timeout: float = 60.0
+    # The built-in sandbox simulator publishes a creation's outcome this long after answering 202.
+    sandbox_confirm_seconds: float = 0.5
     # Tests inject an httpx transport for the product upstreams; None: real network.
     upstream_transport: httpx.AsyncBaseTransport | None = None
     name: str = "edge"

@@ -25,9 +25,10 @@ class UpstreamUnavailable(EdgeError):
 class RateLimited(EdgeError):
     type = "rate_limited"
 
-    def __init__(self, retry_after: float) -> None:
+    def __init__(self, retry_after: float, message: str = "") -> None:
         self.retry_after = max(1, math.ceil(retry_after))
         super().__init__(
-            f"Too many requests with this API key; retry after {self.retry_after} s. "
+            message
+            or f"Too many requests with this API key; retry after {self.retry_after} s. "
             "Spread requests out or use separate keys per system."
         )

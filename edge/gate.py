@@ -10,16 +10,18 @@
 5. POST: Idempotency-Key (400), Content-Type (415) and JSON body (400), then the idempotency claim
    (replay, 409 or 422)
 6. X-Partner-Customer-Ref -> traveller id through authsvc where the route uses one (400 invalid_customer_ref)
+7. sandbox: X-Sandbox-Trigger (edge.triggers), after everything above so the production path runs first
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from sanic import Request
@@ -36,9 +38,14 @@ from edge.metrics import count_response
 from edge.negotiation import check_accept, check_customer_ref, check_idempotency_key, check_json_content_type
 from edge.ratelimit import RateLimiter
 from edge.responses import error_response, new_request_id
+from edge.samples import STATES, low_balance, quota_threshold
 from edge.sources import source_address
+from edge.triggers import FORCED_MESSAGES, RouteKind, Trigger, decide
 from svckit.errors import type_from_rpc_error
 from travel.auth.v1 import auth_pb2
+
+if TYPE_CHECKING:
+    from edge.publisher import Publisher
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +59,8 @@ class Ctx:
     body: dict[str, Any] | None = None
     traveller_id: str = ""
     customer_ref: str = ""
+    # A sandbox trigger whose effect comes after the route answers (booking_failed, payment_failed).
+    trigger: Trigger | None = None
 
 
 Handler = Callable[..., Awaitable[HTTPResponse]]
@@ -66,8 +75,15 @@ def environment_mismatch(key_env: Environment) -> EdgeError:
 
 
 class Gate:
-    def __init__(self, config: EdgeConfig, authorizer: Authorizer, store: IdempotencyStore) -> None:
+    def __init__(
+        self,
+        config: EdgeConfig,
+        authorizer: Authorizer,
+        store: IdempotencyStore,
+        publisher: Publisher | None = None,
+    ) -> None:
         self.config = config
+        self.publisher = publisher
         self.hosts = HostMap(config.live_hosts, config.sandbox_hosts)
         self.authorizer = authorizer
         self.store = store
@@ -145,6 +161,7 @@ class Gate:
         is_write: bool,
         traveller: str,
         params: dict[str, Any],
+        kind: RouteKind = RouteKind.OTHER,
     ) -> HTTPResponse:
         rctx = request.ctx
         rid = rctx.rid = new_request_id()
@@ -165,10 +182,11 @@ class Gate:
         self.limit(caller)
         ctx = Ctx(rid, env, caller, source)
         if request.method == "POST":
-            return await self._idempotent(request, handler, ctx, traveller, params)
+            return await self._idempotent(request, handler, ctx, traveller, params, kind)
         if request.body:
             ctx.body = self._parse_body(request)
         await self._traveller(request, ctx, traveller)
+        await self._trigger(request, ctx, kind)
         response = await handler(request, ctx, **params)
         return self.finish(response, ctx)
 
@@ -213,8 +231,45 @@ class Gate:
         ctx.customer_ref = ref
         ctx.traveller_id = resp.traveller_id
 
+    async def _trigger(self, request: Request, ctx: Ctx, kind: RouteKind) -> None:
+        decision = decide(
+            request.headers.get("x-sandbox-trigger"), ctx.environment, kind, ctx.caller.account_mode
+        )
+        if decision.refusal:
+            raise EdgeError(decision.refusal, type="invalid_request")
+        trigger = decision.trigger
+        if trigger is None:
+            return
+        log.info("sandbox trigger", extra={"trigger": trigger.name, "path": request.path})
+        if trigger.warn_event and self.publisher is not None:
+            caller = ctx.caller
+            if trigger.warn_event == "search_quota.threshold":
+                data = quota_threshold(caller.daily_search_allowance, _today())
+            else:
+                data = low_balance()
+            await self.publisher.publish(
+                caller.account_id,
+                ctx.environment,
+                trigger.warn_event,
+                STATES[trigger.warn_event],
+                data,
+                key=f"trigger:{ctx.request_id}",
+                request_id=ctx.request_id,
+            )
+        if trigger.error_type == "rate_limited":
+            raise RateLimited(1, FORCED_MESSAGES["rate_limited"])
+        if trigger.error_type:
+            raise EdgeError(FORCED_MESSAGES[trigger.error_type], type=trigger.error_type)
+        ctx.trigger = trigger
+
     async def _idempotent(
-        self, request: Request, handler: Handler, ctx: Ctx, traveller: str, params: dict[str, Any]
+        self,
+        request: Request,
+        handler: Handler,
+        ctx: Ctx,
+        traveller: str,
+        params: dict[str, Any],
+        kind: RouteKind,
     ) -> HTTPResponse:
         key = check_idempotency_key(request.headers.get("idempotency-key"))
         body_bytes = request.body or b""
@@ -232,9 +287,11 @@ class Gate:
         try:
             try:
                 await self._traveller(request, ctx, traveller)
+                await self._trigger(request, ctx, kind)
                 response = await handler(request, ctx, **params)
             except EdgeError as exc:
-                response = error_response(exc.type, exc.message, ctx.request_id, self.docs)
+                retry = (("Retry-After", str(exc.retry_after)),) if isinstance(exc, RateLimited) else ()
+                response = error_response(exc.type, exc.message, ctx.request_id, self.docs, retry)
         except BaseException:
             await self.store.release(caller.account_id, env, key)
             raise
@@ -249,13 +306,25 @@ class Gate:
                     key,
                     response.status,
                     raw.decode("utf-8", errors="replace"),
-                    {"Content-Type": response.content_type or "application/json"},
+                    _stored_headers(response),
                 )
             except Exception:
                 # The request ran; failing to record it must not leave the key claimed.
                 log.exception("could not store the idempotent response")
                 await self.store.release(caller.account_id, env, key)
         return self.finish(response, ctx)
+
+
+def _stored_headers(response: HTTPResponse) -> dict[str, str]:
+    headers = {"Content-Type": response.content_type or "application/json"}
+    retry_after = response.headers.get("Retry-After")
+    if retry_after:
+        headers["Retry-After"] = retry_after
+    return headers
+
+
+def _today() -> dt.date:
+    return dt.datetime.now(dt.UTC).date()
 
 
 def _now() -> float:

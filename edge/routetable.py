@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edge.environments import Environment
+from edge.triggers import RouteKind
 
 METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE"}
 PRODUCTS = {"hotels", "flights", "esim"}
@@ -18,6 +19,29 @@ _SCOPE = re.compile(r"(hotels|flights|esim|account):(read|write)")
 _PARAM = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
 _SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
 TRAVELLER_MODES = {"none", "optional", "required"}
+# A sandbox upstream of "builtin" is the edge's own product simulator (edge.simulator); never live.
+BUILTIN = "builtin"
+
+
+def _builtin_shapes() -> dict[tuple[str, str], str]:
+    """(method, path with parameters as {}) -> what the built-in simulator does there."""
+    shapes: dict[tuple[str, str], str] = {}
+    for product in ("hotels", "flights"):
+        base = f"/v1/{product}"
+        shapes[("GET", f"{base}/search")] = "search"
+        shapes[("GET", f"{base}/offers/{{}}")] = "offer"
+        shapes[("POST", f"{base}/bookings")] = "create"
+        shapes[("GET", f"{base}/bookings/{{}}")] = "get"
+        shapes[("POST", f"{base}/bookings/{{}}/modify")] = "modify"
+        shapes[("POST", f"{base}/bookings/{{}}/cancel")] = "cancel"
+    shapes[("GET", "/v1/esim/plans")] = "plans"
+    shapes[("POST", "/v1/esim/orders")] = "create"
+    shapes[("GET", "/v1/esim/orders/{}")] = "get"
+    shapes[("GET", "/v1/esim/orders/{}/usage")] = "usage"
+    return shapes
+
+
+BUILTIN_SHAPES = _builtin_shapes()
 
 
 class RouteTableError(ValueError):
@@ -31,14 +55,29 @@ class ProductRoute:
     scope: str
     upstream: Mapping[Environment, str]
     search: bool = False
+    # Booking or order creation: where the sandbox's creation triggers apply.
+    creates: bool = False
     traveller: str = "optional"
     summary: str = ""
     params: tuple[str, ...] = field(default=())
     regex: re.Pattern[str] = field(default=re.compile(""), compare=False)
 
     @property
+    def builtin_action(self) -> str:
+        """What the built-in simulator does on this route ("" when the sandbox upstream is a URL)."""
+        if self.upstream[Environment.SANDBOX] != BUILTIN:
+            return ""
+        return BUILTIN_SHAPES[(self.method, _PARAM.sub("{}", self.path))]
+
+    @property
     def is_write(self) -> bool:
         return self.scope.endswith(":write")
+
+    @property
+    def kind(self) -> RouteKind:
+        if self.search:
+            return RouteKind.SEARCH
+        return RouteKind.CREATE if self.creates else RouteKind.OTHER
 
 
 def _compile(path: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
@@ -79,8 +118,18 @@ def parse_route(raw: Mapping[str, Any]) -> ProductRoute:
     upstream: dict[Environment, str] = {}
     for env in Environment:
         url = upstream_raw.get(env.value)
+        if env is Environment.SANDBOX and url == BUILTIN:
+            if (method, _PARAM.sub("{}", path)) not in BUILTIN_SHAPES:
+                known = ", ".join(f"{m} {p}" for m, p in BUILTIN_SHAPES)
+                raise RouteTableError(
+                    f"route {method} {path}: the builtin sandbox simulator does not answer it; "
+                    f"it answers {known}"
+                )
+            upstream[env] = url
+            continue
         if not isinstance(url, str) or not re.match(r"https?://", url):
-            raise RouteTableError(f"route {path!r}: upstream.{env.value} must be an http(s) base URL")
+            hint = ' or "builtin"' if env is Environment.SANDBOX else ' ("builtin" is sandbox only)'
+            raise RouteTableError(f"route {path!r}: upstream.{env.value} must be an http(s) base URL{hint}")
         upstream[env] = url.rstrip("/")
     if upstream[Environment.LIVE] == upstream[Environment.SANDBOX]:
         # The sandbox must never reach a live upstream.
@@ -95,6 +144,7 @@ def parse_route(raw: Mapping[str, Any]) -> ProductRoute:
         scope=scope,
         upstream=upstream,
         search=bool(raw.get("search", False)),
+        creates=bool(raw.get("creates", False)),
         traveller=traveller,
         summary=str(raw.get("summary", "")),
         params=params,
@@ -143,36 +193,50 @@ class RouteTable:
         return sorted({r.method for r in self.routes if r.regex.fullmatch(path)})
 
 
-DEFAULT_ROUTES: list[dict[str, Any]] = [
-    {
-        "method": "GET",
-        "path": "/v1/hotels/search",
-        "scope": "hotels:read",
-        "search": True,
-        "summary": "Search hotel offers",
-        "upstream": {"live": "http://127.0.0.1:9201", "sandbox": "http://127.0.0.1:9301"},
-    },
-    {
-        "method": "POST",
-        "path": "/v1/hotels/bookings",
-        "scope": "hotels:write",
-        "traveller": "required",
-        "summary": "Book a hotel offer",
-        "upstream": {"live": "http://127.0.0.1:9201", "sandbox": "http://127.0.0.1:9301"},
-    },
-    {
-        "method": "GET",
-        "path": "/v1/flights/search",
-        "scope": "flights:read",
-        "search": True,
-        "summary": "Search flight offers",
-        "upstream": {"live": "http://127.0.0.1:9202", "sandbox": "http://127.0.0.1:9302"},
-    },
-    {
-        "method": "GET",
-        "path": "/v1/esim/plans",
-        "scope": "esim:read",
-        "summary": "List eSIM plans",
-        "upstream": {"live": "http://127.0.0.1:9203", "sandbox": "http://127.0.0.1:9303"},
-    },
-]
+_LIVE = {
+    "hotels": "http://127.0.0.1:9201",
+    "flights": "http://127.0.0.1:9202",
+    "esim": "http://127.0.0.1:9203",
+}
+
+
+def _default_routes() -> list[dict[str, Any]]:
+    """Every route the simulator answers; live upstreams are placeholders for a deployment's own table."""
+    summaries = {
+        "search": "Search {p} offers",
+        "offer": "Retrieve a {p} offer",
+        "create": "Book a {p} offer",
+        "get": "Retrieve a {p} booking",
+        "modify": "Modify a {p} booking",
+        "cancel": "Cancel a {p} booking",
+        "plans": "List eSIM plans",
+        "usage": "Data usage of an eSIM order",
+    }
+    routes: list[dict[str, Any]] = []
+    for (method, shape), action in BUILTIN_SHAPES.items():
+        product = shape.split("/")[2]
+        names = iter(
+            ["offer_id"] if action == "offer" else ["order_id" if product == "esim" else "booking_id"]
+        )
+        path = "/".join(f"{{{next(names)}}}" if seg == "{}" else seg for seg in shape.split("/"))
+        resource = "eSIM" if product == "esim" else product.removesuffix("s")
+        summary = summaries[action].format(p=resource)
+        if product == "esim" and action in ("create", "get"):
+            summary = "Order an eSIM plan" if action == "create" else "Retrieve an eSIM order"
+        route: dict[str, Any] = {
+            "method": method,
+            "path": path,
+            "scope": f"{product}:{'write' if method == 'POST' else 'read'}",
+            "summary": summary,
+            "upstream": {"live": _LIVE[product], "sandbox": BUILTIN},
+        }
+        if action == "search":
+            route["search"] = True
+        if action == "create":
+            route["creates"] = True
+        route["traveller"] = "required" if action == "create" else "optional"
+        routes.append(route)
+    return routes
+
+
+DEFAULT_ROUTES: list[dict[str, Any]] = _default_routes()

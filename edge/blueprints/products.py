@@ -41,6 +41,13 @@ async def proxy(route: ProductRoute, request: Request, ctx: Ctx, **params: str) 
             raise rpc_error(exc) from None
         app_ctx.usage_cache.pop(caller.account_id, None)
     # The upstream is chosen by the request's environment only: a sandbox request never reaches live.
+    if route.builtin_action and ctx.environment is Environment.SANDBOX:
+        return await app_ctx.simulator.answer(route, request, ctx, params)  # type: ignore[no-any-return]
+    if ctx.trigger is not None:
+        # A sandbox upstream of its own decides what a failure trigger means there.
+        headers_trigger = {"X-Sandbox-Trigger": ctx.trigger.name}
+    else:
+        headers_trigger = {}
     url = route.upstream[ctx.environment] + request.path
     if request.query_string:
         url += "?" + request.query_string
@@ -50,6 +57,7 @@ async def proxy(route: ProductRoute, request: Request, ctx: Ctx, **params: str) 
         "X-Account-Id": caller.account_id,
         "X-Key-Id": caller.key_id,
         "X-Environment": ctx.environment.value,
+        **headers_trigger,
     }
     if ctx.traveller_id:
         headers["X-Traveller-Id"] = ctx.traveller_id
@@ -81,5 +89,11 @@ async def product_route(request: Request, rest: str) -> HTTPResponse:
         raise EdgeError(f"no route {request.method} {request.path}", type="not_found")
     route, params = match
     return await gate.run(
-        request, functools.partial(proxy, route), route.scope, route.is_write, route.traveller, params
+        request,
+        functools.partial(proxy, route),
+        route.scope,
+        route.is_write,
+        route.traveller,
+        params,
+        route.kind,
     )

@@ -1,0 +1,50 @@
+"""POST /v1/sandbox/events: publish a sample event of any kind (sandbox only, webhooks:write).
+
+The sample goes through webhookd's PublishEvent like every real event: stored, signed, delivered to the
+account's sandbox endpoints subscribed to the kind, retried, logged and on /v1/stream. ``data`` (an
+object) is merged over the sample's data, so a partner can use its own booking id or customerRef.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sanic import Blueprint, Request
+from sanic.response import HTTPResponse
+from sanic.response import json as json_response
+
+from edge import convert
+from edge.environments import Environment
+from edge.exceptions import EdgeError
+from edge.gate import Ctx, guarded
+from edge.samples import sample
+from svckit.events import EVENT_KINDS
+
+bp = Blueprint("sandbox")
+
+
+@bp.post("/v1/sandbox/events")
+@guarded("webhooks:write")
+async def sample_event(request: Request, ctx: Ctx) -> HTTPResponse:
+    if ctx.environment is not Environment.SANDBOX:
+        raise EdgeError("POST /v1/sandbox/events exists only on the sandbox host", type="not_found")
+    body = convert.only_fields(ctx.body, {"type", "data"})
+    kind = convert.string_field(body, "type", required=True, max_len=64) or ""
+    if kind not in EVENT_KINDS:
+        raise EdgeError(
+            f"type: unknown event kind {kind!r}; one of {', '.join(EVENT_KINDS)}", type="invalid_request"
+        )
+    extra = body.get("data", {})
+    if not isinstance(extra, dict):
+        raise EdgeError("data must be a JSON object (merged over the sample's data)", type="invalid_request")
+    caller = ctx.caller
+    state, data = sample(kind, caller.account_mode, dt.datetime.now(dt.UTC), caller.daily_search_allowance)
+    data.update(extra)
+    resp = await request.app.ctx.publisher.publish(
+        caller.account_id, ctx.environment, kind, state, data, key=f"sample:{ctx.request_id}",
+        request_id=ctx.request_id,
+    )  # fmt: skip
+    return json_response(
+        {"object": "sandbox_event", "event": convert.event(resp.event), "deliveryCount": resp.delivery_count},
+        status=202,
+    )
