@@ -1,7 +1,8 @@
-"""SQLAlchemy 2 async Core adapter of the repository, for SQLite and PostgreSQL, with migrations.
+"""SQLAlchemy 2 async Core adapter of the repository, for SQLite and PostgreSQL.
 
 Every mutating method is one transaction: the change, its audit record and (for revocation and the
 search threshold) the outbox row commit together or not at all. Times are stored as unix seconds.
+Schema changes are Alembic revisions in authsvc/migrations.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from authsvc._model import (
     OutboxEvent,
     Usage,
 )
-from svckit.db import Migration, is_postgres, migrate
+from authsvc.migrations import SCHEMA
+from svckit.db import is_postgres
 from svckit.ids import new_id
+from svckit.migrations import upgrade
 
 metadata = sa.MetaData()
 
@@ -123,13 +126,6 @@ outbox = sa.Table(
 )
 
 
-async def _v1(conn: AsyncConnection) -> None:
-    await conn.run_sync(metadata.create_all)
-
-
-MIGRATIONS = [Migration(1, "accounts, keys, audit, travellers, usage, outbox", _v1)]
-
-
 def _ts(value: dt.datetime | None) -> float | None:
     return value.timestamp() if value is not None else None
 
@@ -218,8 +214,9 @@ class SqlRepository:
         self.notify_channel = notify_channel
         self.origin = origin
 
-    async def migrate(self) -> int:
-        return await migrate(self.engine, "auth", MIGRATIONS)
+    async def migrate(self) -> str:
+        """Upgrade the schema to the newest revision (authsvc/migrations). Returns the revision."""
+        return await upgrade(self.engine, SCHEMA)
 
     # -- helpers ---------------------------------------------------------------------------------
 

@@ -15,10 +15,11 @@ from typing import Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from edge.exceptions import EdgeError
-from svckit.db import Migration, migrate
+from edge.migrations import SCHEMA
+from svckit.migrations import upgrade
 
 RETENTION_SECONDS = 24 * 3600
 # A claim older than this belongs to a process that died mid-request; it may be taken over.
@@ -38,17 +39,8 @@ records = sa.Table(
     sa.Column("headers", sa.Text, nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("claimed_at", sa.Float, nullable=False),
+    sa.Index("edge_idempotency_created", "created_at"),
 )
-
-
-async def _v1(conn: AsyncConnection) -> None:
-    await conn.run_sync(lambda c: metadata.create_all(c, tables=[records]))
-    await conn.execute(
-        sa.text("CREATE INDEX IF NOT EXISTS edge_idempotency_created ON edge_idempotency (created_at)")
-    )
-
-
-MIGRATIONS = [Migration(1, "edge_idempotency", _v1)]
 
 
 def request_hash(method: str, path: str, body: bytes) -> str:
@@ -85,8 +77,8 @@ class SqlIdempotencyStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
 
-    async def migrate(self) -> None:
-        await migrate(self.engine, "edge", MIGRATIONS)
+    async def migrate(self) -> str:
+        return await upgrade(self.engine, SCHEMA)
 
     @staticmethod
     def _where(account_id: str, environment: str, key: str) -> sa.ColumnElement[bool]:

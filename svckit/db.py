@@ -1,4 +1,4 @@
-"""SQLAlchemy 2 async engines and versioned schema migrations, for SQLite and PostgreSQL.
+"""SQLAlchemy 2 async engines for SQLite and PostgreSQL (schema migrations: ``svckit.migrations``).
 
 URLs: ``sqlite+aiosqlite:///var/authsvc.db`` (embedded default) or
 ``postgresql+asyncpg://user@host:5432/db``. A ``search_path`` query parameter on a PostgreSQL URL
@@ -7,19 +7,13 @@ selects a schema (created if missing); tests use it to isolate themselves in one
 
 from __future__ import annotations
 
-import dataclasses
-import logging
 import pathlib
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-
-log = logging.getLogger(__name__)
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 
 def normalize_url(url: str) -> str:
@@ -100,50 +94,3 @@ _SCHEMAS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 def schema_of(engine: AsyncEngine) -> str | None:
     """The PostgreSQL schema an engine was created for (``search_path`` of its URL), if any."""
     return _SCHEMAS.get(engine.sync_engine)
-
-
-@dataclasses.dataclass(frozen=True)
-class Migration:
-    version: int
-    description: str
-    apply: Callable[[AsyncConnection], Awaitable[None]]
-
-
-async def migrate(engine: AsyncEngine, service: str, migrations: Sequence[Migration]) -> int:
-    """Apply every migration newer than the recorded version, each in its own transaction.
-
-    A service's migration 1 may build its tables from the current ``MetaData`` only while it is the
-    sole migration: the change that adds migration 2 must first freeze migration 1 as explicit DDL,
-    or fresh databases would get version 2's columns from migration 1 and then fail migration 2.
-
-    Returns the schema version after migrating. Safe to run from several processes at once:
-    on PostgreSQL an advisory lock serialises them.
-    """
-    versions = [m.version for m in migrations]
-    if versions != sorted(set(versions)):
-        raise ValueError("migration versions must be unique and increasing")
-    table = f"{service}_schema_version"
-    if is_postgres(engine):
-        schema = schema_of(engine)
-        async with engine.begin() as conn:
-            if schema:
-                await conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-    async with engine.begin() as conn:
-        if is_postgres(engine):
-            await conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext(:n))"), {"n": table})
-        await conn.exec_driver_sql(
-            f"CREATE TABLE IF NOT EXISTS {table} (version INTEGER PRIMARY KEY, description TEXT NOT NULL)"
-        )
-        row = (await conn.exec_driver_sql(f"SELECT MAX(version) FROM {table}")).scalar()
-        current = int(row or 0)
-        for m in migrations:
-            if m.version <= current:
-                continue
-            log.info("migrating", extra={"service": service, "version": m.version, "what": m.description})
-            await m.apply(conn)
-            await conn.execute(
-                sa.text(f"INSERT INTO {table} (version, description) VALUES (:v, :d)"),
-                {"v": m.version, "d": m.description},
-            )
-            current = m.version
-    return current

@@ -1,4 +1,4 @@
-"""SQLAlchemy (async Core) adapter of the Repository port, and webhookd's schema migrations.
+"""SQLAlchemy (async Core) adapter of the Repository port (schema migrations: webhookd/migrations).
 
 Times are stored as integer microseconds since the epoch (UTC): exact, index-friendly, the same on
 SQLite and PostgreSQL. A claimed delivery's ``next_attempt_at`` is its lease expiry: if the worker dies,
@@ -17,8 +17,9 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from svckit.db import Migration, create_engine, is_postgres, migrate
+from svckit.db import create_engine, is_postgres
 from svckit.ids import new_id, sortable_id
+from svckit.migrations import upgrade
 from webhookd._repository import (
     DISABLED,
     ENABLED,
@@ -41,6 +42,7 @@ from webhookd._repository import (
 )
 from webhookd._secretbox import PREFIX as SEALED_PREFIX
 from webhookd._secretbox import SecretBox
+from webhookd.migrations import SCHEMA
 
 if TYPE_CHECKING:
     from webhookd._sqlite_queue import SqliteQueue
@@ -157,20 +159,6 @@ idempotency = sa.Table(
     sa.Column("endpoint_id", sa.String(64), nullable=False),
     sa.Column("created_at", sa.BigInteger, nullable=False),
 )
-
-
-async def _v1(conn: AsyncConnection) -> None:
-    await conn.run_sync(metadata.create_all)
-
-
-async def _v2(conn: AsyncConnection) -> None:
-    await conn.run_sync(lambda c: metadata.create_all(c, tables=[idempotency]))
-
-
-MIGRATIONS = [
-    Migration(1, "endpoints, events, deliveries, attempts, alerts", _v1),
-    Migration(2, "idempotency keys of endpoint registrations and rotations", _v2),
-]
 
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -333,7 +321,7 @@ class SqlRepository:
     @classmethod
     async def open(cls, url: str, box: SecretBox | None = None) -> SqlRepository:
         engine = create_engine(url)
-        await migrate(engine, "wh", MIGRATIONS)
+        await upgrade(engine, SCHEMA)
         return cls(engine, box)
 
     def _endpoint(self, row: Any) -> EndpointRecord:

@@ -13,8 +13,10 @@ import pytest
 
 from authsvc._model import Account, Actor, ApiKey, KeyChange
 from authsvc._sql import SqlRepository
+from authsvc.migrations import SCHEMA
 from authsvc.testing import running_authsvc
 from svckit.db import asyncpg_dsn, create_engine
+from svckit.migrations import head
 from travel.auth.v1 import auth_pb2 as pb
 
 NOW = dt.datetime(2026, 5, 1, 12, tzinfo=dt.UTC)
@@ -23,8 +25,8 @@ ACTOR = Actor("alice@partner.example", "192.0.2.1")
 
 async def seeded(db_url: str) -> tuple[SqlRepository, ApiKey]:
     repo = SqlRepository(create_engine(db_url))
-    assert await repo.migrate() == 1
-    assert await repo.migrate() == 1  # idempotent
+    assert await repo.migrate() == head(SCHEMA)
+    assert await repo.migrate() == head(SCHEMA)  # idempotent
     await repo.create_account(Account("acct_1", "P", "a", "active", (), 100, NOW, NOW), ACTOR)
     key = ApiKey("key_1", "acct_1", "live", "k", ("hotels:read",), (), "svc_live_...abcd", "f" * 64, NOW)
     await repo.create_key(key, ACTOR)

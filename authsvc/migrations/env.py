@@ -1,0 +1,7 @@
+"""Run by Alembic for every command on authsvc's migrations (at start and from the alembic CLI)."""
+
+from authsvc._sql import metadata
+from authsvc.migrations import SCHEMA
+from svckit.migrations import run_env
+
+run_env(SCHEMA, metadata)

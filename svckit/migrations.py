@@ -1,0 +1,197 @@
+"""Schema migrations by Alembic: one environment and one version table per service.
+
+Each service ships an Alembic environment as package data (``authsvc/migrations``: ``env.py`` calling
+``run_env`` and ``versions/``, explicit ``op`` revisions) and upgrades to head at start with
+``upgrade``: programmatically (no alembic.ini), inside one transaction on the service's own async
+engine (Alembic's ``run_sync`` pattern), serialised between processes by the same PostgreSQL advisory
+lock the previous release took (on SQLite, ``BEGIN IMMEDIATE`` does it). A database made by the previous
+release (``<prefix>schema_version`` at its last version) is adopted: stamped at the first revision,
+tables and rows kept, the old version table dropped.
+
+Developers use the ``alembic`` command with the repository's alembic.ini (``alembic -n authsvc ...``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import threading
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.runtime.environment import EnvironmentContext
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from svckit.db import create_engine, is_postgres, normalize_url, schema_of
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Schema:
+    """What one service's migrations own, and how the previous release's migrate() recorded its version."""
+
+    service: str  # "authsvc": names the version table and the developer's ``alembic -n`` section
+    prefix: str  # "auth_": every table the service owns starts with it
+    legacy_table: str  # "auth_schema_version"
+    adopt: Mapping[int, str]  # the previous release's migration number -> the revision with that schema
+
+    @property
+    def version_table(self) -> str:
+        return f"{self.service}_alembic_version"
+
+    @property
+    def script_location(self) -> str:
+        return f"{self.service}:migrations"
+
+    def owns(self, name: str | None, type_: str, _parents: Any = None) -> bool:
+        """Alembic's include_name: the service's own tables only (others may share the database)."""
+        if type_ != "table" or name is None:
+            return True
+        return name.startswith(self.prefix) and name not in (self.version_table, self.legacy_table)
+
+
+def config(schema: Schema, connection: sa.Connection | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", schema.script_location)
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head(schema: Schema) -> str:
+    """The revision a fresh ``upgrade`` ends at (refuses a service with several heads)."""
+    found = ScriptDirectory.from_config(config(schema)).get_heads()
+    if len(found) != 1:
+        raise RuntimeError(f"{schema.service} migrations have {len(found)} heads {found}: merge them")
+    return found[0]
+
+
+def current(connection: sa.Connection, schema: Schema) -> str | None:
+    ctx = MigrationContext.configure(connection, opts={"version_table": schema.version_table})
+    return ctx.get_current_revision()
+
+
+async def upgrade(engine: AsyncEngine, schema: Schema) -> str:
+    """Bring the database to head (adopting a previous release's database). Returns the revision.
+
+    Safe to run from several processes at once; every step is one transaction.
+    """
+    if is_postgres(engine):
+        pg_schema = schema_of(engine)
+        if pg_schema:
+            async with engine.begin() as conn:
+                await conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{pg_schema}"')
+    async with _one_at_a_time(), engine.begin() as conn:
+        if is_postgres(engine):
+            # The previous release's lock: old and new processes of a rolling upgrade take turns.
+            await conn.execute(
+                sa.text("SELECT pg_advisory_xact_lock(hashtext(:n))"), {"n": schema.legacy_table}
+            )
+        return await conn.run_sync(_upgrade, schema)
+
+
+# Alembic's ``context`` and ``op`` are process-wide proxies: two upgrades in one process (services or
+# tests sharing it, on one event loop or several) must not interleave.
+_ALEMBIC = threading.Lock()
+
+
+@contextlib.asynccontextmanager
+async def _one_at_a_time() -> AsyncIterator[None]:
+    while not _ALEMBIC.acquire(blocking=False):  # noqa: ASYNC110  (a thread lock: nothing to await)
+        await asyncio.sleep(0.005)
+    try:
+        yield
+    finally:
+        _ALEMBIC.release()
+
+
+def _upgrade(conn: sa.Connection, schema: Schema) -> str:
+    cfg = config(schema, conn)
+    _adopt_previous_release(conn, schema, cfg)
+    before = current(conn, schema)
+    command.upgrade(cfg, "head")
+    after = current(conn, schema)
+    if after != before:
+        log.info("migrated", extra={"service": schema.service, "from": before, "to": after})
+    assert after is not None
+    return after
+
+
+def _adopt_previous_release(conn: sa.Connection, schema: Schema, cfg: Config) -> None:
+    if not sa.inspect(conn).has_table(schema.legacy_table):
+        return
+    if current(conn, schema) is None:
+        version = conn.execute(sa.text(f"SELECT MAX(version) FROM {schema.legacy_table}")).scalar()
+        revision = schema.adopt.get(version) if isinstance(version, int) else None
+        if revision is None:
+            raise RuntimeError(
+                f"{schema.legacy_table} is at version {version}, not one of {sorted(schema.adopt)}: "
+                "start the previous release once to finish its own migrations, then this one"
+            )
+        command.stamp(cfg, revision)
+        log.info("adopted", extra={"service": schema.service, "legacy": version, "revision": revision})
+    conn.execute(sa.text(f"DROP TABLE {schema.legacy_table}"))
+
+
+def _options(schema: Schema, metadata: sa.MetaData) -> dict[str, Any]:
+    return {
+        "target_metadata": metadata,
+        "version_table": schema.version_table,
+        "include_name": schema.owns,
+        "compare_type": True,
+        "render_as_batch": True,  # SQLite alters tables by copying them
+    }
+
+
+def drift(connection: sa.Connection, schema: Schema, metadata: sa.MetaData) -> list[Any]:
+    """What ``alembic check`` reports: how the models' tables differ from the database's ([] if none)."""
+    ctx = MigrationContext.configure(connection, opts=_options(schema, metadata))
+    return list(compare_metadata(ctx, metadata))
+
+
+def run_env(schema: Schema, metadata: sa.MetaData) -> None:
+    """The body of every service's ``env.py``: on the caller's connection (``upgrade``), else the
+    developer's database (``alembic -x url=...``, then ``DATABASE_URL``, then ``var/<service>.db``)."""
+    from alembic import context as module
+
+    context: EnvironmentContext = module  # type: ignore[assignment]  # the proxy of the running one
+    opts = _options(schema, metadata)
+    conn = context.config.attributes.get("connection")
+    if conn is not None:
+        _run(context, conn, opts)
+        return
+    url = context.get_x_argument(as_dictionary=True).get("url") or os.environ.get("DATABASE_URL")
+    url = normalize_url(url or f"var/{schema.service}.db")
+    if context.is_offline_mode():
+        context.configure(
+            url=url.replace("+aiosqlite", "").replace("+asyncpg", ""), literal_binds=True, **opts
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+        return
+    asyncio.run(_run_developer(context, url, opts))
+
+
+async def _run_developer(context: EnvironmentContext, url: str, opts: dict[str, Any]) -> None:
+    engine = create_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(lambda c: _run(context, c, opts))
+    finally:
+        await engine.dispose()
+
+
+def _run(context: EnvironmentContext, conn: sa.Connection, opts: dict[str, Any]) -> None:
+    context.configure(connection=conn, **opts)
+    with context.begin_transaction():
+        context.run_migrations()
