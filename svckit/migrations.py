@@ -32,6 +32,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from svckit.db import create_engine, is_postgres, normalize_url, schema_of
+from svckit.runner import env_name
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +162,8 @@ def drift(connection: sa.Connection, schema: Schema, metadata: sa.MetaData) -> l
 
 def run_env(schema: Schema, metadata: sa.MetaData) -> None:
     """The body of every service's ``env.py``: on the caller's connection (``upgrade``), else the
-    developer's database (``alembic -x url=...``, then ``DATABASE_URL``, then ``var/<service>.db``)."""
+    developer's database: ``alembic -x url=...``, else the service's own (``<SERVICE>_DATABASE``, then
+    ``DATABASE_URL``, then ``var/<service>.db``)."""
     from alembic import context as module
 
     context: EnvironmentContext = module  # type: ignore[assignment]  # the proxy of the running one
@@ -170,8 +172,13 @@ def run_env(schema: Schema, metadata: sa.MetaData) -> None:
     if conn is not None:
         _run(context, conn, opts)
         return
-    url = context.get_x_argument(as_dictionary=True).get("url") or os.environ.get("DATABASE_URL")
-    url = normalize_url(url or f"var/{schema.service}.db")
+    url = (
+        context.get_x_argument(as_dictionary=True).get("url")
+        or os.environ.get(env_name(schema.service, "database"))
+        or os.environ.get("DATABASE_URL")
+        or f"var/{schema.service}.db"
+    )
+    url = normalize_url(url)
     if context.is_offline_mode():
         context.configure(
             url=url.replace("+aiosqlite", "").replace("+asyncpg", ""), literal_binds=True, **opts
