@@ -35,6 +35,8 @@ from svckit.db import create_engine, is_postgres, normalize_url, schema_of
 from svckit.runner import env_name
 
 log = logging.getLogger(__name__)
+# Alembic says "Context impl ..." at INFO on every start; our "schema migrated" line says what changed.
+logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,7 +125,7 @@ def _upgrade(conn: sa.Connection, schema: Schema) -> str:
     command.upgrade(cfg, "head")
     after = current(conn, schema)
     if after != before:
-        log.info("migrated", extra={"service": schema.service, "from": before, "to": after})
+        log.info("schema migrated", extra={"service": schema.service, "from": before, "to": after})
     assert after is not None
     return after
 
@@ -140,7 +142,10 @@ def _adopt_previous_release(conn: sa.Connection, schema: Schema, cfg: Config) ->
                 "start the previous release once to finish its own migrations, then this one"
             )
         command.stamp(cfg, revision)
-        log.info("adopted", extra={"service": schema.service, "legacy": version, "revision": revision})
+        log.info(
+            "schema adopted from the previous release",
+            extra={"service": schema.service, "legacy": version, "revision": revision},
+        )
     conn.execute(sa.text(f"DROP TABLE {schema.legacy_table}"))
 
 
