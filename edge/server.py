@@ -11,11 +11,13 @@ from time import monotonic as current_time
 from typing import Any, cast
 
 from sanic import Request, Sanic
-from sanic.exceptions import RequestTimeout
+from sanic.exceptions import BadRequest, PayloadTooLarge, RequestTimeout
 from sanic.http import Http, Stage
 from sanic.server.async_server import AsyncioServer
 from sanic.server.protocols.http_protocol import HttpProtocol
 from sanic.server.protocols.websocket_protocol import WebSocketProtocol
+
+from edge.requesthead import check_fields, check_target, escape_target, head_too_large
 
 _SWITCHING = b"HTTP/1.1 101 "
 _EMPTY_ALT_SVC = b"\r\nalt-svc: "  # Sanic leaves "alt-svc: " (empty) when not started by app.run
@@ -42,15 +44,34 @@ class _TidyResponseHead(HttpProtocol):
 
 
 class EdgeHttp(Http):
-    """Sanic's HTTP/1.1 cycle, with the request-head deadline of ``EdgeProtocol`` started when a
-    request's first byte arrives (the first request's at connect) and cleared once its head is read."""
+    """Sanic's HTTP/1.1 cycle, plus: the request-head deadline of ``EdgeProtocol`` (started when a
+    request's first byte arrives, the first request's at connect, and cleared once its head is read),
+    and the rules of ``edge.requesthead`` on every head. A refusal raised here is answered as any
+    other error and, being raised before the handler stage, closes the connection after the answer."""
 
     async def http1_request_header(self) -> None:  # type: ignore[override]
         protocol = cast(EdgeProtocol, self.protocol)
         if protocol._head_deadline is None:
             protocol._head_deadline = current_time() + protocol.request_timeout
-        await super().http1_request_header()
+        try:
+            await super().http1_request_header()
+        except PayloadTooLarge:  # Sanic's name for a head over REQUEST_MAX_HEADER_SIZE
+            raise head_too_large(self.recv_buffer, self.HEADER_MAX_SIZE) from None
+        except BadRequest:
+            if self.url is not None:
+                check_target(self.url)  # the precise reason when it is the target
+            raise
         protocol._head_deadline = None
+        target = cast(str, self.url)
+        check_target(target)
+        check_fields(self.request.headers.items(), target)
+
+    def create_empty_request(self) -> None:
+        # The stand-in request for an error before the head was accepted parses self.url: a target
+        # Sanic's URL parser refused would fail again there, and the error would go unanswered.
+        if self.url is not None:
+            self.url = escape_target(self.url)
+        super().create_empty_request()
 
 
 LINGER_SECONDS = 2.0

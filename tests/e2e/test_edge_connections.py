@@ -5,6 +5,7 @@ authsvc is not needed for any of this."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -133,3 +134,85 @@ def test_slowloris_is_cut_at_the_header_timeout(edge: ServiceProcess) -> None:
     assert data.startswith(b"HTTP/1.1 408 "), data[:200]
     assert b'"type":"request_timeout"' in data.replace(b" ", b"")
     assert settle(edge, baseline) <= baseline
+
+
+HOST = b"Host: " + SANDBOX_HOST.encode() + b"\r\n"
+AUTH = b"Authorization: Svc svc_test_0000000000000000000000000000000\r\n"
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status", "etype", "message"),
+    [
+        (b"GET /v1/x\x00y HTTP/1.1\r\n" + HOST + b"\r\n", 400, "invalid_request", "percent-encoded"),
+        (b"GET /v1/x\x01y HTTP/1.1\r\n" + HOST + b"\r\n", 400, "invalid_request", "percent-encoded"),
+        (b"GET /openapi.json HTTP/1.1\r\n" + HOST + b"X-A: a\x00b\r\n\r\n", 400, "invalid_request", "x-a"),
+        (
+            b"GET /v1/" + b"a" * 9 * 1024 + b" HTTP/1.1\r\n" + HOST + b"\r\n",
+            414,
+            "uri_too_long",
+            "request line",
+        ),
+        (
+            b"GET /openapi.json HTTP/1.1\r\n" + HOST + b"X-Big: " + b"a" * 100 * 1024 + b"\r\n\r\n",
+            431,
+            "request_header_fields_too_large",
+            "header fields",
+        ),
+        (b"GET /openapi.json HTTP/1.1\r\n" + HOST + HOST + b"\r\n", 400, "invalid_request", "Host header"),
+        (
+            b"GET /v1/account HTTP/1.1\r\n" + HOST + AUTH + AUTH + b"\r\n",
+            400,
+            "invalid_request",
+            "Authorization",
+        ),
+        (
+            b"POST /v1/webhooks/endpoints HTTP/1.1\r\n" + HOST + AUTH + b"Idempotency-Key: a\r\n"
+            b"Idempotency-Key: b\r\nContent-Length: 0\r\n\r\n",
+            400,
+            "invalid_request",
+            "Idempotency-Key",
+        ),
+        (
+            b"GET /v1/hotels/search HTTP/1.1\r\n" + HOST + AUTH + b"X-Partner-Customer-Ref: a\r\n"
+            b"X-Partner-Customer-Ref: b\r\n\r\n",
+            400,
+            "invalid_request",
+            "X-Partner-Customer-Ref",
+        ),
+        (
+            b"GET http://127.0.0.1:8080/openapi.json HTTP/1.1\r\n" + HOST + b"\r\n",
+            400,
+            "invalid_request",
+            "authority differs from the Host",
+        ),
+    ],
+    ids=[
+        "nul",
+        "control",
+        "nul-in-header",
+        "9k-url",
+        "100k-header",
+        "host-twice",
+        "auth-twice",
+        "idempotency-key-twice",
+        "customer-ref-twice",
+        "absolute-form-other-host",
+    ],
+)
+def test_a_bad_head_gets_its_error_then_a_fin(
+    edge: ServiceProcess, request_bytes: bytes, status: int, etype: str, message: str
+) -> None:
+    with connect(edge) as s:
+        s.sendall(request_bytes)
+        data = read_until_closed(s)
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 %d " % status), data[:300]
+    error = json.loads(body)["error"]
+    assert error["type"] == etype and message in error["message"], error
+    assert b"x-request-id: req_" in head.lower()
+
+
+def test_absolute_form_naming_the_host_is_served(edge: ServiceProcess) -> None:
+    with connect(edge) as s:
+        s.sendall(b"GET http://" + SANDBOX_HOST.encode() + b"/openapi.json HTTP/1.1\r\n" + HOST + b"\r\n")
+        assert s.recv(65536).startswith(b"HTTP/1.1 200 ")
