@@ -116,7 +116,10 @@ async def test_concurrent_starts_migrate_once(db_url: str) -> None:
 
 
 async def build_previous_release(url: str) -> None:
-    """The database the previous release left: its DDL (captured from it) and rows it wrote."""
+    """The database the previous release left. previous_release/<dialect>.sql is the DDL its
+    svckit.db.migrate ran (captured from it, commit 6b9fc9c); rows.json the rows its repositories wrote
+    (an account, a key, their audit events, an endpoint, an event, its delivery and attempt, an edge
+    idempotency record)."""
     engine = create_engine(url)
     try:
         if engine.dialect.name == "postgresql":
