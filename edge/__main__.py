@@ -11,6 +11,7 @@ import uvloop
 
 from edge.app import create_app
 from edge.authcache import DENIAL_CACHE_SIZE
+from edge.channels import authsvc_target
 from edge.config import DEFAULT_LIVE_HOSTS, DEFAULT_SANDBOX_HOSTS, MAX_BODY_BYTES, EdgeConfig
 from edge.routetable import RouteTable, RouteTableError
 from edge.server import start
@@ -41,7 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("sandbox-listen", "127.0.0.1:8081", "sandbox listener HOST:PORT (port 0 picks one)")
     add("live-hosts", ",".join(DEFAULT_LIVE_HOSTS), "comma-separated Host values that mean live")
     add("sandbox-hosts", ",".join(DEFAULT_SANDBOX_HOSTS), "comma-separated Host values that mean sandbox")
-    add("authsvc", "127.0.0.1:50051", "authsvc gRPC target")
+    s.add_argument(
+        "--authsvc",
+        action="append",
+        help="authsvc gRPC address HOST:PORT (default 127.0.0.1:50051); several authsvc processes: IP:PORT "
+        "addresses comma-separated or the flag repeated, or one dns:///NAME:PORT resolving to several "
+        "(round robin, failover of calls and of the key-change watch; env EDGE_AUTHSVC, comma-separated)",
+    )
     add("webhookd", "127.0.0.1:50052", "webhookd gRPC target")
     s.add_argument(
         "--database",
@@ -88,8 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from(args: argparse.Namespace) -> EdgeConfig:
     routes = RouteTable.load(args.routes) if args.routes else EdgeConfig().routes
+    addresses = args.authsvc or [_env("authsvc", "127.0.0.1:50051")]
+    authsvc_target(addresses)  # a bad address list stops the start here, with its message
     return EdgeConfig(
-        authsvc=args.authsvc,
+        authsvc=",".join(addresses),
         webhookd=args.webhookd,
         database=normalize_url(args.database),
         live_hosts=[h for h in args.live_hosts.split(",") if h.strip()],

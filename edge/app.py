@@ -29,6 +29,7 @@ from sanic.response import HTTPResponse
 from edge.authcache import AuthCache
 from edge.authorizer import Authorizer
 from edge.blueprints import account, docs, products, sandbox, stream, webhooks
+from edge.channels import authsvc_service_config, authsvc_target
 from edge.config import EdgeConfig
 from edge.exceptions import EdgeError, RateLimited
 from edge.gate import Gate
@@ -123,7 +124,14 @@ def create_app(config: EdgeConfig) -> Sanic:
     @app.before_server_start
     async def open_resources(app: Sanic) -> None:
         cfg: EdgeConfig = app.ctx.config
-        app.ctx.auth_channel = grpc.aio.insecure_channel(cfg.authsvc, options=GRPC_OPTIONS)
+        app.ctx.auth_channel = grpc.aio.insecure_channel(
+            authsvc_target([cfg.authsvc]),
+            options=[
+                *GRPC_OPTIONS,
+                ("grpc.service_config", authsvc_service_config()),
+                ("grpc.enable_retries", 1),
+            ],
+        )
         app.ctx.webhooks_channel = grpc.aio.insecure_channel(cfg.webhookd, options=GRPC_OPTIONS)
         app.ctx.webhooks = webhooks_pb2_grpc.WebhookServiceStub(app.ctx.webhooks_channel)
         app.ctx.authorizer = Authorizer(

@@ -10,10 +10,15 @@ never an allow."""
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 MAX_TTL = 60.0
+# How long after the WatchKeyChanges stream broke a cached answer may still stand in for an authsvc that
+# cannot be reached. Kept under the spec's one second: a key revoked the moment the watch broke is then
+# still refused within a second.
+WATCH_GRACE = 0.5
 # Denials of unknown keys kept at most (least recently used evicted first); --denial-cache-size.
 DENIAL_CACHE_SIZE = 10_000
 
@@ -44,6 +49,29 @@ class Answer:
     caller: Caller | None = None
 
 
+class CacheUse(enum.Enum):
+    FIRST = "first"  # a cached answer is served without asking authsvc
+    FALLBACK = "fallback"  # authsvc is asked; a cached answer only if authsvc cannot be reached
+    NEVER = "never"  # authsvc is asked; if it cannot be reached: 503, whatever is cached
+
+
+def cache_use(watch_down_since: float | None, now: float, grace: float = WATCH_GRACE) -> CacheUse:
+    """When the cache may answer, given since when (monotonic) no WatchKeyChanges stream has been
+    connected (None: one is, and its SYNC arrived).
+
+    The cache is only as fresh as the watch that drops revoked keys from it. With the watch up it answers
+    first. Once the watch broke, a revocation may be happening unheard: authsvc is asked every time, and
+    a cached answer stands in for an unreachable authsvc only for ``grace`` seconds -- after that the edge
+    fails closed (503 service_unavailable) rather than serve an allow nobody can vouch for. Since the
+    edge was started counts as "broke" (no watch yet).
+    """
+    if watch_down_since is None:
+        return CacheUse.FIRST
+    if now - watch_down_since <= grace:
+        return CacheUse.FALLBACK
+    return CacheUse.NEVER
+
+
 @dataclass(slots=True)
 class _Entry:
     answer: Answer
@@ -68,8 +96,6 @@ class AuthCache:
     _by_account: dict[str, set[tuple[object, ...]]] = field(default_factory=dict)
     # Bumped by every drop or flush: an answer fetched before a drop is never stored after it.
     generation: int = 0
-    # True while the WatchKeyChanges stream is up (after its SYNC): only then is a hit trusted first.
-    live: bool = False
 
     def get(self, k: tuple[object, ...], now: float) -> Answer | None:
         entry = self._entries.get(k)

@@ -1,7 +1,9 @@
 """Authorisation through authsvc with the cache in front, and the WatchKeyChanges loop that keeps it
 honest. The cache is consulted first only while the watch stream is up; while it is down every request
-asks authsvc, and a still-valid cached answer is used only if authsvc cannot be reached. With neither,
-the edge fails closed (503 service_unavailable)."""
+asks authsvc, and a still-valid cached answer is used only if authsvc cannot be reached and the watch
+broke no more than WATCH_GRACE ago (edge.authcache.cache_use). Otherwise the edge fails closed (503
+service_unavailable). Several authsvc addresses share one channel (edge.channels): calls and the watch
+go to whichever is connected."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any
 
 import grpc
 
-from edge.authcache import Answer, AuthCache, Caller, ttl_for
+from edge.authcache import Answer, AuthCache, CacheUse, Caller, cache_use, ttl_for
 from edge.environments import Environment
 from edge.exceptions import EdgeError, UpstreamUnavailable
 from svckit.clock import utcnow
@@ -96,6 +98,11 @@ class Authorizer:
         self._synced = asyncio.Event()
         self._inflight: dict[tuple[object, ...], asyncio.Future[Answer]] = {}
         self.reconnects = 0
+        # Monotonic time since when no watch stream has been up (None: one is, after its SYNC).
+        self.watch_down_since: float | None = monotonic()
+
+    def cache_use(self) -> CacheUse:
+        return cache_use(self.watch_down_since, self.monotonic())
 
     # -- authorisation -------------------------------------------------------------------------
     async def authorize(
@@ -133,7 +140,7 @@ class Authorizer:
         cache = self.cache
         if not use_cache:
             return await self._ask(ck, api_key, env, scope, source, is_write, request_id)
-        if cache.live:
+        if self.cache_use() is CacheUse.FIRST:
             hit = cache.get(ck, self.monotonic())
             if hit is not None:
                 return hit
@@ -172,7 +179,7 @@ class Authorizer:
             )
         except grpc.aio.AioRpcError as exc:
             if exc.code() in UNREACHABLE:
-                stale = cache.get(ck, self.monotonic())
+                stale = cache.get(ck, self.monotonic()) if self.cache_use() is not CacheUse.NEVER else None
                 if stale is not None:
                     return stale
                 log.warning("authsvc unreachable: failing closed", extra={"code": exc.code().name})
@@ -212,7 +219,7 @@ class Authorizer:
         cache = self.cache
         if kind == auth_pb2.KEY_CHANGE_KIND_SYNC:
             cache.flush()
-            cache.live = True
+            self.watch_down_since = None
             self._synced.set()
         elif kind == auth_pb2.KEY_CHANGE_KIND_ACCOUNT_UPDATED:
             cache.drop_account(account_id)
@@ -248,7 +255,8 @@ class Authorizer:
                 )
             except Exception:
                 log.exception("WatchKeyChanges failed")
-            self.cache.live = False
+            if self.watch_down_since is None:
+                self.watch_down_since = self.monotonic()
             self._synced.clear()
             self.reconnects += 1
             await asyncio.sleep(delay)

@@ -7,7 +7,8 @@ import ipaddress
 
 import pytest
 
-from edge.authcache import Answer, AuthCache, Caller, ttl_for
+from edge.authcache import WATCH_GRACE, Answer, AuthCache, CacheUse, Caller, cache_use, ttl_for
+from edge.channels import RETRIED_METHODS, authsvc_service_config, authsvc_target
 from edge.credentials import key_from_authorization, stream_credential
 from edge.environments import Environment, HostMap, deprecation_headers, key_environment
 from edge.exceptions import EdgeError
@@ -499,6 +500,99 @@ def test_denials_without_a_key_are_cached_and_flushed() -> None:
     assert cache.get(("k",), 1.0) == deny
     cache.flush()
     assert cache.get(("k",), 1.0) is None
+
+
+@pytest.mark.parametrize(
+    ("down_since", "now", "expected"),
+    [
+        (None, 1000.0, CacheUse.FIRST),  # the watch is up (its SYNC arrived): the cache answers first
+        (100.0, 100.0, CacheUse.FALLBACK),  # it just broke: ask authsvc, the cache if it cannot be reached
+        (100.0, 100.0 + WATCH_GRACE, CacheUse.FALLBACK),
+        (100.0, 100.0 + WATCH_GRACE + 0.001, CacheUse.NEVER),  # no watch for longer: fail closed
+        (100.0, 101.0, CacheUse.NEVER),
+        (100.0, 10_000.0, CacheUse.NEVER),
+    ],
+)
+def test_cache_use(down_since: float | None, now: float, expected: CacheUse) -> None:
+    assert cache_use(down_since, now) is expected
+
+
+def test_watch_grace_keeps_revocation_under_a_second() -> None:
+    assert 0 < WATCH_GRACE < 1.0
+
+
+@pytest.mark.parametrize(
+    ("addresses", "target"),
+    [
+        (["127.0.0.1:50051"], "127.0.0.1:50051"),
+        (["authsvc.internal:50051"], "authsvc.internal:50051"),
+        (["dns:///authsvc.internal:50051"], "dns:///authsvc.internal:50051"),  # a name resolving to several
+        (["10.0.0.1:50051,10.0.0.2:50051"], "ipv4:10.0.0.1:50051,10.0.0.2:50051"),
+        (["10.0.0.1:50051", " 10.0.0.2:50052 "], "ipv4:10.0.0.1:50051,10.0.0.2:50052"),  # repeated flag
+        (["[::1]:1,[fd00::2]:2"], "ipv6:[::1]:1,[fd00::2]:2"),
+        (["127.0.0.1:1,"], "127.0.0.1:1"),
+    ],
+)
+def test_authsvc_target(addresses: list[str], target: str) -> None:
+    assert authsvc_target(addresses) == target
+
+
+@pytest.mark.parametrize(
+    ("addresses", "message"),
+    [
+        ([], "no address"),
+        ([" , "], "no address"),
+        (["a.example:1,b.example:1"], "'a.example:1'"),  # names: one dns:/// target instead
+        (["10.0.0.1:1,10.0.0.2"], "'10.0.0.2'"),
+        (["10.0.0.1:1,10.0.0.2:99999"], "'10.0.0.2:99999'"),
+        (["10.0.0.1:1,::1:2"], "'::1:2'"),
+        (["10.0.0.1:1,[::1]:2"], "all be IPv4 or all IPv6"),
+    ],
+)
+def test_authsvc_target_refuses(addresses: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        authsvc_target(addresses)
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "expected"),
+    [
+        ([], None, "127.0.0.1:50051"),
+        ([], "10.0.0.1:1,10.0.0.2:2", "10.0.0.1:1,10.0.0.2:2"),  # EDGE_AUTHSVC, comma-separated
+        (["--authsvc", "10.0.0.1:1", "--authsvc", "10.0.0.2:2"], "10.9.9.9:9", "10.0.0.1:1,10.0.0.2:2"),
+        (["--authsvc", "10.0.0.1:1,10.0.0.2:2"], None, "10.0.0.1:1,10.0.0.2:2"),
+    ],
+)
+def test_authsvc_flag_repeatable_with_env_fallback(
+    argv: list[str], env: str | None, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from edge.__main__ import build_parser, config_from
+
+    if env is not None:
+        monkeypatch.setenv("EDGE_AUTHSVC", env)
+    else:
+        monkeypatch.delenv("EDGE_AUTHSVC", raising=False)
+    assert config_from(build_parser().parse_args(["serve", *argv])).authsvc == expected
+
+
+def test_a_bad_authsvc_list_stops_the_start() -> None:
+    from edge.__main__ import build_parser, config_from
+
+    with pytest.raises(ValueError, match="several addresses"):
+        config_from(
+            build_parser().parse_args(["serve", "--authsvc", "a.example:1", "--authsvc", "b.example:1"])
+        )
+
+
+def test_authsvc_service_config_round_robin_and_safe_retries() -> None:
+    import json
+
+    config = json.loads(authsvc_service_config())
+    assert config["loadBalancingConfig"] == [{"round_robin": {}}]
+    names = {n["method"] for n in config["methodConfig"][0]["name"]}
+    assert names == set(RETRIED_METHODS) and "Authorize" in names
+    assert "ConsumeSearch" not in names  # it counts: never run twice
+    assert config["methodConfig"][0]["retryPolicy"]["retryableStatusCodes"] == ["UNAVAILABLE"]
 
 
 def deny() -> Answer:
