@@ -124,6 +124,18 @@ def start(
     raise SystemExit(f"{module} did not start; see {log}")
 
 
+def stop_all(procs: list[subprocess.Popen[str]], tmp: pathlib.Path) -> None:
+    """SIGTERM every process (the last started first), SIGKILL any still up after 10 s; remove ``tmp``."""
+    for p in reversed(procs):
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 async def make_key(target: str, scopes: list[str]) -> tuple[str, str]:
     import grpc
 
@@ -255,14 +267,7 @@ def main() -> int:
             "(authsvc committing the revocation, before any watcher can hear of it)"
         )
     finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_all(procs, tmp)
     return 0
 
 

@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import multiprocessing
 import pathlib
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_edge import HOST, make_key, pct, start  # noqa: E402
+from bench_edge import HOST, make_key, pct, start, stop_all  # noqa: E402
 
 
 def made_up_key(valid_checksum: bool) -> str:
@@ -149,14 +148,7 @@ def main() -> int:
         for name, flood in phases:
             phase(name, url, keys[name], flood, args.flood_connections, edge.pid)
     finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_all(procs, tmp)
     return 0
 
 
