@@ -8,7 +8,12 @@
         ├── NotFound              not_found              unknown account, key or traveller
         ├── Conflict              conflict               operation not possible in the current state
         ├── InvalidCustomerRef    invalid_customer_ref   partner traveller reference refused
-        └── SearchQuotaExhausted  search_quota_exhausted daily search allowance used up
+        ├── SearchQuotaExhausted  search_quota_exhausted daily search allowance used up
+        ├── InvalidCredentials    invalid_credentials    portal sign-in refused (never says which part)
+        ├── SecondFactorRequired  second_factor_required portal sign-in needs the TOTP code
+        ├── SessionExpired        session_expired        portal session unknown, ended or timed out
+        ├── Forbidden             forbidden              the portal user's role does not allow it
+        └── Throttled             rate_limited           too many failed sign-ins
 
 Messages never contain a secret.
 """
@@ -49,3 +54,23 @@ class InvalidCustomerRef(AuthError):
 
 class SearchQuotaExhausted(AuthError):
     type = "search_quota_exhausted"
+
+
+class InvalidCredentials(AuthError):
+    type = "invalid_credentials"
+
+
+class SecondFactorRequired(AuthError):
+    type = "second_factor_required"
+
+
+class SessionExpired(AuthError):
+    type = "session_expired"
+
+
+class Forbidden(AuthError):
+    type = "forbidden"
+
+
+class Throttled(AuthError):
+    type = "rate_limited"

@@ -21,6 +21,8 @@ THRESHOLD_PERCENT = 80
 class Actor:
     user: str
     source_address: str = ""
+    # The portal user's id when a portal user acted.
+    user_id: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -93,6 +95,14 @@ class AuditEvent:
     occurred_at: dt.datetime
     before: dict[str, Any]
     after: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AuditFilter:
+    actor_user_id: str = ""
+    action: str = ""
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

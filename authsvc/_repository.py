@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from authsvc._keys import Environment
-from authsvc._model import Account, AccountStatus, Actor, ApiKey, AuditEvent, OutboxEvent, Usage
+from authsvc._model import Account, AccountStatus, Actor, ApiKey, AuditEvent, AuditFilter, OutboxEvent, Usage
 
 
 class Repository(Protocol):
@@ -47,7 +47,7 @@ class Repository(Protocol):
     async def flush_last_used(self, used: Mapping[str, dt.datetime]) -> None: ...
 
     async def list_audit(
-        self, account_id: str, key_id: str, limit: int, after_seq: int
+        self, account_id: str, key_id: str, limit: int, after_seq: int, filters: AuditFilter | None = None
     ) -> list[tuple[int, AuditEvent]]: ...
 
     async def resolve_traveller(

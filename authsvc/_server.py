@@ -11,6 +11,8 @@ import uuid
 import grpc
 from grpc_health.v1.health import aio as health_aio
 
+from authsvc._identity import IdentityServicer
+from authsvc._identity_sql import IdentityRepository
 from authsvc._lastused import LastUsed
 from authsvc._outbox import OutboxRelay
 from authsvc._service import AuthServicer
@@ -22,11 +24,13 @@ from svckit.grpc_server import start_server, stop_server
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.runner import add_serve_args, print_ready, run_until_signal
-from travel.auth.v1 import auth_pb2, auth_pb2_grpc
+from svckit.secretbox import key_from
+from travel.auth.v1 import auth_pb2, auth_pb2_grpc, identity_pb2, identity_pb2_grpc
 
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = auth_pb2.DESCRIPTOR.services_by_name["AuthService"].full_name
+IDENTITY_SERVICE_NAME = identity_pb2.DESCRIPTOR.services_by_name["IdentityService"].full_name
 
 
 @dataclasses.dataclass
@@ -60,6 +64,7 @@ async def run_server(
     last_used_interval: float = 30.0,
     outbox_backoff_cap: float = 30.0,
     outbox_poll_interval: float = 1.0,
+    secrets_key: bytes | None = None,
 ) -> AuthServer:
     """Migrate, start the background tasks and serve. Returns the running server (port bound)."""
     engine = create_engine(database)
@@ -84,8 +89,14 @@ async def run_server(
     servicer = AuthServicer(
         repo, hub, clock=clock, last_used=last_used, outbox_wakeup=relay.wakeup if relay else None
     )
+    identity = IdentityServicer(IdentityRepository(repo), secrets_key=secrets_key, clock=clock)
     server, port, health = await start_server(
-        listen, [lambda s: auth_pb2_grpc.add_AuthServiceServicer_to_server(servicer, s)], [SERVICE_NAME]
+        listen,
+        [
+            lambda s: auth_pb2_grpc.add_AuthServiceServicer_to_server(servicer, s),
+            lambda s: identity_pb2_grpc.add_IdentityServiceServicer_to_server(identity, s),
+        ],
+        [SERVICE_NAME, IDENTITY_SERVICE_NAME],
     )
     log.info("authsvc serving", extra={"port": port, "postgres": channel is not None, "webhookd": webhookd})
     return AuthServer(server, port, health, servicer, repo, listener, relay, last_used)
@@ -114,11 +125,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="longest wait in seconds between outbox publish retries (env AUTHSVC_OUTBOX_BACKOFF_CAP)",
     )
     parser.add_argument(
+        "--secrets-key-file",
+        default=os.environ.get("AUTHSVC_SECRETS_KEY_FILE", ""),
+        help="file holding the base64url AES-256 key that seals portal users' TOTP seeds at rest "
+        "(env AUTHSVC_SECRETS_KEY_FILE, or the key itself in AUTHSVC_SECRETS_KEY); without it TOTP "
+        "enrolment is refused",
+    )
+    parser.add_argument(
         "--last-used-flush",
         type=float,
         default=float(os.environ.get("AUTHSVC_LAST_USED_FLUSH", "30")),
         help="seconds between last_used_at flushes (env AUTHSVC_LAST_USED_FLUSH)",
     )
+
+
+def _secrets_key(path: str) -> bytes | None:
+    import os
+
+    return key_from(path, os.environ.get("AUTHSVC_SECRETS_KEY", ""), "--secrets-key-file")
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -130,6 +154,7 @@ async def serve(args: argparse.Namespace) -> int:
         webhookd=args.webhookd,
         outbox_backoff_cap=args.outbox_backoff_cap,
         last_used_interval=args.last_used_flush,
+        secrets_key=_secrets_key(args.secrets_key_file),
     )
     print_ready("authsvc", grpc_port=running.port, metrics_port=metrics_port)
     await run_until_signal(lambda: running.stop(args.shutdown_grace))

@@ -28,6 +28,7 @@ from authsvc._model import (
     AccountStatus,
     Actor,
     ApiKey,
+    AuditFilter,
     KeyChange,
     KeyGrant,
 )
@@ -95,8 +96,8 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
     # -- helpers ---------------------------------------------------------------------------------
 
     def _actor(self, actor: pb.Actor, context: grpc.aio.ServicerContext) -> Actor:
-        a = v.actor(actor.user, actor.source_address)
-        return a if a.source_address else Actor(a.user, _peer_address(context))
+        a = v.actor(actor.user, actor.source_address, actor.user_id)
+        return a if a.source_address else Actor(a.user, _peer_address(context), a.user_id)
 
     def _changed(self, change: KeyChange) -> None:
         self.hub.publish(change)
@@ -419,7 +420,15 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             if not seq.isdigit():
                 raise InvalidRequest("page_token: not a token returned by this service")
             after = int(seq)
-        rows = await self.repo.list_audit(account_id, key_id, size + 1, after)
+        filters = AuditFilter(
+            actor_user_id=v.ident(request.actor_user_id, "actor_user_id", "usr")
+            if request.actor_user_id
+            else "",
+            action=v.text(request.action, "action", max_len=64),
+            since=request.since.ToDatetime(dt.UTC) if request.HasField("since") else None,
+            until=request.until.ToDatetime(dt.UTC) if request.HasField("until") else None,
+        )
+        rows = await self.repo.list_audit(account_id, key_id, size + 1, after, filters)
         out = pb.ListAuditEventsResponse(events=[cv.audit_event(e) for _, e in rows[:size]])
         if len(rows) > size:
             out.next_page_token = _token(rows[size - 1][0])

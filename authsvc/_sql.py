@@ -26,6 +26,7 @@ from authsvc._model import (
     Actor,
     ApiKey,
     AuditEvent,
+    AuditFilter,
     KeyChange,
     OutboxEvent,
     Usage,
@@ -81,6 +82,8 @@ audit = sa.Table(
     sa.Column("action", sa.String(64), nullable=False),
     sa.Column("actor_user", sa.String(200), nullable=False),
     sa.Column("actor_source", sa.String(100), nullable=False),
+    # Revision 0002 (portal users); "" for operators and services.
+    sa.Column("actor_user_id", sa.String(40), nullable=False, server_default=""),
     sa.Column("occurred_at", sa.Float, nullable=False),
     sa.Column("before", sa.Text, nullable=False),
     sa.Column("after", sa.Text, nullable=False),
@@ -195,7 +198,7 @@ def _audit_event(row: Mapping[Any, Any]) -> AuditEvent:
         account_id=row["account_id"],
         key_id=row["key_id"],
         action=row["action"],
-        actor=Actor(row["actor_user"], row["actor_source"]),
+        actor=Actor(row["actor_user"], row["actor_source"], row["actor_user_id"] or ""),
         occurred_at=_req_dt(row["occurred_at"]),
         before=json.loads(row["before"]),
         after=json.loads(row["after"]),
@@ -255,6 +258,7 @@ class SqlRepository:
                 action=action,
                 actor_user=actor.user,
                 actor_source=actor.source_address,
+                actor_user_id=actor.user_id,
                 occurred_at=now.timestamp(),
                 before=json.dumps(before, sort_keys=True),
                 after=json.dumps(after, sort_keys=True),
@@ -556,13 +560,22 @@ class SqlRepository:
     # -- audit -----------------------------------------------------------------------------------
 
     async def list_audit(
-        self, account_id: str, key_id: str, limit: int, after_seq: int
+        self, account_id: str, key_id: str, limit: int, after_seq: int, filters: AuditFilter | None = None
     ) -> list[tuple[int, AuditEvent]]:
         async with self.engine.connect() as conn:
             await self._get_account(conn, account_id)
             stmt = audit.select().where(audit.c.account_id == account_id, audit.c.seq > after_seq)
             if key_id:
                 stmt = stmt.where(audit.c.key_id == key_id)
+            f = filters or AuditFilter()
+            if f.actor_user_id:
+                stmt = stmt.where(audit.c.actor_user_id == f.actor_user_id)
+            if f.action:
+                stmt = stmt.where(audit.c.action == f.action)
+            if f.since is not None:
+                stmt = stmt.where(audit.c.occurred_at >= f.since.timestamp())
+            if f.until is not None:
+                stmt = stmt.where(audit.c.occurred_at < f.until.timestamp())
             stmt = stmt.order_by(audit.c.seq).limit(limit)
             return [(int(r["seq"]), _audit_event(r)) for r in (await conn.execute(stmt)).mappings()]
 

@@ -20,7 +20,7 @@ MAX_SEARCH_COUNT = 1000
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
 
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _LOOKS_LIKE_EMAIL = re.compile(r"[^@]+@[^@]+\.[A-Za-z]{2,}$")
 _PRINTABLE_ASCII = re.compile(r"^[\x21-\x7e]+$")
 
@@ -47,17 +47,18 @@ def ident(value: str, field: str, prefix: str) -> str:
     return value
 
 
-def actor(user: str, source_address: str) -> Actor:
+def actor(user: str, source_address: str, user_id: str = "") -> Actor:
     u = text(user, "actor.user", max_len=MAX_ACTOR, required=True)
     s = text(source_address, "actor.source_address", max_len=100)
-    return Actor(u, s)
+    i = ident(user_id, "actor.user_id", "usr") if user_id else ""
+    return Actor(u, s, i)
 
 
 def emails(values: list[str]) -> tuple[str, ...]:
     if len(values) > MAX_EMAILS:
         raise InvalidRequest(f"admin_emails: at most {MAX_EMAILS} addresses")
     for v in values:
-        if len(v) > 254 or not _EMAIL.match(v):
+        if len(v) > 254 or not EMAIL.match(v):
             raise InvalidRequest(f"admin_emails: {v[:60]!r} is not an e-mail address")
     return tuple(values)
 

@@ -26,7 +26,13 @@ if [ ! -f "$gen_stamp" ]; then
     "$VPY" scripts/gen_protos.py
     touch "$gen_stamp"
 fi
-if [ ! -x node_modules/.bin/buf ]; then
-    echo "bootstrap: installing buf (npm)" >&2
+if [ ! -x node_modules/.bin/buf ] || [ ! -f node_modules/htmx.org/dist/htmx.min.js ]; then
+    echo "bootstrap: installing buf and htmx (npm)" >&2
     npm install --no-audit --no-fund --silent
+fi
+# The portal's browser tests drive the system Chromium; never a browser downloaded by Playwright.
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    echo "bootstrap: installing Debian's chromium (apt-get)" >&2
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } >/dev/null 2>&1 \
+        || echo "bootstrap: chromium could not be installed; the portal browser tests will be skipped" >&2
 fi

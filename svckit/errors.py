@@ -55,6 +55,11 @@ ERROR_KINDS: dict[str, ErrorKind] = {
     "uri_too_long": ErrorKind(414, grpc.StatusCode.INVALID_ARGUMENT),
     "unsupported_media_type": ErrorKind(415, grpc.StatusCode.INVALID_ARGUMENT),
     "service_unavailable": ErrorKind(503, grpc.StatusCode.UNAVAILABLE),
+    # Portal identity (travel.auth.v1.IdentityService).
+    "invalid_credentials": ErrorKind(401, grpc.StatusCode.UNAUTHENTICATED),
+    "second_factor_required": ErrorKind(401, grpc.StatusCode.UNAUTHENTICATED),
+    "session_expired": ErrorKind(401, grpc.StatusCode.UNAUTHENTICATED),
+    "forbidden": ErrorKind(403, grpc.StatusCode.PERMISSION_DENIED),
     "internal_error": ErrorKind(500, grpc.StatusCode.INTERNAL),
 }
 

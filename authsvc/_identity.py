@@ -1,0 +1,401 @@
+"""travel.auth.v1.IdentityService: portal users, invites, sign-in and server-side sessions.
+
+Passwords are argon2id hashes (argon2-cffi, run off the event loop); session and invite tokens are
+random, returned once and stored as SHA-256 hashes; TOTP seeds are sealed with AES-256-GCM (the user
+id as associated data). Sign-in answers one message for an unknown e-mail, a wrong password and a
+throttled attempt alike, so nothing tells whether an address has an account.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import logging
+import secrets
+
+import grpc
+import pyotp
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from authsvc import _convert as cv
+from authsvc import _identity_rules as rules
+from authsvc import _validate as v
+from authsvc._errors import (
+    Conflict,
+    Forbidden,
+    InvalidCredentials,
+    InvalidRequest,
+    NotFound,
+    SecondFactorRequired,
+    SessionExpired,
+    Throttled,
+)
+from authsvc._identity_sql import IdentityRepository, Invite, Session, User
+from authsvc._model import Actor
+from svckit import roles
+from svckit.secretbox import SecretBox
+from svckit.clock import Clock, SystemClock
+from svckit.ids import new_id
+from travel.auth.v1 import identity_pb2 as pb
+from travel.auth.v1 import identity_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+INVITE_TTL = dt.timedelta(days=7)
+ROLE_TO_PB = {
+    "owner": pb.USER_ROLE_OWNER,
+    "admin": pb.USER_ROLE_ADMIN,
+    "developer": pb.USER_ROLE_DEVELOPER,
+    "viewer": pb.USER_ROLE_VIEWER,
+}
+ROLE_FROM_PB: dict[int, str] = {int(n): r for r, n in ROLE_TO_PB.items()}
+SIGN_IN_REFUSED = "Incorrect e-mail address or password, or too many attempts; try again in a few minutes."
+TOTP_ISSUER = "svc portal"
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _email(value: str) -> str:
+    email = value.strip().lower()
+    if len(email) > 254 or not v.EMAIL.match(email):
+        raise InvalidRequest("email: not an e-mail address")
+    return email
+
+
+def _role(value: int) -> str:
+    role = ROLE_FROM_PB.get(value)
+    if role is None:
+        raise InvalidRequest("role: must be one of USER_ROLE_OWNER, _ADMIN, _DEVELOPER, _VIEWER")
+    return role
+
+
+def user_pb(u: User) -> pb.User:
+    return pb.User(
+        id=u.id,
+        account_id=u.account_id,
+        email=u.email,
+        role=ROLE_TO_PB[u.role],
+        totp_enabled=u.totp_seed is not None,
+        created_at=cv.ts(u.created_at),
+        last_sign_in_at=cv.ts(u.last_sign_in_at),
+    )
+
+
+def session_pb(s: Session) -> pb.Session:
+    return pb.Session(
+        id=s.id,
+        user_id=s.user_id,
+        created_at=cv.ts(s.created_at),
+        last_seen_at=cv.ts(s.last_seen_at),
+        expires_at=cv.ts(rules.session_expires_at(s.created_at, s.last_seen_at)),
+        source_address=s.source_address,
+        user_agent=s.user_agent,
+    )
+
+
+class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
+    def __init__(
+        self, repo: IdentityRepository, *, secrets_key: bytes | None = None, clock: Clock | None = None
+    ) -> None:
+        self.repo = repo
+        self.clock: Clock = clock or SystemClock()
+        self.box = SecretBox(secrets_key) if secrets_key is not None else None
+        self.hasher = PasswordHasher()  # argon2id, RFC 9106 low-memory profile defaults
+        # Verified against when the e-mail is unknown, so both paths cost the same.
+        self._dummy_hash = self.hasher.hash(secrets.token_urlsafe(16))
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _new_session(self, user: User, source: str, agent: str, now: dt.datetime) -> tuple[Session, str]:
+        token = "ps_" + secrets.token_urlsafe(32)
+        session = Session(new_id("ses"), user.id, now, now, source[:100], agent[:300])
+        return session, token
+
+    async def _verify(self, password_hash: str, password: str) -> bool:
+        try:
+            return await asyncio.to_thread(self.hasher.verify, password_hash, password)
+        except (VerificationError, InvalidHashError):
+            return False
+
+    async def _hash(self, password: str, email: str) -> str:
+        problem = rules.password_problem(password, email)
+        if problem:
+            raise InvalidRequest(f"password: {problem}")
+        return await asyncio.to_thread(self.hasher.hash, password)
+
+    async def _signed_in(self, token: str) -> tuple[User, Session]:
+        """The user of a live session token (and marks the session used)."""
+        if not token:
+            raise SessionExpired("session_token: not signed in")
+        session = await self.repo.session_by_hash(token_hash(token))
+        now = self.clock.now()
+        if session is None:
+            raise SessionExpired("session_token: the session has ended; sign in again")
+        state = rules.session_state(session.created_at, session.last_seen_at, now)
+        if state != "live":
+            await self.repo.delete_session(session.id)
+            raise SessionExpired(
+                f"session_token: the session has ended ({state.replace('_', ' ')}); sign in again"
+            )
+        try:
+            user = await self.repo.get_user(session.user_id)
+        except NotFound:
+            raise SessionExpired("session_token: the session has ended; sign in again") from None
+        await self.repo.touch_session(session.id, now)
+        return user, Session(
+            session.id, session.user_id, session.created_at, now, session.source_address, session.user_agent
+        )
+
+    def _may(self, user: User, action: roles.Action) -> None:
+        if not roles.allowed(user.role, action):
+            raise Forbidden(f"the {user.role} role may not do {action}")
+
+    @staticmethod
+    def _actor(user: User, source: str) -> Actor:
+        return Actor(user.email, source[:100], user.id)
+
+    def _seal(self, seed: str, user_id: str) -> str:
+        if self.box is None:
+            raise Conflict(
+                "TOTP enrolment needs authsvc's secrets key (--secrets-key-file / AUTHSVC_SECRETS_KEY)"
+            )
+        return self.box.seal(seed, user_id)
+
+    def _unseal(self, stored: str, user_id: str) -> str:
+        if self.box is None:
+            raise Conflict(
+                "TOTP sign-in needs authsvc's secrets key (--secrets-key-file / AUTHSVC_SECRETS_KEY)"
+            )
+        return self.box.open(stored, user_id)
+
+    # -- invites ---------------------------------------------------------------------------------
+
+    async def CreateInvite(
+        self, request: pb.CreateInviteRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CreateInviteResponse:
+        role = _role(request.role)
+        email = _email(request.email)
+        if request.session_token:
+            inviter, session = await self._signed_in(request.session_token)
+            if not roles.may_assign(inviter.role, None, role):
+                raise Forbidden(f"the {inviter.role} role may not invite a user as {role}")
+            account_id = inviter.account_id
+            actor = self._actor(inviter, request.actor.source_address or session.source_address)
+        else:
+            account_id = v.ident(request.account_id, "account_id", "acct")
+            actor = v.actor(request.actor.user, request.actor.source_address)
+        now = self.clock.now()
+        token = "inv_" + secrets.token_urlsafe(32)
+        invite = Invite(new_id("inv"), account_id, email, role, now, now + INVITE_TTL, None)
+        await self.repo.create_invite(invite, token_hash(token), actor)
+        log.info(
+            "portal invite created",
+            extra={"account_id": account_id, "invite_id": invite.id, "actor": actor.user},
+        )
+        return pb.CreateInviteResponse(
+            invite=pb.Invite(
+                id=invite.id,
+                account_id=account_id,
+                email=email,
+                role=ROLE_TO_PB[role],
+                created_at=cv.ts(now),
+                expires_at=cv.ts(invite.expires_at),
+            ),
+            token=token,
+        )
+
+    async def AcceptInvite(
+        self, request: pb.AcceptInviteRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AcceptInviteResponse:
+        invite = await self.repo.invite_by_hash(token_hash(request.token)) if request.token else None
+        now = self.clock.now()
+        if invite is None or invite.accepted_at is not None or invite.expires_at <= now:
+            raise InvalidCredentials("token: this invitation link is not valid (used, expired or unknown)")
+        password_hash = await self._hash(request.password, invite.email)
+        user = User(
+            new_id("usr"),
+            invite.account_id,
+            invite.email,
+            invite.role,
+            password_hash,
+            None,
+            None,
+            0,
+            now,
+            now,
+        )
+        session, token = self._new_session(user, request.source_address, request.user_agent, now)
+        await self.repo.accept_invite(invite, user, session, token_hash(token), now)
+        log.info("portal invite accepted", extra={"user_id": user.id, "account_id": user.account_id})
+        return pb.AcceptInviteResponse(user=user_pb(user), session_token=token)
+
+    # -- sign-in ---------------------------------------------------------------------------------
+
+    async def SignIn(self, request: pb.SignInRequest, context: grpc.aio.ServicerContext) -> pb.SignInResponse:
+        email = request.email.strip().lower()[:254]
+        address = request.source_address[:100]
+        now = self.clock.now()
+        by_email, by_address = await self.repo.recent_failures(email, address, now - rules.THROTTLE_WINDOW)
+        verdict = rules.sign_in_throttle(by_email, by_address, now)
+        if not verdict.allowed:
+            log.info("portal sign-in throttled", extra={"retry_after": round(verdict.retry_after)})
+            raise Throttled(SIGN_IN_REFUSED, metadata={"retry_after": str(int(verdict.retry_after) + 1)})
+        user = await self.repo.user_by_email(email) if email else None
+        ok = await self._verify(user.password_hash if user else self._dummy_hash, request.password)
+        if user is None or not ok:
+            await self.repo.record_failure(email, address, now, now - rules.THROTTLE_WINDOW)
+            raise InvalidCredentials(SIGN_IN_REFUSED)
+        if user.totp_seed is not None:
+            if not request.totp_code:
+                raise SecondFactorRequired("totp_code: enter the 6-digit code from your authenticator app")
+            step = rules.totp_step(
+                self._unseal(user.totp_seed, user.id), request.totp_code, now, user.totp_last_step
+            )
+            if step is None or not await self.repo.use_totp_step(user.id, step):
+                await self.repo.record_failure(email, address, now, now - rules.THROTTLE_WINDOW)
+                raise SecondFactorRequired("totp_code: the code is not valid; enter the current code")
+        session, token = self._new_session(user, address, request.user_agent, now)
+        await self.repo.sign_in(user, session, token_hash(token), now)
+        log.info("portal sign-in", extra={"user_id": user.id, "session_id": session.id})
+        return pb.SignInResponse(user=user_pb(user), session_token=token)
+
+    async def GetSession(
+        self, request: pb.GetSessionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetSessionResponse:
+        user, session = await self._signed_in(request.session_token)
+        return pb.GetSessionResponse(user=user_pb(user), session=session_pb(session))
+
+    async def SignOut(
+        self, request: pb.SignOutRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SignOutResponse:
+        session = (
+            await self.repo.session_by_hash(token_hash(request.session_token))
+            if request.session_token
+            else None
+        )
+        if session is not None:
+            await self.repo.delete_session(session.id)
+        return pb.SignOutResponse()
+
+    # -- users -----------------------------------------------------------------------------------
+
+    async def ListUsers(
+        self, request: pb.ListUsersRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListUsersResponse:
+        user, _ = await self._signed_in(request.session_token)
+        self._may(user, "users.read")
+        size = v.page_size(request.page_size)
+        after: tuple[float, str] | None = None
+        if request.page_token:
+            created, _, user_id = request.page_token.partition("~")
+            try:
+                after = (float(created), user_id)
+            except ValueError:
+                raise InvalidRequest("page_token: not a token returned by this service") from None
+        rows = await self.repo.list_users(user.account_id, size + 1, after)
+        out = pb.ListUsersResponse(users=[user_pb(u) for u in rows[:size]])
+        if len(rows) > size:
+            last = rows[size - 1]
+            out.next_page_token = f"{last.created_at.timestamp()!r}~{last.id}"
+        return out
+
+    async def SetUserRole(
+        self, request: pb.SetUserRoleRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SetUserRoleResponse:
+        actor_user, _ = await self._signed_in(request.session_token)
+        role = _role(request.role)
+        target_id = v.ident(request.user_id, "user_id", "usr")
+
+        def check(target: User, owners: int) -> None:
+            if target.account_id != actor_user.account_id:
+                raise NotFound(f"user_id: no user {target_id!r}")
+            if not roles.may_assign(actor_user.role, target.role, role):
+                raise Forbidden(f"the {actor_user.role} role may not change a {target.role} to {role}")
+            if not roles.last_owner_kept(owners, target.role, role):
+                raise Conflict("role: the account's last owner must stay an owner")
+
+        updated = await self.repo.set_role(
+            target_id, role, check, self._actor(actor_user, request.source_address), self.clock.now()
+        )
+        return pb.SetUserRoleResponse(user=user_pb(updated))
+
+    async def RemoveUser(
+        self, request: pb.RemoveUserRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RemoveUserResponse:
+        actor_user, _ = await self._signed_in(request.session_token)
+        target_id = v.ident(request.user_id, "user_id", "usr")
+
+        def check(target: User, owners: int) -> None:
+            if target.account_id != actor_user.account_id:
+                raise NotFound(f"user_id: no user {target_id!r}")
+            if not roles.may_assign(actor_user.role, target.role, None):
+                raise Forbidden(f"the {actor_user.role} role may not remove a {target.role}")
+            if not roles.last_owner_kept(owners, target.role, None):
+                raise Conflict("user_id: the account's last owner cannot be removed")
+
+        await self.repo.remove_user(
+            target_id, check, self._actor(actor_user, request.source_address), self.clock.now()
+        )
+        return pb.RemoveUserResponse()
+
+    async def ChangePassword(
+        self, request: pb.ChangePasswordRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ChangePasswordResponse:
+        user, _ = await self._signed_in(request.session_token)
+        if not await self._verify(user.password_hash, request.current_password):
+            raise InvalidCredentials("current_password: not your current password")
+        new_hash = await self._hash(request.new_password, user.email)
+        now = self.clock.now()
+        session, token = self._new_session(user, request.source_address, request.user_agent, now)
+        await self.repo.set_password(
+            user, new_hash, session, token_hash(token), self._actor(user, request.source_address), now
+        )
+        return pb.ChangePasswordResponse(session_token=token)
+
+    async def BeginTotpEnrollment(
+        self, request: pb.BeginTotpEnrollmentRequest, context: grpc.aio.ServicerContext
+    ) -> pb.BeginTotpEnrollmentResponse:
+        user, _ = await self._signed_in(request.session_token)
+        seed = pyotp.random_base32()
+        await self.repo.update_user(user.id, totp_pending_seed=self._seal(seed, user.id))
+        uri = pyotp.TOTP(seed, interval=rules.TOTP_STEP).provisioning_uri(
+            name=user.email, issuer_name=TOTP_ISSUER
+        )
+        return pb.BeginTotpEnrollmentResponse(provisioning_uri=uri)
+
+    async def ConfirmTotpEnrollment(
+        self, request: pb.ConfirmTotpEnrollmentRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ConfirmTotpEnrollmentResponse:
+        user, session = await self._signed_in(request.session_token)
+        if user.totp_pending_seed is None:
+            raise Conflict("code: start the enrolment first")
+        now = self.clock.now()
+        step = rules.totp_step(self._unseal(user.totp_pending_seed, user.id), request.code, now, 0)
+        if step is None:
+            raise InvalidRequest("code: the code is not valid; enter the current code from the app")
+        await self.repo.confirm_totp(user, step, self._actor(user, session.source_address), now)
+        return pb.ConfirmTotpEnrollmentResponse(user=user_pb(await self.repo.get_user(user.id)))
+
+    async def ListSessions(
+        self, request: pb.ListSessionsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListSessionsResponse:
+        user, current = await self._signed_in(request.session_token)
+        now = self.clock.now()
+        live = [
+            s for s in await self.repo.list_sessions(user.id)
+            if rules.session_state(s.created_at, s.last_seen_at, now) == "live"
+        ]  # fmt: skip
+        return pb.ListSessionsResponse(sessions=[session_pb(s) for s in live], current_session_id=current.id)
+
+    async def RevokeSession(
+        self, request: pb.RevokeSessionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RevokeSessionResponse:
+        user, _ = await self._signed_in(request.session_token)
+        session_id = v.ident(request.session_id, "session_id", "ses")
+        if await self.repo.delete_session(session_id, user.id) == 0:
+            raise NotFound(f"session_id: no session {session_id!r} of yours")
+        return pb.RevokeSessionResponse()

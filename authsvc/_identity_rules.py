@@ -1,0 +1,96 @@
+"""Pure rules of portal sign-in: session expiry, the TOTP window, sign-in throttling and the password
+policy. No I/O; the repository supplies the facts and the servicer acts on the answers.
+
+Sessions (OWASP session management): a session ends after 30 minutes without a request (idle) and
+12 hours after sign-in whatever happens (absolute). TOTP (RFC 6238): 30-second steps, one step of
+clock drift either way, and a code's step is never accepted twice (replay). Throttling: failed
+sign-ins are counted in a 15-minute window per e-mail address (5) and per source address (20); once
+either is reached every attempt is refused with the same message until the oldest failure leaves the
+window, whether or not the e-mail belongs to a user (no account enumeration).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Sequence
+from typing import Literal
+
+import pyotp
+
+IDLE_TIMEOUT = dt.timedelta(minutes=30)
+ABSOLUTE_TIMEOUT = dt.timedelta(hours=12)
+TOTP_STEP = 30
+TOTP_DRIFT_STEPS = 1
+THROTTLE_WINDOW = dt.timedelta(minutes=15)
+MAX_FAILURES_PER_EMAIL = 5
+MAX_FAILURES_PER_ADDRESS = 20
+MIN_PASSWORD = 12
+MAX_PASSWORD = 256
+
+SessionState = Literal["live", "idle_expired", "absolute_expired"]
+
+
+def session_state(created_at: dt.datetime, last_seen_at: dt.datetime, now: dt.datetime) -> SessionState:
+    if now >= created_at + ABSOLUTE_TIMEOUT:
+        return "absolute_expired"
+    if now >= last_seen_at + IDLE_TIMEOUT:
+        return "idle_expired"
+    return "live"
+
+
+def session_expires_at(created_at: dt.datetime, last_seen_at: dt.datetime) -> dt.datetime:
+    return min(created_at + ABSOLUTE_TIMEOUT, last_seen_at + IDLE_TIMEOUT)
+
+
+def totp_step(secret: str, code: str, now: dt.datetime, last_step: int) -> int | None:
+    """The time step ``code`` is valid for (within the drift), or None. Steps at or before
+    ``last_step`` (already used) are refused."""
+    code = code.strip().replace(" ", "")
+    if len(code) != 6 or not code.isdigit():
+        return None
+    totp = pyotp.TOTP(secret, interval=TOTP_STEP)
+    current = int(now.timestamp()) // TOTP_STEP
+    for step in range(current - TOTP_DRIFT_STEPS, current + TOTP_DRIFT_STEPS + 1):
+        if step > last_step and pyotp.utils.strings_equal(totp.at(step * TOTP_STEP), code):
+            return step
+    return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Throttle:
+    allowed: bool
+    retry_after: float = 0.0
+
+
+def _retry_after(failures: Sequence[dt.datetime], limit: int, now: dt.datetime) -> float | None:
+    recent = sorted(t for t in failures if t > now - THROTTLE_WINDOW)
+    if len(recent) < limit:
+        return None
+    # Allowed again once enough of the oldest failures have left the window.
+    return (recent[len(recent) - limit] + THROTTLE_WINDOW - now).total_seconds()
+
+
+def sign_in_throttle(
+    email_failures: Sequence[dt.datetime], address_failures: Sequence[dt.datetime], now: dt.datetime
+) -> Throttle:
+    waits = [
+        w
+        for w in (
+            _retry_after(email_failures, MAX_FAILURES_PER_EMAIL, now),
+            _retry_after(address_failures, MAX_FAILURES_PER_ADDRESS, now),
+        )
+        if w is not None
+    ]
+    return Throttle(True) if not waits else Throttle(False, max(waits))
+
+
+def password_problem(password: str, email: str) -> str | None:
+    """Why a new password is refused (NIST 800-63B: length, not the e-mail), or None."""
+    if len(password) < MIN_PASSWORD:
+        return f"must be at least {MIN_PASSWORD} characters"
+    if len(password) > MAX_PASSWORD:
+        return f"must be at most {MAX_PASSWORD} characters"
+    if password.strip().lower() == email.strip().lower():
+        return "must not be the e-mail address"
+    return None

@@ -1,0 +1,411 @@
+"""Storage of portal identity: users, invites, sessions and failed sign-ins (Alembic revision 0002).
+
+Tokens are stored as SHA-256 hashes only; TOTP seeds are sealed by the caller before they get here.
+User operations write the same audit trail as key operations, in the same transaction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from authsvc._errors import Conflict, NotFound
+from authsvc._model import Actor
+from authsvc._sql import SqlRepository, metadata
+
+# In authsvc's one MetaData (authsvc/migrations/env.py imports this module).
+users = sa.Table(
+    "portal_users",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("account_id", sa.String(40), nullable=False),
+    sa.Column("email", sa.String(254), nullable=False, unique=True),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("password_hash", sa.String(200), nullable=False),
+    sa.Column("totp_seed", sa.String(200)),
+    sa.Column("totp_pending_seed", sa.String(200)),
+    sa.Column("totp_last_step", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("last_sign_in_at", sa.Float),
+    sa.Index("portal_users_account", "account_id", "created_at", "id"),
+)
+
+invites = sa.Table(
+    "portal_invites",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("account_id", sa.String(40), nullable=False),
+    sa.Column("email", sa.String(254), nullable=False),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Column("accepted_at", sa.Float),
+)
+
+sessions = sa.Table(
+    "portal_sessions",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("user_id", sa.String(40), nullable=False, index=True),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("last_seen_at", sa.Float, nullable=False),
+    sa.Column("source_address", sa.String(100), nullable=False),
+    sa.Column("user_agent", sa.String(300), nullable=False),
+)
+
+failures = sa.Table(
+    "portal_signin_failures",
+    metadata,
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("email", sa.String(254), nullable=False),
+    sa.Column("source_address", sa.String(100), nullable=False),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Index("portal_failures_email", "email", "at"),
+    sa.Index("portal_failures_address", "source_address", "at"),
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class User:
+    id: str
+    account_id: str
+    email: str
+    role: str
+    password_hash: str
+    totp_seed: str | None
+    totp_pending_seed: str | None
+    totp_last_step: int
+    created_at: dt.datetime
+    last_sign_in_at: dt.datetime | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Invite:
+    id: str
+    account_id: str
+    email: str
+    role: str
+    created_at: dt.datetime
+    expires_at: dt.datetime
+    accepted_at: dt.datetime | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Session:
+    id: str
+    user_id: str
+    created_at: dt.datetime
+    last_seen_at: dt.datetime
+    source_address: str
+    user_agent: str
+
+
+def _t(value: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(value, dt.UTC)
+
+
+def _user(r: Mapping[Any, Any]) -> User:
+    return User(
+        id=r["id"],
+        account_id=r["account_id"],
+        email=r["email"],
+        role=r["role"],
+        password_hash=r["password_hash"],
+        totp_seed=r["totp_seed"],
+        totp_pending_seed=r["totp_pending_seed"],
+        totp_last_step=int(r["totp_last_step"] or 0),
+        created_at=_t(r["created_at"]),
+        last_sign_in_at=_t(r["last_sign_in_at"]) if r["last_sign_in_at"] is not None else None,
+    )
+
+
+def _invite(r: Mapping[Any, Any]) -> Invite:
+    return Invite(
+        id=r["id"],
+        account_id=r["account_id"],
+        email=r["email"],
+        role=r["role"],
+        created_at=_t(r["created_at"]),
+        expires_at=_t(r["expires_at"]),
+        accepted_at=_t(r["accepted_at"]) if r["accepted_at"] is not None else None,
+    )
+
+
+def _session(r: Mapping[Any, Any]) -> Session:
+    return Session(
+        id=r["id"],
+        user_id=r["user_id"],
+        created_at=_t(r["created_at"]),
+        last_seen_at=_t(r["last_seen_at"]),
+        source_address=r["source_address"],
+        user_agent=r["user_agent"],
+    )
+
+
+class IdentityRepository:
+    """Identity storage next to the key repository (same engine, same audit trail)."""
+
+    def __init__(self, keys: SqlRepository) -> None:
+        self.keys = keys
+        self.engine = keys.engine
+
+    async def _audit(
+        self,
+        conn: AsyncConnection,
+        account_id: str,
+        action: str,
+        actor: Actor,
+        now: dt.datetime,
+        **fields: Any,
+    ) -> None:
+        await self.keys._audit(
+            conn,
+            account_id=account_id,
+            key_id="",
+            action=action,
+            actor=actor,
+            now=now,
+            before=fields.get("before", {}),
+            after=fields.get("after", {}),
+        )
+
+    # -- users -----------------------------------------------------------------------------------
+
+    async def user_by_email(self, email: str) -> User | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(users.select().where(users.c.email == email))).mappings().first()
+            return _user(row) if row else None
+
+    async def get_user(self, user_id: str) -> User:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(users.select().where(users.c.id == user_id))).mappings().first()
+            if row is None:
+                raise NotFound(f"user_id: no user {user_id!r}")
+            return _user(row)
+
+    async def list_users(self, account_id: str, limit: int, after: tuple[float, str] | None) -> list[User]:
+        stmt = users.select().where(users.c.account_id == account_id)
+        if after is not None:
+            stmt = stmt.where(sa.tuple_(users.c.created_at, users.c.id) > sa.tuple_(*after))
+        stmt = stmt.order_by(users.c.created_at, users.c.id).limit(limit)
+        async with self.engine.connect() as conn:
+            return [_user(r) for r in (await conn.execute(stmt)).mappings()]
+
+    async def count_owners(self, conn: AsyncConnection, account_id: str) -> int:
+        stmt = sa.select(sa.func.count()).where(users.c.account_id == account_id, users.c.role == "owner")
+        return int((await conn.execute(stmt)).scalar_one())
+
+    async def set_role(self, user_id: str, role: str, check: Any, actor: Actor, now: dt.datetime) -> User:
+        """``check(old_role, owners)`` raises when the change is not allowed (same transaction)."""
+        async with self.engine.begin() as conn:
+            row = (await conn.execute(users.select().where(users.c.id == user_id))).mappings().first()
+            if row is None:
+                raise NotFound(f"user_id: no user {user_id!r}")
+            old = _user(row)
+            check(old, await self.count_owners(conn, old.account_id))
+            await conn.execute(users.update().where(users.c.id == user_id).values(role=role))
+            await self._audit(
+                conn, old.account_id, "user.role_changed", actor, now,
+                before={"user_id": user_id, "email": old.email, "role": old.role},
+                after={"user_id": user_id, "email": old.email, "role": role},
+            )  # fmt: skip
+            return dataclasses.replace(old, role=role)
+
+    async def remove_user(self, user_id: str, check: Any, actor: Actor, now: dt.datetime) -> User:
+        async with self.engine.begin() as conn:
+            row = (await conn.execute(users.select().where(users.c.id == user_id))).mappings().first()
+            if row is None:
+                raise NotFound(f"user_id: no user {user_id!r}")
+            old = _user(row)
+            check(old, await self.count_owners(conn, old.account_id))
+            await conn.execute(sessions.delete().where(sessions.c.user_id == user_id))
+            await conn.execute(users.delete().where(users.c.id == user_id))
+            await self._audit(
+                conn, old.account_id, "user.removed", actor, now,
+                before={"user_id": user_id, "email": old.email, "role": old.role},
+            )  # fmt: skip
+            return old
+
+    async def update_user(self, user_id: str, **values: Any) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(users.update().where(users.c.id == user_id).values(**values))
+
+    async def set_password(
+        self,
+        user: User,
+        password_hash: str,
+        new_session: Session,
+        token_hash: str,
+        actor: Actor,
+        now: dt.datetime,
+    ) -> None:
+        """New password, every session ended, one new session for the caller: one transaction."""
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                users.update().where(users.c.id == user.id).values(password_hash=password_hash)
+            )
+            await conn.execute(sessions.delete().where(sessions.c.user_id == user.id))
+            await self._insert_session(conn, new_session, token_hash)
+            await self._audit(conn, user.account_id, "user.password_changed", actor, now,
+                              after={"user_id": user.id, "email": user.email})  # fmt: skip
+
+    async def confirm_totp(self, user: User, step: int, actor: Actor, now: dt.datetime) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                users.update()
+                .where(users.c.id == user.id)
+                .values(totp_seed=user.totp_pending_seed, totp_pending_seed=None, totp_last_step=step)
+            )
+            await self._audit(conn, user.account_id, "user.totp_enabled", actor, now,
+                              after={"user_id": user.id, "email": user.email})  # fmt: skip
+
+    async def use_totp_step(self, user_id: str, step: int) -> bool:
+        """Records ``step`` as used; False when it (or a later one) was used already (replay)."""
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                users.update()
+                .where(users.c.id == user_id, users.c.totp_last_step < step)
+                .values(totp_last_step=step)
+            )
+            return result.rowcount == 1
+
+    # -- invites ---------------------------------------------------------------------------------
+
+    async def create_invite(self, invite: Invite, token_hash: str, actor: Actor) -> None:
+        async with self.engine.begin() as conn:
+            await self.keys._get_account(conn, invite.account_id)
+            taken = (await conn.execute(sa.select(users.c.id).where(users.c.email == invite.email))).first()
+            if taken is not None:
+                raise Conflict("email: a portal user with this e-mail address exists already")
+            await conn.execute(
+                invites.insert().values(
+                    id=invite.id,
+                    account_id=invite.account_id,
+                    email=invite.email,
+                    role=invite.role,
+                    token_hash=token_hash,
+                    created_at=invite.created_at.timestamp(),
+                    expires_at=invite.expires_at.timestamp(),
+                )
+            )
+            after = {"invite_id": invite.id, "email": invite.email, "role": invite.role}
+            await self._audit(conn, invite.account_id, "user.invited", actor, invite.created_at, after=after)
+
+    async def invite_by_hash(self, token_hash: str) -> Invite | None:
+        async with self.engine.connect() as conn:
+            row = (
+                (await conn.execute(invites.select().where(invites.c.token_hash == token_hash)))
+                .mappings()
+                .first()
+            )
+            return _invite(row) if row else None
+
+    async def accept_invite(
+        self, invite: Invite, user: User, session: Session, token_hash: str, now: dt.datetime
+    ) -> None:
+        async with self.engine.begin() as conn:
+            done = await conn.execute(
+                invites.update()
+                .where(invites.c.id == invite.id, invites.c.accepted_at.is_(None))
+                .values(accepted_at=now.timestamp())
+            )
+            if done.rowcount != 1:
+                raise Conflict("token: this invitation was used already")
+            taken = (await conn.execute(sa.select(users.c.id).where(users.c.email == user.email))).first()
+            if taken is not None:
+                raise Conflict("email: a portal user with this e-mail address exists already")
+            await conn.execute(
+                users.insert().values(
+                    id=user.id,
+                    account_id=user.account_id,
+                    email=user.email,
+                    role=user.role,
+                    password_hash=user.password_hash,
+                    created_at=user.created_at.timestamp(),
+                    last_sign_in_at=now.timestamp(),
+                )
+            )
+            await self._insert_session(conn, session, token_hash)
+            actor = Actor(user.email, session.source_address, user.id)
+            await self._audit(conn, user.account_id, "user.joined", actor, now,
+                              after={"user_id": user.id, "email": user.email, "role": user.role})  # fmt: skip
+
+    # -- sessions --------------------------------------------------------------------------------
+
+    async def _insert_session(self, conn: AsyncConnection, s: Session, token_hash: str) -> None:
+        await conn.execute(
+            sessions.insert().values(
+                id=s.id,
+                user_id=s.user_id,
+                token_hash=token_hash,
+                created_at=s.created_at.timestamp(),
+                last_seen_at=s.last_seen_at.timestamp(),
+                source_address=s.source_address,
+                user_agent=s.user_agent,
+            )
+        )
+
+    async def sign_in(self, user: User, session: Session, token_hash: str, now: dt.datetime) -> None:
+        async with self.engine.begin() as conn:
+            await self._insert_session(conn, session, token_hash)
+            await conn.execute(
+                users.update().where(users.c.id == user.id).values(last_sign_in_at=now.timestamp())
+            )
+
+    async def session_by_hash(self, token_hash: str) -> Session | None:
+        async with self.engine.connect() as conn:
+            row = (
+                (await conn.execute(sessions.select().where(sessions.c.token_hash == token_hash)))
+                .mappings()
+                .first()
+            )
+            return _session(row) if row else None
+
+    async def touch_session(self, session_id: str, now: dt.datetime) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                sessions.update().where(sessions.c.id == session_id).values(last_seen_at=now.timestamp())
+            )
+
+    async def delete_session(self, session_id: str, user_id: str = "") -> int:
+        stmt = sessions.delete().where(sessions.c.id == session_id)
+        if user_id:
+            stmt = stmt.where(sessions.c.user_id == user_id)
+        async with self.engine.begin() as conn:
+            return int((await conn.execute(stmt)).rowcount or 0)
+
+    async def list_sessions(self, user_id: str) -> list[Session]:
+        stmt = sessions.select().where(sessions.c.user_id == user_id).order_by(sessions.c.created_at)
+        async with self.engine.connect() as conn:
+            return [_session(r) for r in (await conn.execute(stmt)).mappings()]
+
+    # -- throttling ------------------------------------------------------------------------------
+
+    async def recent_failures(
+        self, email: str, address: str, since: dt.datetime
+    ) -> tuple[list[dt.datetime], list[dt.datetime]]:
+        t = since.timestamp()
+        async with self.engine.connect() as conn:
+            by_email = await conn.execute(
+                sa.select(failures.c.at).where(failures.c.email == email, failures.c.at > t)
+            )
+            by_address = await conn.execute(
+                sa.select(failures.c.at).where(failures.c.source_address == address, failures.c.at > t)
+            )
+            return [_t(r[0]) for r in by_email], [_t(r[0]) for r in by_address]
+
+    async def record_failure(
+        self, email: str, address: str, now: dt.datetime, purge_before: dt.datetime
+    ) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                failures.insert().values(email=email, source_address=address, at=now.timestamp())
+            )
+            await conn.execute(failures.delete().where(failures.c.at < purge_before.timestamp()))

@@ -1,0 +1,159 @@
+"""Tables for the pure rules of portal identity: roles, session expiry, TOTP window, throttling."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyotp
+import pytest
+
+from authsvc._identity_rules import (
+    MAX_FAILURES_PER_ADDRESS,
+    MAX_FAILURES_PER_EMAIL,
+    password_problem,
+    session_expires_at,
+    session_state,
+    sign_in_throttle,
+    totp_step,
+)
+from svckit.roles import allowed, last_owner_kept, may_assign
+
+T0 = dt.datetime(2026, 11, 23, 10, 0, tzinfo=dt.UTC)
+M = dt.timedelta(minutes=1)
+
+
+@pytest.mark.parametrize(
+    ("role", "action", "ok"),
+    [
+        ("owner", "keys.revoke", True),
+        ("owner", "users.manage", True),
+        ("admin", "keys.write", True),
+        ("admin", "users.manage", True),
+        ("developer", "keys.read", True),
+        ("developer", "keys.write", False),
+        ("developer", "keys.revoke", False),
+        ("developer", "webhooks.write", True),
+        ("developer", "users.manage", False),
+        ("viewer", "keys.read", True),
+        ("viewer", "audit.read", True),
+        ("viewer", "webhooks.write", False),
+        ("viewer", "keys.write", False),
+        ("viewer", "users.manage", False),
+        ("nobody", "keys.read", False),
+    ],
+)
+def test_role_actions(role: str, action: str, ok: bool) -> None:
+    assert allowed(role, action) is ok  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("actor", "old", "new", "ok"),
+    [
+        ("owner", "developer", "admin", True),
+        ("owner", "admin", "owner", True),
+        ("owner", "owner", None, True),
+        ("admin", "developer", "viewer", True),
+        ("admin", None, "admin", True),
+        ("admin", None, "owner", False),
+        ("admin", "owner", "admin", False),
+        ("admin", "owner", None, False),
+        ("developer", "viewer", "developer", False),
+        ("viewer", None, "viewer", False),
+    ],
+)
+def test_may_assign(actor: str, old: str | None, new: str | None, ok: bool) -> None:
+    assert may_assign(actor, old, new) is ok
+
+
+@pytest.mark.parametrize(
+    ("owners", "old", "new", "ok"),
+    [
+        (1, "owner", None, False),
+        (1, "owner", "admin", False),
+        (2, "owner", None, True),
+        (1, "admin", None, True),
+    ],
+)
+def test_last_owner_kept(owners: int, old: str, new: str | None, ok: bool) -> None:
+    assert last_owner_kept(owners, old, new) is ok
+
+
+@pytest.mark.parametrize(
+    ("created", "seen", "now", "state"),
+    [
+        (T0, T0, T0 + 29 * M, "live"),
+        (T0, T0, T0 + 30 * M, "idle_expired"),
+        (T0, T0 + 11 * 60 * M, T0 + 11 * 60 * M + 29 * M, "live"),
+        (T0, T0 + 11 * 60 * M + 50 * M, T0 + 12 * 60 * M, "absolute_expired"),
+        (T0, T0 + 12 * 60 * M, T0 + 12 * 60 * M + M, "absolute_expired"),
+    ],
+)
+def test_session_state(created: dt.datetime, seen: dt.datetime, now: dt.datetime, state: str) -> None:
+    assert session_state(created, seen, now) == state
+
+
+def test_session_expires_at_is_the_earlier_limit() -> None:
+    assert session_expires_at(T0, T0) == T0 + 30 * M
+    assert session_expires_at(T0, T0 + 11 * 60 * M + 45 * M) == T0 + 12 * 60 * M
+
+
+SEED = pyotp.random_base32()
+
+
+def _code(at: dt.datetime) -> str:
+    return pyotp.TOTP(SEED).at(at)
+
+
+@pytest.mark.parametrize(
+    ("code_at", "now", "last_step", "accepted"),
+    [
+        (T0, T0, 0, True),
+        (T0 - 30 * dt.timedelta(seconds=1), T0, 0, True),  # one step of drift behind
+        (T0 + 30 * dt.timedelta(seconds=1), T0, 0, True),  # one step ahead
+        (T0 - 90 * dt.timedelta(seconds=1), T0, 0, False),  # too old
+        (T0, T0, int(T0.timestamp()) // 30, False),  # replay of the step already used
+    ],
+)
+def test_totp_window(code_at: dt.datetime, now: dt.datetime, last_step: int, accepted: bool) -> None:
+    step = totp_step(SEED, _code(code_at), now, last_step)
+    assert (step is not None) is accepted
+    if accepted:
+        assert step == int(code_at.timestamp()) // 30
+
+
+@pytest.mark.parametrize("code", ["", "12345", "1234567", "abcdef"])
+def test_totp_malformed_codes(code: str) -> None:
+    assert totp_step(SEED, code, T0, 0) is None
+
+
+@pytest.mark.parametrize(
+    ("email_failures", "address_failures", "allowed_", "retry_after"),
+    [
+        ([], [], True, 0.0),
+        ([T0 - M] * (MAX_FAILURES_PER_EMAIL - 1), [], True, 0.0),
+        ([T0 - M] * MAX_FAILURES_PER_EMAIL, [], False, 14 * 60.0),
+        ([T0 - 16 * M] * MAX_FAILURES_PER_EMAIL, [], True, 0.0),  # left the window
+        ([], [T0 - 2 * M] * MAX_FAILURES_PER_ADDRESS, False, 13 * 60.0),
+        ([T0 - 5 * M] * MAX_FAILURES_PER_EMAIL, [T0 - M] * MAX_FAILURES_PER_ADDRESS, False, 14 * 60.0),
+    ],
+)
+def test_sign_in_throttle(
+    email_failures: list[dt.datetime], address_failures: list[dt.datetime], allowed_: bool, retry_after: float
+) -> None:
+    verdict = sign_in_throttle(email_failures, address_failures, T0)
+    assert verdict.allowed is allowed_
+    assert verdict.retry_after == retry_after
+
+
+@pytest.mark.parametrize(
+    ("password", "problem"),
+    [
+        ("short", "at least"),
+        ("x" * 300, "at most"),
+        ("ALICE@partner.example", "e-mail"),
+        ("correct horse battery", None),
+    ],
+)
+def test_password_policy(password: str, problem: str | None) -> None:
+    found = password_problem(password, "alice@partner.example")
+    assert (found is None) if problem is None else (found is not None and problem in found)
