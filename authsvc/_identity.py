@@ -35,9 +35,9 @@ from authsvc._errors import (
 from authsvc._identity_sql import IdentityRepository, Invite, Session, User
 from authsvc._model import Actor
 from svckit import roles
-from svckit.secretbox import SecretBox
 from svckit.clock import Clock, SystemClock
 from svckit.ids import new_id
+from svckit.secretbox import SecretBox
 from travel.auth.v1 import identity_pb2 as pb
 from travel.auth.v1 import identity_pb2_grpc
 

@@ -35,9 +35,10 @@ AUTH_LISTEN = os.environ.get("AUTHSVC_LISTEN", "127.0.0.1:50051")
 WEBHOOKD_LISTEN = os.environ.get("WEBHOOKD_LISTEN", "127.0.0.1:50052")
 
 
-def secrets_key_file() -> pathlib.Path:
-    """The key sealing webhook signing secrets at rest, made once per checkout (var/ is not committed)."""
-    path = VAR / "webhookd-secrets.key"
+def secrets_key_file(name: str = "webhookd-secrets.key") -> pathlib.Path:
+    """A key sealing secrets at rest (webhook signing secrets, TOTP seeds), made once per checkout
+    (var/ is not committed)."""
+    path = VAR / name
     if not path.exists():
         from webhookd._secretbox import new_key
 
@@ -56,6 +57,7 @@ def services() -> list[Service]:
                 "--database", f"sqlite+aiosqlite:///{VAR / 'authsvc.db'}",
                 "--metrics-listen", os.environ.get("AUTHSVC_METRICS_LISTEN", "127.0.0.1:9101"),
                 "--webhookd", WEBHOOKD_LISTEN if (ROOT / "webhookd" / "__main__.py").exists() else "",
+                "--secrets-key-file", str(secrets_key_file("authsvc-secrets.key")),
             ],
         ),
         Service(
@@ -78,6 +80,7 @@ def services() -> list[Service]:
                 "--database", f"sqlite+aiosqlite:///{VAR / 'edge.db'}",
             ],
         ),
+        Service("portal", ["--authsvc", AUTH_LISTEN, "--webhookd", WEBHOOKD_LISTEN]),
     ]
 
 
@@ -111,6 +114,30 @@ async def demo_key(running: list[Service]) -> str | None:
     return str(demo["secret"])
 
 
+def portal_sign_in(account_id: str, portal_url: str) -> str:
+    """A one-time sign-in link for the demo account's owner (an invitation), or how to sign in."""
+    import grpc
+
+    from travel.auth.v1 import auth_pb2, identity_pb2, identity_pb2_grpc
+
+    with grpc.insecure_channel(AUTH_LISTEN) as channel:
+        try:
+            made = identity_pb2_grpc.IdentityServiceStub(channel).CreateInvite(
+                identity_pb2.CreateInviteRequest(
+                    account_id=account_id,
+                    email=DEMO_OWNER,
+                    role=identity_pb2.USER_ROLE_OWNER,
+                    actor=auth_pb2.Actor(user="ops:run_stack"),
+                )
+            )
+        except grpc.RpcError:
+            return f"sign in as {DEMO_OWNER} with the password you chose"
+    return f"{portal_url}/invite/{made.token}  (one-time: choose {DEMO_OWNER}'s password)"
+
+
+DEMO_OWNER = "owner@demo.example"
+
+
 def main() -> int:
     VAR.mkdir(exist_ok=True)
     running: list[Service] = []
@@ -125,6 +152,10 @@ def main() -> int:
         print("Demo sandbox key (stored in var/demo.json):", secret)
         account = json.loads((VAR / "demo.json").read_text())["account_id"]
         print(f"Admin CLI:    .venv/bin/svcctl --authsvc {AUTH_LISTEN} keys list --account {account}")
+        portal = next((s for s in running if s.module == "portal"), None)
+        if portal is not None:
+            print(f"Portal:       {portal.ports['url']}")
+            print(f"Sign-in:      {portal_sign_in(account, str(portal.ports['url']))}")
         if any(s.module == "edge" for s in running):
             print(f"HTTP:         curl -s -H 'Authorization: Svc {secret}' http://127.0.0.1:8081/v1/account")
             print(f"WebSocket:    .venv/bin/python scripts/ws_example.py ws://127.0.0.1:8081/v1/stream {secret}")  # noqa: E501

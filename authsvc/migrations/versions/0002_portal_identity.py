@@ -68,7 +68,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("seq"),
     )
     op.create_index("portal_failures_email", "portal_signin_failures", ["email", "at"], unique=False)
-    op.create_index("portal_failures_address", "portal_signin_failures", ["source_address", "at"], unique=False)
+    op.create_index(
+        "portal_failures_address", "portal_signin_failures", ["source_address", "at"], unique=False
+    )
 
 
 def downgrade() -> None:

@@ -1,0 +1,2 @@
+"""portal: the partner web portal (Sanic, server-rendered Jinja2, htmx). Talks to authsvc and webhookd
+only over gRPC."""

@@ -1,0 +1,350 @@
+"""The partner portal in real headless Chromium (Playwright, the system's /usr/bin/chromium) against
+real processes: authsvc, webhookd, edge and portal, and a trustme HTTPS webhook receiver.
+
+One journey (sign in, create a key, use it at the edge, rotate, revoke, register an endpoint, send a
+test, resend) plus the refusals: roles, CSRF, stale sessions, XSS. Every page visited is saved as a
+screenshot in docs/portal/.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import ssl
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+import trustme
+
+from edge.testing import SANDBOX_HOST, edge_args
+from svckit.secretbox import new_key as new_secrets_key
+from tests.support import ROOT, ServiceProcess, sqlite_url, start_service
+from travel.auth.v1 import auth_pb2 as apb
+from travel.auth.v1 import auth_pb2_grpc, identity_pb2_grpc
+from travel.auth.v1 import identity_pb2 as ipb
+from webhookd.testing import Receiver
+
+CHROMIUM = pathlib.Path("/usr/bin/chromium")
+SHOTS = ROOT / "docs" / "portal"
+PASSWORD = "a long enough passphrase"
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="no system Chromium at /usr/bin/chromium")
+
+
+@dataclass
+class Stack:
+    portal: str
+    edge_sandbox: str
+    receiver: Receiver
+    authsvc: str
+    account_id: str
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    tmp = tmp_path_factory.mktemp("portal")
+    ca = trustme.CA()
+    ca_file = tmp / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost", "127.0.0.1").configure_cert(server_ctx)
+    receiver = Receiver(server_ctx).start()
+    key_file = tmp / "secrets.key"
+    key_file.write_text(new_secrets_key())
+    procs: list[ServiceProcess] = []
+    try:
+        webhookd = start_service(
+            "webhookd", tmp, sqlite_url(tmp, "webhookd.db"),
+            "--allow-private-targets", "--ca-bundle", str(ca_file), "--poll-seconds", "0.2",
+        )  # fmt: skip
+        procs.append(webhookd)
+        authsvc = start_service(
+            "authsvc", tmp, sqlite_url(tmp, "authsvc.db"),
+            "--webhookd", webhookd.grpc_target, "--secrets-key-file", str(key_file),
+        )  # fmt: skip
+        procs.append(authsvc)
+        edge = ServiceProcess(
+            "edge", edge_args(authsvc.grpc_target, webhookd.grpc_target, sqlite_url(tmp, "edge.db"))
+        ).start(tmp / "edge.log")
+        procs.append(edge)
+        portal = ServiceProcess(
+            "portal",
+            ["--listen", "127.0.0.1:0", "--metrics-listen", "",
+             "--authsvc", authsvc.grpc_target, "--webhookd", webhookd.grpc_target],
+        ).start(tmp / "portal.log")  # fmt: skip
+        procs.append(portal)
+        with grpc.insecure_channel(authsvc.grpc_target) as channel:
+            account = auth_pb2_grpc.AuthServiceStub(channel).CreateAccount(
+                apb.CreateAccountRequest(name="Acme Travel", actor=apb.Actor(user="ops:e2e"))
+            )
+        yield Stack(
+            portal.ports["url"],
+            f"http://127.0.0.1:{edge.ports['sandbox_port']}",
+            receiver,
+            authsvc.grpc_target,
+            account.account.id,
+        )
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        receiver.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def invite(stack: Stack, email: str, role: int) -> str:
+    with grpc.insecure_channel(stack.authsvc) as channel:
+        made = identity_pb2_grpc.IdentityServiceStub(channel).CreateInvite(
+            ipb.CreateInviteRequest(
+                account_id=stack.account_id, email=email, role=role, actor=apb.Actor(user="ops:e2e")
+            )
+        )
+    return f"{stack.portal}/invite/{made.token}"
+
+
+def join(browser: Any, stack: Stack, email: str, role: int) -> Any:
+    """A browser context signed in as a new user of ``role`` (through the invitation page)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(invite(stack, email, role))
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/live/$"))
+    return context, page
+
+
+def shot(page: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def edge_get(stack: Stack, secret: str) -> httpx.Response:
+    return httpx.get(
+        f"{stack.edge_sandbox}/v1/account",
+        headers={"Host": SANDBOX_HOST, "Authorization": f"Svc {secret}", "Accept": "application/json"},
+        timeout=5,
+    )
+
+
+def test_owner_journey(browser: Any, stack: Stack) -> None:
+    context, page = join(browser, stack, "owner@acme.example", ipb.USER_ROLE_OWNER)
+    shot(page, "overview")
+
+    # Sign out and back in through the sign-in page.
+    page.click("text=Sign out")
+    page.wait_for_url(re.compile(r"/signin$"))
+    page.fill("input[name=email]", "owner@acme.example")
+    page.fill("input[name=password]", "wrong password here")
+    page.click("button[type=submit]")
+    assert "Incorrect e-mail address or password" in page.text_content(".error")
+    shot(page, "signin")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/live/$"))
+
+    # Create a sandbox key with two scopes and an allow list, validated inline.
+    page.goto(f"{stack.portal}/sandbox/keys")
+    assert "SANDBOX" in page.text_content("[data-testid=env]")
+    page.fill("input[name=name]", "checkout")
+    page.check("input[value='account:read']")
+    page.check("input[value='hotels:read']")
+    page.fill("textarea[name=allowed_sources]", "10.0.0.0/33")
+    page.wait_for_selector("[data-testid=sources-check] .field-error")
+    page.fill("textarea[name=allowed_sources]", "127.0.0.1/32\n::1")
+    page.wait_for_selector("[data-testid=sources-check] .field-ok")
+    shot(page, "keys")
+    page.click("[data-testid=create-key] button[type=submit]")
+    page.wait_for_selector("[data-testid=secret]")
+    page.click("[data-testid=copy]")
+    page.wait_for_selector("[data-testid=copy][data-copied=yes]")
+    secret = page.text_content("[data-testid=secret]").strip()
+    assert secret.startswith("svc_test_")
+    shot(page, "key-created")
+    assert edge_get(stack, secret).status_code == 200
+
+    # The list never shows the secret again.
+    page.goto(f"{stack.portal}/sandbox/keys")
+    assert secret not in page.content()
+    page.click("text=checkout")
+    shot(page, "key")
+    old_key_url = page.url
+
+    # Rotate with the default 24 h: both work, the old one carries Sunset.
+    page.click("[data-testid=rotate] button[type=submit]")
+    page.wait_for_selector("[data-testid=secret]")
+    new_secret = page.text_content("[data-testid=secret]").strip()
+    assert new_secret != secret
+    shot(page, "key-rotated")
+    old = edge_get(stack, secret)
+    assert old.status_code == 200 and "Sunset" in old.headers
+    assert edge_get(stack, new_secret).status_code == 200
+
+    # Revoke the old key in the portal (typed confirmation): refused at the edge within a second.
+    page.goto(old_key_url)
+    page.fill("[data-testid=revoke] input[name=reason]", "rotated out")
+    page.fill("[data-testid=revoke] input[name=confirm]", "not the name")
+    page.click("[data-testid=revoke] button[type=submit]")
+    assert page.is_visible("[data-field=confirm]")
+    page.fill("[data-testid=revoke] input[name=confirm]", "checkout")
+    page.click("[data-testid=revoke] button[type=submit]")
+    page.wait_for_selector("[data-testid=key-status]:has-text('revoked')")
+    revoked_at = time.monotonic()
+    while edge_get(stack, secret).status_code != 401:
+        assert time.monotonic() - revoked_at < 1.0, "the edge still accepts the revoked key after 1 s"
+        time.sleep(0.05)
+    assert edge_get(stack, new_secret).status_code == 200
+
+    # The audit trail names the portal user.
+    page.goto(f"{stack.portal}/sandbox/audit?action=key.revoked")
+    assert "owner@acme.example" in page.text_content("[data-testid=audit]")
+    shot(page, "audit")
+
+    # Register an endpoint at the HTTPS receiver; the description is shown as text, never run.
+    page.goto(f"{stack.portal}/sandbox/webhooks")
+    xss = '<img src=x onerror="document.body.dataset.pwned=1"><script>document.body.dataset.pwned=1</script>'
+    page.fill("[data-testid=endpoint-form] input[name=url]", stack.receiver.url("/hooks"))
+    page.fill("[data-testid=endpoint-form] input[name=description]", xss)
+    page.check("[data-testid=endpoint-form] input[value='booking.confirmed']")
+    page.click("[data-testid=endpoint-form] button[type=submit]")
+    page.wait_for_selector("[data-testid=secret]")
+    assert page.text_content("[data-testid=secret]").startswith("whsec_")
+    assert page.text_content("[data-testid=description]") == xss
+    assert page.locator("[data-testid=description] img").count() == 0
+    assert page.evaluate("document.body.dataset.pwned") is None
+    shot(page, "endpoint")
+    page.goto(f"{stack.portal}/sandbox/webhooks")
+    assert page.locator(".description img").count() == 0
+    shot(page, "webhooks")
+    page.click(f"text={stack.receiver.url('/hooks')}")
+
+    # Send a test: the attempt appears with the receiver's response; resend: a second one appears.
+    page.click("[data-testid=send-test]")
+    page.wait_for_selector(
+        "[data-testid=attempt] [data-testid=response-status]:has-text('200')", timeout=15000
+    )
+    assert page.locator("[data-testid=attempt]").count() == 1
+    url_before = page.url
+    page.click("[data-testid=resend]")
+    page.locator("[data-testid=attempt]").nth(1).wait_for(timeout=15000)
+    assert page.url == url_before  # no reload
+    shot(page, "delivery")
+    page.goto(f"{stack.portal}/sandbox/deliveries")
+    assert "webhook.test" in page.text_content("[data-testid=deliveries]")
+    shot(page, "deliveries")
+
+    page.goto(f"{stack.portal}/sandbox/users")
+    shot(page, "users")
+    page.goto(f"{stack.portal}/sandbox/me")
+    page.click("text=Set up an authenticator app")
+    page.wait_for_selector("[data-testid=qr] svg")
+    shot(page, "me")
+    page.goto(f"{stack.portal}/sandbox/")
+    shot(page, "overview-sandbox")
+    context.close()
+
+
+def _csrf(page: Any) -> str:
+    return str(page.get_attribute("input[name=csrf]", "value"))
+
+
+def _post(page: Any, path: str, form: dict[str, str]) -> int:
+    """A form POST from inside the signed-in browser (its cookies, same origin)."""
+    return int(page.request.post(path, form=form, max_redirects=0).status)
+
+
+def test_roles_csrf_and_stale_sessions(browser: Any, stack: Stack) -> None:
+    owner_ctx, owner = join(browser, stack, "admin2@acme.example", ipb.USER_ROLE_OWNER)
+    owner.goto(f"{stack.portal}/sandbox/keys")
+    owner.fill("input[name=name]", "batch")
+    owner.check("input[value='hotels:read']")
+    owner.click("[data-testid=create-key] button[type=submit]")
+    owner.wait_for_selector("[data-testid=secret]")
+    owner.goto(f"{stack.portal}/sandbox/keys")
+    key_id = owner.get_attribute("tr[data-key-id]:has-text('batch')", "data-key-id")
+
+    # CSRF: the same POST without the token is refused and changes nothing.
+    base = stack.portal
+    assert _post(owner, f"{base}/sandbox/keys", {"name": "nocsrf", "scopes": "hotels:read"}) == 403
+    owner.goto(f"{base}/sandbox/keys")
+    assert "nocsrf" not in owner.content()
+
+    # A developer sees no revoke button, and the route answers 403.
+    dev_ctx, dev = join(browser, stack, "dev@acme.example", ipb.USER_ROLE_DEVELOPER)
+    dev.goto(f"{base}/sandbox/keys/{key_id}")
+    assert dev.locator("[data-testid=revoke]").count() == 0
+    assert dev.locator("[data-testid=rotate]").count() == 0
+    shot(dev, "key-developer")
+    csrf = _csrf(dev)
+    assert _post(dev, f"{base}/sandbox/keys/{key_id}/revoke", {"csrf": csrf, "confirm": "batch"}) == 403
+    owner.goto(f"{base}/sandbox/keys/{key_id}")
+    assert owner.text_content("[data-testid=key-status]") == "active"
+
+    # A viewer gets no form to post, and every write route answers 403.
+    viewer_ctx, viewer = join(browser, stack, "viewer@acme.example", ipb.USER_ROLE_VIEWER)
+    for path in ("/sandbox/keys", "/sandbox/webhooks", "/sandbox/users"):
+        viewer.goto(base + path)
+        assert viewer.locator("main form[method=post]").count() == 0, path
+    csrf = _csrf(viewer)
+    for path, form in [
+        ("/sandbox/keys", {"name": "v", "scopes": "hotels:read"}),
+        (f"/sandbox/keys/{key_id}/rotate", {}),
+        (f"/sandbox/keys/{key_id}/revoke", {"confirm": "batch"}),
+        ("/sandbox/webhooks", {"url": "https://example.com/h", "events": "booking.confirmed"}),
+        ("/sandbox/users/invite", {"email": "x@acme.example", "role": "owner"}),
+    ]:
+        assert _post(viewer, base + path, {"csrf": csrf, **form}) == 403, path
+    resp = viewer.request.post(
+        f"{base}/sandbox/keys", form={"csrf": csrf, "name": "v", "scopes": "hotels:read"}
+    )
+    assert "req_" in resp.text()  # the error page carries the request id
+    viewer.goto(f"{base}/sandbox/keys/key_nonexistent0000000000000")
+    shot(viewer, "error")
+    assert viewer.text_content("[data-testid=request-id]").startswith("req_")
+
+    # A stale session (signed out elsewhere) is refused: pages send to sign-in, posts get 401.
+    cookies = dev_ctx.cookies()
+    dev.click("text=Sign out")
+    stale = browser.new_context()
+    stale.add_cookies(cookies)
+    page = stale.new_page()
+    page.goto(f"{base}/sandbox/keys")
+    assert page.url.endswith("/signin")
+    token = next(c["value"] for c in cookies if c["name"] == "portal_csrf")
+    assert token
+    assert (
+        int(page.request.post(f"{base}/sandbox/webhooks", form={"csrf": "x"}, max_redirects=0).status) == 401
+    )
+    for ctx in (stale, viewer_ctx, dev_ctx, owner_ctx):
+        ctx.close()
+
+
+def test_security_headers(stack: Stack) -> None:
+    resp = httpx.get(f"{stack.portal}/signin", timeout=5)
+    assert resp.status_code == 200
+    csp = resp.headers["content-security-policy"]
+    assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp
+    assert resp.headers["x-content-type-options"] == "nosniff"
+    assert resp.headers["referrer-policy"]
+    cookie = resp.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=lax" in cookie
+    assert "<script>" not in resp.text and "onclick" not in resp.text
+    htmx = httpx.get(f"{stack.portal}/static/htmx.min.js", timeout=5)
+    assert htmx.status_code == 200 and "htmx" in htmx.text[:2000]
