@@ -20,7 +20,7 @@ from authsvc._sql import SqlRepository, metadata
 
 # In authsvc's one MetaData (authsvc/migrations/env.py imports this module).
 users = sa.Table(
-    "portal_users",
+    "auth_portal_users",
     metadata,
     sa.Column("id", sa.String(40), primary_key=True),
     sa.Column("account_id", sa.String(40), nullable=False),
@@ -32,11 +32,11 @@ users = sa.Table(
     sa.Column("totp_last_step", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("last_sign_in_at", sa.Float),
-    sa.Index("portal_users_account", "account_id", "created_at", "id"),
+    sa.Index("auth_portal_users_account", "account_id", "created_at", "id"),
 )
 
 invites = sa.Table(
-    "portal_invites",
+    "auth_portal_invites",
     metadata,
     sa.Column("id", sa.String(40), primary_key=True),
     sa.Column("account_id", sa.String(40), nullable=False),
@@ -49,7 +49,7 @@ invites = sa.Table(
 )
 
 sessions = sa.Table(
-    "portal_sessions",
+    "auth_portal_sessions",
     metadata,
     sa.Column("id", sa.String(40), primary_key=True),
     sa.Column("user_id", sa.String(40), nullable=False, index=True),
@@ -61,14 +61,14 @@ sessions = sa.Table(
 )
 
 failures = sa.Table(
-    "portal_signin_failures",
+    "auth_portal_signin_failures",
     metadata,
     sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("email", sa.String(254), nullable=False),
     sa.Column("source_address", sa.String(100), nullable=False),
     sa.Column("at", sa.Float, nullable=False),
-    sa.Index("portal_failures_email", "email", "at"),
-    sa.Index("portal_failures_address", "source_address", "at"),
+    sa.Index("auth_portal_failures_email", "email", "at"),
+    sa.Index("auth_portal_failures_address", "source_address", "at"),
 )
 
 

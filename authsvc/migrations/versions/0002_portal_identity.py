@@ -18,7 +18,7 @@ def upgrade() -> None:
     with op.batch_alter_table("auth_audit_events") as batch:
         batch.add_column(sa.Column("actor_user_id", sa.String(length=40), server_default="", nullable=False))
     op.create_table(
-        "portal_users",
+        "auth_portal_users",
         sa.Column("id", sa.String(length=40), nullable=False),
         sa.Column("account_id", sa.String(length=40), nullable=False),
         sa.Column("email", sa.String(length=254), nullable=False),
@@ -32,9 +32,11 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("email"),
     )
-    op.create_index("portal_users_account", "portal_users", ["account_id", "created_at", "id"], unique=False)
+    op.create_index(
+        "auth_portal_users_account", "auth_portal_users", ["account_id", "created_at", "id"], unique=False
+    )
     op.create_table(
-        "portal_invites",
+        "auth_portal_invites",
         sa.Column("id", sa.String(length=40), nullable=False),
         sa.Column("account_id", sa.String(length=40), nullable=False),
         sa.Column("email", sa.String(length=254), nullable=False),
@@ -47,7 +49,7 @@ def upgrade() -> None:
         sa.UniqueConstraint("token_hash"),
     )
     op.create_table(
-        "portal_sessions",
+        "auth_portal_sessions",
         sa.Column("id", sa.String(length=40), nullable=False),
         sa.Column("user_id", sa.String(length=40), nullable=False),
         sa.Column("token_hash", sa.String(length=64), nullable=False),
@@ -58,25 +60,27 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("token_hash"),
     )
-    op.create_index("ix_portal_sessions_user_id", "portal_sessions", ["user_id"], unique=False)
+    op.create_index("ix_auth_portal_sessions_user_id", "auth_portal_sessions", ["user_id"], unique=False)
     op.create_table(
-        "portal_signin_failures",
+        "auth_portal_signin_failures",
         sa.Column("seq", sa.Integer(), autoincrement=True, nullable=False),
         sa.Column("email", sa.String(length=254), nullable=False),
         sa.Column("source_address", sa.String(length=100), nullable=False),
         sa.Column("at", sa.Float(), nullable=False),
         sa.PrimaryKeyConstraint("seq"),
     )
-    op.create_index("portal_failures_email", "portal_signin_failures", ["email", "at"], unique=False)
     op.create_index(
-        "portal_failures_address", "portal_signin_failures", ["source_address", "at"], unique=False
+        "auth_portal_failures_email", "auth_portal_signin_failures", ["email", "at"], unique=False
+    )
+    op.create_index(
+        "auth_portal_failures_address", "auth_portal_signin_failures", ["source_address", "at"], unique=False
     )
 
 
 def downgrade() -> None:
-    op.drop_table("portal_signin_failures")
-    op.drop_table("portal_sessions")
-    op.drop_table("portal_invites")
-    op.drop_table("portal_users")
+    op.drop_table("auth_portal_signin_failures")
+    op.drop_table("auth_portal_sessions")
+    op.drop_table("auth_portal_invites")
+    op.drop_table("auth_portal_users")
     with op.batch_alter_table("auth_audit_events") as batch:
         batch.drop_column("actor_user_id")
