@@ -159,6 +159,8 @@ def main() -> int:
         if any(s.module == "edge" for s in running):
             print(f"HTTP:         curl -s -H 'Authorization: Svc {secret}' http://127.0.0.1:8081/v1/account")
             print(f"WebSocket:    .venv/bin/python scripts/ws_example.py ws://127.0.0.1:8081/v1/stream {secret}")  # noqa: E501
+            print(f"Webhooks:     SVC_API_KEY={secret} .venv/bin/svc listen --forward-to http://localhost:3000/webhooks")
+            print("Sandbox:      docs/sandbox.md (triggers, simulator, svc trigger)")
         print("\nCtrl-C stops everything.")
         while all(s.proc is not None and s.proc.poll() is None for s in running):
             signal.pause()

@@ -5,6 +5,7 @@ Partners verify deliveries with ``verify(raw_body, header, secrets, now)``.
 
 from __future__ import annotations
 
+from webhookd._delivery import delivery_headers
 from webhookd._errors import (
     Conflict,
     InvalidRequest,
@@ -53,6 +54,7 @@ __all__ = [
     "build_envelope",
     "check_target",
     "check_url",
+    "delivery_headers",
     "forbidden_reason",
     "new_secret",
     "next_attempt",

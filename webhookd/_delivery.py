@@ -11,7 +11,7 @@ import collections
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,18 @@ class SendResult:
     error: str
 
 
+def delivery_headers(
+    secrets: Sequence[str], body: bytes, event_id: str, now: dt.datetime | float
+) -> dict[str, str]:
+    """The headers of every delivery (``svc listen`` signs its local forwards with this too)."""
+    return {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "X-Service-Event-Id": event_id,
+        SIGNATURE_HEADER: sign(secrets, body, now),
+    }
+
+
 class Sender:
     """One signed POST; never raises for anything the endpoint or the network does."""
 
@@ -89,12 +101,7 @@ class Sender:
     async def send(
         self, url: str, body: bytes, secrets: list[str], event_id: str, now: dt.datetime
     ) -> SendResult:
-        headers = {
-            "Content-Type": "application/json",
-            "User-Agent": USER_AGENT,
-            "X-Service-Event-Id": event_id,
-            SIGNATURE_HEADER: sign(secrets, body, now),
-        }
+        headers = delivery_headers(secrets, body, event_id, now)
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()

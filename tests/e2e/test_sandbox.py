@@ -142,7 +142,7 @@ def trigger(name: str) -> dict[str, str]:
 
 @pytest.fixture
 async def http(stack: Stack) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=stack.url(), timeout=10) as client:
+    async with httpx.AsyncClient(base_url=stack.url(), timeout=30) as client:
         yield client
 
 
@@ -166,7 +166,7 @@ def delivered(stack: Stack, p: Partner) -> list[dict[str, Any]]:
 
 
 async def wait_event(stack: Stack, p: Partner, kind: str, **data: Any) -> dict[str, Any]:
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30
     while True:
         for ev in delivered(stack, p):
             if ev["type"] == kind and all(ev["data"].get(k) == v for k, v in data.items()):

@@ -1,0 +1,197 @@
+"""svc: the partner's command line for the sandbox.
+
+  svc listen --forward-to http://localhost:3000/webhooks [--events booking.*]
+  svc trigger booking.cancelled            a sample event of a kind
+  svc trigger --failure booking_failed     a product call carrying X-Sandbox-Trigger
+  svc verify --secret whsec_... --header 't=...,v1=...' < body.json
+
+The API key comes from --api-key or SVC_API_KEY and is never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import time
+import uuid
+from typing import Any
+
+import httpx
+
+from edge.triggers import NAMES as TRIGGERS
+from svccli.listen import Fatal, Listener
+from svckit.events import EVENT_KINDS
+from webhookd import WebhookVerificationError, new_secret, verify
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8081"
+PRODUCTS = ("hotels", "flights", "esim")
+# What a failure trigger's request answers when it works.
+EXPECTED_STATUS = {
+    "rate_limited": 429,
+    "service_unavailable": 503,
+    "search_quota_exhausted": 402,
+    "credit_exhausted": 402,
+    "booking_failed": 202,
+    "payment_failed": 202,
+}
+
+
+def failure_request(trigger: str, product: str) -> tuple[str, str]:
+    """(method, path) of the product call that exercises ``trigger``: a search for the search-quota
+    trigger (and the two that apply anywhere), a booking or eSIM order creation for the others."""
+    if trigger in ("rate_limited", "service_unavailable", "search_quota_exhausted"):
+        if product == "esim":
+            if trigger == "search_quota_exhausted":
+                raise ValueError(
+                    "search_quota_exhausted needs a search route: use --product hotels or flights"
+                )
+            return "GET", "/v1/esim/plans"
+        return "GET", f"/v1/{product}/search"
+    return "POST", "/v1/esim/orders" if product == "esim" else f"/v1/{product}/bookings"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="svc", description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--api-key", default=os.environ.get("SVC_API_KEY", ""), help="a sandbox API key (env SVC_API_KEY)"
+    )
+    parser.add_argument(
+        "--base-url",
+        default=os.environ.get("SVC_BASE_URL", DEFAULT_BASE_URL),
+        help=f"the sandbox's address (env SVC_BASE_URL; default {DEFAULT_BASE_URL})",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    listen = sub.add_parser("listen", help="forward the account's events to a local URL, signed")
+    listen.add_argument("--forward-to", required=True, help="local URL receiving the signed POSTs")
+    listen.add_argument(
+        "--events", nargs="+", default=[], help="event kinds or families (booking.*); default all"
+    )
+    listen.add_argument(
+        "--secret",
+        default=os.environ.get("SVC_WEBHOOK_SECRET", ""),
+        help="signing secret for the forwards (env SVC_WEBHOOK_SECRET; default: a new one, printed)",
+    )
+
+    trig = sub.add_parser("trigger", help="publish a sample event, or force a failure")
+    trig.add_argument("event", nargs="?", choices=EVENT_KINDS, metavar="EVENT_TYPE", help="event kind")
+    trig.add_argument("--failure", choices=TRIGGERS, help="an X-Sandbox-Trigger to send on a product call")
+    trig.add_argument("--product", choices=PRODUCTS, default="hotels", help="product of --failure's call")
+    trig.add_argument("--data", default="", help="JSON object merged over the sample event's data")
+
+    ver = sub.add_parser("verify", help="check a delivery's signature; the raw body on stdin")
+    ver.add_argument("--secret", action="append", required=True, help="signing secret (repeatable)")
+    ver.add_argument("--header", required=True, help="the X-Service-Signature header value")
+    ver.add_argument("--tolerance", type=int, default=300, help="seconds of clock difference allowed")
+    return parser
+
+
+def _headers(api_key: str, **extra: str) -> dict[str, str]:
+    return {"Authorization": f"Svc {api_key}", "Accept": "application/json", **extra}
+
+
+def _describe_error(resp: httpx.Response) -> str:
+    try:
+        err = resp.json()["error"]
+        return f"{err['type']}: {err['message']}"
+    except (ValueError, KeyError, TypeError):
+        return resp.text[:200]
+
+
+async def cmd_listen(args: argparse.Namespace) -> int:
+    secret = args.secret or new_secret()
+    print(f"Forwarding events to {args.forward_to}")
+    print(f"Your webhook signing secret is {secret} (Ctrl-C to quit)", flush=True)
+
+    def out(line: str) -> None:
+        print(line, flush=True)
+
+    async with httpx.AsyncClient(timeout=10) as http:
+        listener = Listener(args.base_url, args.api_key, args.forward_to, secret, args.events, out, http)
+        try:
+            await listener.run()
+        except Fatal as exc:
+            print(f"svc listen: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
+async def cmd_trigger(args: argparse.Namespace) -> int:
+    if bool(args.event) == bool(args.failure):
+        print("svc trigger: give an event type or --failure NAME (one of them)", file=sys.stderr)
+        return 2
+    idem = {"Idempotency-Key": f"svc-{uuid.uuid4()}"}
+    async with httpx.AsyncClient(base_url=args.base_url, timeout=30) as http:
+        if args.event:
+            body: dict[str, Any] = {"type": args.event}
+            if args.data:
+                try:
+                    body["data"] = json.loads(args.data)
+                except ValueError as exc:
+                    print(f"svc trigger: --data is not JSON: {exc}", file=sys.stderr)
+                    return 2
+            resp = await http.post("/v1/sandbox/events", headers=_headers(args.api_key, **idem), json=body)
+            if resp.status_code != 202:
+                print(f"svc trigger: HTTP {resp.status_code} {_describe_error(resp)}", file=sys.stderr)
+                return 1
+            out = resp.json()
+            event_id, count = out["event"]["id"], out["deliveryCount"]
+            print(f"Triggered {args.event}: {event_id} ({count} endpoint(s); on the stream)")
+            return 0
+        try:
+            method, path = failure_request(args.failure, args.product)
+        except ValueError as exc:
+            print(f"svc trigger: {exc}", file=sys.stderr)
+            return 2
+        headers = _headers(args.api_key, **{"X-Sandbox-Trigger": args.failure})
+        if method == "POST":
+            headers.update(idem)
+            headers["X-Partner-Customer-Ref"] = "svc-cli-traveller"
+            resp = await http.post(path, headers=headers, json={})
+        else:
+            resp = await http.get(path, headers=headers)
+        print(f"{method} {path} with X-Sandbox-Trigger: {args.failure} -> HTTP {resp.status_code}")
+        print(resp.text)
+        return 0 if resp.status_code == EXPECTED_STATUS[args.failure] else 1
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    body = sys.stdin.buffer.read()
+    header = args.header.strip()
+    name, sep, value = header.partition(":")
+    if sep and name.strip().lower() == "x-service-signature":
+        header = value.strip()
+    try:
+        signed = verify(body, header, args.secret, time.time(), tolerance=args.tolerance)
+    except WebhookVerificationError as exc:
+        print(f"signature invalid: {exc}")
+        return 1
+    print(f"signature valid: signed at {signed} ({int(time.time()) - signed} s ago)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "verify":
+        return cmd_verify(args)
+    if not args.api_key:
+        print("svc: no API key: pass --api-key or set SVC_API_KEY", file=sys.stderr)
+        return 2
+    handler = cmd_listen if args.command == "listen" else cmd_trigger
+    with contextlib.suppress(KeyboardInterrupt):
+        try:
+            return asyncio.run(handler(args))
+        except httpx.HTTPError as exc:
+            print(f"svc: cannot reach {args.base_url}: {type(exc).__name__}", file=sys.stderr)
+            return 1
+    return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
