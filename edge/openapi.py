@@ -6,6 +6,7 @@ from typing import Any
 
 from edge.config import EdgeConfig
 from svckit.errors import ERROR_KINDS
+from svckit.events import EVENT_KINDS
 
 ERROR_REF = {"$ref": "#/components/responses/Error"}
 
@@ -176,6 +177,20 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
         },
         "/v1/webhooks/endpoints/{endpoint_id}/test": {
             "post": _op("Send a sample delivery to the endpoint", "webhooks:write", 202, params=ep, post=True)
+        },
+        "/v1/sandbox/events": {
+            "post": _op(
+                "Sandbox only: publish a sample event of a kind to the account's endpoints and stream",
+                "webhooks:write",
+                202,
+                body={
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["type"],
+                    "properties": {"type": {"enum": list(EVENT_KINDS)}, "data": {"type": "object"}},
+                },
+                post=True,
+            )
         },
         "/v1/webhooks/deliveries": {
             "get": _op(

@@ -116,6 +116,7 @@ def test_document_covers_every_route(api: Api) -> None:
         ("POST", "/v1/webhooks/endpoints/{endpoint_id}/enable"),
         ("POST", "/v1/webhooks/endpoints/{endpoint_id}/recover"),
         ("POST", "/v1/webhooks/endpoints/{endpoint_id}/test"),
+        ("POST", "/v1/sandbox/events"),
         ("GET", "/v1/webhooks/deliveries"),
         ("GET", "/v1/webhooks/attempts"),
         ("POST", "/v1/webhooks/attempts/{attempt_id}/resend"),
@@ -153,7 +154,7 @@ def test_every_operation_conforms(api: Api) -> None:
     headers = {"Host": SANDBOX_HOST, "Authorization": f"Svc {api.secret}"}
     operations = [result.ok() for result in schema.get_all_operations()]
     statuses: list[int] = []
-    assert len(operations) == 17
+    assert len(operations) == 18
     for operation in operations:
 
         @given(case=operation.as_strategy())
