@@ -303,43 +303,37 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
             out.next_page_token = f"{last.created_at.timestamp()!r}~{last.id}"
         return out
 
-    async def SetUserRole(
-        self, request: pb.SetUserRoleRequest, context: grpc.aio.ServicerContext
-    ) -> pb.SetUserRoleResponse:
-        actor_user, _ = await self._signed_in(request.session_token)
-        role = _role(request.role)
-        target_id = v.ident(request.user_id, "user_id", "usr")
+    async def _change_user(self, token: str, user_id: str, role: str | None, source: str) -> User:
+        """Set ``user_id``'s role, or remove the user (role None), as the user of session ``token``."""
+        actor_user, _ = await self._signed_in(token)
+        target_id = v.ident(user_id, "user_id", "usr")
 
         def check(target: User, owners: int) -> None:
             if target.account_id != actor_user.account_id:
                 raise NotFound(f"user_id: no user {target_id!r}")
+            what = f"change a {target.role} to {role}" if role else f"remove a {target.role}"
             if not roles.may_assign(actor_user.role, target.role, role):
-                raise Forbidden(f"the {actor_user.role} role may not change a {target.role} to {role}")
+                raise Forbidden(f"the {actor_user.role} role may not {what}")
             if not roles.last_owner_kept(owners, target.role, role):
-                raise Conflict("role: the account's last owner must stay an owner")
+                raise Conflict("user_id: the account's last owner must stay an owner")
 
-        updated = await self.repo.set_role(
-            target_id, role, check, self._actor(actor_user, request.source_address), self.clock.now()
+        return await self.repo.change_user(
+            target_id, role, check, self._actor(actor_user, source), self.clock.now()
+        )
+
+    async def SetUserRole(
+        self, request: pb.SetUserRoleRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SetUserRoleResponse:
+        role = _role(request.role)
+        updated = await self._change_user(
+            request.session_token, request.user_id, role, request.source_address
         )
         return pb.SetUserRoleResponse(user=user_pb(updated))
 
     async def RemoveUser(
         self, request: pb.RemoveUserRequest, context: grpc.aio.ServicerContext
     ) -> pb.RemoveUserResponse:
-        actor_user, _ = await self._signed_in(request.session_token)
-        target_id = v.ident(request.user_id, "user_id", "usr")
-
-        def check(target: User, owners: int) -> None:
-            if target.account_id != actor_user.account_id:
-                raise NotFound(f"user_id: no user {target_id!r}")
-            if not roles.may_assign(actor_user.role, target.role, None):
-                raise Forbidden(f"the {actor_user.role} role may not remove a {target.role}")
-            if not roles.last_owner_kept(owners, target.role, None):
-                raise Conflict("user_id: the account's last owner cannot be removed")
-
-        await self.repo.remove_user(
-            target_id, check, self._actor(actor_user, request.source_address), self.clock.now()
-        )
+        await self._change_user(request.session_token, request.user_id, None, request.source_address)
         return pb.RemoveUserResponse()
 
     async def ChangePassword(

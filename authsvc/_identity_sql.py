@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import sqlalchemy as sa
@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from authsvc._errors import Conflict, NotFound
 from authsvc._model import Actor
 from authsvc._sql import SqlRepository, metadata
+from svckit.db import is_postgres
 
 # In authsvc's one MetaData (authsvc/migrations/env.py imports this module).
 users = sa.Table(
@@ -202,36 +203,37 @@ class IdentityRepository:
         stmt = sa.select(sa.func.count()).where(users.c.account_id == account_id, users.c.role == "owner")
         return int((await conn.execute(stmt)).scalar_one())
 
-    async def set_role(self, user_id: str, role: str, check: Any, actor: Actor, now: dt.datetime) -> User:
-        """``check(old_role, owners)`` raises when the change is not allowed (same transaction)."""
+    async def change_user(
+        self,
+        user_id: str,
+        role: str | None,
+        check: Callable[[User, int], None],
+        actor: Actor,
+        now: dt.datetime,
+    ) -> User:
+        """Give the user ``role``, or remove it (and end its sessions) when ``role`` is None.
+        ``check(user, owners)`` raises when the change is not allowed; it runs in the same transaction."""
         async with self.engine.begin() as conn:
-            row = (await conn.execute(users.select().where(users.c.id == user_id))).mappings().first()
+            stmt = users.select().where(users.c.id == user_id)
+            if is_postgres(self.engine):
+                stmt = stmt.with_for_update()
+            row = (await conn.execute(stmt)).mappings().first()
             if row is None:
                 raise NotFound(f"user_id: no user {user_id!r}")
             old = _user(row)
             check(old, await self.count_owners(conn, old.account_id))
+            before = {"user_id": user_id, "email": old.email, "role": old.role}
+            if role is None:
+                await conn.execute(sessions.delete().where(sessions.c.user_id == user_id))
+                await conn.execute(users.delete().where(users.c.id == user_id))
+                await self._audit(conn, old.account_id, "user.removed", actor, now, before=before)
+                return old
             await conn.execute(users.update().where(users.c.id == user_id).values(role=role))
+            after = {**before, "role": role}
             await self._audit(
-                conn, old.account_id, "user.role_changed", actor, now,
-                before={"user_id": user_id, "email": old.email, "role": old.role},
-                after={"user_id": user_id, "email": old.email, "role": role},
-            )  # fmt: skip
+                conn, old.account_id, "user.role_changed", actor, now, before=before, after=after
+            )
             return dataclasses.replace(old, role=role)
-
-    async def remove_user(self, user_id: str, check: Any, actor: Actor, now: dt.datetime) -> User:
-        async with self.engine.begin() as conn:
-            row = (await conn.execute(users.select().where(users.c.id == user_id))).mappings().first()
-            if row is None:
-                raise NotFound(f"user_id: no user {user_id!r}")
-            old = _user(row)
-            check(old, await self.count_owners(conn, old.account_id))
-            await conn.execute(sessions.delete().where(sessions.c.user_id == user_id))
-            await conn.execute(users.delete().where(users.c.id == user_id))
-            await self._audit(
-                conn, old.account_id, "user.removed", actor, now,
-                before={"user_id": user_id, "email": old.email, "role": old.role},
-            )  # fmt: skip
-            return old
 
     async def update_user(self, user_id: str, **values: Any) -> None:
         async with self.engine.begin() as conn:

@@ -7,10 +7,12 @@ import asyncio
 import datetime as dt
 import pathlib
 import smtplib
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import EmailMessage
 from typing import Any, cast
 
+import pyotp
 import qrcode
 import qrcode.image.svg
 from google.protobuf import duration_pb2, field_mask_pb2, timestamp_pb2
@@ -290,6 +292,30 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
             raise
         return signed_in(request, got.session_token)
 
+    async def listing(
+        request: Request,
+        template: str,
+        items: str,
+        method: Any,
+        make: Callable[[], Any],
+        status: int = 200,
+        keep: Callable[[Any], bool] | None = None,
+        **extra: Any,
+    ) -> HTTPResponse:
+        """A paginated list page: ``items`` is the response's repeated field; a refused filter (400) is
+        shown beside its field over an empty list."""
+        try:
+            page = await peers.call(method, make())
+        except PortalError as exc:
+            if exc.status != 400:
+                raise
+            errors = {exc.field or "form": exc.message, **extra.pop("errors", {})}
+            return render(request, template, status=400, next_page="", errors=errors, **{items: []}, **extra)
+        rows = [r for r in getattr(page, items) if keep is None or keep(r)]
+        return render(
+            request, template, status=status, next_page=page.next_page_token, **{items: rows}, **extra
+        )
+
     # -- overview --------------------------------------------------------------------------------
 
     async def success_rate(account: str, env: str, since: dt.datetime) -> tuple[int, int]:
@@ -339,23 +365,20 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
 
     async def keys_page(request: Request, env: str, status: int = 200, **extra: Any) -> HTTPResponse:
         viewer = need(request, "keys.read")
-        page = await peers.call(
+        extra.setdefault("form", {})
+        return await listing(
+            request,
+            "keys.html",
+            "keys",
             peers.auth.ListKeys,
-            apb.ListKeysRequest(
+            lambda: apb.ListKeysRequest(
                 account_id=viewer.user.account_id,
                 environment=ENV_PB[env],
                 include_revoked=True,
                 page_size=PAGE_SIZE,
                 page_token=request.args.get("page", ""),
             ),
-        )
-        extra.setdefault("form", {})
-        return render(
-            request,
-            "keys.html",
-            status=status,
-            keys=page.keys,
-            next_page=page.next_page_token,
+            status,
             scopes=ALL_SCOPES,
             **extra,
         )
@@ -469,54 +492,41 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
         viewer = need(request, "audit.read")
         a = request.args
         q = {k: a.get(k, "") for k in ("key_id", "user_id", "action", "since", "until")}
-        try:
-            page = await peers.call(
-                peers.auth.ListAuditEvents,
-                apb.ListAuditEventsRequest(
-                    account_id=viewer.user.account_id,
-                    key_id=q["key_id"],
-                    actor_user_id=q["user_id"],
-                    action=q["action"],
-                    since=_when(q["since"], "since"),
-                    until=_when(q["until"], "until"),
-                    page_size=PAGE_SIZE,
-                    page_token=a.get("page", ""),
-                ),
-            )
-        except PortalError as exc:
-            if exc.status != 400:
-                raise
-            return render(
-                request,
-                "audit.html",
-                status=400,
-                events=[],
-                q=q,
-                next_page="",
-                errors={exc.field or "form": exc.message},
-            )
-        return render(request, "audit.html", events=page.events, q=q, next_page=page.next_page_token)
+        return await listing(
+            request,
+            "audit.html",
+            "events",
+            peers.auth.ListAuditEvents,
+            lambda: apb.ListAuditEventsRequest(
+                account_id=viewer.user.account_id,
+                key_id=q["key_id"],
+                actor_user_id=q["user_id"],
+                action=q["action"],
+                since=_when(q["since"], "since"),
+                until=_when(q["until"], "until"),
+                page_size=PAGE_SIZE,
+                page_token=a.get("page", ""),
+            ),
+            q=q,
+        )
 
     # -- webhook endpoints -----------------------------------------------------------------------
 
     async def endpoints_page(request: Request, env: str, status: int = 200, **extra: Any) -> HTTPResponse:
         viewer = need(request, "webhooks.read")
-        page = await peers.call(
+        extra.setdefault("form", {})
+        return await listing(
+            request,
+            "webhooks.html",
+            "endpoints",
             peers.webhooks.ListEndpoints,
-            wpb.ListEndpointsRequest(
+            lambda: wpb.ListEndpointsRequest(
                 account_id=viewer.user.account_id,
                 environment=WENV_PB[env],
                 page_size=PAGE_SIZE,
                 page_token=request.args.get("page", ""),
             ),
-        )
-        extra.setdefault("form", {})
-        return render(
-            request,
-            "webhooks.html",
-            status=status,
-            endpoints=page.endpoints,
-            next_page=page.next_page_token,
+            status,
             kinds=EVENT_KINDS,
             **extra,
         )
@@ -655,40 +665,23 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
         a = request.args
         q = {k: a.get(k, "") for k in ("endpoint_id", "event_kind", "status", "since", "until")}
         default_since = _stamp(dt.datetime.now(dt.UTC) - dt.timedelta(days=30))
-        try:
-            page = await peers.call(
-                peers.webhooks.ListDeliveries,
-                wpb.ListDeliveriesRequest(
-                    account_id=viewer.user.account_id,
-                    environment=WENV_PB[env],
-                    endpoint_id=q["endpoint_id"],
-                    status=cast(Any, DELIVERY_STATUS_PB.get(q["status"], 0)),
-                    since=_when(q["since"], "since") or default_since,
-                    until=_when(q["until"], "until"),
-                    page_size=PAGE_SIZE,
-                    page_token=a.get("page", ""),
-                ),
-            )
-        except PortalError as exc:
-            if exc.status != 400:
-                raise
-            return render(
-                request,
-                "deliveries.html",
-                status=400,
-                deliveries=[],
-                q=q,
-                next_page="",
-                kinds=EVENT_KINDS,
-                errors={exc.field or "form": exc.message},
-            )
-        rows = [d for d in page.deliveries if not q["event_kind"] or d.event_type == q["event_kind"]]
-        return render(
+        return await listing(
             request,
             "deliveries.html",
-            deliveries=rows,
+            "deliveries",
+            peers.webhooks.ListDeliveries,
+            lambda: wpb.ListDeliveriesRequest(
+                account_id=viewer.user.account_id,
+                environment=WENV_PB[env],
+                endpoint_id=q["endpoint_id"],
+                status=cast(Any, DELIVERY_STATUS_PB.get(q["status"], 0)),
+                since=_when(q["since"], "since") or default_since,
+                until=_when(q["until"], "until"),
+                page_size=PAGE_SIZE,
+                page_token=a.get("page", ""),
+            ),
+            keep=lambda d: not q["event_kind"] or d.event_type == q["event_kind"],
             q=q,
-            next_page=page.next_page_token,
             kinds=EVENT_KINDS,
         )
 
@@ -737,20 +730,17 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
 
     async def users_page(request: Request, status: int = 200, **extra: Any) -> HTTPResponse:
         viewer = need(request, "users.read")
-        page = await peers.call(
+        return await listing(
+            request,
+            "users.html",
+            "users",
             peers.identity.ListUsers,
-            ipb.ListUsersRequest(
+            lambda: ipb.ListUsersRequest(
                 session_token=viewer.session_token,
                 page_size=PAGE_SIZE,
                 page_token=request.args.get("page", ""),
             ),
-        )
-        return render(
-            request,
-            "users.html",
-            status=status,
-            users=page.users,
-            next_page=page.next_page_token,
+            status,
             roles=list(ROLE_VALUES),
             **extra,
         )
@@ -872,7 +862,8 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
                 )
                 image = qrcode.make(begun.provisioning_uri, image_factory=qrcode.image.svg.SvgPathImage)
                 qr = Markup(image.to_string(encoding="unicode"))
-                return await me_page(request, qr=qr, totp_uri=begun.provisioning_uri)
+                totp_key = pyotp.parse_uri(begun.provisioning_uri).secret
+                return await me_page(request, qr=qr, totp_key=totp_key)
             if action == "totp-confirm":
                 await peers.call(
                     peers.identity.ConfirmTotpEnrollment,

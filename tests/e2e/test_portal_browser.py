@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import pathlib
 import re
+import socket
 import ssl
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from email import message_from_bytes, policy
 from typing import Any
 
 import grpc
 import httpx
+import pyotp
 import pytest
 import trustme
+from aiosmtpd.controller import Controller
 
 from edge.testing import SANDBOX_HOST, edge_args
 from svckit.secretbox import new_key as new_secrets_key
@@ -43,6 +47,18 @@ class Stack:
     receiver: Receiver
     authsvc: str
     account_id: str
+    inbox: Inbox = field(default_factory=lambda: Inbox())
+
+
+class Inbox:
+    """An aiosmtpd handler keeping every message it receives."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.messages.append(message_from_bytes(envelope.content, policy=policy.default))
+        return "250 OK"
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +70,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("localhost", "127.0.0.1").configure_cert(server_ctx)
     receiver = Receiver(server_ctx).start()
+    inbox = Inbox()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        smtp_port = probe.getsockname()[1]
+    smtp = Controller(inbox, hostname="127.0.0.1", port=smtp_port)
+    smtp.start()
     key_file = tmp / "secrets.key"
     key_file.write_text(new_secrets_key())
     procs: list[ServiceProcess] = []
@@ -75,7 +97,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         portal = ServiceProcess(
             "portal",
             ["--listen", "127.0.0.1:0", "--metrics-listen", "",
-             "--authsvc", authsvc.grpc_target, "--webhookd", webhookd.grpc_target],
+             "--authsvc", authsvc.grpc_target, "--webhookd", webhookd.grpc_target,
+             "--smtp-host", "127.0.0.1", "--smtp-port", str(smtp_port)],
         ).start(tmp / "portal.log")  # fmt: skip
         procs.append(portal)
         with grpc.insecure_channel(authsvc.grpc_target) as channel:
@@ -88,11 +111,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             receiver,
             authsvc.grpc_target,
             account.account.id,
+            inbox,
         )
     finally:
         for proc in reversed(procs):
             proc.terminate()
         receiver.stop()
+        smtp.stop()
 
 
 @pytest.fixture(scope="module")
@@ -348,3 +373,55 @@ def test_security_headers(stack: Stack) -> None:
     assert "<script>" not in resp.text and "onclick" not in resp.text
     htmx = httpx.get(f"{stack.portal}/static/htmx.min.js", timeout=5)
     assert htmx.status_code == 200 and "htmx" in htmx.text[:2000]
+
+
+def test_invitation_by_mail_and_totp_sign_in(browser: Any, stack: Stack) -> None:
+    owner_ctx, owner = join(browser, stack, "boss@acme.example", ipb.USER_ROLE_OWNER)
+    owner.goto(f"{stack.portal}/live/users")
+    owner.fill("main input[name=email]", "newdev@acme.example")
+    owner.select_option("main select[name=role] >> nth=-1", "developer")
+    owner.click("text=Send invitation")
+    assert "Invitation sent to newdev@acme.example" in owner.text_content("[data-testid=notice]")
+    deadline = time.monotonic() + 10
+    while not any(m["To"] == "newdev@acme.example" for m in stack.inbox.messages):
+        assert time.monotonic() < deadline, "no invitation e-mail"
+        time.sleep(0.05)
+    mail = next(m for m in stack.inbox.messages if m["To"] == "newdev@acme.example")
+    link = re.search(r"(http://\S+/invite/inv_\S+)", mail.get_content()).group(1)
+
+    newcomer = browser.new_context()
+    page = newcomer.new_page()
+    page.goto(link)
+    page.fill("input[name=password]", "short")
+    page.click("button[type=submit]")
+    assert "at least 12 characters" in page.text_content("[data-field=password]")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/live/$"))
+    assert "newdev@acme.example (developer)" in page.text_content("nav")
+    page.goto(link)  # the link works once
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    assert "not valid" in page.text_content("[data-field=token]")
+
+    # TOTP: enrol from the QR page (the setup key is shown beside it), then sign-in asks for the code.
+    page.goto(f"{stack.portal}/live/me")
+    page.click("text=Set up an authenticator app")
+    seed = page.text_content("[data-testid=totp-key]").strip()
+    totp = pyotp.TOTP(seed)
+    page.fill("input[name=code]", totp.now())
+    page.click("text=Turn on")
+    page.wait_for_selector("text=Two-factor sign-in: on")
+    page.click("text=Sign out")
+    page.fill("input[name=email]", "newdev@acme.example")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_selector("input[name=totp_code]")
+    shot(page, "signin-totp")
+    page.fill("input[name=password]", PASSWORD)
+    code = totp.at(time.time() + 30)  # the next step: the enrolment already used the current one
+    page.fill("input[name=totp_code]", code)
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/live/$"))
+    newcomer.close()
+    owner_ctx.close()
