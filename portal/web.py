@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from prometheus_client import Histogram
 from sanic import Request, response
 from sanic.response import HTTPResponse
 
@@ -19,6 +22,14 @@ from svckit.ids import new_id
 from svckit.logs import request_id_var
 from travel.auth.v1 import identity_pb2 as ipb
 
+log = logging.getLogger("portal")
+
+REQUESTS = Histogram(
+    "portal_request_seconds",
+    "Portal HTTP requests by route and status, server-side time",
+    ["route", "status"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+)
 SESSION_COOKIE = "portal_session"
 CSRF_COOKIE = "portal_csrf"
 ENVIRONMENTS = ("live", "sandbox")
@@ -91,6 +102,7 @@ def begin(request: Request) -> None:
     request.ctx.token = request_id_var.set(request.ctx.rid)
     request.ctx.new_csrf = "" if request.cookies.get(CSRF_COOKIE) else secrets.token_urlsafe(32)
     request.ctx.viewer = None
+    request.ctx.started = time.perf_counter()
 
 
 def finish(request: Request, resp: HTTPResponse, secure: bool) -> None:
@@ -102,6 +114,20 @@ def finish(request: Request, resp: HTTPResponse, secure: bool) -> None:
     new_csrf = getattr(request.ctx, "new_csrf", "")
     if new_csrf:
         set_cookie(resp, CSRF_COOKIE, new_csrf, secure)
+    started = getattr(request.ctx, "started", None)
+    if started is not None:
+        elapsed = time.perf_counter() - started
+        route = "/" + request.route.path if request.route else "(none)"
+        REQUESTS.labels(route, str(resp.status)).observe(elapsed)
+        log.info(
+            "request",
+            extra={
+                "method": request.method,
+                "route": route,
+                "status": resp.status,
+                "ms": round(elapsed * 1000, 1),
+            },
+        )
     token = getattr(request.ctx, "token", None)
     if token is not None:
         request_id_var.reset(token)

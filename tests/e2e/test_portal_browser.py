@@ -43,6 +43,7 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="no system Chromiu
 @dataclass
 class Stack:
     portal: str
+    portal_metrics: str
     edge_sandbox: str
     receiver: Receiver
     authsvc: str
@@ -96,7 +97,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         procs.append(edge)
         portal = ServiceProcess(
             "portal",
-            ["--listen", "127.0.0.1:0", "--metrics-listen", "",
+            ["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
              "--authsvc", authsvc.grpc_target, "--webhookd", webhookd.grpc_target,
              "--smtp-host", "127.0.0.1", "--smtp-port", str(smtp_port)],
         ).start(tmp / "portal.log")  # fmt: skip
@@ -107,6 +108,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             )
         yield Stack(
             portal.ports["url"],
+            f"http://127.0.0.1:{portal.ports['metrics_port']}/metrics",
             f"http://127.0.0.1:{edge.ports['sandbox_port']}",
             receiver,
             authsvc.grpc_target,
@@ -373,6 +375,8 @@ def test_security_headers(stack: Stack) -> None:
     assert "<script>" not in resp.text and "onclick" not in resp.text
     htmx = httpx.get(f"{stack.portal}/static/htmx.min.js", timeout=5)
     assert htmx.status_code == 200 and "htmx" in htmx.text[:2000]
+    metrics = httpx.get(stack.portal_metrics, timeout=5).text
+    assert 'portal_request_seconds_count{route="/signin",status="200"}' in metrics
 
 
 def test_invitation_by_mail_and_totp_sign_in(browser: Any, stack: Stack) -> None:
