@@ -47,6 +47,7 @@ PLANS = [
 ]
 CURRENCY = "EUR"
 MAX_REMEMBERED = 10_000
+RETRY_DELAYS = (0.5, 1, 2, 4, 8, 15, 30)
 
 
 def _offer(product: str, n: int) -> dict[str, Any]:
@@ -143,13 +144,23 @@ class Simulator:
         mode = ctx.caller.account_mode
         if ctx.trigger is not None and ctx.trigger.failure_events:
             kinds = list(ctx.trigger.failure_events)
-            subject["_state"] = "failed"
+            state = "failed"
         else:
             kinds = ["payment.succeeded"] if mode == "B" else []
             kinds.append("esim.provisioned" if "order" in subject else "booking.confirmed")
-            subject["_state"] = "provisioned" if "order" in subject else "confirmed"
+            state = "provisioned" if "order" in subject else "confirmed"
         for kind in kinds:
-            await self._publish(ctx, kind, subject)
+            # The 202 promised an outcome: retry (same idempotency key, so never twice) while webhookd
+            # is unreachable, for about a minute.
+            for delay in (*RETRY_DELAYS, None):
+                try:
+                    await self._publish(ctx, kind, subject)
+                    break
+                except EdgeError as exc:
+                    if exc.type != "service_unavailable" or delay is None:
+                        raise
+                    await asyncio.sleep(delay)
+        subject["_state"] = state
 
     def _spawn(self, ctx: Ctx, subject: dict[str, Any]) -> None:
         task = asyncio.ensure_future(self._outcome(ctx, subject))
@@ -213,12 +224,12 @@ class Simulator:
                 raise EdgeError("send the fields to change as a JSON object", type="invalid_request")
             await self._publish(ctx, "booking.modified", subject, {"changes": changes})
             return self._answer(subject)
-        # cancel
-        subject["_state"] = "cancelled"
-        self._remember(subject)
+        # cancel: the state changes once its events are stored, so a 503 leaves it retryable
         await self._publish(ctx, "booking.cancelled", subject)
         if ctx.caller.account_mode == "B":
             await self._publish(ctx, "payment.refunded", subject)
+        subject["_state"] = "cancelled"
+        self._remember(subject)
         return self._answer(subject)
 
     def _create(self, request: Request, ctx: Ctx, product: str) -> HTTPResponse:

@@ -71,7 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     listen = sub.add_parser("listen", help="forward the account's events to a local URL, signed")
     listen.add_argument("--forward-to", required=True, help="local URL receiving the signed POSTs")
     listen.add_argument(
-        "--events", nargs="+", default=[], help="event kinds or families (booking.*); default all"
+        "--events",
+        nargs="+",
+        default=[],
+        help="event kinds or families (booking.*), spaces or commas; default all",
     )
     listen.add_argument(
         "--secret",
@@ -113,7 +116,8 @@ async def cmd_listen(args: argparse.Namespace) -> int:
         print(line, flush=True)
 
     async with httpx.AsyncClient(timeout=10) as http:
-        listener = Listener(args.base_url, args.api_key, args.forward_to, secret, args.events, out, http)
+        events = [e.strip() for arg in args.events for e in arg.split(",") if e.strip()]
+        listener = Listener(args.base_url, args.api_key, args.forward_to, secret, events, out, http)
         try:
             await listener.run()
         except Fatal as exc:
