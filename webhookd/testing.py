@@ -4,6 +4,7 @@ that records every request's raw body and headers. Not used by the service itsel
 from __future__ import annotations
 
 import asyncio
+import pathlib
 import ssl
 import threading
 import time
@@ -157,3 +158,16 @@ class Receiver:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"receiver got {self.count} requests, expected {count}")
             await asyncio.sleep(0.02)
+
+
+def trusted_receiver(directory: pathlib.Path) -> tuple[Receiver, pathlib.Path]:
+    """A started HTTPS Receiver whose certificate (localhost, 127.0.0.1) comes from a new trustme CA, and
+    that CA's PEM file under ``directory`` (webhookd's ``--ca-bundle``)."""
+    import trustme
+
+    ca = trustme.CA()
+    ca_file = directory / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost", "127.0.0.1").configure_cert(server_ctx)
+    return Receiver(server_ctx).start(), ca_file

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import ssl
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -18,27 +17,19 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-import trustme
 from websockets.asyncio.client import connect
 
 from authsvc._scopes import ALL_SCOPES
 from edge.testing import LIVE_HOST, SANDBOX_HOST, edge_args
+from edge.triggers import NAMES as SIX
 from svckit.events import EVENT_KINDS
 from tests.support import ServiceProcess, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 from webhookd import verify
-from webhookd.testing import Receiver
+from webhookd.testing import Receiver, trusted_receiver
 
 ACTOR = pb.Actor(user="ops@partner.example")
-SIX = (
-    "rate_limited",
-    "service_unavailable",
-    "search_quota_exhausted",
-    "credit_exhausted",
-    "booking_failed",
-    "payment_failed",
-)
 _keys = itertools.count()
 
 
@@ -64,12 +55,7 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp("sandbox")
-    ca = trustme.CA()
-    ca_file = tmp / "ca.pem"
-    ca.cert_pem.write_to_path(str(ca_file))
-    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("localhost", "127.0.0.1").configure_cert(server_ctx)
-    receiver = Receiver(server_ctx).start()
+    receiver, ca_file = trusted_receiver(tmp)
     procs: list[ServiceProcess] = []
     try:
         wh = start_service(

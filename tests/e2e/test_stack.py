@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
-import ssl
 import sys
 import time
 from collections.abc import Iterator
@@ -20,7 +19,6 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-import trustme
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -28,7 +26,7 @@ from edge.testing import SANDBOX_HOST, edge_args
 from svcctl.client import create_demo_key
 from tests.support import ROOT, ServiceProcess, sqlite_url, start_service
 from webhookd import verify
-from webhookd.testing import Receiver
+from webhookd.testing import Receiver, trusted_receiver
 
 
 @dataclass
@@ -45,12 +43,7 @@ class Stack:
 
 @pytest.fixture
 def stack(tmp_path: pathlib.Path) -> Iterator[Stack]:
-    ca = trustme.CA()
-    ca_file = tmp_path / "ca.pem"
-    ca.cert_pem.write_to_path(str(ca_file))
-    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("localhost", "127.0.0.1").configure_cert(server_ctx)
-    receiver = Receiver(server_ctx).start()
+    receiver, ca_file = trusted_receiver(tmp_path)
     procs: list[ServiceProcess] = []
     try:
         webhookd = start_service(

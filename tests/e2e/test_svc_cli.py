@@ -23,16 +23,12 @@ import httpx
 import pytest
 from google.protobuf import struct_pb2
 
-from authsvc._scopes import ALL_SCOPES
 from edge.testing import edge_args
+from svcctl.client import create_demo_key
 from tests.support import ROOT, ServiceProcess, sqlite_url, start_service
-from travel.auth.v1 import auth_pb2 as pb
-from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 from webhookd import verify
 from webhookd.testing import Receiver
-
-ACTOR = pb.Actor(user="ops@partner.example")
 
 
 def free_port() -> int:
@@ -80,24 +76,6 @@ def stack(tmp_path: pathlib.Path) -> Iterator[Stack]:
             s.edge.terminate()
         for proc in reversed(procs):
             proc.terminate()
-
-
-async def sandbox_key(authsvc: str) -> tuple[str, str]:
-    async with grpc.aio.insecure_channel(authsvc) as channel:
-        stub = auth_pb2_grpc.AuthServiceStub(channel)
-        acct = (
-            await stub.CreateAccount(pb.CreateAccountRequest(name="P", mode=pb.ACCOUNT_MODE_A, actor=ACTOR))
-        ).account
-        key = await stub.CreateKey(
-            pb.CreateKeyRequest(
-                account_id=acct.id,
-                environment=pb.ENVIRONMENT_SANDBOX,
-                name="k",
-                scopes=list(ALL_SCOPES),
-                actor=ACTOR,
-            )
-        )
-    return acct.id, key.secret
 
 
 class Cli:
@@ -177,7 +155,8 @@ async def samples(stack: Stack, key: str, kinds: list[str]) -> list[str]:
 
 
 async def test_svc_listen_forwards_signed_events_exactly_once_across_an_edge_restart(stack: Stack) -> None:
-    account_id, key = await sandbox_key(stack.authsvc.grpc_target)
+    demo = await create_demo_key(stack.authsvc.grpc_target)
+    account_id, key = demo["account_id"], demo["secret"]
     receiver = Receiver(None).start()
     listen = Cli(key, "--base-url", stack.base, "listen", "--forward-to", receiver.url("/webhooks"))
     try:
