@@ -34,7 +34,7 @@ from edge.credentials import key_from_authorization
 from edge.environments import Environment, HostMap, key_environment
 from edge.exceptions import EdgeError, RateLimited, UpstreamUnavailable
 from edge.idempotency import IdempotencyStore, request_hash
-from edge.metrics import count_response
+from edge.metrics import SANDBOX_TRIGGERS, count_response
 from edge.negotiation import check_accept, check_customer_ref, check_idempotency_key, check_json_content_type
 from edge.ratelimit import RateLimiter
 from edge.responses import error_response, new_request_id
@@ -241,6 +241,7 @@ class Gate:
         if trigger is None:
             return
         log.info("sandbox trigger", extra={"trigger": trigger.name, "path": request.path})
+        SANDBOX_TRIGGERS.labels(trigger.name).inc()
         if trigger.warn_event and self.publisher is not None:
             caller = ctx.caller
             if trigger.warn_event == "search_quota.threshold":

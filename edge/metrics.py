@@ -10,6 +10,10 @@ from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
 REFUSALS = Counter("edge_refusals_total", "Refused requests by error type", ["type"])
+SANDBOX_TRIGGERS = Counter("edge_sandbox_triggers_total", "Sandbox requests carrying a trigger", ["trigger"])
+SANDBOX_EVENTS = Counter(
+    "edge_sandbox_events_total", "Events the sandbox published (samples, simulator)", ["type"]
+)
 STREAMS = Gauge("edge_streams_open", "Open /v1/stream WebSocket connections")
 
 # Responses are counted in a plain dict on the hot path (no lock) and exported at scrape time.

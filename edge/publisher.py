@@ -12,6 +12,7 @@ from google.protobuf import struct_pb2
 from edge.convert import WH_ENV
 from edge.environments import Environment
 from edge.gate import rpc_error
+from edge.metrics import SANDBOX_EVENTS
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 
 
@@ -35,7 +36,7 @@ class Publisher:
         payload = struct_pb2.Struct()
         payload.update(dict(data))
         try:
-            return await self.stub.PublishEvent(
+            resp = await self.stub.PublishEvent(
                 webhooks_pb2.PublishEventRequest(
                     account_id=account_id,
                     environment=WH_ENV[environment],
@@ -49,3 +50,5 @@ class Publisher:
             )
         except grpc.aio.AioRpcError as exc:
             raise rpc_error(exc) from None
+        SANDBOX_EVENTS.labels(kind).inc()
+        return resp
