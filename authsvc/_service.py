@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_GRACE = dt.timedelta(hours=24)
 MAX_GRACE = dt.timedelta(days=7)
+# Shortest WatchKeyChanges heartbeat interval a watcher may ask for (seconds).
+MIN_HEARTBEAT = 0.1
 UPDATABLE = ("name", "scopes", "allowed_sources")
 MODES: dict[int, AccountMode] = {pb.ACCOUNT_MODE_A: "a", pb.ACCOUNT_MODE_B: "b"}
 
@@ -438,10 +440,21 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         self, request: pb.WatchKeyChangesRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.WatchKeyChangesResponse]:
         account_id = v.ident(request.account_id, "account_id", "acct") if request.account_id else ""
+        heartbeat = (
+            max(request.heartbeat_interval.ToTimedelta().total_seconds(), MIN_HEARTBEAT)
+            if request.HasField("heartbeat_interval")
+            else None
+        )
         async with self.hub.subscribe() as queue:
             yield cv.change(KeyChange("sync", "", account_id, self.clock.now()))
             while True:
-                change = await queue.get()
+                try:
+                    change = await asyncio.wait_for(queue.get(), heartbeat)
+                except TimeoutError:
+                    yield pb.WatchKeyChangesResponse(
+                        kind=pb.KEY_CHANGE_KIND_HEARTBEAT, changed_at=cv.ts(self.clock.now())
+                    )
+                    continue
                 if change is None:
                     return
                 if account_id and change.kind != "sync" and change.account_id != account_id:

@@ -15,9 +15,11 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 MAX_TTL = 60.0
-# How long after the WatchKeyChanges stream broke a cached answer may still stand in for an authsvc that
-# cannot be reached. Kept under the spec's one second: a key revoked the moment the watch broke is then
-# still refused within a second.
+# A watch stream that heartbeats and has been silent this long counts as broken from then on (seconds).
+WATCH_SILENCE = 0.5
+# How long after the watch broke a cached answer may still stand in for an authsvc that cannot be reached.
+# With WATCH_SILENCE, no cached answer is served more than a second after the watch was last heard from,
+# so a key revoked the moment the watch went quiet is still refused within the spec's second.
 WATCH_GRACE = 0.5
 # Denials of unknown keys kept at most (least recently used evicted first); --denial-cache-size.
 DENIAL_CACHE_SIZE = 10_000
@@ -55,19 +57,31 @@ class CacheUse(enum.Enum):
     NEVER = "never"  # authsvc is asked; if it cannot be reached: 503, whatever is cached
 
 
-def cache_use(watch_down_since: float | None, now: float, grace: float = WATCH_GRACE) -> CacheUse:
+def cache_use(
+    down_since: float | None,
+    now: float,
+    heard: float | None = None,
+    *,
+    silence: float = WATCH_SILENCE,
+    grace: float = WATCH_GRACE,
+) -> CacheUse:
     """When the cache may answer, given since when (monotonic) no WatchKeyChanges stream has been
-    connected (None: one is, and its SYNC arrived).
+    connected (None: one is, and its SYNC arrived) and, for a stream that heartbeats, when it was last
+    heard from (None: it does not heartbeat).
 
     The cache is only as fresh as the watch that drops revoked keys from it. With the watch up it answers
-    first. Once the watch broke, a revocation may be happening unheard: authsvc is asked every time, and
-    a cached answer stands in for an unreachable authsvc only for ``grace`` seconds -- after that the edge
-    fails closed (503 service_unavailable) rather than serve an allow nobody can vouch for. Since the
-    edge was started counts as "broke" (no watch yet).
+    first. Once the watch broke -- or went silent for longer than ``silence``, as a stream over a dead
+    network does long before TCP notices -- a revocation may be happening unheard: authsvc is asked every
+    time, and a cached answer stands in for an unreachable authsvc only for ``grace`` seconds. After
+    that the edge fails closed (503 service_unavailable) rather than serve an allow nobody can vouch for.
+    Since the edge was started counts as "broke" (no watch yet).
     """
-    if watch_down_since is None:
+    if heard is not None and now - heard > silence:
+        quiet_since = heard + silence
+        down_since = quiet_since if down_since is None else min(down_since, quiet_since)
+    if down_since is None:
         return CacheUse.FIRST
-    if now - watch_down_since <= grace:
+    if now - down_since <= grace:
         return CacheUse.FALLBACK
     return CacheUse.NEVER
 

@@ -12,12 +12,13 @@ import datetime as dt
 import hashlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
+from google.protobuf import duration_pb2
 
-from edge.authcache import Answer, AuthCache, CacheUse, Caller, cache_use, ttl_for
+from edge.authcache import WATCH_SILENCE, Answer, AuthCache, CacheUse, Caller, cache_use, ttl_for
 from edge.environments import Environment
 from edge.exceptions import EdgeError, UpstreamUnavailable
 from svckit.clock import utcnow
@@ -36,6 +37,9 @@ KEY_STATUS = {
 }
 MODES = {auth_pb2.ACCOUNT_MODE_A: "A", auth_pb2.ACCOUNT_MODE_B: "B"}
 ACCOUNT_STATUS = {auth_pb2.ACCOUNT_STATUS_ACTIVE: "active", auth_pb2.ACCOUNT_STATUS_READ_ONLY: "read_only"}
+
+# Silence after which authsvc sends a heartbeat on the watch (well under WATCH_SILENCE).
+HEARTBEAT_INTERVAL = 0.2
 
 # (kind, key_id, account_id) of one WatchKeyChanges message.
 ChangeListener = Callable[[int, str, str], None]
@@ -100,9 +104,12 @@ class Authorizer:
         self.reconnects = 0
         # Monotonic time since when no watch stream has been up (None: one is, after its SYNC).
         self.watch_down_since: float | None = monotonic()
+        # Monotonic time the watch was last heard from, once it has sent a heartbeat (None: not yet, or
+        # an authsvc that does not send them).
+        self.watch_heard: float | None = None
 
     def cache_use(self) -> CacheUse:
-        return cache_use(self.watch_down_since, self.monotonic())
+        return cache_use(self.watch_down_since, self.monotonic(), self.watch_heard)
 
     # -- authorisation -------------------------------------------------------------------------
     async def authorize(
@@ -241,23 +248,48 @@ class Authorizer:
     async def watch_forever(self) -> None:
         delay = 0.1
         while True:
+            call = self.stub.WatchKeyChanges(
+                auth_pb2.WatchKeyChangesRequest(
+                    heartbeat_interval=duration_pb2.Duration(nanos=int(HEARTBEAT_INTERVAL * 1e9))
+                )
+            )
             try:
-                call = self.stub.WatchKeyChanges(auth_pb2.WatchKeyChangesRequest())
-                async for msg in call:
+                async for _ in self._follow(call):
                     delay = 0.1
-                    self.apply_change(msg.kind, msg.key_id, msg.account_id)
             except asyncio.CancelledError:
+                call.cancel()
                 raise
             except grpc.aio.AioRpcError as exc:
                 log.warning(
                     "WatchKeyChanges broke; the cache is no longer trusted first",
                     extra={"code": exc.code().name},
                 )
+            except TimeoutError:
+                log.warning(
+                    "WatchKeyChanges went silent; reconnecting, the cache is no longer trusted first",
+                    extra={"silence": WATCH_SILENCE},
+                )
             except Exception:
                 log.exception("WatchKeyChanges failed")
+            call.cancel()
             if self.watch_down_since is None:
                 self.watch_down_since = self.monotonic()
+            self.watch_heard = None
             self._synced.clear()
             self.reconnects += 1
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
+
+    async def _follow(self, call: Any) -> AsyncIterator[None]:
+        """Applies the stream's messages, yielding after each; raises TimeoutError once a stream that
+        heartbeats stays silent for WATCH_SILENCE."""
+        while True:
+            timeout = WATCH_SILENCE if self.watch_heard is not None else None
+            msg = await asyncio.wait_for(call.read(), timeout)
+            if msg is grpc.aio.EOF:
+                return
+            if msg.kind == auth_pb2.KEY_CHANGE_KIND_HEARTBEAT or self.watch_heard is not None:
+                self.watch_heard = self.monotonic()
+            if msg.kind != auth_pb2.KEY_CHANGE_KIND_HEARTBEAT:
+                self.apply_change(msg.kind, msg.key_id, msg.account_id)
+            yield None

@@ -332,6 +332,31 @@ async def test_pagination_of_keys_and_audit(db_url: str) -> None:
         assert etype == "invalid_request"
 
 
+async def test_watch_heartbeats_only_for_a_watcher_that_asks(sqlite_url: str) -> None:
+    async with running_authsvc(sqlite_url) as (_server, stub):
+        beating = stub.WatchKeyChanges(
+            pb.WatchKeyChangesRequest(heartbeat_interval=duration_pb2.Duration(nanos=100_000_000))
+        )
+        quiet = stub.WatchKeyChanges(pb.WatchKeyChangesRequest())
+        try:
+            assert (await asyncio.wait_for(beating.read(), 5)).kind == pb.KEY_CHANGE_KIND_SYNC
+            assert (await asyncio.wait_for(quiet.read(), 5)).kind == pb.KEY_CHANGE_KIND_SYNC
+            for _ in range(3):  # silence is answered with heartbeats
+                assert (await asyncio.wait_for(beating.read(), 5)).kind == pb.KEY_CHANGE_KIND_HEARTBEAT
+            account = await new_account(stub)
+            key = await new_key(stub, account.id)
+            await stub.RevokeKey(pb.RevokeKeyRequest(key_id=key.key.id, actor=ACTOR))
+            while (msg := await asyncio.wait_for(beating.read(), 5)).kind == pb.KEY_CHANGE_KIND_HEARTBEAT:
+                pass
+            assert (msg.kind, msg.key_id) == (pb.KEY_CHANGE_KIND_REVOKED, key.key.id)
+            # A watcher that did not ask never gets one: its next message after SYNC is the change.
+            msg = await asyncio.wait_for(quiet.read(), 5)
+            assert (msg.kind, msg.key_id) == (pb.KEY_CHANGE_KIND_REVOKED, key.key.id)
+        finally:
+            beating.cancel()
+            quiet.cancel()
+
+
 async def test_watch_starts_with_sync_and_sees_changes_fast(db_url: str) -> None:
     async with running_authsvc(db_url) as (_server, stub):
         account = await new_account(stub)

@@ -7,7 +7,7 @@ import ipaddress
 
 import pytest
 
-from edge.authcache import WATCH_GRACE, Answer, AuthCache, CacheUse, Caller, cache_use, ttl_for
+from edge.authcache import WATCH_GRACE, WATCH_SILENCE, Answer, AuthCache, CacheUse, Caller, cache_use, ttl_for
 from edge.channels import RETRIED_METHODS, authsvc_service_config, authsvc_target
 from edge.credentials import key_from_authorization, stream_credential
 from edge.environments import Environment, HostMap, deprecation_headers, key_environment
@@ -517,8 +517,27 @@ def test_cache_use(down_since: float | None, now: float, expected: CacheUse) -> 
     assert cache_use(down_since, now) is expected
 
 
-def test_watch_grace_keeps_revocation_under_a_second() -> None:
-    assert 0 < WATCH_GRACE < 1.0
+@pytest.mark.parametrize(
+    ("down_since", "heard", "now", "expected"),
+    [
+        (None, None, 50.0, CacheUse.FIRST),  # an authsvc without heartbeats: only a break counts
+        (None, 100.0, 100.0 + WATCH_SILENCE, CacheUse.FIRST),  # heard from recently enough
+        (None, 100.0, 100.0 + WATCH_SILENCE + 0.01, CacheUse.FALLBACK),  # silent: as if broken then
+        (None, 100.0, 100.0 + WATCH_SILENCE + WATCH_GRACE, CacheUse.FALLBACK),
+        (None, 100.0, 100.0 + WATCH_SILENCE + WATCH_GRACE + 0.01, CacheUse.NEVER),
+        (100.0, 99.9, 100.4, CacheUse.FALLBACK),  # broken before it went silent: the break counts
+        (100.0, 99.9, 100.6, CacheUse.NEVER),
+        (100.0, 99.0, 100.4, CacheUse.NEVER),  # silent since 99.5, then broken: the earlier counts
+    ],
+)
+def test_cache_use_of_a_silent_watch(
+    down_since: float | None, heard: float | None, now: float, expected: CacheUse
+) -> None:
+    assert cache_use(down_since, now, heard) is expected
+
+
+def test_nothing_cached_is_served_a_second_after_the_watch_was_last_heard() -> None:
+    assert WATCH_SILENCE + WATCH_GRACE <= 1.0
 
 
 @pytest.mark.parametrize(
