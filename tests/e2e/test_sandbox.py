@@ -215,6 +215,7 @@ async def test_trigger_refusals_come_after_the_production_checks(
 
 async def test_rate_limited_and_service_unavailable(stack: Stack, http: httpx.AsyncClient) -> None:
     a = stack.partners["A"]
+    before = len(delivered(stack, a))
     h = hdrs(a.secret, post=True, **trigger("rate_limited"))
     first = await http.post("/v1/hotels/bookings", headers=h, json={"offer": "off_hotels_2"})
     assert "forced" in error_of(first, 429, "rate_limited")
@@ -228,6 +229,8 @@ async def test_rate_limited_and_service_unavailable(stack: Stack, http: httpx.As
              "service_unavailable")  # fmt: skip
     h = hdrs(a.secret, post=True, **trigger("service_unavailable"))
     error_of(await http.post("/v1/hotels/bookings", headers=h, json={}), 503, "service_unavailable")
+    await asyncio.sleep(1)  # the simulator's outcome would have been published and delivered by now
+    assert len(delivered(stack, a)) == before  # nothing followed the forced errors
     del h["X-Sandbox-Trigger"]
     retried = await http.post("/v1/hotels/bookings", headers=h, json={})
     assert retried.status_code == 202, retried.text  # nothing was stored under the key: the retry ran
