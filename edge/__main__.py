@@ -6,15 +6,17 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Sequence
 
 import uvloop
 
 from edge.app import create_app
 from edge.authcache import DENIAL_CACHE_SIZE
 from edge.channels import authsvc_target
-from edge.config import DEFAULT_LIVE_HOSTS, DEFAULT_SANDBOX_HOSTS, MAX_BODY_BYTES, EdgeConfig
+from edge.config import DEFAULT_LIVE_LISTEN, DEFAULT_SANDBOX_LISTEN, MAX_BODY_BYTES, EdgeConfig
+from edge.environments import listen_hosts
 from edge.routetable import RouteTable, RouteTableError
-from edge.server import start
+from edge.server import bind, start
 from edge.sources import parse_networks
 from svckit.db import normalize_url
 from svckit.logs import setup_logging
@@ -38,10 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
             f"--{flag}", default=_env(flag, default), help=f"{help} (env {env_name('edge', flag)})"
         )
 
-    add("live-listen", "127.0.0.1:8080", "live listener HOST:PORT (port 0 picks one)")
-    add("sandbox-listen", "127.0.0.1:8081", "sandbox listener HOST:PORT (port 0 picks one)")
-    add("live-hosts", ",".join(DEFAULT_LIVE_HOSTS), "comma-separated Host values that mean live")
-    add("sandbox-hosts", ",".join(DEFAULT_SANDBOX_HOSTS), "comma-separated Host values that mean sandbox")
+    add("live-listen", DEFAULT_LIVE_LISTEN, "live listener HOST:PORT (port 0 picks one)")
+    add("sandbox-listen", DEFAULT_SANDBOX_LISTEN, "sandbox listener HOST:PORT (port 0 picks one)")
+    follow = "default: localhost and the loopback address (or the listen address) at the {} listener's port"
+    add("live-hosts", "", f"comma-separated Host values that mean live ({follow.format('live')})")
+    add("sandbox-hosts", "", f"comma-separated Host values that mean sandbox ({follow.format('sandbox')})")
     s.add_argument(
         "--authsvc",
         action="append",
@@ -67,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(repeatable; env EDGE_TRUSTED_PROXY, comma-separated)",
     )
     add("routes", "", "product route table JSON file (default: the built-in example table)")
-    add("docs-base", "https://docs.svc.example", "base URL of the partner docs (error docUrl)")
+    add("docs-base", EdgeConfig.docs_base, "base URL of the partner docs (docUrl: <base>/errors#<type>)")
     add("max-body-bytes", str(MAX_BODY_BYTES), "largest request body accepted (413 above)")
     add("rate-limit-live", "100", "requests/s per live key and edge process (bursts of 2 s), 0: no limit")
     add("rate-limit-sandbox", "25", "requests/s per test key and edge process (bursts of 2 s), 0: no limit")
@@ -93,7 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def config_from(args: argparse.Namespace) -> EdgeConfig:
+def _hosts(flag: str, listen: str, port: int) -> list[str]:
+    return [h for h in flag.split(",") if h.strip()] or listen_hosts(listen.rpartition(":")[0], port)
+
+
+def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) -> EdgeConfig:
+    """``ports``: the ports the listeners bound (port 0 picks one); default: those the flags name."""
+    listens = (args.live_listen, args.sandbox_listen)
+    live_port, sandbox_port = ports or [int(listen.rpartition(":")[2]) for listen in listens]
     routes = RouteTable.load(args.routes) if args.routes else EdgeConfig().routes
     addresses = args.authsvc or [_env("authsvc", "127.0.0.1:50051")]
     authsvc_target(addresses)  # a bad address list stops the start here, with its message
@@ -101,8 +111,8 @@ def config_from(args: argparse.Namespace) -> EdgeConfig:
         authsvc=",".join(addresses),
         webhookd=args.webhookd,
         database=normalize_url(args.database),
-        live_hosts=[h for h in args.live_hosts.split(",") if h.strip()],
-        sandbox_hosts=[h for h in args.sandbox_hosts.split(",") if h.strip()],
+        live_hosts=_hosts(args.live_hosts, args.live_listen, live_port),
+        sandbox_hosts=_hosts(args.sandbox_hosts, args.sandbox_listen, sandbox_port),
         trusted_proxies=parse_networks(args.trusted_proxy),
         routes=routes,
         docs_base=args.docs_base.rstrip("/"),
@@ -118,9 +128,10 @@ def config_from(args: argparse.Namespace) -> EdgeConfig:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    config = config_from(args)
+    socks = [bind(args.live_listen), bind(args.sandbox_listen)]
+    config = config_from(args, [s.getsockname()[1] for s in socks])
     app = create_app(config)
-    running = await start(app, [args.live_listen, args.sandbox_listen])
+    running = await start(app, socks)
     metrics_port = serve_metrics(args.metrics_listen) if args.metrics_listen else None
     log.info("edge serving", extra={"live_port": running.ports[0], "sandbox_port": running.ports[1]})
     print_ready("edge", live_port=running.ports[0], sandbox_port=running.ports[1], metrics_port=metrics_port)

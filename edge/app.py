@@ -98,7 +98,7 @@ def handle_error(request: Request | None, exc: BaseException) -> HTTPResponse:
     finally:
         request_id_var.reset(token)
     REFUSALS.labels(etype).inc()
-    docs_base = request.app.ctx.config.docs_base if request is not None else "https://docs.svc.example"
+    docs_base = request.app.ctx.config.docs_base if request is not None else EdgeConfig.docs_base
     response = error_response(etype, message, rid, docs_base, headers)
     count_response(response.status)
     return response

@@ -8,11 +8,15 @@ from dataclasses import dataclass, field
 import httpx
 
 from edge.authcache import DENIAL_CACHE_SIZE
+from edge.environments import listen_hosts
 from edge.routetable import DEFAULT_ROUTES, RouteTable
 from edge.sources import Network
 
-DEFAULT_LIVE_HOSTS = ("localhost:8080", "127.0.0.1:8080")
-DEFAULT_SANDBOX_HOSTS = ("localhost:8081", "127.0.0.1:8081")
+DEFAULT_LIVE_LISTEN = "127.0.0.1:8080"
+DEFAULT_SANDBOX_LISTEN = "127.0.0.1:8081"
+# The Host values of the default listeners (edge.environments.listen_hosts): localhost and 127.0.0.1.
+DEFAULT_LIVE_HOSTS = tuple(listen_hosts("127.0.0.1", 8080))
+DEFAULT_SANDBOX_HOSTS = tuple(listen_hosts("127.0.0.1", 8081))
 MAX_BODY_BYTES = 1024 * 1024
 
 
@@ -26,6 +30,7 @@ class EdgeConfig:
     sandbox_hosts: Sequence[str] = DEFAULT_SANDBOX_HOSTS
     trusted_proxies: Sequence[Network] = ()
     routes: RouteTable = field(default_factory=lambda: RouteTable.from_json(DEFAULT_ROUTES))
+    # docUrl of every error body is <docs_base>/errors#<type> (docs/errors.md); --docs-base / EDGE_DOCS_BASE.
     docs_base: str = "https://docs.svc.example"
     max_body_bytes: int = MAX_BODY_BYTES
     # Requests a second per API key and edge process (bursts of two seconds' worth); 0 switches it off.

@@ -50,6 +50,30 @@ class HostMap:
         return [h for h, e in self._hosts.items() if e is env]
 
 
+LOOPBACK_NAMES = {
+    "127.0.0.1": ("localhost", "127.0.0.1"),
+    "0.0.0.0": ("localhost", "127.0.0.1"),
+    "::1": ("localhost", "[::1]"),
+    "::": ("localhost", "127.0.0.1", "[::1]"),
+    "localhost": ("localhost", "127.0.0.1"),
+}
+
+
+def listen_hosts(listen_host: str, port: int) -> list[str]:
+    """The Host values that reach a listener bound to ``listen_host:port``: the default accepted hosts
+    follow where the edge listens (moving a port must not turn every request into 421).
+
+    Loopback and wildcard addresses are reached as ``localhost`` and the loopback address; any other
+    address or name as itself. Port 80 is also reached without a port (clients omit the default).
+    """
+    host = listen_host.strip().strip("[]").lower() or "127.0.0.1"
+    names = LOOPBACK_NAMES.get(host) or ((f"[{host}]" if ":" in host else host),)
+    hosts = [f"{name}:{port}" for name in names]
+    if port == 80:
+        hosts += list(names)
+    return hosts
+
+
 def key_environment(api_key: str) -> Environment | None:
     if api_key.startswith("svc_live_"):
         return Environment.LIVE

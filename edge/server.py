@@ -204,8 +204,9 @@ class Running:
         await first.after_stop()
 
 
-async def start(app: Sanic, listens: list[str]) -> Running:
-    socks = [bind(listen) for listen in listens]
+async def start(app: Sanic, listens: Sequence[str | socket.socket]) -> Running:
+    """Serve ``app`` on each listen address (``HOST:PORT``) or already bound socket."""
+    socks = [bind(listen) if isinstance(listen, str) else listen for listen in listens]
     servers: list[AsyncioServer] = []
     for sock in socks:
         server = await app.create_server(sock=sock, protocol=EdgeProtocol, access_log=False)

@@ -123,6 +123,8 @@ def edge_args(
     args = [
         "--live-listen", "127.0.0.1:0",
         "--sandbox-listen", "127.0.0.1:0",
+        "--live-hosts", LIVE_HOSTS,
+        "--sandbox-hosts", SANDBOX_HOSTS,
         "--authsvc", authsvc,
         "--webhookd", webhookd,
         "--database", database,
@@ -135,3 +137,6 @@ def edge_args(
 
 LIVE_HOST = "127.0.0.1:8080"
 SANDBOX_HOST = "127.0.0.1:8081"
+# Processes on free ports still accept the default listeners' Host values (default: the bound ports').
+LIVE_HOSTS = f"localhost:8080,{LIVE_HOST}"
+SANDBOX_HOSTS = f"localhost:8081,{SANDBOX_HOST}"

@@ -126,6 +126,7 @@ def main() -> int:
         procs.append(auth)
         target = f"127.0.0.1:{ap['grpc_port']}"
         edge_cmd = ["--live-listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0", "--authsvc", target,
+                    "--sandbox-hosts", HOST,
                     "--webhookd", "127.0.0.1:1", "--metrics-listen", "", "--log-level", "WARNING",
                     "--database", f"sqlite+aiosqlite:///{tmp / 'e.db'}"]  # fmt: skip
         edge, ep = start("edge", edge_cmd, tmp / "edge.log")

@@ -6,6 +6,7 @@ environment variables (AUTHSVC_LISTEN, WEBHOOKD_LISTEN, EDGE_LIVE_LISTEN, ...).
 """
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -138,7 +139,39 @@ def portal_sign_in(account_id: str, portal_url: str) -> str:
 DEMO_OWNER = "owner@demo.example"
 
 
+ENVIRONMENT = """environment (each service's own; unset: the development default):
+  AUTHSVC_LISTEN           authsvc gRPC (127.0.0.1:50051)
+  WEBHOOKD_LISTEN          webhookd gRPC (127.0.0.1:50052)
+  EDGE_LIVE_LISTEN         edge live HTTP listener (127.0.0.1:8080); the live Host values follow it
+  EDGE_SANDBOX_LISTEN      edge sandbox HTTP listener (127.0.0.1:8081); the sandbox Host values follow it
+  AUTHSVC_METRICS_LISTEN, WEBHOOKD_METRICS_LISTEN, EDGE_METRICS_LISTEN   Prometheus /metrics
+  EDGE_*, WEBHOOKD_*, AUTHSVC_*, PORTAL_*   any other flag of `python -m <service> serve --help`
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(
+        prog="scripts/run",
+        description=__doc__,
+        epilog=ENVIRONMENT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def edge_lines(sandbox_port: object, secret: str | None) -> list[str]:
+    """How to call the edge, at the port its sandbox listener really bound."""
+    base = f"127.0.0.1:{sandbox_port}"
+    return [
+        f"HTTP:         curl -s -H 'Authorization: Svc {secret}' http://{base}/v1/account",
+        f"WebSocket:    .venv/bin/python scripts/ws_example.py ws://{base}/v1/stream {secret}",
+        f"Webhooks:     SVC_API_KEY={secret} SVC_BASE_URL=http://{base} .venv/bin/svc listen "
+        "--forward-to http://localhost:3000/webhooks",
+        "Sandbox:      docs/sandbox.md (triggers, simulator, svc trigger)",
+    ]
+
+
 def main() -> int:
+    build_parser().parse_args()
     VAR.mkdir(exist_ok=True)
     running: list[Service] = []
     try:
@@ -156,11 +189,9 @@ def main() -> int:
         if portal is not None:
             print(f"Portal:       {portal.ports['url']}")
             print(f"Sign-in:      {portal_sign_in(account, str(portal.ports['url']))}")
-        if any(s.module == "edge" for s in running):
-            print(f"HTTP:         curl -s -H 'Authorization: Svc {secret}' http://127.0.0.1:8081/v1/account")
-            print(f"WebSocket:    .venv/bin/python scripts/ws_example.py ws://127.0.0.1:8081/v1/stream {secret}")  # noqa: E501
-            print(f"Webhooks:     SVC_API_KEY={secret} .venv/bin/svc listen --forward-to http://localhost:3000/webhooks")
-            print("Sandbox:      docs/sandbox.md (triggers, simulator, svc trigger)")
+        edge = next((s for s in running if s.module == "edge"), None)
+        if edge is not None:
+            print("\n".join(edge_lines(edge.ports["sandbox_port"], secret)))
         print("\nCtrl-C stops everything.")
         while all(s.proc is not None and s.proc.poll() is None for s in running):
             signal.pause()
