@@ -20,6 +20,7 @@ from authsvc._metrics import OUTBOX_FAILURES, OUTBOX_PUBLISHED
 from authsvc._model import OutboxEvent
 from authsvc._repository import Repository
 from svckit.clock import Clock, SystemClock
+from svckit.tls import Tls, channel
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class OutboxRelay:
         repo: Repository,
         target: str,
         *,
+        tls: Tls | None = None,
         clock: Clock | None = None,
         poll_interval: float = 1.0,
         backoff_base: float = 0.5,
@@ -63,6 +65,7 @@ class OutboxRelay:
     ) -> None:
         self.repo = repo
         self.target = target
+        self.tls = tls
         self.clock: Clock = clock or SystemClock()
         self.poll_interval = poll_interval
         self.backoff_base = backoff_base
@@ -73,8 +76,10 @@ class OutboxRelay:
         self._channel: grpc.aio.Channel | None = None
 
     def start(self) -> None:
-        self._channel = grpc.aio.insecure_channel(
+        self._channel = channel(
             self.target,
+            self.tls,
+            "webhookd",
             options=[
                 ("grpc.initial_reconnect_backoff_ms", 200),
                 ("grpc.max_reconnect_backoff_ms", 2000),

@@ -25,6 +25,7 @@ from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.runner import add_serve_args, print_ready, run_until_signal
 from svckit.secretbox import key_from
+from svckit.tls import Tls, add_tls_args, tls_from_args
 from travel.auth.v1 import auth_pb2, auth_pb2_grpc, identity_pb2, identity_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -60,13 +61,16 @@ async def run_server(
     database: str,
     *,
     webhookd: str = "",
+    tls: Tls | None = None,
     clock: Clock | None = None,
     last_used_interval: float = 30.0,
     outbox_backoff_cap: float = 30.0,
     outbox_poll_interval: float = 1.0,
     secrets_key: bytes | None = None,
 ) -> AuthServer:
-    """Migrate, start the background tasks and serve. Returns the running server (port bound)."""
+    """Migrate, start the background tasks and serve. Returns the running server (port bound).
+
+    ``tls``: mutual TLS for the server and the outbox relay's calls to webhookd; None is plaintext."""
     engine = create_engine(database)
     origin = uuid.uuid4().hex
     channel = channel_name(schema_of(engine)) if is_postgres(engine) else None
@@ -81,7 +85,12 @@ async def run_server(
     relay: OutboxRelay | None = None
     if webhookd:
         relay = OutboxRelay(
-            repo, webhookd, clock=clock, backoff_cap=outbox_backoff_cap, poll_interval=outbox_poll_interval
+            repo,
+            webhookd,
+            tls=tls,
+            clock=clock,
+            backoff_cap=outbox_backoff_cap,
+            poll_interval=outbox_poll_interval,
         )
         relay.start()
     last_used = LastUsed(repo, last_used_interval)
@@ -97,8 +106,12 @@ async def run_server(
             lambda s: identity_pb2_grpc.add_IdentityServiceServicer_to_server(identity, s),
         ],
         [SERVICE_NAME, IDENTITY_SERVICE_NAME],
+        tls,
     )
-    log.info("authsvc serving", extra={"port": port, "postgres": channel is not None, "webhookd": webhookd})
+    log.info(
+        "authsvc serving",
+        extra={"port": port, "postgres": channel is not None, "webhookd": webhookd, "mtls": tls is not None},
+    )
     return AuthServer(server, port, health, servicer, repo, listener, relay, last_used)
 
 
@@ -112,6 +125,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metrics="127.0.0.1:9101",
         database="sqlite+aiosqlite:///var/authsvc.db",
     )
+    add_tls_args(parser, "authsvc")
     parser.add_argument(
         "--webhookd",
         default=os.environ.get("AUTHSVC_WEBHOOKD", ""),
@@ -152,6 +166,7 @@ async def serve(args: argparse.Namespace) -> int:
         args.listen,
         args.database,
         webhookd=args.webhookd,
+        tls=tls_from_args(args),
         outbox_backoff_cap=args.outbox_backoff_cap,
         last_used_interval=args.last_used_flush,
         secrets_key=_secrets_key(args.secrets_key_file),

@@ -22,6 +22,7 @@ from svckit.db import normalize_url
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.runner import env_name, print_ready, run_until_signal
+from svckit.tls import add_tls_args, tls_from_args
 
 log = logging.getLogger("edge")
 
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("sandbox-confirm-seconds", "0.5", "seconds between a sandbox booking's 202 and its outcome event")
     add("log-level", "INFO", "DEBUG, INFO, WARNING or ERROR")
     add("shutdown-grace", "5", "seconds running requests may finish after SIGTERM")
+    add_tls_args(s, "edge")
     return parser
 
 
@@ -124,6 +126,7 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         denial_cache_size=int(args.denial_cache_size),
         keep_alive_timeout=float(args.keep_alive_timeout),
         header_timeout=float(args.header_timeout),
+        tls=tls_from_args(args),
     )
 
 

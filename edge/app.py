@@ -13,7 +13,6 @@ import logging
 import time
 from typing import Any
 
-import grpc
 import httpx
 from sanic import Request, Sanic
 from sanic.exceptions import (
@@ -41,6 +40,7 @@ from edge.simulator import Simulator
 from svckit.db import create_engine
 from svckit.errors import ServiceError
 from svckit.logs import request_id_var
+from svckit.tls import channel
 from travel.webhooks.v1 import webhooks_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -124,15 +124,17 @@ def create_app(config: EdgeConfig) -> Sanic:
     @app.before_server_start
     async def open_resources(app: Sanic) -> None:
         cfg: EdgeConfig = app.ctx.config
-        app.ctx.auth_channel = grpc.aio.insecure_channel(
+        app.ctx.auth_channel = channel(
             authsvc_target([cfg.authsvc]),
-            options=[
+            cfg.tls,
+            "authsvc",
+            [
                 *GRPC_OPTIONS,
                 ("grpc.service_config", authsvc_service_config()),
                 ("grpc.enable_retries", 1),
             ],
         )
-        app.ctx.webhooks_channel = grpc.aio.insecure_channel(cfg.webhookd, options=GRPC_OPTIONS)
+        app.ctx.webhooks_channel = channel(cfg.webhookd, cfg.tls, "webhookd", GRPC_OPTIONS)
         app.ctx.webhooks = webhooks_pb2_grpc.WebhookServiceStub(app.ctx.webhooks_channel)
         app.ctx.authorizer = Authorizer(
             app.ctx.auth_channel,

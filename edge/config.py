@@ -11,6 +11,7 @@ from edge.authcache import DENIAL_CACHE_SIZE
 from edge.environments import listen_hosts
 from edge.routetable import DEFAULT_ROUTES, RouteTable
 from edge.sources import Network
+from svckit.tls import Tls
 
 DEFAULT_LIVE_LISTEN = "127.0.0.1:8080"
 DEFAULT_SANDBOX_LISTEN = "127.0.0.1:8081"
@@ -53,3 +54,5 @@ class EdgeConfig:
     # Tests inject an httpx transport for the product upstreams; None: real network.
     upstream_transport: httpx.AsyncBaseTransport | None = None
     name: str = "edge"
+    # Mutual TLS to authsvc and webhookd (svckit.tls); None is plaintext (--insecure-dev).
+    tls: Tls | None = field(default=None, repr=False)

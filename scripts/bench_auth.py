@@ -48,6 +48,7 @@ def start_authsvc(db: pathlib.Path) -> tuple[subprocess.Popen[str], int]:
             "",
             "--log-level",
             "WARNING",
+            "--insecure-dev",
             "--database",
             f"sqlite+aiosqlite:///{db}",
         ],

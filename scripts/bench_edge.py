@@ -112,7 +112,7 @@ def start(
     module: str, args: list[str], log: pathlib.Path, extra: list[str] | None = None
 ) -> tuple[subprocess.Popen[str], dict]:
     cmd = (
-        [sys.executable, "-m", module, "serve", *args]
+        [sys.executable, "-m", module, "serve", *args, "--insecure-dev"]
         if module != "bare"
         else [sys.executable, __file__, "--bare"]
     )

@@ -287,7 +287,7 @@ async def _service_phase(d: str, port: int, ca_path: str, n: int, cfg: WorkerCon
         sys.executable, "-m", "webhookd", "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "",
         "--database", f"sqlite+aiosqlite:///{path}", "--allow-private-targets", "--ca-bundle", ca_path,
         "--concurrency", str(cfg.concurrency), "--batch-size", str(cfg.batch_size), "--log-level", "WARNING",
-        stdout=asyncio.subprocess.DEVNULL,
+        "--insecure-dev", stdout=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
     db = sqlite3.connect(path, timeout=30)
     try:

@@ -4,6 +4,7 @@ Command groups register themselves from ``svcctl.auth_commands`` and ``svcctl.we
 each module has ``register(subparsers)`` and sets ``handler`` (an async function of the parsed
 arguments returning an exit code) on its parsers.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,9 @@ import sys
 import grpc
 
 from svckit.errors import type_from_rpc_error
+from svckit.tls import add_tls_args
 
-COMMAND_MODULES = ("svcctl.auth_commands", "svcctl.webhook_commands")
+COMMAND_MODULES = ("svcctl.auth_commands", "svcctl.webhook_commands", "svcctl.certs_commands")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("SVCCTL_ACTOR") or f"ops:{getpass.getuser()}",
         help="who is acting, written to the audit trail (env SVCCTL_ACTOR)",
     )
+    add_tls_args(parser, "svcctl")
     groups = parser.add_subparsers(dest="group", required=True, metavar="GROUP")
     for name in COMMAND_MODULES:
         try:

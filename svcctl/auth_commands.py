@@ -12,10 +12,10 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import grpc
 from google.protobuf import duration_pb2, field_mask_pb2, json_format
 from google.protobuf.message import Message
 
+from svcctl.client import connect
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 
@@ -53,7 +53,7 @@ def _actor(args: argparse.Namespace) -> pb.Actor:
 
 def _run(handler: Handler) -> Callable[[argparse.Namespace], Awaitable[int]]:
     async def run(args: argparse.Namespace) -> int:
-        async with grpc.aio.insecure_channel(args.authsvc) as channel:
+        async with connect(args, "authsvc") as channel:
             _print(await handler(auth_pb2_grpc.AuthServiceStub(channel), args))
         return 0
 

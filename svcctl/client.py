@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 import grpc
 
 from authsvc._scopes import ALL_SCOPES
+from svckit.tls import Tls, channel, tls_from_args
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 
 DEMO_ACTOR = "svc:run_stack"
 
 
-def auth_channel(target: str) -> grpc.aio.Channel:
-    return grpc.aio.insecure_channel(target)
+def connect(args: argparse.Namespace, service: str) -> grpc.aio.Channel:
+    """The channel to ``service`` ("authsvc" or "webhookd") at the address its flag names, with svcctl's
+    certificate (or plaintext with --insecure-dev)."""
+    return channel(getattr(args, service), tls_from_args(args), service)
 
 
-async def create_demo_key(authsvc_target: str) -> dict[str, Any]:
-    """Create the account "Demo Partner" and a sandbox key with every scope.
+async def create_demo_key(authsvc_target: str, tls: Tls | None) -> dict[str, Any]:
+    """Create the account "Demo Partner" and a sandbox key with every scope, as svcctl (``tls``).
 
     Returns ``{"account_id", "key_id", "secret"}``; the secret is shown only here.
     """
-    async with auth_channel(authsvc_target) as channel:
-        stub = auth_pb2_grpc.AuthServiceStub(channel)
+    async with channel(authsvc_target, tls, "authsvc") as auth:
+        stub = auth_pb2_grpc.AuthServiceStub(auth)
         actor = pb.Actor(user=DEMO_ACTOR)
         account = (
             await stub.CreateAccount(

@@ -13,10 +13,10 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import grpc
 from google.protobuf import duration_pb2, field_mask_pb2, json_format, struct_pb2, timestamp_pb2
 from google.protobuf.message import Message
 
+from svcctl.client import connect
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 
@@ -94,7 +94,7 @@ def _scope(a: argparse.Namespace) -> dict[str, Any]:
 
 def _run(handler: Handler) -> Callable[[argparse.Namespace], Awaitable[int]]:
     async def run(args: argparse.Namespace) -> int:
-        async with grpc.aio.insecure_channel(args.webhookd) as channel:
+        async with connect(args, "webhookd") as channel:
             answer = await handler(webhooks_pb2_grpc.WebhookServiceStub(channel), args)
             if answer is not None:
                 _print(answer)

@@ -16,6 +16,8 @@ from svckit.errors import ServiceError, to_grpc_status
 from svckit.ids import new_id
 from svckit.logs import request_id_var
 from svckit.metrics import GRPC_HANDLED, GRPC_LATENCY
+from svckit.peers import AllowListInterceptor
+from svckit.tls import Tls
 
 log = logging.getLogger(__name__)
 
@@ -99,13 +101,19 @@ async def start_server(
     listen: str,
     registrars: Iterable[Registrar],
     service_names: Sequence[str],
+    tls: Tls | None = None,
 ) -> tuple[grpc.aio.Server, int, health_aio.HealthServicer]:
     """Build, bind and start an aio server with health and reflection. Returns (server, port, health).
 
-    ``listen`` is ``host:port``; port 0 binds a free port.
+    ``listen`` is ``host:port``; port 0 binds a free port. With ``tls`` the port requires a client
+    certificate from its CA and every call passes the allow list (``svckit.peers``); without, plaintext
+    (``--insecure-dev``).
     """
+    interceptors: list[grpc.aio.ServerInterceptor] = [ObservabilityInterceptor()]
+    if tls is not None:
+        interceptors.append(AllowListInterceptor())
     server = grpc.aio.server(
-        interceptors=[ObservabilityInterceptor()],
+        interceptors=interceptors,
         options=[
             ("grpc.so_reuseport", 0),
             ("grpc.keepalive_time_ms", 20_000),
@@ -123,7 +131,10 @@ async def start_server(
         reflection.SERVICE_NAME,
     ]
     reflection.enable_server_reflection(names, server)
-    port = server.add_insecure_port(listen)
+    if tls is None:
+        port = server.add_insecure_port(listen)
+    else:
+        port = server.add_secure_port(listen, tls.server_credentials())
     if port == 0:
         raise OSError(f"could not bind gRPC listener {listen}")
     await server.start()

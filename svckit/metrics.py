@@ -13,6 +13,11 @@ GRPC_LATENCY = Histogram(
     ["method"],
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
+GRPC_REFUSED = Counter(
+    "grpc_server_refused_total",
+    "gRPC calls refused by the per-RPC allow list, by method and caller certificate identity",
+    ["method", "peer"],
+)
 
 
 def serve_metrics(listen: str) -> int:

@@ -86,3 +86,24 @@ def db_url(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[s
         yield f"sqlite+aiosqlite:///{tmp_path / 'test.db'}"
     else:
         yield request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """One development CA per test session with a certificate per service, svcctl, the portal, a product
+    service and an identity the allow list does not know (tests.support.tls_of picks one)."""
+    from svckit.devca import IDENTITIES, init_dir
+
+    directory = tmp_path_factory.mktemp("pki")
+    init_dir(directory, (*IDENTITIES, "product:hotels", "stranger"))
+    return directory
+
+
+@pytest.fixture(scope="session")
+def other_pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """Another CA, whose certificates carry the same names: they must be refused all the same."""
+    from svckit.devca import init_dir
+
+    directory = tmp_path_factory.mktemp("other-pki")
+    init_dir(directory, ("svcctl", "authsvc"))
+    return directory

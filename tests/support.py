@@ -13,15 +13,26 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from svckit.devca import stem
+from svckit.tls import Tls
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 class ServiceProcess:
-    """A service started as ``python -m <module> serve ...``; ``ports`` is its READY line."""
+    """A service started as ``python -m <module> serve ...``; ``ports`` is its READY line.
 
-    def __init__(self, module: str, args: Sequence[str], env: dict[str, str] | None = None) -> None:
+    Its gRPC is plaintext (``--insecure-dev``) unless ``tls`` gives its TLS flags (``tls_args``)."""
+
+    def __init__(
+        self,
+        module: str,
+        args: Sequence[str],
+        env: dict[str, str] | None = None,
+        tls: Sequence[str] | None = None,
+    ) -> None:
         self.module = module
-        self.args = list(args)
+        self.args = [*args, *(tls if tls is not None else ["--insecure-dev"])]
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.proc: subprocess.Popen[str] | None = None
         self.ports: dict[str, Any] = {}
@@ -82,8 +93,26 @@ def sqlite_url(directory: pathlib.Path, name: str) -> str:
     return f"sqlite+aiosqlite:///{directory / name}"
 
 
-def start_service(module: str, log_dir: pathlib.Path, database: str, *extra: str) -> ServiceProcess:
+def start_service(
+    module: str, log_dir: pathlib.Path, database: str, *extra: str, tls: Sequence[str] | None = None
+) -> ServiceProcess:
     """``module`` serving gRPC on a free port, no metrics listener, on ``database``; logs to
     ``log_dir/<module>.log``."""
     args = ["--listen", "127.0.0.1:0", "--metrics-listen", "", "--database", database, *extra]
-    return ServiceProcess(module, args).start(log_dir / f"{module}.log")
+    return ServiceProcess(module, args, tls=tls).start(log_dir / f"{module}.log")
+
+
+def tls_files(pki: pathlib.Path, identity: str) -> tuple[str, str, str]:
+    """(CA, certificate, key) paths of ``identity`` in a directory made by ``svckit.devca.init_dir``."""
+    return str(pki / "ca.pem"), str(pki / f"{stem(identity)}.pem"), str(pki / f"{stem(identity)}.key")
+
+
+def tls_of(pki: pathlib.Path, identity: str) -> Tls:
+    """Mutual TLS as ``identity``, for in-process servers and clients (the ``pki`` fixture)."""
+    return Tls.from_files(*tls_files(pki, identity))
+
+
+def tls_args(pki: pathlib.Path, identity: str) -> list[str]:
+    """The TLS flags of a process (or svcctl) holding ``identity``'s certificate."""
+    ca, cert, key = tls_files(pki, identity)
+    return ["--tls-ca", ca, "--tls-cert", cert, "--tls-key", key]

@@ -14,10 +14,14 @@ import smtplib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
+from typing import TYPE_CHECKING
 
 from svckit.clock import Clock
 from webhookd import _metrics as metrics
 from webhookd._repository import Alert, Repository
+
+if TYPE_CHECKING:
+    from svckit.tls import Tls
 
 log = logging.getLogger("webhookd.mailer")
 
@@ -127,10 +131,11 @@ class Mailer:
                 pass
 
 
-def authsvc_lookup(target: str) -> AdminLookup:
-    """admin_emails of an account, from authsvc's GetAccount."""
+def authsvc_lookup(target: str, tls: Tls | None = None) -> AdminLookup:
+    """admin_emails of an account, from authsvc's GetAccount (mutual TLS unless ``tls`` is None)."""
     import grpc
 
+    from svckit.tls import channel as tls_channel
     from travel.auth.v1 import auth_pb2, auth_pb2_grpc
 
     channel: grpc.aio.Channel | None = None
@@ -138,7 +143,7 @@ def authsvc_lookup(target: str) -> AdminLookup:
     async def lookup(account_id: str) -> list[str]:
         nonlocal channel
         if channel is None:
-            channel = grpc.aio.insecure_channel(target)
+            channel = tls_channel(target, tls, "authsvc")
         stub = auth_pb2_grpc.AuthServiceStub(channel)
         response = await stub.GetAccount(auth_pb2.GetAccountRequest(account_id=account_id), timeout=5)
         return list(response.account.admin_emails)

@@ -22,6 +22,7 @@ from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.runner import add_serve_args, env_name, print_ready, run_until_signal
 from svckit.secretbox import key_from
+from svckit.tls import Tls, add_tls_args, tls_from_args
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 from webhookd import _metrics as metrics
 from webhookd._delivery import DELIVERY_TIMEOUT, DeliveryWorker, Sender, WorkerConfig
@@ -57,6 +58,8 @@ class Config:
     mail_retry_seconds: float = 30.0
     # AES-256 key sealing signing secrets at rest (webhookd._secretbox); None stores them in the clear.
     secrets_key: bytes | None = field(default=None, repr=False)
+    # Mutual TLS for the gRPC server and the call to authsvc (svckit.tls); None is plaintext.
+    tls: Tls | None = field(default=None, repr=False)
 
 
 def make_transport(config: Config, resolver: Resolver = system_resolver) -> FastTransport:
@@ -150,7 +153,7 @@ async def run_server(
         sender = Sender(client, config.delivery_timeout, direct=transport)
     else:
         sender = Sender(client, config.delivery_timeout)
-    lookup = authsvc_lookup(config.authsvc) if config.authsvc else None
+    lookup = authsvc_lookup(config.authsvc, config.tls) if config.authsvc else None
     mailer = Mailer(
         repo,
         clock,
@@ -167,6 +170,7 @@ async def run_server(
         config.listen,
         [lambda s: webhooks_pb2_grpc.add_WebhookServiceServicer_to_server(service, s)],
         [SERVICE_NAME],
+        config.tls,
     )
     tasks = [asyncio.create_task(mailer.run(), name="mailer")]
     tasks.append(asyncio.create_task(housekeeping(repo, clock, config), name="housekeeping"))
@@ -180,6 +184,7 @@ async def run_server(
             "allow_private_targets": config.policy.allow_private,
             "allow_http": config.policy.allow_http,
             "worker": worker.owner,
+            "mtls": config.tls is not None,
         },
     )
     return Webhookd(server, port, health, repo, service, worker, mailer, client, tasks, owns_client)
@@ -203,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
         metrics="127.0.0.1:9102",
         database="sqlite+aiosqlite:///var/webhookd.db",
     )
+    add_tls_args(serve, SERVICE)
 
     def env(flag: str, default: str = "") -> str:
         return os.environ.get(env_name(SERVICE, flag), default)
@@ -312,6 +318,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         ),
         delivery_timeout=args.delivery_timeout,
         secrets_key=_secrets_key(args),
+        tls=tls_from_args(args),
     )
 
 

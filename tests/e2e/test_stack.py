@@ -1,5 +1,6 @@
 """The whole stack as a partner meets it: authsvc, webhookd and edge as real processes, a real HTTPS
-webhook receiver (trustme CA), real HTTP and WebSocket clients, and svcctl as an operator's shell.
+webhook receiver (trustme CA), real HTTP and WebSocket clients, and svcctl as an operator's shell;
+every gRPC call between them over mutual TLS with the development CA (the ``pki`` fixture).
 
 One journey: register an endpoint through the edge, prove it with a signed test delivery, open the
 stream, then revoke the key from svcctl and see every consequence: the edge refuses the key, the open
@@ -24,7 +25,7 @@ from websockets.exceptions import ConnectionClosed
 
 from edge.testing import SANDBOX_HOST, edge_args
 from svcctl.client import create_demo_key
-from tests.support import ROOT, ServiceProcess, sqlite_url, start_service
+from tests.support import ROOT, ServiceProcess, sqlite_url, start_service, tls_args, tls_of
 from webhookd import verify
 from webhookd.testing import Receiver, trusted_receiver
 
@@ -35,6 +36,7 @@ class Stack:
     webhookd: ServiceProcess
     edge: ServiceProcess
     receiver: Receiver
+    pki: pathlib.Path
 
     @property
     def sandbox(self) -> str:
@@ -42,27 +44,30 @@ class Stack:
 
 
 @pytest.fixture
-def stack(tmp_path: pathlib.Path) -> Iterator[Stack]:
+def stack(tmp_path: pathlib.Path, pki: pathlib.Path) -> Iterator[Stack]:
     receiver, ca_file = trusted_receiver(tmp_path)
     procs: list[ServiceProcess] = []
     try:
         webhookd = start_service(
             "webhookd", tmp_path, sqlite_url(tmp_path, "webhookd.db"),
             "--allow-private-targets", "--ca-bundle", str(ca_file), "--poll-seconds", "0.2",
+            tls=tls_args(pki, "webhookd"),
         )  # fmt: skip
         procs.append(webhookd)
         authsvc = start_service(
-            "authsvc", tmp_path, sqlite_url(tmp_path, "authsvc.db"), "--webhookd", webhookd.grpc_target
-        )
+            "authsvc", tmp_path, sqlite_url(tmp_path, "authsvc.db"), "--webhookd", webhookd.grpc_target,
+            tls=tls_args(pki, "authsvc"),
+        )  # fmt: skip
         procs.append(authsvc)
         edge = ServiceProcess(
             "edge",
             edge_args(
                 authsvc.grpc_target, webhookd.grpc_target, f"sqlite+aiosqlite:///{tmp_path / 'edge.db'}"
             ),
+            tls=tls_args(pki, "edge"),
         ).start(tmp_path / "edge.log")
         procs.append(edge)
-        yield Stack(authsvc, webhookd, edge, receiver)
+        yield Stack(authsvc, webhookd, edge, receiver, pki)
     finally:
         for proc in reversed(procs):
             proc.terminate()
@@ -82,7 +87,7 @@ async def _wait_for(predicate: object, within: float) -> None:
 
 
 async def test_partner_journey_from_registration_to_revocation(stack: Stack) -> None:
-    demo = await create_demo_key(stack.authsvc.grpc_target)
+    demo = await create_demo_key(stack.authsvc.grpc_target, tls_of(stack.pki, "svcctl"))
     secret, key_id = demo["secret"], demo["key_id"]
     async with httpx.AsyncClient(base_url=stack.sandbox, timeout=10) as http:
         account = await http.get("/v1/account", headers=_headers(secret))
@@ -120,7 +125,8 @@ async def test_partner_journey_from_registration_to_revocation(stack: Stack) -> 
             revoked_at = time.monotonic()
             cli = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "svcctl", "--authsvc", stack.authsvc.grpc_target,
-                "--actor", "ops:e2e", "keys", "revoke", key_id, "--reason", "journey test",
+                *tls_args(stack.pki, "svcctl"), "--actor", "ops:e2e",
+                "keys", "revoke", key_id, "--reason", "journey test",
                 cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             )  # fmt: skip
             out, err = await asyncio.wait_for(cli.communicate(), 30)

@@ -155,7 +155,7 @@ async def samples(stack: Stack, key: str, kinds: list[str]) -> list[str]:
 
 
 async def test_svc_listen_forwards_signed_events_exactly_once_across_an_edge_restart(stack: Stack) -> None:
-    demo = await create_demo_key(stack.authsvc.grpc_target)
+    demo = await create_demo_key(stack.authsvc.grpc_target, None)
     account_id, key = demo["account_id"], demo["secret"]
     receiver = Receiver(None).start()
     listen = Cli(key, "--base-url", stack.base, "listen", "--forward-to", receiver.url("/webhooks"))

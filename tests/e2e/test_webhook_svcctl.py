@@ -39,7 +39,7 @@ def stack(tmp_path: pathlib.Path) -> Iterator[tuple[ServiceProcess, Receiver]]:
 
 
 def run(capsys: pytest.CaptureFixture[str], target: str, *argv: str, code: int = 0) -> Any:
-    rc = svcctl(["--webhookd", target, "webhooks", *argv])
+    rc = svcctl(["--webhookd", target, "--insecure-dev", "webhooks", *argv])
     out, err = capsys.readouterr()
     assert rc == code, (out, err)
     if code:

@@ -18,7 +18,7 @@ async def cli(target: str, *argv: str) -> tuple[int, Any, str]:
     def run() -> tuple[int, str, str]:
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["--authsvc", target, "--actor", "ops:cli-test", *argv])
+            code = main(["--authsvc", target, "--insecure-dev", "--actor", "ops:cli-test", *argv])
         return code, out.getvalue(), err.getvalue()
 
     code, out, err = await asyncio.to_thread(run)
@@ -108,7 +108,7 @@ async def test_every_auth_command(sqlite_url: str) -> None:
         )
         assert code == 1 and "invalid_customer_ref" in err
 
-        demo = await create_demo_key(t)
+        demo = await create_demo_key(t, None)
         assert environment_of(demo["secret"]) == "sandbox"
         _, key, _ = await cli(t, "keys", "get", demo["key_id"])
         assert len(key["key"]["scopes"]) == 10 and key["key"]["account_id"] == demo["account_id"]

@@ -1,0 +1,143 @@
+"""Who is calling, and what they may call: the identity in the caller's client certificate and the
+allow list of RPCs per identity, enforced by a server interceptor on every mutual-TLS server.
+
+The handshake already proved the certificate chains to the deployment's CA (``svckit.tls``); the allow
+list then gives each service only the RPCs its code calls, so a compromised edge cannot create keys or
+name an actor of its choosing. Anything not listed is PERMISSION_DENIED.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from svckit.metrics import GRPC_REFUSED
+
+log = logging.getLogger(__name__)
+
+AUTH = "travel.auth.v1.AuthService/"
+HOOKS = "travel.webhooks.v1.WebhookService/"
+# Any certificate from our CA may ask whether a service is up and what it serves.
+OPEN_TO_EVERY_PEER = ("grpc.health.v1.Health/", "grpc.reflection.v1alpha.ServerReflection/")
+# Operators' CLI and the partner portal administer everything (and pass the acting user as the actor).
+OPERATORS = frozenset({"svcctl", "portal"})
+# Product services (certificate name ``product:<name>``, e.g. ``product:hotels``) share one entry.
+PRODUCT_PREFIX = "product:"
+
+ALLOWED: dict[str, frozenset[str]] = {
+    # The partner gateway: key checks, travellers, usage, and the partner's own webhook management.
+    "edge": frozenset(
+        [
+            *(
+                AUTH + m
+                for m in (
+                    "Authorize",
+                    "WatchKeyChanges",
+                    "ResolveTraveller",
+                    "DeleteTraveller",
+                    "ConsumeSearch",
+                    "GetUsage",
+                )
+            ),
+            *(
+                HOOKS + m
+                for m in (
+                    "RegisterEndpoint",
+                    "GetEndpoint",
+                    "ListEndpoints",
+                    "UpdateEndpoint",
+                    "DeleteEndpoint",
+                    "EnableEndpoint",
+                    "RotateSigningSecret",
+                    "SendTestEvent",
+                    "ListDeliveries",
+                    "ListAttempts",
+                    "ResendAttempt",
+                    "RecoverEndpoint",
+                    "StreamEvents",
+                )
+            ),
+        ]
+    ),
+    # authsvc's outbox relay publishes apikey.revoked and search_quota.threshold.
+    "authsvc": frozenset([HOOKS + "PublishEvent"]),
+    # webhookd's mailer looks up an account's admin e-mails for disable alerts.
+    "webhookd": frozenset([AUTH + "GetAccount"]),
+    "product": frozenset([HOOKS + "PublishEvent", AUTH + "ConsumeSearch"]),
+}
+
+
+def role_of(identity: str) -> str:
+    """The allow-list entry of a certificate identity: ``product:<name>`` is ``product``."""
+    if identity.startswith(PRODUCT_PREFIX) and len(identity) > len(PRODUCT_PREFIX):
+        return "product"
+    return identity
+
+
+def allowed(identity: str, method: str) -> bool:
+    """May the caller whose certificate names ``identity`` call ``method`` (``/package.Service/Method``)?"""
+    method = method.lstrip("/")
+    if method.startswith(OPEN_TO_EVERY_PEER):
+        return bool(identity)
+    if identity in OPERATORS:
+        return True
+    return method in ALLOWED.get(role_of(identity), frozenset())
+
+
+def identity_of(context: grpc.aio.ServicerContext) -> str:
+    """The common name of the caller's verified client certificate; "" on a plaintext server."""
+    names = context.auth_context().get("x509_common_name") or []
+    return names[0].decode() if names else ""
+
+
+class AllowListInterceptor(grpc.aio.ServerInterceptor):
+    """Refuses, with PERMISSION_DENIED, any call whose certificate identity the allow list does not permit."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        method = handler_call_details.method
+
+        async def check(context: grpc.aio.ServicerContext) -> None:
+            identity = identity_of(context)
+            if not allowed(identity, method):
+                GRPC_REFUSED.labels(method.rsplit("/", 1)[-1], identity).inc()
+                log.warning("call refused by the allow list", extra={"peer": identity, "method": method})
+                await context.abort(
+                    grpc.StatusCode.PERMISSION_DENIED, f"the service {identity!r} may not call {method}"
+                )
+
+        def unary(behavior: Any) -> Any:
+            async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                await check(context)
+                return await behavior(request, context)
+
+            return guarded
+
+        def streaming(behavior: Any) -> Any:
+            async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                await check(context)
+                async for item in behavior(request, context):
+                    yield item
+
+            return guarded
+
+        # RpcMethodHandler is a named tuple: replace the one behaviour this method has.
+        for kind, wrap in (
+            ("unary_unary", unary),
+            ("stream_unary", unary),
+            ("unary_stream", streaming),
+            ("stream_stream", streaming),
+        ):
+            behavior = getattr(handler, kind)
+            if behavior is not None:
+                return handler._replace(**{kind: wrap(behavior)})  # type: ignore[attr-defined,no-any-return]
+        return handler
