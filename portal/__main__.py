@@ -13,6 +13,7 @@ from portal.app import PortalConfig, create_app
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.runner import env_name, print_ready, run_until_signal
+from svckit.tls import add_tls_args, tls_from_args
 
 log = logging.getLogger("portal")
 
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("metrics-listen", "127.0.0.1:9104", "Prometheus /metrics HOST:PORT, empty to disable")
     add("log-level", "INFO", "DEBUG, INFO, WARNING or ERROR")
     add("shutdown-grace", "5", "seconds running requests may finish after SIGTERM")
+    add_tls_args(s, "portal")
     return parser
 
 
@@ -52,6 +54,7 @@ async def serve(args: argparse.Namespace) -> None:
         smtp_host=args.smtp_host,
         smtp_port=int(args.smtp_port),
         mail_from=args.mail_from,
+        tls=tls_from_args(args),
     )
     app = create_app(config)
     running = await start(app, [listen])

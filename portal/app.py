@@ -8,7 +8,7 @@ import datetime as dt
 import pathlib
 import smtplib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.message import EmailMessage
 from typing import Any, cast
 
@@ -38,6 +38,7 @@ from portal.web import (
     set_cookie,
 )
 from svckit.events import EVENT_KINDS
+from svckit.tls import Tls
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import identity_pb2 as ipb
 from travel.webhooks.v1 import webhooks_pb2 as wpb
@@ -63,6 +64,8 @@ class PortalConfig:
     smtp_host: str = ""
     smtp_port: int = 25
     mail_from: str = "portal@svc.travel"
+    # Mutual TLS to authsvc and webhookd as "portal" (svckit.tls); None is plaintext (--insecure-dev).
+    tls: Tls | None = field(default=None, repr=False)
 
 
 def _ts(value: timestamp_pb2.Timestamp | None) -> dt.datetime | None:
@@ -133,7 +136,7 @@ def fields(request: Request) -> Fields:
 def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
     app = Sanic(name)
     app.config.KEEP_ALIVE_TIMEOUT = 30
-    peers = Peers(config.authsvc, config.webhookd)
+    peers = Peers(config.authsvc, config.webhookd, config.tls)
     secure = config.public_url.startswith("https://")
     app.ctx.peers = peers
     filters: dict[str, Any] = {"fmt": _fmt, "countdown": _countdown, "ts": _ts}

@@ -15,6 +15,7 @@ import grpc
 
 from svckit.errors import http_status, type_from_rpc_error
 from svckit.logs import request_id_var
+from svckit.tls import Tls, channel
 from travel.auth.v1 import auth_pb2_grpc, identity_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2_grpc
 
@@ -42,9 +43,9 @@ def portal_error(exc: grpc.RpcError) -> PortalError:
 
 
 class Peers:
-    def __init__(self, authsvc: str, webhookd: str) -> None:
-        self._auth_channel = grpc.aio.insecure_channel(authsvc)
-        self._hooks_channel = grpc.aio.insecure_channel(webhookd)
+    def __init__(self, authsvc: str, webhookd: str, tls: Tls | None) -> None:
+        self._auth_channel = channel(authsvc, tls, "authsvc")
+        self._hooks_channel = channel(webhookd, tls, "webhookd")
         self.auth = auth_pb2_grpc.AuthServiceStub(self._auth_channel)
         self.identity = identity_pb2_grpc.IdentityServiceStub(self._auth_channel)
         self.webhooks = webhooks_pb2_grpc.WebhookServiceStub(self._hooks_channel)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Run the whole stack locally: each service as its own process on SQLite files under ./var/.
 
+The services talk gRPC over mutual TLS with a development CA made under ./var/tls/ on first run.
 Ctrl-C (or SIGTERM) stops them all gracefully. Ports can be moved with the services' own
 environment variables (AUTHSVC_LISTEN, WEBHOOKD_LISTEN, EDGE_LIVE_LISTEN, ...).
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 VAR = ROOT / "var"
+TLS = VAR / "tls"
 
 
 @dataclass
@@ -49,6 +51,13 @@ def secrets_key_file(name: str = "webhookd-secrets.key") -> pathlib.Path:
     return path
 
 
+def tls_args(identity: str) -> list[str]:
+    """The mutual-TLS flags of ``identity``, from the development CA under var/tls (made by main)."""
+    from svckit.devca import flags
+
+    return flags(TLS, identity)
+
+
 def services() -> list[Service]:
     return [
         Service(
@@ -59,6 +68,7 @@ def services() -> list[Service]:
                 "--metrics-listen", os.environ.get("AUTHSVC_METRICS_LISTEN", "127.0.0.1:9101"),
                 "--webhookd", WEBHOOKD_LISTEN if (ROOT / "webhookd" / "__main__.py").exists() else "",
                 "--secrets-key-file", str(secrets_key_file("authsvc-secrets.key")),
+                *tls_args("authsvc"),
             ],
         ),
         Service(
@@ -71,6 +81,7 @@ def services() -> list[Service]:
                 # A development stack: receivers on this machine (and plain http) are allowed.
                 "--allow-private-targets", "--allow-http",
                 "--secrets-key-file", str(secrets_key_file()),
+                *tls_args("webhookd"),
             ],
         ),
         Service(
@@ -79,9 +90,10 @@ def services() -> list[Service]:
                 "--authsvc", AUTH_LISTEN,
                 "--webhookd", WEBHOOKD_LISTEN,
                 "--database", f"sqlite+aiosqlite:///{VAR / 'edge.db'}",
+                *tls_args("edge"),
             ],
         ),
-        Service("portal", ["--authsvc", AUTH_LISTEN, "--webhookd", WEBHOOKD_LISTEN]),
+        Service("portal", ["--authsvc", AUTH_LISTEN, "--webhookd", WEBHOOKD_LISTEN, *tls_args("portal")]),
     ]
 
 
@@ -108,8 +120,10 @@ async def demo_key(running: list[Service]) -> str | None:
     if state.exists():
         return str(json.loads(state.read_text())["secret"])
     from svcctl.client import create_demo_key
+    from svckit.devca import files
+    from svckit.tls import Tls
 
-    demo = await create_demo_key(AUTH_LISTEN)
+    demo = await create_demo_key(AUTH_LISTEN, Tls.from_files(*files(TLS, "svcctl")))
     state.write_text(json.dumps(demo))
     state.chmod(0o600)
     return str(demo["secret"])
@@ -119,9 +133,13 @@ def portal_sign_in(account_id: str, portal_url: str) -> str:
     """A one-time sign-in link for the demo account's owner (an invitation), or how to sign in."""
     import grpc
 
+    from svckit.devca import files
+    from svckit.tls import Tls
     from travel.auth.v1 import auth_pb2, identity_pb2, identity_pb2_grpc
 
-    with grpc.insecure_channel(AUTH_LISTEN) as channel:
+    svcctl = Tls.from_files(*files(TLS, "svcctl")).channel_credentials()
+    override = [("grpc.ssl_target_name_override", "authsvc")]
+    with grpc.secure_channel(AUTH_LISTEN, svcctl, options=override) as channel:
         try:
             made = identity_pb2_grpc.IdentityServiceStub(channel).CreateInvite(
                 identity_pb2.CreateInviteRequest(
@@ -173,6 +191,10 @@ def edge_lines(sandbox_port: object, secret: str | None) -> list[str]:
 def main() -> int:
     build_parser().parse_args()
     VAR.mkdir(exist_ok=True)
+    from svckit.devca import init_dir
+
+    if init_dir(TLS):  # once per checkout: a development CA and a certificate per service and svcctl
+        print(f"made development certificates in {TLS.relative_to(ROOT)}/ (svcctl certs init)")
     running: list[Service] = []
     try:
         for svc in services():

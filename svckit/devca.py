@@ -31,6 +31,18 @@ def stem(identity: str) -> str:
     return identity.replace(":", "-")
 
 
+def files(directory: pathlib.Path, identity: str) -> tuple[str, str, str]:
+    """(CA certificate, certificate, key) paths of ``identity`` in a directory ``init_dir`` made."""
+    d = directory
+    return str(d / "ca.pem"), str(d / f"{stem(identity)}.pem"), str(d / f"{stem(identity)}.key")
+
+
+def flags(directory: pathlib.Path, identity: str) -> list[str]:
+    """``--tls-ca``, ``--tls-cert`` and ``--tls-key`` of a process holding ``identity``'s certificate."""
+    ca, cert, key = files(directory, identity)
+    return ["--tls-ca", ca, "--tls-cert", cert, "--tls-key", key]
+
+
 def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 

@@ -67,7 +67,9 @@ _GRPC_FALLBACK: dict[grpc.StatusCode, str] = {
     grpc.StatusCode.INVALID_ARGUMENT: "invalid_request",
     grpc.StatusCode.NOT_FOUND: "not_found",
     grpc.StatusCode.UNAUTHENTICATED: "invalid_api_key",
-    grpc.StatusCode.PERMISSION_DENIED: "missing_scope",
+    # Our services name every 403 in ErrorInfo; a bare PERMISSION_DENIED is the allow list refusing a
+    # service (svckit.peers): a fault of the deployment, not of the partner.
+    grpc.StatusCode.PERMISSION_DENIED: "internal_error",
     grpc.StatusCode.RESOURCE_EXHAUSTED: "rate_limited",
     grpc.StatusCode.UNAVAILABLE: "service_unavailable",
     grpc.StatusCode.DEADLINE_EXCEEDED: "service_unavailable",

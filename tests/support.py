@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from svckit.devca import stem
+from svckit.devca import files, flags
 from svckit.tls import Tls
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -102,17 +102,11 @@ def start_service(
     return ServiceProcess(module, args, tls=tls).start(log_dir / f"{module}.log")
 
 
-def tls_files(pki: pathlib.Path, identity: str) -> tuple[str, str, str]:
-    """(CA, certificate, key) paths of ``identity`` in a directory made by ``svckit.devca.init_dir``."""
-    return str(pki / "ca.pem"), str(pki / f"{stem(identity)}.pem"), str(pki / f"{stem(identity)}.key")
-
-
 def tls_of(pki: pathlib.Path, identity: str) -> Tls:
     """Mutual TLS as ``identity``, for in-process servers and clients (the ``pki`` fixture)."""
-    return Tls.from_files(*tls_files(pki, identity))
+    return Tls.from_files(*files(pki, identity))
 
 
 def tls_args(pki: pathlib.Path, identity: str) -> list[str]:
     """The TLS flags of a process (or svcctl) holding ``identity``'s certificate."""
-    ca, cert, key = tls_files(pki, identity)
-    return ["--tls-ca", ca, "--tls-cert", cert, "--tls-key", key]
+    return flags(pki, identity)

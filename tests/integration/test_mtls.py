@@ -14,9 +14,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from authsvc._server import AuthServer, run_server
 from authsvc.testing import ACTOR
-from svckit.devca import stem
+from svckit.devca import files, stem
+from svckit.errors import type_from_rpc_error
 from svckit.tls import Tls, TlsError, channel
-from tests.support import ROOT, tls_files, tls_of
+from tests.support import ROOT, tls_of
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
@@ -92,6 +93,8 @@ async def test_edge_certificate_may_authorize_but_not_create_keys(
             await edge.CreateKey(refused, timeout=10)
         assert failed.value.code() == grpc.StatusCode.PERMISSION_DENIED
         assert "'edge' may not call /travel.auth.v1.AuthService/CreateKey" in (failed.value.details() or "")
+        # A client (the edge, svcctl) reads it as our fault, never as the partner's missing scope.
+        assert type_from_rpc_error(failed.value)[0] == "internal_error"
         assert (
             await code_of(edge.CreateAccount(create_account(), timeout=10))
             == grpc.StatusCode.PERMISSION_DENIED
@@ -147,7 +150,7 @@ async def test_another_cas_certificate_is_refused(
     authsvc: AuthServer, pki: pathlib.Path, other_pki: pathlib.Path
 ) -> None:
     # svcctl's name, but signed by another CA (trusting our CA for the server, so only the client fails).
-    _, cert, key = tls_files(other_pki, "svcctl")
+    _, cert, key = files(other_pki, "svcctl")
     foreign = Tls.from_files(str(pki / "ca.pem"), cert, key)
     ch, stub = auth_stub(authsvc.port, foreign)
     async with ch:
@@ -191,7 +194,7 @@ async def test_webhookd_allow_list(webhookd: Webhookd, pki: pathlib.Path) -> Non
 
 
 def test_tls_files_that_do_not_fit_are_refused(pki: pathlib.Path, other_pki: pathlib.Path) -> None:
-    ca, cert, _ = tls_files(pki, "edge")
+    ca, cert, _ = files(pki, "edge")
     with pytest.raises(TlsError, match=r"--tls-key: .* is not the key of the certificate"):
         Tls.from_files(ca, cert, str(other_pki / f"{stem('svcctl')}.key"))
     with pytest.raises(TlsError, match="--tls-cert: No such file"):
@@ -210,3 +213,22 @@ def test_a_service_without_tls_files_or_insecure_dev_does_not_start(tmp_path: pa
     assert run.returncode != 0
     assert "--tls-ca: No such file or directory" in run.stderr
     assert "--insecure-dev" in run.stderr
+
+
+def test_svcctl_certs_init_makes_a_ca_and_a_certificate_per_identity(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from svcctl.__main__ import main
+
+    directory = tmp_path / "tls"
+    assert main(["certs", "init", "--dir", str(directory), "--identity", "product:hotels"]) == 0
+    for identity in ("authsvc", "webhookd", "edge", "svcctl", "portal", "product:hotels"):
+        tls = Tls.from_files(*files(directory, identity))
+        assert tls.identity == identity
+        assert (directory / f"{stem(identity)}.key").stat().st_mode & 0o077 == 0
+    assert (directory / "ca.key").stat().st_mode & 0o077 == 0
+    before = (directory / "edge.pem").read_bytes()
+    capsys.readouterr()
+    assert main(["certs", "init", "--dir", str(directory)]) == 0
+    assert "nothing written" in capsys.readouterr().out
+    assert (directory / "edge.pem").read_bytes() == before
