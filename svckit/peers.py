@@ -58,6 +58,8 @@ ALLOWED: dict[str, frozenset[str]] = {
                     "ResendAttempt",
                     "RecoverEndpoint",
                     "StreamEvents",
+                    # Sandbox events only (triggers, samples, the simulator): see may_publish.
+                    "PublishEvent",
                 )
             ),
         ]
@@ -87,6 +89,23 @@ def allowed(identity: str, method: str) -> bool:
     return method in ALLOWED.get(role_of(identity), frozenset())
 
 
+# Live events come from the services that own what they report; the edge publishes the sandbox's only.
+SANDBOX_ONLY_PUBLISHERS = frozenset({"edge"})
+
+
+def may_publish(identity: str, live: bool) -> bool:
+    """May a caller whose PublishEvent passed the allow list publish this event (``live`` or sandbox)?
+    A compromised edge must not be able to send partners signed live events."""
+    return not live or role_of(identity) not in SANDBOX_ONLY_PUBLISHERS
+
+
+async def refuse(context: grpc.aio.ServicerContext, identity: str, method: str, message: str) -> None:
+    """Abort the call with PERMISSION_DENIED (raises); counted and logged with the caller's identity."""
+    GRPC_REFUSED.labels(method.rsplit("/", 1)[-1], identity).inc()
+    log.warning("call refused", extra={"peer": identity, "method": method, "reason": message})
+    await context.abort(grpc.StatusCode.PERMISSION_DENIED, message)
+
+
 def identity_of(context: grpc.aio.ServicerContext) -> str:
     """The common name of the caller's verified client certificate; "" on a plaintext server."""
     names = context.auth_context().get("x509_common_name") or []
@@ -109,11 +128,7 @@ class AllowListInterceptor(grpc.aio.ServerInterceptor):
         async def check(context: grpc.aio.ServicerContext) -> None:
             identity = identity_of(context)
             if not allowed(identity, method):
-                GRPC_REFUSED.labels(method.rsplit("/", 1)[-1], identity).inc()
-                log.warning("call refused by the allow list", extra={"peer": identity, "method": method})
-                await context.abort(
-                    grpc.StatusCode.PERMISSION_DENIED, f"the service {identity!r} may not call {method}"
-                )
+                await refuse(context, identity, method, f"the service {identity!r} may not call {method}")
 
         def unary(behavior: Any) -> Any:
             async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:

@@ -16,6 +16,7 @@ import grpc
 
 from svckit.clock import Clock
 from svckit.ids import new_id, sortable_id
+from svckit.peers import identity_of, may_publish, refuse
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import _convert as cv
@@ -348,6 +349,11 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
         self, request: pb.PublishEventRequest, context: grpc.aio.ServicerContext
     ) -> pb.PublishEventResponse:
         account_id, env = cv.scope(request)
+        caller = identity_of(context)
+        if not may_publish(caller, env == "live"):
+            await refuse(
+                context, caller, "PublishEvent", f"the service {caller!r} may publish sandbox events only"
+            )
         if request.type not in EVENT_KINDS:
             raise InvalidRequest(
                 f"type: unknown event kind {request.type!r}; known kinds: {', '.join(EVENT_KINDS)}"

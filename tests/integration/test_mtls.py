@@ -181,9 +181,28 @@ async def test_webhookd_allow_list(webhookd: Webhookd, pki: pathlib.Path) -> Non
     async with channel(target, tls_of(pki, "authsvc"), "webhookd") as ch:
         accepted = await webhooks_pb2_grpc.WebhookServiceStub(ch).PublishEvent(publish, timeout=10)
         assert accepted.event.id.startswith("evt_")
+        assert (
+            await code_of(
+                webhooks_pb2_grpc.WebhookServiceStub(ch).ListEndpoints(
+                    webhooks_pb2.ListEndpointsRequest(
+                        account_id="acct_1", environment=webhooks_pb2.ENVIRONMENT_LIVE
+                    ),
+                    timeout=10,
+                )
+            )
+            == grpc.StatusCode.PERMISSION_DENIED
+        )
     async with channel(target, tls_of(pki, "edge"), "webhookd") as ch:
         stub = webhooks_pb2_grpc.WebhookServiceStub(ch)
-        assert await code_of(stub.PublishEvent(publish, timeout=10)) == grpc.StatusCode.PERMISSION_DENIED
+        # The edge publishes the sandbox's events, never live ones.
+        assert (await stub.PublishEvent(publish, timeout=10)).event.id.startswith("evt_")
+        live = webhooks_pb2.PublishEventRequest()
+        live.CopyFrom(publish)
+        live.environment = webhooks_pb2.ENVIRONMENT_LIVE
+        with pytest.raises(grpc.aio.AioRpcError) as failed:
+            await stub.PublishEvent(live, timeout=10)
+        assert failed.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert "may publish sandbox events only" in (failed.value.details() or "")
         listed = await stub.ListEndpoints(
             webhooks_pb2.ListEndpointsRequest(
                 account_id="acct_1", environment=webhooks_pb2.ENVIRONMENT_SANDBOX

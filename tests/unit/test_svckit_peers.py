@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from svckit.peers import ALLOWED, allowed, role_of
+from svckit.peers import ALLOWED, allowed, may_publish, role_of
 from travel.auth.v1 import auth_pb2
 from travel.webhooks.v1 import webhooks_pb2
 
@@ -29,7 +29,7 @@ CASES = [
     ("edge", AUTH + "CreateAccount", False),
     ("edge", AUTH + "SetAccountStatus", False),
     ("edge", AUTH + "ListAuditEvents", False),
-    ("edge", HOOKS + "PublishEvent", False),
+    ("edge", HOOKS + "PublishEvent", True),  # sandbox events only: may_publish
     ("svcctl", AUTH + "CreateKey", True),
     ("svcctl", AUTH + "SetAccountStatus", True),
     ("svcctl", HOOKS + "PublishEvent", True),
@@ -74,6 +74,21 @@ def test_allowed(identity: str, method: str, expected: bool) -> None:
 )
 def test_role_of(identity: str, role: str) -> None:
     assert role_of(identity) == role
+
+
+@pytest.mark.parametrize(
+    ("identity", "live", "expected"),
+    [
+        ("edge", False, True),
+        ("edge", True, False),
+        ("authsvc", True, True),
+        ("product:hotels", True, True),
+        ("svcctl", True, True),
+        ("", True, True),  # a plaintext (--insecure-dev) server has no identity to hold against anyone
+    ],
+)
+def test_may_publish(identity: str, live: bool, expected: bool) -> None:
+    assert may_publish(identity, live) is expected
 
 
 def test_every_listed_method_exists() -> None:
