@@ -591,7 +591,7 @@ def test_authsvc_flag_repeatable_with_env_fallback(
         monkeypatch.setenv("EDGE_AUTHSVC", env)
     else:
         monkeypatch.delenv("EDGE_AUTHSVC", raising=False)
-    assert config_from(build_parser().parse_args(["serve", *argv])).authsvc == expected
+    assert config_from(build_parser().parse_args(["serve", "--insecure-dev", *argv])).authsvc == expected
 
 
 def test_a_bad_authsvc_list_stops_the_start() -> None:
