@@ -322,25 +322,11 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
     # -- overview --------------------------------------------------------------------------------
 
     async def success_rate(account: str, env: str, since: dt.datetime) -> tuple[int, int]:
-        ok = total = 0
-        token = ""
-        for _ in range(20):  # at most 4,000 attempts are read for the chart
-            page = await peers.call(
-                peers.webhooks.ListAttempts,
-                wpb.ListAttemptsRequest(
-                    account_id=account,
-                    environment=WENV_PB[env],
-                    since=_stamp(since),
-                    page_size=200,
-                    page_token=token,
-                ),
-            )
-            total += len(page.attempts)
-            ok += sum(1 for a in page.attempts if a.outcome == wpb.ATTEMPT_OUTCOME_SUCCEEDED)
-            token = page.next_page_token
-            if not token:
-                break
-        return ok, total
+        stats = await peers.call(
+            peers.webhooks.GetAttemptStats,
+            wpb.GetAttemptStatsRequest(account_id=account, environment=WENV_PB[env], since=_stamp(since)),
+        )
+        return int(stats.succeeded), int(stats.attempts)
 
     @app.get("/<env:str>/")
     async def overview(request: Request, env: str) -> HTTPResponse:

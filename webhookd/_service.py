@@ -442,6 +442,15 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
             attempts=[cv.attempt_pb(a) for a in rows[:size]], next_page_token=token
         )
 
+    async def GetAttemptStats(
+        self, request: pb.GetAttemptStatsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetAttemptStatsResponse:
+        account_id, env = cv.scope(request)
+        if not request.HasField("since"):
+            raise InvalidRequest("since: required")
+        total, ok = await self.repo.attempt_stats(account_id, env, request.since.ToDatetime(dt.UTC))
+        return pb.GetAttemptStatsResponse(attempts=total, succeeded=ok)
+
     async def ResendAttempt(
         self, request: pb.ResendAttemptRequest, context: grpc.aio.ServicerContext
     ) -> pb.ResendAttemptResponse:

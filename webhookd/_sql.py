@@ -40,6 +40,7 @@ from webhookd._repository import (
     SigningSecret,
     Stats,
 )
+from webhookd._retry import Outcome as AttemptOutcome
 from webhookd._secretbox import PREFIX as SEALED_PREFIX
 from webhookd._secretbox import SecretBox
 from webhookd.migrations import SCHEMA
@@ -877,6 +878,16 @@ class SqlRepository:
         )
         async with self.engine.connect() as conn:
             return [_attempt(r) for r in await conn.execute(q)]
+
+    async def attempt_stats(self, account_id: str, environment: str, since: dt.datetime) -> tuple[int, int]:
+        c = attempts.c
+        succeeded = sa.case((c.outcome == AttemptOutcome.SUCCEEDED.value, 1), else_=0)
+        q = sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(succeeded), 0)).where(
+            c.account_id == account_id, c.environment == environment, c.attempted_at >= us(since)
+        )
+        async with self.engine.connect() as conn:
+            total, ok = (await conn.execute(q)).one()
+        return int(total), int(ok)
 
     async def recover(self, endpoint: EndpointRecord, since: dt.datetime | None, now: dt.datetime) -> int:
         conds = [deliveries.c.endpoint_id == endpoint.id, deliveries.c.status.in_([HELD, FAILED])]

@@ -284,6 +284,7 @@ def test_owner_journey(browser: Any, stack: Stack) -> None:
     page.wait_for_selector("[data-testid=qr] svg")
     shot(page, "me")
     page.goto(f"{stack.portal}/sandbox/")
+    assert "100% of 2" in page.inner_html("main")  # the test and its resend, both answered 200
     shot(page, "overview-sandbox")
     context.close()
 

@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 import pytest
 import trustme
-from google.protobuf import duration_pb2, field_mask_pb2, struct_pb2
+from google.protobuf import duration_pb2, field_mask_pb2, struct_pb2, timestamp_pb2
 
 from svckit.errors import type_from_rpc_error
 from travel.webhooks.v1 import webhooks_pb2 as pb
@@ -508,3 +508,37 @@ async def test_dns_rebinding_is_refused_at_delivery(
     finally:
         await c.channel.close()
         await app.stop(0)
+
+
+async def test_attempt_stats_count_attempts_and_successes(client: Client, receiver: Receiver) -> None:
+    await client.register(receiver.url())
+    await client.publish()
+    await client.publish()
+    await receiver.wait_for(2)
+    receiver.responder = lambda _r: 500
+    await client.publish()
+    await receiver.wait_for(3)
+    stub = client.stub
+    since = timestamp_pb2.Timestamp()
+    since.FromDatetime(dt.datetime.now(dt.UTC) - dt.timedelta(hours=1))
+    for _ in range(200):
+        stats = await stub.GetAttemptStats(
+            pb.GetAttemptStatsRequest(account_id=ACCT, environment=LIVE, since=since)
+        )
+        if stats.attempts == 3:
+            break
+        await asyncio.sleep(0.02)
+    assert (stats.attempts, stats.succeeded) == (3, 2)
+    later = timestamp_pb2.Timestamp()
+    later.FromDatetime(dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1))
+    future = await stub.GetAttemptStats(
+        pb.GetAttemptStatsRequest(account_id=ACCT, environment=LIVE, since=later)
+    )
+    assert (future.attempts, future.succeeded) == (0, 0)
+    other = await stub.GetAttemptStats(
+        pb.GetAttemptStatsRequest(account_id=ACCT, environment=pb.ENVIRONMENT_SANDBOX, since=since)
+    )
+    assert other.attempts == 0
+    assert (
+        await client.error(stub.GetAttemptStats(pb.GetAttemptStatsRequest(account_id=ACCT, environment=LIVE)))
+    )[0] == "invalid_request"
