@@ -210,7 +210,7 @@ async def _plain_posts(port: int, ca_path: str, n: int, concurrency: int) -> flo
         while left > 0:
             left -= 1
             headers = {"Content-Type": "application/json", "X-Service-Signature": sign(secrets, body, now)}
-            status, _ = await transport.post(url, headers, body)
+            status, _headers, _body = await transport.post(url, headers, body)
             assert status == 200, status
 
     start = time.perf_counter()

@@ -193,6 +193,7 @@ def attempt_pb(a: AttemptRecord) -> pb.Attempt:
         response_status=a.response_status,
         response_body=a.response_body,
         request_headers=a.request_headers,
+        response_headers=a.response_headers,
         latency=latency,
         error=a.error,
         attempted_at=ts(a.attempted_at),

@@ -11,8 +11,8 @@ import collections
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -42,7 +42,8 @@ _ATTEMPTS = {r: metrics.ATTEMPTS.labels(r.value) for r in Result}
 
 USER_AGENT = "Svc-Webhooks/1.0 (+https://docs.svc.travel/webhooks)"
 DELIVERY_TIMEOUT = 10.0
-RESPONSE_KEEP = 4096
+RESPONSE_KEEP = 4096  # bytes of a response body kept in the attempt log
+RESPONSE_HEADERS_KEEP = 4096  # bytes of response header names and values kept in the attempt log
 WATCH_EVERY = 0.25  # a send is cut off at most this long after its timeout
 
 
@@ -54,6 +55,24 @@ class SendResult:
     headers: dict[str, str]
     latency_ms: float
     error: str
+    response_headers: dict[str, str] = field(default_factory=dict)
+
+
+def kept_headers(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The response headers an attempt keeps: lower-case names in the order received, the values of a
+    repeated name joined with ", " (RFC 9110 field lines), until their names and values reach
+    ``RESPONSE_HEADERS_KEEP`` bytes; that header and the ones after it are dropped (a receiver's headers
+    are its own business, a log row has to stay small)."""
+    kept: dict[str, str] = {}
+    size = 0
+    for raw_name, raw_value in headers:
+        size += len(raw_name) + len(raw_value)
+        if size > RESPONSE_HEADERS_KEEP:
+            break
+        name = raw_name.decode("ascii", "replace").lower()
+        value = raw_value.decode("utf-8", "replace")
+        kept[name] = f"{kept[name]}, {value}" if name in kept else value
+    return kept
 
 
 def delivery_headers(
@@ -111,9 +130,10 @@ class Sender:
             self._watchdog = loop.call_later(self._watch_every, self._watch)
         start = time.perf_counter()
         status, text, error = 0, "", ""
+        received: dict[str, str] = {}
         try:
             try:
-                status, text = await self._post(url, headers, body)
+                status, received, text = await self._post(url, headers, body)
             except asyncio.CancelledError:
                 # Ours (the watchdog's) becomes a timeout; anyone else's cancellation goes on.
                 if task not in self._expired or task.uncancel() > 0:
@@ -132,19 +152,24 @@ class Sender:
         latency = time.perf_counter() - start
         metrics.LATENCY.observe(latency)
         _ATTEMPTS[result].inc()
-        return SendResult(result, status, text, headers, latency * 1000, error)
+        return SendResult(result, status, text, headers, latency * 1000, error, received)
 
-    async def _post(self, url: str, headers: dict[str, str], body: bytes) -> tuple[int, str]:
+    async def _post(self, url: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], str]:
+        """(status, the kept response headers, the kept start of the response body)."""
         if self.direct is not None:
-            status, content = await self.direct.post(url, headers, body)
-            return status, content[:RESPONSE_KEEP].decode("utf-8", "replace")
+            status, raw_headers, content = await self.direct.post(url, headers, body, RESPONSE_KEEP)
+            return status, kept_headers(raw_headers), content.decode("utf-8", "replace")
         async with self.client.stream("POST", url, content=body, headers=headers) as response:
             kept = bytearray()
             async for chunk in response.aiter_bytes():
                 kept += chunk
                 if len(kept) >= RESPONSE_KEEP:
                     break
-            return response.status_code, bytes(kept[:RESPONSE_KEEP]).decode("utf-8", "replace")
+            return (
+                response.status_code,
+                kept_headers(response.headers.raw),
+                bytes(kept[:RESPONSE_KEEP]).decode("utf-8", "replace"),
+            )
 
 
 def decide(claim: Claim, sent: SendResult | None, attempted_at: dt.datetime, manual: bool = False) -> Outcome:
@@ -166,6 +191,7 @@ def decide(claim: Claim, sent: SendResult | None, attempted_at: dt.datetime, man
         response_status=sent.status,
         response_body=sent.body,
         request_headers=sent.headers,
+        response_headers=sent.response_headers,
         latency_ms=sent.latency_ms,
         error=sent.error,
         attempted_at=attempted_at,

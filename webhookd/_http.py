@@ -1,11 +1,15 @@
-"""A lean HTTP/1.1 transport for httpx: keep-alive connection pool per origin, SSRF-guarded connects.
+"""A lean HTTP/1.1 transport for httpx: keep-alive connection pool per origin, SSRF-guarded connects,
+responses parsed by h11.
 
 Why not httpx's default transport: httpcore's pool rescans every connection on every request
 (quadratic in pool size) and each request passes several anyio layers; on a small machine that capped
-deliveries at a few hundred per second. This transport speaks the small subset of HTTP/1.1 a webhook
-POST needs (Content-Length or chunked responses, keep-alive, ``Connection: close``), resolves and checks
-the target itself (``_ssrf.resolve_checked``) and connects only to a checked address, with TLS SNI,
-certificate verification and Host still using the URL's name.
+deliveries at a few hundred per second. This transport keeps its own pool and connect: it resolves and
+checks the target itself (``_ssrf.resolve_checked``) and connects only to a checked address, with TLS
+SNI, certificate verification and Host still using the URL's name. Responses are parsed by h11 (one
+``h11.Connection`` per pooled connection, reused with ``start_next_cycle``), which handles interim 1xx
+responses, chunked and close-delimited bodies and refuses conflicting ``Content-Length`` headers. A
+connection goes back to the pool only when h11 says both sides are done, nothing unread follows the
+response and nothing arrived while it was idle, so no response can be read by the wrong request.
 """
 
 from __future__ import annotations
@@ -15,28 +19,79 @@ import functools
 import ssl
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from typing import cast
 from urllib.parse import urlsplit
 
+import h11
 import httpx
 
 from webhookd._errors import UnsafeTarget
 from webhookd._ssrf import Policy, Resolver, resolve_checked, system_resolver
 
 MAX_HEAD = 64 * 1024
-MAX_BODY_KEPT = 1024 * 1024  # a larger response body is cut here and its connection not reused
+# Read at most this much of a response body (keeping only what the caller asked for); a longer body is
+# cut here and its connection closed instead of reused.
+MAX_BODY_READ = 1024 * 1024
 
 Origin = tuple[str, str, int]
+Headers = list[tuple[bytes, bytes]]  # as received (h11 raw_items: names in their own case)
+
+# The delivery path formats its own request bytes (a POST with Content-Length, no Expect, no
+# ``Connection: close``) and tells h11 about it with this one pre-validated event of the same framing:
+# building and validating an h11.Request per delivery would cost more than the rest of the send.
+_POST = h11.Request(method=b"POST", target=b"/", headers=[(b"host", b"-"), (b"content-length", b"0")])
+_END = h11.EndOfMessage()
 
 
-@dataclass(eq=False)
-class _Conn:
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
-    idle_since: float = 0.0
+class _Conn(asyncio.Protocol):
+    """One pooled connection: the socket's bytes go straight into its h11 state machine."""
+
+    def __init__(self) -> None:
+        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
+        self.transport: asyncio.Transport | None = None
+        self.received = 0  # bytes received since the current request was written
+        self.lost = False
+        self.idle_since = 0.0
+        self._waiter: asyncio.Future[None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.received += len(data)
+        self.h11.receive_data(data)
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.h11.receive_data(b"")
+        self._wake()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.h11.receive_data(b"")
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self) -> None:
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def reusable(self) -> bool:
+        """Open and quiet: h11 is ready for a new request and no byte arrived since the last response."""
+        h = self.h11
+        return not self.lost and h.our_state is h11.IDLE and not h.trailing_data[0]
 
     def close(self) -> None:
-        self.writer.close()
+        if self.transport is not None:
+            self.transport.close()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -73,10 +128,13 @@ class FastTransport(httpx.AsyncBaseTransport):
         self._idle: dict[Origin, list[_Conn]] = defaultdict(list)
         self.connections_opened = 0
 
-    async def post(self, url: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+    async def post(
+        self, url: str, headers: dict[str, str], body: bytes, keep: int = MAX_BODY_READ
+    ) -> tuple[int, Headers, bytes]:
         """The delivery fast path: one POST without the httpx layers (same pool, same guard).
 
-        Returns (status, body as received, de-chunked); raises httpx errors like the transport.
+        Returns (status, response headers, the first ``keep`` bytes of the body as received, de-chunked);
+        raises httpx errors like the transport.
         """
         scheme, host, port, target = _split(url)
         name = f"[{host}]" if ":" in host else host
@@ -85,8 +143,7 @@ class FastTransport(httpx.AsyncBaseTransport):
         for name, value in headers.items():
             head.append(f"{name}: {value}\r\n")
         head.append("\r\n")
-        status, _headers, content = await self._send((scheme, host, port), "".join(head).encode() + body)
-        return status, content
+        return await self._send((scheme, host, port), None, "".join(head).encode() + body, keep)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
@@ -95,29 +152,35 @@ class FastTransport(httpx.AsyncBaseTransport):
             raise httpx.UnsupportedProtocol(f"unsupported scheme {scheme!r}")
         origin: Origin = (scheme, url.host, url.port or (443 if scheme == "https" else 80))
         body = await request.aread()
-        head = [f"{request.method} {url.raw_path.decode('ascii')} HTTP/1.1\r\n".encode()]
-        for name, value in request.headers.raw:
-            head.append(name + b": " + value + b"\r\n")
-        head.append(b"\r\n")
-        status, headers, content = await self._send(origin, b"".join(head) + body)
-        return httpx.Response(status, headers=headers, content=content, request=request)
+        try:
+            event = h11.Request(method=request.method, target=url.raw_path, headers=request.headers.raw)
+        except h11.LocalProtocolError as exc:
+            raise httpx.LocalProtocolError(str(exc)) from None
+        status, headers, content = await self._send(origin, event, body, MAX_BODY_READ)
+        # The body is handed over as received (de-chunked, never decompressed).
+        kept = [(k, v) for k, v in headers if k.lower() not in (b"transfer-encoding", b"content-encoding")]
+        return httpx.Response(status, headers=kept, content=content, request=request)
 
-    async def _send(self, origin: Origin, payload: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+    async def _send(
+        self, origin: Origin, event: h11.Request | None, payload: bytes, keep: int
+    ) -> tuple[int, Headers, bytes]:
+        """``event`` None: ``payload`` is a whole POST formatted by ``post``; else h11 formats ``event``
+        with ``payload`` as its body."""
         conn = self._take(origin)
         if conn is not None:
             try:
-                return await self._exchange(conn, origin, payload, reused=True)
+                return await self._exchange(conn, origin, event, payload, keep, reused=True)
             except _Reused:
                 pass  # the server had closed the idle connection: one fresh try
         conn = await self._connect(origin)
-        return await self._exchange(conn, origin, payload, reused=False)
+        return await self._exchange(conn, origin, event, payload, keep, reused=False)
 
     def _take(self, origin: Origin) -> _Conn | None:
         pool = self._idle.get(origin)
         now = time.monotonic()
         while pool:
             conn = pool.pop()
-            if now - conn.idle_since < self.keepalive_expiry and not conn.reader.at_eof():
+            if now - conn.idle_since < self.keepalive_expiry and conn.reusable():
                 return conn
             conn.close()
         return None
@@ -136,101 +199,95 @@ class FastTransport(httpx.AsyncBaseTransport):
             addresses = await resolve_checked(host, port, self.policy, self.resolver)
         except UnsafeTarget as exc:
             raise httpx.ConnectError(exc.message) from None
+        loop = asyncio.get_running_loop()
         last: Exception | None = None
         for addr in addresses:
             try:
                 if scheme == "https":
-                    reader, writer = await asyncio.open_connection(
-                        addr, port, ssl=self.ssl_context, server_hostname=host, limit=MAX_HEAD
+                    _t, conn = await loop.create_connection(
+                        _Conn, addr, port, ssl=self.ssl_context, server_hostname=host
                     )
                 else:
-                    reader, writer = await asyncio.open_connection(addr, port, limit=MAX_HEAD)
+                    _t, conn = await loop.create_connection(_Conn, addr, port)
             except ssl.SSLError as exc:
                 raise httpx.ConnectError(f"TLS handshake with {host} failed: {exc}") from None
             except OSError as exc:
                 last = exc
                 continue
             self.connections_opened += 1
-            return _Conn(reader, writer)
+            return conn
         raise httpx.ConnectError(f"could not connect to {host}:{port}: {last}")
 
     async def _exchange(
-        self, conn: _Conn, origin: Origin, payload: bytes, *, reused: bool
-    ) -> tuple[int, list[tuple[str, str]], bytes]:
-        keep = False
+        self,
+        conn: _Conn,
+        origin: Origin,
+        event: h11.Request | None,
+        payload: bytes,
+        keep: int,
+        *,
+        reused: bool,
+    ) -> tuple[int, Headers, bytes]:
+        h = conn.h11
+        reuse = False
         try:
-            conn.writer.write(payload)
-            await conn.writer.drain()
-            try:
-                raw_head = await conn.reader.readuntil(b"\r\n\r\n")
-            except asyncio.IncompleteReadError as exc:
-                if reused and not exc.partial:
-                    raise _Reused() from None
-                raise httpx.RemoteProtocolError("connection closed before a response") from None
-            except asyncio.LimitOverrunError:
-                raise httpx.RemoteProtocolError("response head larger than 64 KiB") from None
-            lines = raw_head[:-4].decode("latin-1").split("\r\n")
-            parts = lines[0].split(" ", 2)
-            if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
-                raise httpx.RemoteProtocolError(f"not an HTTP/1.x status line: {lines[0][:100]!r}")
-            status = int(parts[1])
-            headers: list[tuple[str, str]] = []
-            length: int | None = None
-            chunked = False
-            close = parts[0] == "HTTP/1.0"
-            for line in lines[1:]:
-                name, _, value = line.partition(":")
-                name, value = name.strip(), value.strip()
-                headers.append((name, value))
-                lname = name.lower()
-                if lname == "content-length" and value.isdigit():
-                    length = int(value)
-                elif lname == "transfer-encoding" and "chunked" in value.lower():
-                    chunked = True
-                elif lname == "connection":
-                    close = "close" in value.lower() or (close and "keep-alive" not in value.lower())
-            if status in (204, 304) or 100 <= status < 200:
-                body, complete = b"", True
-            elif chunked:
-                body, complete = await self._read_chunked(conn.reader)
-            elif length is not None:
-                body = await conn.reader.readexactly(min(length, MAX_BODY_KEPT))
-                complete = length <= MAX_BODY_KEPT
+            if event is None:
+                h.send(_POST)
+                h.send(_END)
             else:
-                body = await conn.reader.read(MAX_BODY_KEPT)
-                complete, close = False, True
-            keep = complete and not close
-            # The body is handed over as received (de-chunked, never decompressed).
-            drop = ("transfer-encoding", "content-encoding")
-            headers = [(k, v) for k, v in headers if k.lower() not in drop]
-            return status, headers, body
-        except (ConnectionError, asyncio.IncompleteReadError) as exc:
-            if reused and isinstance(exc, ConnectionError):
+                parts = [h.send(event), h.send(h11.Data(data=payload)) if payload else b"", h.send(_END)]
+                payload = b"".join(p for p in parts if p)
+            conn.received = 0
+            assert conn.transport is not None
+            conn.transport.write(payload)
+            response: h11.Response | None = None
+            body: bytes | bytearray = b""
+            length = 0
+            while True:
+                ev = h.next_event()
+                kind = type(ev)
+                if kind is h11.Data:
+                    data = cast(h11.Data, ev).data
+                    if length < keep:
+                        body = data if not length else bytes(body) + data[: keep - length]
+                    length += len(data)
+                    if length > MAX_BODY_READ:
+                        break  # cut off here; the connection is closed below
+                elif ev is h11.NEED_DATA:
+                    if conn.lost:  # h11 has seen the end of the stream; never wait for more
+                        raise h11.RemoteProtocolError("connection closed before a response", 0)
+                    await conn.wait()
+                elif kind is h11.Response:
+                    response = cast(h11.Response, ev)
+                elif kind is h11.EndOfMessage:
+                    reuse = h.our_state is h11.DONE and h.their_state is h11.DONE
+                    break
+                elif kind is h11.ConnectionClosed:
+                    raise h11.RemoteProtocolError("connection closed before a response", 0)
+                # else h11.InformationalResponse (1xx): the final response follows.
+            assert response is not None
+            if reuse and not h.trailing_data[0]:
+                h.start_next_cycle()
+            else:
+                reuse = False  # closed by the server, cut off, or bytes no request asked for
+            return (
+                response.status_code,
+                response.headers.raw_items(),
+                bytes(body if len(body) <= keep else body[:keep]),
+            )
+        except h11.RemoteProtocolError as exc:
+            if reused and not conn.received:
+                raise _Reused() from None
+            raise httpx.RemoteProtocolError(f"invalid response: {exc}") from None
+        except ConnectionError as exc:
+            if reused and not conn.received:
                 raise _Reused() from None
             raise httpx.ReadError(f"connection lost: {exc}") from None
         finally:
-            if keep:
+            if reuse:
                 self._give_back(origin, conn)
             else:
                 conn.close()
-
-    @staticmethod
-    async def _read_chunked(reader: asyncio.StreamReader) -> tuple[bytes, bool]:
-        out = bytearray()
-        while True:
-            size_line = await reader.readuntil(b"\r\n")
-            try:
-                size = int(size_line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                raise httpx.RemoteProtocolError("bad chunk size") from None
-            if size == 0:
-                while (await reader.readuntil(b"\r\n")) != b"\r\n":
-                    pass  # trailers
-                return bytes(out), True
-            if len(out) + size > MAX_BODY_KEPT:
-                return bytes(out), False
-            out += await reader.readexactly(size)
-            await reader.readexactly(2)
 
     async def aclose(self) -> None:
         for pool in self._idle.values():

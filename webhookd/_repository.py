@@ -99,6 +99,8 @@ class AttemptRecord:
     error: str
     attempted_at: dt.datetime
     manual: bool = False
+    # The receiver's response headers, capped (``_delivery.kept_headers``).
+    response_headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

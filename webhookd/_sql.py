@@ -127,6 +127,8 @@ attempts = sa.Table(
     sa.Column("error", sa.Text, nullable=False),
     sa.Column("attempted_at", sa.BigInteger, nullable=False),
     sa.Column("manual", sa.Boolean, nullable=False, default=False),
+    # JSON object (revision 0003).
+    sa.Column("response_headers", sa.Text, nullable=False, server_default="{}"),
     sa.Index("wh_attempts_delivery", "delivery_id"),
     sa.Index("wh_attempts_scope", "account_id", "environment", "attempted_at"),
     sa.Index("wh_attempts_time", "attempted_at"),
@@ -249,6 +251,7 @@ def _attempt(row: Any) -> AttemptRecord:
         error=row.error,
         attempted_at=at_us(row.attempted_at),
         manual=bool(row.manual),
+        response_headers=json.loads(row.response_headers),
     )
 
 
@@ -269,6 +272,7 @@ def _attempt_row(a: AttemptRecord) -> dict[str, Any]:
         "error": a.error,
         "attempted_at": us(a.attempted_at),
         "manual": a.manual,
+        "response_headers": json.dumps(a.response_headers),
     }
 
 

@@ -59,10 +59,11 @@ _CLAIM = """
 
 _ATTEMPT_COLUMNS = (
     "id, delivery_id, endpoint_id, event_id, account_id, environment, attempt_number, outcome,"
-    " response_status, response_body, request_headers, latency_ms, error, attempted_at, manual"
+    " response_status, response_body, request_headers, latency_ms, error, attempted_at, manual,"
+    " response_headers"
 )
 _INSERT_ATTEMPTS = f"INSERT INTO wh_attempts ({_ATTEMPT_COLUMNS}) VALUES {{values}}"
-_ATTEMPT_MARKS = "(" + ",".join("?" * 15) + ")"
+_ATTEMPT_MARKS = "(" + ",".join("?" * 16) + ")"
 
 # v.column1..3 = (status, next attempt, delivery id); the lease check keeps a result whose lease ran out
 # (and was claimed again elsewhere) from overwriting the newer claim.
@@ -274,6 +275,7 @@ class _Writes:
                         a.error,
                         us(a.attempted_at),
                         1 if a.manual else 0,
+                        json.dumps(a.response_headers),
                     )
                 )
             nxt = us(o.next_attempt_at) if o.next_attempt_at else None

@@ -226,3 +226,37 @@ async def test_signing_secrets_are_sealed_at_rest_and_open_for_claims(db_url: st
                 await other.seal_secrets()
         finally:
             await other.close()
+
+
+async def test_attempts_keep_response_headers_and_an_older_database_is_migrated(db_url: str) -> None:
+    import sqlalchemy as sa
+
+    repo = await SqlRepository.open(db_url)
+    try:
+        await _setup(repo, 2)
+        now = T0 + dt.timedelta(minutes=1)
+        first, second = (
+            c.delivery for c in await repo.claim_due(now, 2, now + dt.timedelta(seconds=60), "wrk_a")
+        )
+        kept = _attempt(first.id, first.event_id, now)
+        kept.response_headers = {"content-type": "text/plain", "x-receipt": "r-1"}
+        await repo.record_outcomes([Stored(first.id, "we_claims", kept, SUCCEEDED, None, True)], "wrk_a", now)
+        got = await repo.get_attempt(ACCT, "live", kept.id)
+        assert got is not None and got.response_headers == kept.response_headers
+        # Make it a database from before revision 0003: no column, at 0002, an attempt row kept.
+        async with repo.engine.begin() as conn:
+            await conn.execute(sa.text("ALTER TABLE wh_attempts DROP COLUMN response_headers"))
+            await conn.execute(sa.text("UPDATE webhookd_alembic_version SET version_num = '0002'"))
+    finally:
+        await repo.close()
+    repo = await SqlRepository.open(db_url)
+    try:
+        old = await repo.get_attempt(ACCT, "live", kept.id)
+        assert old is not None and old.response_headers == {} and old.response_body == "ok"
+        new = _attempt(second.id, second.event_id, now)
+        new.response_headers = {"x-receipt": "r-2"}
+        await repo.record_outcomes([Stored(second.id, "we_claims", new, SUCCEEDED, None, True)], "wrk_a", now)
+        got = await repo.get_attempt(ACCT, "live", new.id)
+        assert got is not None and got.response_headers == {"x-receipt": "r-2"}
+    finally:
+        await repo.close()

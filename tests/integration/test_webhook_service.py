@@ -149,6 +149,7 @@ async def test_publish_delivers_signed_exact_envelope(client: Client, receiver: 
         and att.response_body == "ok"
     )
     assert att.request_headers["X-Service-Event-Id"] == pub.event.id and not att.manual
+    assert dict(att.response_headers) == {"content-type": "text/plain", "content-length": "2"}
     assert att.latency.ToTimedelta() > dt.timedelta(0)
     # Keep-alive: one delivery after another reuses the connection instead of opening one per request.
     before = receiver.connections

@@ -1,15 +1,18 @@
-"""webhookd's HTTP/1.1 transport against small real servers on loopback: keep-alive reuse, chunked and
-close-delimited responses, a pooled connection the server closed, and the SSRF check at connect."""
+"""webhookd's HTTP/1.1 transport against small real servers on loopback: keep-alive reuse, interim 1xx
+responses, chunked and close-delimited bodies, malformed and cut-off responses, long bodies, a pooled
+connection the server closed, and the SSRF check at connect."""
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
 
-from webhookd import Policy
+from webhookd import Outcome, Policy
+from webhookd._delivery import RESPONSE_KEEP, Sender, SendResult
 from webhookd._http import FastTransport
 
 DEV = Policy(allow_http=True, allow_private=True)
@@ -17,6 +20,8 @@ Reply = Callable[[int], bytes]
 
 
 class Server:
+    """Answers each request with ``reply(n)`` (n counts requests across connections), as raw bytes."""
+
     def __init__(self, reply: Reply, close_after: bool = False) -> None:
         self.reply = reply
         self.close_after = close_after
@@ -77,6 +82,133 @@ async def test_keep_alive_chunked_and_content_length(serve) -> None:  # type: ig
         answers = [await client.post(server.url, content=b"{}") for _ in range(4)]
     assert [(r.status_code, r.text) for r in answers] == [(200, "ok"), (503, "busy!!!")] * 2
     assert server.connections == 1 and transport.connections_opened == 1
+
+
+async def _deliver(transport: FastTransport, url: str) -> SendResult:
+    """One delivery as the worker sends it (the pool lives in ``transport``, across deliveries)."""
+    sender = Sender(httpx.AsyncClient(transport=transport), direct=transport)
+    return await sender.send(url, b"{}", ["whsec_x"], "evt_1", dt.datetime.now(dt.UTC))
+
+
+async def test_early_hints_then_final_response_stays_with_its_delivery(serve) -> None:  # type: ignore[no-untyped-def]
+    # Delivery 1 gets 103 Early Hints and then its 200; delivery 2 on the same pooled connection gets 500.
+    # A parser that takes the 103 as the answer leaves the 200 unread, records delivery 1 as failed (103)
+    # and hands the 200 to delivery 2, which is then marked succeeded.
+    def reply(n: int) -> bytes:
+        if n == 1:
+            return (
+                b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+                b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nX-Receipt: r1\r\n\r\nstored"
+            )
+        return b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\nboom"
+
+    server = await serve(reply)
+    transport = FastTransport(DEV)
+    first = await _deliver(transport, server.url)
+    second = await _deliver(transport, server.url)
+    assert (first.result, first.status, first.body) == (Outcome.SUCCEEDED, 200, "stored")
+    assert first.response_headers == {"content-length": "6", "x-receipt": "r1"}
+    assert (second.result, second.status, second.body) == (Outcome.HTTP_ERROR, 500, "boom")
+    assert server.connections == 1 and transport.connections_opened == 1
+
+
+async def test_several_interim_responses_then_chunked_with_trailers(serve) -> None:  # type: ignore[no-untyped-def]
+    server = await serve(
+        lambda n: (
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+            b"HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"3;ext=1\r\nsto\r\n3\r\nred\r\n0\r\nX-Trailer: t\r\n\r\n"
+        )
+    )
+    transport = FastTransport(DEV)
+    async with httpx.AsyncClient(transport=transport) as client:
+        answers = [await client.post(server.url, content=b"{}") for _ in range(3)]
+    assert [(r.status_code, r.text) for r in answers] == [(202, "stored")] * 3
+    assert transport.connections_opened == 1
+
+
+async def test_close_delimited_body_without_connection_close(serve) -> None:  # type: ignore[no-untyped-def]
+    # No Content-Length, not chunked: the body runs to the end of the connection (RFC 9112 6.3).
+    server = await serve(
+        lambda n: b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it", close_after=True
+    )
+    transport = FastTransport(DEV)
+    async with httpx.AsyncClient(transport=transport) as client:
+        for _ in range(2):
+            r = await client.post(server.url, content=b"{}")
+            assert (r.status_code, r.text) == (200, "all of it")
+    assert server.connections == 2 and transport.connections_opened == 2
+
+
+async def test_conflicting_content_lengths_fail_and_the_connection_is_not_reused(serve) -> None:  # type: ignore[no-untyped-def]
+    def reply(n: int) -> bytes:
+        if n == 1:
+            return b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 7\r\n\r\nok"
+        return b"HTTP/1.1 204 No Content\r\n\r\n"
+
+    server = await serve(reply)
+    transport = FastTransport(DEV)
+    first = await _deliver(transport, server.url)
+    assert first.result is Outcome.NETWORK_ERROR and "Content-Length" in first.error
+    second = await _deliver(transport, server.url)
+    assert (second.result, second.status) == (Outcome.SUCCEEDED, 204)
+    assert server.connections == 2 and transport.connections_opened == 2
+
+
+async def test_server_closing_mid_body_is_a_failure(serve) -> None:  # type: ignore[no-untyped-def]
+    server = await serve(lambda n: b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial", close_after=True)
+    transport = FastTransport(DEV)
+    for _ in range(2):
+        result = await _deliver(transport, server.url)
+        assert result.result is Outcome.NETWORK_ERROR and result.status == 0
+    chunked = await serve(
+        lambda n: b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", close_after=True
+    )
+    result = await _deliver(transport, chunked.url)
+    assert result.result is Outcome.NETWORK_ERROR
+
+
+async def test_long_response_kept_to_4_kib_and_the_connection_reused(serve) -> None:  # type: ignore[no-untyped-def]
+    long = b"a" * 3000 + b"b" * 20000
+
+    def reply(n: int) -> bytes:
+        if n % 2:
+            return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(long), long)
+        chunks = b"".join(
+            b"%x\r\n%s\r\n" % (len(long[i : i + 1000]), long[i : i + 1000]) for i in range(0, len(long), 1000)
+        )
+        return b"HTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n"
+
+    server = await serve(reply)
+    transport = FastTransport(DEV)
+    results = [await _deliver(transport, server.url) for _ in range(4)]
+    assert RESPONSE_KEEP == 4096
+    for r in results:
+        assert r.body == (long[:4096]).decode()
+    assert [r.status for r in results] == [200, 400, 200, 400]
+    assert server.connections == 1
+
+
+async def test_bytes_nobody_asked_for_never_reach_the_next_request(serve) -> None:  # type: ignore[no-untyped-def]
+    # Two responses to one request: the second must not be taken as the next request's answer.
+    def reply(n: int) -> bytes:
+        if n == 1:
+            return b"HTTP/1.1 500 X\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+        return b"HTTP/1.1 503 X\r\nContent-Length: 0\r\n\r\n"
+
+    server = await serve(reply)
+    transport = FastTransport(DEV)
+    assert [(await _deliver(transport, server.url)).status for _ in range(2)] == [500, 503]
+    assert transport.connections_opened == 2
+
+
+async def test_response_headers_are_capped(serve) -> None:  # type: ignore[no-untyped-def]
+    many = b"".join(b"X-H%03d: %s\r\n" % (i, b"v" * 90) for i in range(200))
+    server = await serve(lambda n: b"HTTP/1.1 200 OK\r\n" + many + b"Content-Length: 0\r\n\r\n")
+    result = await _deliver(FastTransport(DEV), server.url)
+    kept = result.response_headers
+    assert result.status == 200 and 0 < sum(len(k) + len(v) for k, v in kept.items()) <= 4096
+    assert list(kept)[:2] == ["x-h000", "x-h001"] and "content-length" not in kept
 
 
 async def test_close_delimited_and_connection_close(serve) -> None:  # type: ignore[no-untyped-def]

@@ -149,3 +149,29 @@ def test_a_sender_times_out_in_every_event_loop_it_is_used_in() -> None:
 
     assert asyncio.run(once()) is Outcome.TIMEOUT
     assert asyncio.run(once()) is Outcome.TIMEOUT
+
+
+@pytest.mark.parametrize(
+    ("headers", "kept"),
+    [
+        ([], {}),
+        (
+            [(b"Content-Type", b"text/plain"), (b"X-Request-Id", b"r1")],
+            {"content-type": "text/plain", "x-request-id": "r1"},
+        ),
+        # A repeated name: its values in order, joined as RFC 9110 combines field lines.
+        ([(b"vary", b"accept"), (b"x", b"1"), (b"vary", b"origin")], {"vary": "accept, origin", "x": "1"}),
+        ([(b"x-name", "caf\u00e9".encode())], {"x-name": "caf\u00e9"}),
+        ([(b"x-bad", b"\xff")], {"x-bad": "\ufffd"}),
+        # The cap counts names and values: what fits is kept, the header that passes it and the rest dropped.
+        ([(b"a", b"x" * 4095), (b"b", b"y")], {"a": "x" * 4095}),
+        ([(b"a", b"x" * 4094), (b"b", b"")], {"a": "x" * 4094, "b": ""}),
+        ([(b"a", b"x" * 5000), (b"b", b"y")], {}),
+        ([(f"h{i:03d}".encode(), b"v" * 95) for i in range(100)], {f"h{i:03d}": "v" * 95 for i in range(41)}),
+    ],
+)
+def test_kept_response_headers_table(headers: list[tuple[bytes, bytes]], kept: dict[str, str]) -> None:
+    from webhookd._delivery import RESPONSE_HEADERS_KEEP, kept_headers
+
+    assert RESPONSE_HEADERS_KEEP == 4096
+    assert kept_headers(headers) == kept
