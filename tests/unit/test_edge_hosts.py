@@ -31,6 +31,7 @@ def test_cli_hosts_follow_the_listen_flags_unless_given(monkeypatch: pytest.Monk
 
     for name in ("EDGE_LIVE_LISTEN", "EDGE_SANDBOX_LISTEN", "EDGE_LIVE_HOSTS", "EDGE_SANDBOX_HOSTS"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("EDGE_INSECURE_DEV", "1")  # TLS is not the subject
     default = config_from(build_parser().parse_args(["serve"]))
     assert list(default.sandbox_hosts) == ["localhost:8081", "127.0.0.1:8081"]
     monkeypatch.setenv("EDGE_SANDBOX_LISTEN", "127.0.0.1:18281")
