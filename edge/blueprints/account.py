@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from typing import Any
@@ -18,6 +19,7 @@ from edge.convert import iso
 from edge.environments import Environment
 from edge.gate import Ctx, guarded, rpc_error
 from edge.negotiation import check_customer_ref
+from svckit.clock import utcnow
 from travel.auth.v1 import auth_pb2
 
 bp = Blueprint("account")
@@ -62,6 +64,14 @@ async def usage_of(request: Request, ctx: Ctx) -> dict[str, Any]:
     return await asyncio.shield(pending)
 
 
+@functools.lru_cache(maxsize=2)
+def sandbox_usage(date: str) -> dict[str, Any]:
+    """The sandbox's own usage figures: its searches are free and never counted, so none are used and no
+    allowance applies. The account's live figures are live data, which a test key never sees
+    (decisions.md "Environments"); one object per day, so the serialised body can be reused."""
+    return {"date": date, "searchesUsed": 0, "dailySearchAllowance": None, "remaining": None}
+
+
 def account_body(ctx: Ctx, usage: dict[str, Any]) -> bytes:
     c = ctx.caller
     return json.dumps(
@@ -91,8 +101,9 @@ def account_body(ctx: Ctx, usage: dict[str, Any]) -> bytes:
 async def get_account(request: Request, ctx: Ctx) -> HTTPResponse:
     """Read own account."""
     app_ctx = request.app.ctx
-    hit_usage = app_ctx.usage_cache.get(ctx.caller.account_id)
-    if hit_usage is not None and hit_usage[0] > time.monotonic():
+    if ctx.environment is Environment.SANDBOX:
+        usage = sandbox_usage(utcnow().date().isoformat())
+    elif (hit_usage := app_ctx.usage_cache.get(ctx.caller.account_id)) and hit_usage[0] > time.monotonic():
         usage = hit_usage[1]  # the common case, without another coroutine
     else:
         usage = await usage_of(request, ctx)

@@ -154,8 +154,9 @@ async def test_account_reports_key_scopes_environment_and_usage(
     assert body["environment"] == env and body["livemode"] is (env == "live")
     assert body["key"]["id"] == key.key.id
     assert sorted(body["key"]["scopes"]) == ["account:read", "hotels:read"]
-    assert body["usage"]["dailySearchAllowance"] == 50
+    assert body["usage"]["dailySearchAllowance"] == (50 if env == "live" else None)
     assert body["usage"]["searchesUsed"] == 0
+    assert body["usage"]["counted"] is (env == "live")
     assert key.secret not in resp.text
 
 
@@ -489,6 +490,12 @@ async def test_search_counts_on_live_keys_only_and_402_when_used_up(
         "usage"
     ]
     assert usage["searchesUsed"] == 2 and usage["remaining"] == 0
+    # A test key of the same account sees the sandbox's own figures, never the live ones (issue 9 item 4).
+    sandbox = (await http.get(stack.url("sandbox") + "/v1/account", headers=hdrs(test.secret))).json()[
+        "usage"
+    ]
+    assert sandbox["searchesUsed"] == 0 and sandbox["remaining"] is None
+    assert sandbox["dailySearchAllowance"] is None and sandbox["counted"] is False
 
 
 async def test_upstream_statuses_pass_through_and_a_down_upstream_is_503(
