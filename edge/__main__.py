@@ -22,6 +22,7 @@ from svckit.db import normalize_url
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.runner import env_name, print_ready, run_until_signal
+from svckit.secretbox import SealingKeyError, key_from, new_key
 from svckit.tls import add_tls_args, tls_from_args
 
 log = logging.getLogger("edge")
@@ -34,6 +35,7 @@ def _env(flag: str, default: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m edge", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("new-idempotency-key", help="print a new key for --idempotency-key-file")
     s = sub.add_parser("serve", help="serve the live and sandbox listeners")
 
     def add(flag: str, default: str, help: str) -> None:
@@ -63,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(env EDGE_DATABASE, then DATABASE_URL); default sqlite+aiosqlite:///var/edge.db",
     )
     add("metrics-listen", "127.0.0.1:9103", "Prometheus /metrics HOST:PORT, empty to disable")
+    add(
+        "idempotency-key-file",
+        "",
+        "file with the key sealing stored idempotent responses (AES-256, base64url; or the key itself in "
+        "EDGE_IDEMPOTENCY_KEY; `python -m edge new-idempotency-key` makes one)",
+    )
     s.add_argument(
         "--trusted-proxy",
         action="append",
@@ -127,6 +135,9 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         keep_alive_timeout=float(args.keep_alive_timeout),
         header_timeout=float(args.header_timeout),
         tls=tls_from_args(args),
+        idempotency_key=key_from(
+            args.idempotency_key_file, _env("idempotency-key", ""), "--idempotency-key-file"
+        ),
     )
 
 
@@ -148,10 +159,13 @@ async def serve(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "new-idempotency-key":
+        print(new_key())
+        return 0
     setup_logging("edge", args.log_level)
     try:
         uvloop.run(serve(args))
-    except (RouteTableError, ValueError, OSError) as exc:
+    except (RouteTableError, ValueError, OSError, SealingKeyError) as exc:
         log.error("edge could not start", extra={"error": str(exc)})
         print(f"edge: {exc}", file=sys.stderr)
         return 2

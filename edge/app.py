@@ -40,6 +40,7 @@ from edge.simulator import Simulator
 from svckit.db import create_engine
 from svckit.errors import ServiceError
 from svckit.logs import request_id_var
+from svckit.secretbox import SecretBox
 from svckit.tls import channel
 from travel.webhooks.v1 import webhooks_pb2_grpc
 
@@ -142,7 +143,12 @@ def create_app(config: EdgeConfig) -> Sanic:
             timeout=cfg.authsvc_timeout,
         )
         app.ctx.engine = create_engine(cfg.database)
-        app.ctx.store = SqlIdempotencyStore(app.ctx.engine)
+        app.ctx.store = SqlIdempotencyStore(app.ctx.engine, SecretBox(cfg.idempotency_key))
+        if cfg.idempotency_key is None:
+            log.warning(
+                "no --idempotency-key-file / EDGE_IDEMPOTENCY_KEY: responses holding a secret are not "
+                "stored for idempotent replay (a retry runs again, deduplicated downstream)"
+            )
         await app.ctx.store.migrate()
         app.ctx.http = httpx.AsyncClient(
             transport=cfg.upstream_transport, timeout=cfg.upstream_timeout, follow_redirects=False

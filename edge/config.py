@@ -51,6 +51,9 @@ class EdgeConfig:
     header_timeout: float = 60.0
     # The built-in sandbox simulator publishes a creation's outcome this long after answering 202.
     sandbox_confirm_seconds: float = 0.5
+    # AES-256 key sealing stored idempotent responses (edge.idempotency); None: only bodies holding a
+    # secret are sealed, with a key of this process.
+    idempotency_key: bytes | None = None
     # Tests inject an httpx transport for the product upstreams; None: real network.
     upstream_transport: httpx.AsyncBaseTransport | None = None
     name: str = "edge"

@@ -33,7 +33,7 @@ from edge.config import EdgeConfig
 from edge.credentials import key_from_authorization
 from edge.environments import Environment, HostMap, key_environment
 from edge.exceptions import EdgeError, RateLimited, UpstreamUnavailable
-from edge.idempotency import IdempotencyStore, request_hash
+from edge.idempotency import IdempotencyStore, fingerprint_headers, request_hash
 from edge.metrics import SANDBOX_TRIGGERS, count_response
 from edge.negotiation import check_accept, check_customer_ref, check_idempotency_key, check_json_content_type
 from edge.ratelimit import RateLimiter
@@ -61,6 +61,9 @@ class Ctx:
     customer_ref: str = ""
     # A sandbox trigger whose effect comes after the route answers (booking_failed, payment_failed).
     trigger: Trigger | None = None
+    # The POST's Idempotency-Key, passed down (webhookd, product upstreams) so a re-execution after an
+    # edge crash is deduplicated there too.
+    idempotency_key: str = ""
 
 
 Handler = Callable[..., Awaitable[HTTPResponse]]
@@ -272,15 +275,16 @@ class Gate:
         params: dict[str, Any],
         kind: RouteKind,
     ) -> HTTPResponse:
-        key = check_idempotency_key(request.headers.get("idempotency-key"))
+        key = ctx.idempotency_key = check_idempotency_key(request.headers.get("idempotency-key"))
         body_bytes = request.body or b""
         if body_bytes:
             ctx.body = self._parse_body(request)
         caller = ctx.caller
         env = ctx.environment.value
-        stored = await self.store.claim(
-            caller.account_id, env, key, request_hash(request.method, request.path, body_bytes), _now()
+        fingerprint = request_hash(
+            request.method, request.path, body_bytes, fingerprint_headers(request.headers)
         )
+        stored = await self.store.claim(caller.account_id, env, key, fingerprint, _now())
         if stored is not None:
             replay = HTTPResponse(stored.body, status=stored.status, headers=stored.headers)
             replay.headers["Idempotent-Replayed"] = "true"

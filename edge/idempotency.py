@@ -2,16 +2,27 @@
 
 A POST's Idempotency-Key is scoped to account + environment and kept 24 h. The first request claims
 the key (state ``running``); its response, unless a 5xx, is stored (state ``done``) and replayed to a
-repeat of the same request (method, path, body hash). A different request under the same key is
-idempotency_key_reused (422); a repeat while the first still runs is idempotency_key_in_use (409).
+repeat of the same request. "The same request" is its fingerprint (``request_hash``): method, path,
+body, and every request header that changes what the request means (``FINGERPRINT_HEADERS``). A
+different request under the same key is idempotency_key_reused (422); a repeat while the first still
+runs is idempotency_key_in_use (409).
+
+Stored bodies can hold secrets (a new endpoint's signing secret), so they are sealed at rest with
+AES-256-GCM (``svckit.secretbox``) under the edge's idempotency key, the record's account, environment
+and key as associated data. Without a sealing key, a body holding anything secret-shaped is not stored:
+the key is released and a retry runs again, deduplicated downstream (the Idempotency-Key is passed to
+webhookd and the product upstreams). A sealed body that does not open (another key) is treated the same
+way: the record is taken over and the request runs again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
@@ -19,7 +30,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from edge.exceptions import EdgeError
 from edge.migrations import SCHEMA
+from svckit.freetext import contains_secret
 from svckit.migrations import upgrade
+from svckit.secretbox import SealingKeyError, SecretBox
+
+log = logging.getLogger(__name__)
 
 RETENTION_SECONDS = 24 * 3600
 # A claim older than this belongs to a process that died mid-request; it may be taken over.
@@ -43,11 +58,40 @@ records = sa.Table(
 )
 
 
-def request_hash(method: str, path: str, body: bytes) -> str:
+# Request headers that change what a request means: the same key, body and path with another value is
+# another request (422), not a replay. Lower case; a header added later (a sandbox trigger) is one line.
+FINGERPRINT_HEADERS: tuple[str, ...] = ("x-partner-customer-ref",)
+
+
+_HEADER_NAMES = ", ".join(name.title() for name in FINGERPRINT_HEADERS)
+
+
+def fingerprint_headers(headers: Any) -> dict[str, str]:
+    """The ``FINGERPRINT_HEADERS`` a request carries (repeated lines joined with ", "), from a Sanic or
+    multidict-like ``headers`` (``getall``)."""
+    out: dict[str, str] = {}
+    for name in FINGERPRINT_HEADERS:
+        values = headers.getall(name, [])
+        if values:
+            out[name] = ", ".join(values)
+    return out
+
+
+def request_hash(method: str, path: str, body: bytes, headers: Mapping[str, str] | None = None) -> str:
+    """SHA-256 of the request's fingerprint. Headers are length-prefixed between the path and the body
+    (unambiguous), and absent ones add nothing, so a request without them hashes as before they counted."""
     h = hashlib.sha256()
     h.update(method.upper().encode() + b"\n" + path.encode() + b"\n")
+    for name in sorted(headers or {}):
+        value = (headers or {})[name].encode("utf-8", "surrogateescape")
+        h.update(f"{name.lower()}:{len(value)}:".encode() + value + b"\n")
     h.update(body)
     return h.hexdigest()
+
+
+def seal_context(account_id: str, environment: str, key: str) -> str:
+    """Associated data of a sealed body: it opens only on its own record."""
+    return json.dumps(["edge_idempotency", account_id, environment, key])
 
 
 @dataclass(frozen=True)
@@ -74,8 +118,9 @@ class IdempotencyStore(Protocol):
 
 
 class SqlIdempotencyStore:
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, box: SecretBox | None = None) -> None:
         self.engine = engine
+        self.box = box or SecretBox()
 
     async def migrate(self) -> str:
         return await upgrade(self.engine, SCHEMA)
@@ -118,7 +163,7 @@ class SqlIdempotencyStore:
                     if row["request_hash"] != req_hash:
                         raise EdgeError(
                             "this Idempotency-Key was already used for a different request "
-                            "(method, path or body differ); use a new key",
+                            f"(method, path, body or {_HEADER_NAMES} differ); use a new key",
                             type="idempotency_key_reused",
                         )
                     if row["state"] == "running":
@@ -129,9 +174,21 @@ class SqlIdempotencyStore:
                             )
                         await conn.execute(sa.update(records).where(where).values(claimed_at=now))
                         return None
-                    return Stored(
-                        int(row["status_code"]), str(row["body"]), json.loads(row["headers"] or "{}")
-                    )
+                    try:
+                        body = self.box.open(str(row["body"]), seal_context(account_id, environment, key))
+                    except SealingKeyError:
+                        log.warning(
+                            "a stored idempotent response does not open with this edge's key; running "
+                            "the request again (deduplicated downstream)",
+                            extra={"account_id": account_id},
+                        )
+                        await conn.execute(
+                            sa.update(records)
+                            .where(where)
+                            .values(state="running", claimed_at=now, status_code=None, body=None)
+                        )
+                        return None
+                    return Stored(int(row["status_code"]), body, json.loads(row["headers"] or "{}"))
             except IntegrityError:
                 continue  # another process inserted first: read its row
         raise EdgeError("could not claim the Idempotency-Key; retry", type="idempotency_key_in_use")
@@ -139,11 +196,16 @@ class SqlIdempotencyStore:
     async def complete(
         self, account_id: str, environment: str, key: str, status: int, body: str, headers: dict[str, str]
     ) -> None:
+        if not self.box.sealing and contains_secret(body):
+            # Never a secret in the clear at rest: not stored, so a retry runs again downstream-deduplicated.
+            await self.release(account_id, environment, key)
+            return
+        sealed = self.box.seal(body, seal_context(account_id, environment, key))
         async with self.engine.begin() as conn:
             await conn.execute(
                 sa.update(records)
                 .where(self._where(account_id, environment, key))
-                .values(state="done", status_code=status, body=body, headers=json.dumps(headers))
+                .values(state="done", status_code=status, body=sealed, headers=json.dumps(headers))
             )
 
     async def release(self, account_id: str, environment: str, key: str) -> None:

@@ -39,11 +39,11 @@ WEBHOOKD_LISTEN = os.environ.get("WEBHOOKD_LISTEN", "127.0.0.1:50052")
 
 
 def secrets_key_file(name: str = "webhookd-secrets.key") -> pathlib.Path:
-    """A key sealing secrets at rest (webhook signing secrets, TOTP seeds), made once per checkout
-    (var/ is not committed)."""
+    """A key sealing secrets at rest (webhook signing secrets, TOTP seeds, the edge's stored idempotent
+    responses), made once per checkout (var/ is not committed)."""
     path = VAR / name
     if not path.exists():
-        from webhookd._secretbox import new_key
+        from svckit.secretbox import new_key
 
         VAR.mkdir(exist_ok=True)
         path.touch(mode=0o600)
@@ -91,6 +91,7 @@ def services() -> list[Service]:
                 "--webhookd", WEBHOOKD_LISTEN,
                 "--database", f"sqlite+aiosqlite:///{VAR / 'edge.db'}",
                 *tls_args("edge"),
+                "--idempotency-key-file", str(secrets_key_file("edge-idempotency.key")),
             ],
         ),
         Service("portal", ["--authsvc", AUTH_LISTEN, "--webhookd", WEBHOOKD_LISTEN, *tls_args("portal")]),

@@ -61,6 +61,10 @@ async def proxy(route: ProductRoute, request: Request, ctx: Ctx, **params: str) 
     }
     if ctx.traveller_id:
         headers["X-Traveller-Id"] = ctx.traveller_id
+    if ctx.idempotency_key:
+        # The upstream deduplicates on it (scoped by X-Account-Id and X-Environment): a request the edge
+        # re-runs after dying before it stored the answer does not book twice.
+        headers["Idempotency-Key"] = ctx.idempotency_key
     for name in PASS_HEADERS:
         value = request.headers.get(name)
         if value:

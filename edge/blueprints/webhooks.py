@@ -75,7 +75,11 @@ async def create_endpoint(request: Request, ctx: Ctx) -> HTTPResponse:
         ctx,
         "RegisterEndpoint",
         webhooks_pb2.RegisterEndpointRequest(
-            **scope_of(ctx), url=url, events=events, description=description
+            **scope_of(ctx),
+            url=url,
+            events=events,
+            description=description,
+            idempotency_key=ctx.idempotency_key,
         ),
     )
     out = convert.endpoint(resp.endpoint)
@@ -139,7 +143,9 @@ async def rotate_secret(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPRes
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
     body = convert.only_fields(ctx.body, {"overlapSeconds"})
     overlap = convert.int_field(body, "overlapSeconds", 0, MAX_OVERLAP)
-    msg = webhooks_pb2.RotateSigningSecretRequest(**scope_of(ctx), endpoint_id=eid)
+    msg = webhooks_pb2.RotateSigningSecretRequest(
+        **scope_of(ctx), endpoint_id=eid, idempotency_key=ctx.idempotency_key
+    )
     if overlap is not None:
         msg.overlap.CopyFrom(duration_pb2.Duration(seconds=overlap))
     resp = await call(request, ctx, "RotateSigningSecret", msg)

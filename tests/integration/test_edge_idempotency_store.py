@@ -1,5 +1,6 @@
 """The edge's idempotency store on SQLite and PostgreSQL (db_url): claim, replay, reuse, in-flight,
-takeover of a dead process's claim, expiry, and exactly one owner under concurrent claims."""
+takeover of a dead process's claim, expiry, exactly one owner under concurrent claims, and stored bodies
+sealed at rest."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+import sqlalchemy as sa
 
 from edge.exceptions import EdgeError
-from edge.idempotency import RETENTION_SECONDS, STALE_CLAIM_SECONDS, SqlIdempotencyStore, Stored
+from edge.idempotency import RETENTION_SECONDS, STALE_CLAIM_SECONDS, SqlIdempotencyStore, Stored, records
 from svckit.db import create_engine
+from svckit.secretbox import SecretBox, new_key, parse_key
 
 T0 = 1_800_000_000.0
 
@@ -90,3 +93,59 @@ async def test_concurrent_claims_have_exactly_one_owner(store: SqlIdempotencySto
     refused = [r for r in results if isinstance(r, EdgeError)]
     assert len(owners) == 1
     assert len(refused) == 7 and all(r.type == "idempotency_key_in_use" for r in refused)
+
+
+# -- sealing stored responses at rest (issue 9 defect 1) --------------------------------------------------
+SECRET = "whsec_" + "c2VjcmV0" * 5 + "AAA="
+BODY = '{"id": "we_1", "secret": "' + SECRET + '"}'
+JSON = {"Content-Type": "application/json"}
+
+
+async def _stored_bodies(store: SqlIdempotencyStore) -> list[str]:
+    async with store.engine.connect() as conn:
+        return [str(r[0]) for r in await conn.execute(sa.select(records.c.body)) if r[0] is not None]
+
+
+async def test_stored_bodies_are_sealed_and_replay_in_full(db_url: str) -> None:
+    engine = create_engine(db_url)
+    try:
+        key = parse_key(new_key())
+        store = SqlIdempotencyStore(engine, SecretBox(key))
+        await store.migrate()
+        assert await store.claim("acct_1", "live", "reg-1", "h", T0) is None
+        await store.complete("acct_1", "live", "reg-1", 201, BODY, JSON)
+        (stored,) = await _stored_bodies(store)
+        assert stored.startswith("enc1:") and SECRET not in stored and "we_1" not in stored
+        # A retry (any edge process with the same key) gets the usable answer.
+        again = SqlIdempotencyStore(engine, SecretBox(key))
+        assert await again.claim("acct_1", "live", "reg-1", "h", T0 + 1) == Stored(201, BODY, JSON)
+        # Copied onto another record it does not open: that record runs again instead of replaying.
+        async with engine.begin() as conn:
+            await conn.execute(
+                records.insert().values(
+                    account_id="acct_2", environment="live", idem_key="reg-1", request_hash="h",
+                    state="done", status_code=201, body=stored, headers="{}", created_at=T0, claimed_at=T0,
+                )
+            )  # fmt: skip
+        assert await store.claim("acct_2", "live", "reg-1", "h", T0 + 1) is None
+        # Another key (or none) cannot open it either: the request runs again, deduplicated downstream.
+        for other in (SecretBox(parse_key(new_key())), SecretBox()):
+            assert (
+                await SqlIdempotencyStore(engine, other).claim("acct_1", "live", "reg-1", "h", T0 + 2) is None
+            )
+            await store.complete("acct_1", "live", "reg-1", 201, BODY, JSON)
+        assert await store.claim("acct_1", "live", "reg-1", "h", T0 + 3) == Stored(201, BODY, JSON)
+    finally:
+        await engine.dispose()
+
+
+async def test_without_a_key_a_secret_is_never_stored(store: SqlIdempotencyStore) -> None:
+    assert await store.claim("acct_1", "live", "reg-1", "h", T0) is None
+    await store.complete("acct_1", "live", "reg-1", 201, BODY, JSON)
+    assert SECRET not in "".join(await _stored_bodies(store))
+    # Released, not stored: the retry runs (webhookd deduplicates it on the Idempotency-Key passed down).
+    assert await store.claim("acct_1", "live", "reg-1", "h", T0 + 1) is None
+    # Bodies without a secret are stored and replayed as before.
+    assert await store.claim("acct_1", "live", "k", "h", T0) is None
+    await store.complete("acct_1", "live", "k", 200, "{}", JSON)
+    assert await store.claim("acct_1", "live", "k", "h", T0 + 1) == Stored(200, "{}", JSON)
