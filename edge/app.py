@@ -146,8 +146,9 @@ def create_app(config: EdgeConfig) -> Sanic:
         app.ctx.store = SqlIdempotencyStore(app.ctx.engine, SecretBox(cfg.idempotency_key))
         if cfg.idempotency_key is None:
             log.warning(
-                "no --idempotency-key-file / EDGE_IDEMPOTENCY_KEY: responses holding a secret are not "
-                "stored for idempotent replay (a retry runs again, deduplicated downstream)"
+                "no --idempotency-key-file / EDGE_IDEMPOTENCY_KEY: stored responses holding a secret are "
+                "sealed with a key of this process only (a retry elsewhere runs again, deduplicated "
+                "downstream)"
             )
         await app.ctx.store.migrate()
         app.ctx.http = httpx.AsyncClient(

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -34,6 +33,7 @@ from edge.credentials import key_from_authorization
 from edge.environments import Environment, HostMap, key_environment
 from edge.exceptions import EdgeError, RateLimited, UpstreamUnavailable
 from edge.idempotency import IdempotencyStore, fingerprint_headers, request_hash
+from edge.jsonbody import JsonProblem, parse_json
 from edge.metrics import SANDBOX_TRIGGERS, count_response
 from edge.negotiation import check_accept, check_customer_ref, check_idempotency_key, check_json_content_type
 from edge.ratelimit import RateLimiter
@@ -203,9 +203,9 @@ class Gate:
     def _parse_body(self, request: Request) -> dict[str, Any]:
         check_json_content_type(request.headers.get("content-type"))
         try:
-            body = json.loads(request.body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise EdgeError(f"the request body is not valid JSON: {exc}", type="invalid_request") from None
+            body = parse_json(request.body)
+        except JsonProblem as exc:
+            raise EdgeError(f"the request body is refused: {exc.message}", type="invalid_request") from None
         if not isinstance(body, dict):
             raise EdgeError("the request body must be a JSON object", type="invalid_request")
         return body

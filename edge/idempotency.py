@@ -9,10 +9,11 @@ runs is idempotency_key_in_use (409).
 
 Stored bodies can hold secrets (a new endpoint's signing secret), so they are sealed at rest with
 AES-256-GCM (``svckit.secretbox``) under the edge's idempotency key, the record's account, environment
-and key as associated data. Without a sealing key, a body holding anything secret-shaped is not stored:
-the key is released and a retry runs again, deduplicated downstream (the Idempotency-Key is passed to
-webhookd and the product upstreams). A sealed body that does not open (another key) is treated the same
-way: the record is taken over and the request runs again.
+and key as associated data. Without a configured key, bodies holding anything secret-shaped are sealed
+with a random key of this process (other bodies stay plain, so processes sharing the database still
+replay them). A sealed body that does not open (another process's or another key) is not replayed: the
+record is taken over and the request runs again, deduplicated downstream (the Idempotency-Key is passed
+to webhookd and the product upstreams).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import sqlalchemy as sa
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -121,6 +123,8 @@ class SqlIdempotencyStore:
     def __init__(self, engine: AsyncEngine, box: SecretBox | None = None) -> None:
         self.engine = engine
         self.box = box or SecretBox()
+        # No configured key: secrets are sealed with this process's own, which dies with it.
+        self._opener = self.box if self.box.sealing else SecretBox(AESGCM.generate_key(bit_length=256))
 
     async def migrate(self) -> str:
         return await upgrade(self.engine, SCHEMA)
@@ -175,7 +179,7 @@ class SqlIdempotencyStore:
                         await conn.execute(sa.update(records).where(where).values(claimed_at=now))
                         return None
                     try:
-                        body = self.box.open(str(row["body"]), seal_context(account_id, environment, key))
+                        body = self._opener.open(str(row["body"]), seal_context(account_id, environment, key))
                     except SealingKeyError:
                         log.warning(
                             "a stored idempotent response does not open with this edge's key; running "
@@ -196,11 +200,8 @@ class SqlIdempotencyStore:
     async def complete(
         self, account_id: str, environment: str, key: str, status: int, body: str, headers: dict[str, str]
     ) -> None:
-        if not self.box.sealing and contains_secret(body):
-            # Never a secret in the clear at rest: not stored, so a retry runs again downstream-deduplicated.
-            await self.release(account_id, environment, key)
-            return
-        sealed = self.box.seal(body, seal_context(account_id, environment, key))
+        box = self._opener if self.box.sealing or contains_secret(body) else self.box
+        sealed = box.seal(body, seal_context(account_id, environment, key))
         async with self.engine.begin() as conn:
             await conn.execute(
                 sa.update(records)

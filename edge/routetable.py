@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from edge.environments import Environment
 from edge.triggers import RouteKind
@@ -46,6 +47,28 @@ BUILTIN_SHAPES = _builtin_shapes()
 
 class RouteTableError(ValueError):
     pass
+
+
+_ENCODED_SEPARATOR = re.compile(r"%(2f|5c)", re.IGNORECASE)
+DOT_SEGMENTS = {".", ".."}
+
+
+def path_problem(path: str) -> str | None:
+    r"""Why a request path may not be matched against the product routes, or None.
+
+    The path matched must be the path the upstream receives. Clients and servers remove dot segments
+    (RFC 3986 5.2.4: httpx turns ``/v1/hotels/bookings/..`` into ``/v1/hotels``), some also when
+    percent-encoded (``%2e%2e``) or followed by path parameters (``..;``), and some decode ``%2F``/``%5C``
+    or read ``\`` as a separator; any of these would match one route here and reach another there.
+    """
+    if "\\" in path:
+        return "a backslash"
+    if _ENCODED_SEPARATOR.search(path):
+        return "an encoded slash (%2F or %5C)"
+    for segment in path.split("/"):
+        if unquote(segment.split(";", 1)[0]) in DOT_SEGMENTS:
+            return "a dot segment (. or ..)"
+    return None
 
 
 @dataclass(frozen=True)
@@ -92,7 +115,7 @@ def _compile(path: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
                 raise RouteTableError(f"route path {path!r} repeats parameter {m.group(1)!r}")
             names.append(m.group(1))
             parts.append(f"(?P<{m.group(1)}>[^/]+)")
-        elif _SEGMENT.fullmatch(segment):
+        elif _SEGMENT.fullmatch(segment) and segment not in DOT_SEGMENTS:
             parts.append(re.escape(segment))
         else:
             raise RouteTableError(f"route path {path!r} has an invalid segment {segment!r}")

@@ -68,7 +68,10 @@ def scope(request: Any) -> tuple[str, str]:
 
 
 def url(value: str) -> str:
-    """An endpoint URL is listed and logged: a key or secret pasted into it (a query parameter) is refused."""
+    """An endpoint URL is listed and logged: a key or secret pasted into it (a query parameter) is refused,
+    and so are control characters (a NUL would reach the resolver and the database)."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InvalidRequest("url: control characters are not allowed")
     if contains_secret(value):
         raise InvalidRequest("url: must not contain an API key or signing secret")
     return value

@@ -13,7 +13,7 @@ from edge.authorizer import ENV_PB
 from edge.environments import Environment
 from edge.exceptions import EdgeError, UpstreamUnavailable
 from edge.gate import Ctx, Gate, rpc_error
-from edge.routetable import ProductRoute
+from edge.routetable import ProductRoute, path_problem
 from travel.auth.v1 import auth_pb2
 
 bp = Blueprint("products")
@@ -88,6 +88,11 @@ async def product_route(request: Request, rest: str) -> HTTPResponse:
     gate: Gate = request.app.ctx.gate
     gate.request_id(request)
     gate.hosts.environment(request.headers.get("host"))
+    problem = path_problem(request.path)
+    if problem:
+        raise EdgeError(
+            f"the request path contains {problem}; send the path without it", type="invalid_request"
+        )
     match = request.app.ctx.config.routes.match(request.method, request.path)
     if match is None:
         raise EdgeError(f"no route {request.method} {request.path}", type="not_found")

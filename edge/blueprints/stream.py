@@ -29,6 +29,7 @@ from edge.credentials import stream_credential
 from edge.environments import Environment
 from edge.exceptions import EdgeError
 from edge.gate import Gate
+from edge.jsonbody import JsonProblem, parse_json
 from edge.metrics import STREAMS
 from edge.streamfilter import may_read, unknown_patterns, wanted
 from svckit.clock import utcnow
@@ -40,6 +41,8 @@ log = logging.getLogger(__name__)
 bp = Blueprint("stream")
 CLOSE_KEY_INVALID = 4001
 CLOSE_GOING_AWAY = 1001
+CLOSE_INVALID_DATA = 1007
+CLOSE_POLICY = 1008
 
 
 @bp.on_request
@@ -201,9 +204,14 @@ class StreamSession:
 
     async def handle(self, raw: str | bytes) -> None:
         try:
-            msg = json.loads(raw)
-        except ValueError:
-            await self.refuse("a message must be a JSON object")
+            msg = parse_json(raw)
+        except JsonProblem as exc:
+            if exc.kind == "syntax":
+                await self.refuse("a message must be a JSON object")
+            else:
+                # Not text (1007) or over a limit (1008): the connection is closed, as RFC 6455 says.
+                code = CLOSE_INVALID_DATA if exc.kind == "unicode" else CLOSE_POLICY
+                self.finish(code, f"invalid_request: {exc.message}")
             return
         if not isinstance(msg, dict):
             await self.refuse("a message must be a JSON object")

@@ -139,13 +139,16 @@ async def test_stored_bodies_are_sealed_and_replay_in_full(db_url: str) -> None:
         await engine.dispose()
 
 
-async def test_without_a_key_a_secret_is_never_stored(store: SqlIdempotencyStore) -> None:
+async def test_without_a_key_secrets_are_sealed_for_this_process_only(store: SqlIdempotencyStore) -> None:
     assert await store.claim("acct_1", "live", "reg-1", "h", T0) is None
     await store.complete("acct_1", "live", "reg-1", 201, BODY, JSON)
     assert SECRET not in "".join(await _stored_bodies(store))
-    # Released, not stored: the retry runs (webhookd deduplicates it on the Idempotency-Key passed down).
-    assert await store.claim("acct_1", "live", "reg-1", "h", T0 + 1) is None
-    # Bodies without a secret are stored and replayed as before.
+    assert await store.claim("acct_1", "live", "reg-1", "h", T0 + 1) == Stored(201, BODY, JSON)
+    # Another process (its own key) cannot open it: the retry runs again, deduplicated downstream.
+    other = SqlIdempotencyStore(store.engine)
+    assert await other.claim("acct_1", "live", "reg-1", "h", T0 + 2) is None
+    # Bodies without a secret stay plain, so every process replays them.
     assert await store.claim("acct_1", "live", "k", "h", T0) is None
-    await store.complete("acct_1", "live", "k", 200, "{}", JSON)
-    assert await store.claim("acct_1", "live", "k", "h", T0 + 1) == Stored(200, "{}", JSON)
+    await store.complete("acct_1", "live", "k", 200, '{"n": 1}', JSON)
+    assert '{"n": 1}' in await _stored_bodies(store)
+    assert await other.claim("acct_1", "live", "k", "h", T0 + 1) == Stored(200, '{"n": 1}', JSON)

@@ -88,8 +88,9 @@ async def test_secret_shaped_text_is_refused_in_descriptions_and_urls(wh: Client
         etype, message = await wh.error(wh.stub.RegisterEndpoint(request))
         assert etype == "invalid_request" and message.startswith("description:"), message
         assert KEY not in message and SECRET not in message
-    etype, message = await wh.error(wh.stub.RegisterEndpoint(_register("", url=URL + "?k=" + KEY)))
-    assert etype == "invalid_request" and message.startswith("url:") and KEY not in message
+    for url in (URL + "?k=" + KEY, URL + "\x00x", URL + "\x7f"):
+        etype, message = await wh.error(wh.stub.RegisterEndpoint(_register("", url=url)))
+        assert etype == "invalid_request" and message.startswith("url:") and KEY not in message
     reg = await wh.stub.RegisterEndpoint(_register(""))
     etype, _ = await wh.error(
         wh.stub.UpdateEndpoint(
