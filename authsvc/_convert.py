@@ -90,7 +90,12 @@ def audit_event(e: AuditEvent) -> pb.AuditEvent:
         account_id=e.account_id,
         key_id=e.key_id,
         action=e.action,
-        actor=pb.Actor(user=e.actor.user, source_address=e.actor.source_address, user_id=e.actor.user_id),
+        actor=pb.Actor(
+            user=e.actor.user,
+            source_address=e.actor.source_address,
+            user_id=e.actor.user_id,
+            service=e.actor.service,
+        ),
         occurred_at=ts(e.occurred_at),
         before=struct(e.before),
         after=struct(e.after),

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from authsvc._allowlist import Network, compile_allowlist
 from authsvc._keys import Environment
+from svckit.peers import caller_var
 
 AccountStatus = Literal["active", "read_only"]
 AccountMode = Literal["a", "b"]
@@ -23,6 +24,8 @@ class Actor:
     source_address: str = ""
     # The portal user's id when a portal user acted.
     user_id: str = ""
+    # The calling service, from its mTLS certificate: an actor made while serving a call names it.
+    service: str = dataclasses.field(default_factory=caller_var.get)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -84,6 +84,7 @@ audit = sa.Table(
     sa.Column("actor_source", sa.String(100), nullable=False),
     # Revision 0002 (portal users); "" for operators and services.
     sa.Column("actor_user_id", sa.String(40), nullable=False, server_default=""),
+    sa.Column("actor_service", sa.String(100), nullable=False, server_default=""),
     sa.Column("occurred_at", sa.Float, nullable=False),
     sa.Column("before", sa.Text, nullable=False),
     sa.Column("after", sa.Text, nullable=False),
@@ -198,7 +199,9 @@ def _audit_event(row: Mapping[Any, Any]) -> AuditEvent:
         account_id=row["account_id"],
         key_id=row["key_id"],
         action=row["action"],
-        actor=Actor(row["actor_user"], row["actor_source"], row["actor_user_id"] or ""),
+        actor=Actor(
+            row["actor_user"], row["actor_source"], row["actor_user_id"] or "", row["actor_service"] or ""
+        ),
         occurred_at=_req_dt(row["occurred_at"]),
         before=json.loads(row["before"]),
         after=json.loads(row["after"]),
@@ -259,6 +262,7 @@ class SqlRepository:
                 actor_user=actor.user,
                 actor_source=actor.source_address,
                 actor_user_id=actor.user_id,
+                actor_service=actor.service,
                 occurred_at=now.timestamp(),
                 before=json.dumps(before, sort_keys=True),
                 after=json.dumps(after, sort_keys=True),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any
 
 import grpc
@@ -89,6 +90,10 @@ def allowed(identity: str, method: str) -> bool:
     return method in ALLOWED.get(role_of(identity), frozenset())
 
 
+# The identity of the call being served (set by the interceptor; "" on a plaintext server), for records
+# such as the audit trail's actor that must name the calling service.
+caller_var: ContextVar[str] = ContextVar("grpc_caller", default="")
+
 # Live events come from the services that own what they report; the edge publishes the sandbox's only.
 SANDBOX_ONLY_PUBLISHERS = frozenset({"edge"})
 
@@ -125,23 +130,30 @@ class AllowListInterceptor(grpc.aio.ServerInterceptor):
             return handler
         method = handler_call_details.method
 
-        async def check(context: grpc.aio.ServicerContext) -> None:
+        async def check(context: grpc.aio.ServicerContext) -> str:
             identity = identity_of(context)
             if not allowed(identity, method):
                 await refuse(context, identity, method, f"the service {identity!r} may not call {method}")
+            return identity
 
         def unary(behavior: Any) -> Any:
             async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                await check(context)
-                return await behavior(request, context)
+                token = caller_var.set(await check(context))
+                try:
+                    return await behavior(request, context)
+                finally:
+                    caller_var.reset(token)
 
             return guarded
 
         def streaming(behavior: Any) -> Any:
             async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                await check(context)
-                async for item in behavior(request, context):
-                    yield item
+                token = caller_var.set(await check(context))
+                try:
+                    async for item in behavior(request, context):
+                        yield item
+                finally:
+                    caller_var.reset(token)
 
             return guarded
 

@@ -74,6 +74,19 @@ async def test_svcctl_certificate_may_administer(authsvc: AuthServer, pki: pathl
             timeout=10,
         )
         assert created.secret.startswith("svc_test_")
+        # The audit trail names the calling service (from its certificate, whatever the request claims)
+        # and the user it vouches for.
+        forged = pb.Actor(user="ops:alice", service="edge")
+        await stub.RevokeKey(
+            pb.RevokeKeyRequest(key_id=created.key.id, reason="test", actor=forged), timeout=10
+        )
+        trail = await stub.ListAuditEvents(pb.ListAuditEventsRequest(account_id=account.id), timeout=10)
+        actors = {(e.action, e.actor.user, e.actor.service) for e in trail.events}
+        assert actors == {
+            ("account.created", ACTOR.user, "svcctl"),
+            ("key.created", ACTOR.user, "svcctl"),
+            ("key.revoked", "ops:alice", "svcctl"),
+        }
 
 
 async def test_edge_certificate_may_authorize_but_not_create_keys(
