@@ -188,7 +188,10 @@ def test_owner_journey(browser: Any, stack: Stack) -> None:
     page.wait_for_url(re.compile(r"/live/$"))
 
     # Create a sandbox key with two scopes and an allow list, validated inline.
-    page.goto(f"{stack.portal}/sandbox/keys")
+    page.goto(f"{stack.portal}/live/keys")
+    assert page.text_content("[data-testid=env]") == "LIVE"
+    page.click("[data-testid=env-switch]")
+    page.wait_for_url(re.compile(r"/sandbox/keys$"))
     assert "SANDBOX" in page.text_content("[data-testid=env]")
     page.fill("input[name=name]", "checkout")
     page.check("input[value='account:read']")
@@ -430,3 +433,22 @@ def test_invitation_by_mail_and_totp_sign_in(browser: Any, stack: Stack) -> None
     page.wait_for_url(re.compile(r"/live/$"))
     newcomer.close()
     owner_ctx.close()
+
+
+def test_portal_stops_gracefully_on_sigterm(tmp_path: pathlib.Path) -> None:
+    portal = ServiceProcess(
+        "portal",
+        [
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "",
+            "--authsvc",
+            "127.0.0.1:9",
+            "--webhookd",
+            "127.0.0.1:9",
+        ],
+    ).start(tmp_path / "portal.log")
+    assert httpx.get(f"{portal.ports['url']}/healthz", timeout=5).json() == {"status": "ok"}
+    assert portal.terminate() == 0
+    assert '"msg": "portal stopping"' in portal.logs()
