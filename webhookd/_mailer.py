@@ -1,7 +1,8 @@
 """E-mails to an account's admins when one of its endpoints is disabled.
 
 Alerts are rows written in the same transaction that disables the endpoint, so a crash never loses one;
-this loop sends the pending ones over SMTP and marks them sent. Recipients: the account's
+this loop sends the pending ones over SMTP and marks them sent once they were: an alert that cannot be
+sent yet (no SMTP server, no recipient, SMTP down) stays pending. Recipients: the account's
 ``admin_emails`` from authsvc (GetAccount over gRPC, ``--authsvc``), else the configured
 ``--alert-email`` addresses.
 """
@@ -9,6 +10,7 @@ this loop sends the pending ones over SMTP and marks them sent. Recipients: the 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import smtplib
 from collections.abc import Awaitable, Callable, Sequence
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("webhookd.mailer")
 
 AdminLookup = Callable[[str], Awaitable[list[str]]]
+PAGE = 100  # pending alerts read per query
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,9 @@ class Mailer:
         self.retry_seconds = retry_seconds
         self._wake = asyncio.Event()
         self._stopping = False
+        # Say once (per process) why an alert is waiting, not at every pass.
+        self._told_no_smtp = False
+        self._told_no_recipient: set[str] = set()
 
     def wake(self, _alerts: object = None) -> None:
         self._wake.set()
@@ -94,28 +100,52 @@ class Mailer:
         return list(self.fallback)
 
     async def send_pending(self) -> int:
-        """Send every pending alert once; returns how many were sent. SMTP errors leave them pending."""
-        sent = 0
-        for alert in await self.repo.pending_alerts(100):
-            to = await self.recipients(alert.account_id)
-            fields = {"endpoint_id": alert.endpoint_id, "account_id": alert.account_id, "alert_id": alert.id}
-            if self.smtp is None or not to:
-                why = "no SMTP server configured" if self.smtp is None else "no admin addresses known"
-                log.error("disable alert not e-mailed: %s", why, extra=fields)
+        """Send every pending alert once; returns how many were sent.
+
+        An alert is marked sent only once an SMTP server took it. Without an SMTP server, without a
+        recipient, or on an SMTP error it stays pending and goes out on a later pass (after ``--smtp`` or
+        ``--alert-email`` is set and webhookd restarted, or the server is back).
+        """
+        if self.smtp is None:
+            pending = await self.repo.pending_alerts(1)
+            if pending and not self._told_no_smtp:
+                self._told_no_smtp = True
+                log.error("disable alerts are waiting: no SMTP server configured (--smtp); they stay pending")
                 metrics.ALERTS_SENT.labels("skipped").inc()
-                await self.repo.finish_alert(alert.id, self.clock.now(), why)
-                continue
-            try:
-                await asyncio.to_thread(_send_blocking, self.smtp, compose(alert, self.smtp.sender, to))
-            except (OSError, smtplib.SMTPException) as exc:
-                log.warning("disable alert e-mail failed; will retry", extra={**fields, "error": str(exc)})
-                metrics.ALERTS_SENT.labels("error").inc()
-                continue
-            await self.repo.finish_alert(alert.id, self.clock.now(), "")
-            metrics.ALERTS_SENT.labels("sent").inc()
-            log.info("disable alert e-mailed", extra={**fields, "recipients": len(to)})
-            sent += 1
+            return 0
+        sent = 0
+        after: tuple[dt.datetime, str] | None = None
+        try:
+            while batch := await self.repo.pending_alerts(PAGE, after):
+                after = (batch[-1].created_at, batch[-1].id)
+                for alert in batch:
+                    sent += await self._send(self.smtp, alert)
+        except OSError:
+            pass  # the SMTP server is unreachable: the rest waits for the next pass
         return sent
+
+    async def _send(self, smtp: SmtpConfig, alert: Alert) -> int:
+        to = await self.recipients(alert.account_id)
+        fields = {"endpoint_id": alert.endpoint_id, "account_id": alert.account_id, "alert_id": alert.id}
+        if not to:
+            if alert.id not in self._told_no_recipient:
+                self._told_no_recipient.add(alert.id)
+                log.error("disable alert waiting: no admin addresses known (--alert-email)", extra=fields)
+                metrics.ALERTS_SENT.labels("skipped").inc()
+            return 0
+        try:
+            await asyncio.to_thread(_send_blocking, smtp, compose(alert, smtp.sender, to))
+        except (OSError, smtplib.SMTPException) as exc:
+            log.warning("disable alert e-mail failed; will retry", extra={**fields, "error": str(exc)})
+            metrics.ALERTS_SENT.labels("error").inc()
+            if isinstance(exc, OSError):
+                raise
+            return 0
+        await self.repo.finish_alert(alert.id, self.clock.now())
+        self._told_no_recipient.discard(alert.id)
+        metrics.ALERTS_SENT.labels("sent").inc()
+        log.info("disable alert e-mailed", extra={**fields, "recipients": len(to)})
+        return 1
 
     async def run(self) -> None:
         while not self._stopping:

@@ -952,17 +952,22 @@ class SqlRepository:
             result = await conn.execute(attempts.delete().where(attempts.c.attempted_at < us(before)))
         return int(result.rowcount or 0)
 
-    async def pending_alerts(self, limit: int) -> list[Alert]:
+    async def pending_alerts(self, limit: int, after: tuple[dt.datetime, str] | None = None) -> list[Alert]:
+        c = alerts.c
+        page: sa.ColumnElement[bool] = sa.true()
+        if after is not None:
+            t = us(after[0])
+            page = sa.or_(c.created_at > t, sa.and_(c.created_at == t, c.id > after[1]))
         async with self.engine.connect() as conn:
             rows = await conn.execute(
-                sa.select(alerts).where(alerts.c.sent_at.is_(None)).order_by(alerts.c.created_at).limit(limit)
+                sa.select(alerts).where(c.sent_at.is_(None), page).order_by(c.created_at, c.id).limit(limit)
             )
             return [_alert(r) for r in rows]
 
-    async def finish_alert(self, alert_id: str, now: dt.datetime, error: str) -> None:
+    async def finish_alert(self, alert_id: str, now: dt.datetime) -> None:
         async with self.engine.begin() as conn:
             await conn.execute(
-                alerts.update().where(alerts.c.id == alert_id).values(sent_at=us(now), error=error)
+                alerts.update().where(alerts.c.id == alert_id).values(sent_at=us(now), error="")
             )
 
     async def stats(self, now: dt.datetime) -> Stats:

@@ -1,5 +1,6 @@
 """Disable alerts: admin addresses come from authsvc (real gRPC server) with a configured fallback; the
-e-mail goes over real SMTP (aiosmtpd); an unreachable SMTP server leaves the alert pending."""
+e-mail goes over real SMTP (aiosmtpd); an alert that cannot be sent yet (SMTP unreachable or not
+configured, no recipient) stays pending and goes out once it can."""
 
 from __future__ import annotations
 
@@ -49,8 +50,8 @@ def smtp() -> Iterator[tuple[Inbox, int]]:
     controller.stop()
 
 
-async def _disable(repo: SqlRepository, account_id: str) -> str:
-    ep = EndpointRecord(f"we_{account_id}", account_id, "live", "https://hooks.partner.test/h",
+async def _disable(repo: SqlRepository, account_id: str, endpoint_id: str = "") -> str:
+    ep = EndpointRecord(endpoint_id or f"we_{account_id}", account_id, "live", "https://hooks.partner.test/h",
                         ["apikey.revoked"], "", ENABLED, "", NOW, NOW,
                         [SigningSecret("whsec_" + "B" * 44)])  # fmt: skip
     await repo.create_endpoint(ep)
@@ -108,5 +109,82 @@ async def test_unreachable_smtp_keeps_alert_pending(sqlite_url: str) -> None:
                         fallback=["oncall@svc.test"])  # fmt: skip
         assert await mailer.send_pending() == 0
         assert len(await repo.pending_alerts(10)) == 1
+    finally:
+        await repo.close()
+
+
+async def test_alert_written_without_smtp_goes_out_once_smtp_is_configured(
+    sqlite_url: str, smtp: tuple[Inbox, int]
+) -> None:
+    repo = await SqlRepository.open(sqlite_url)
+    try:
+        endpoint_id = await _disable(repo, "acct_1")
+        unconfigured = Mailer(repo, FakeClock(NOW), None, fallback=["oncall@svc.test"])
+        assert await unconfigured.send_pending() == 0
+        assert await unconfigured.send_pending() == 0
+        assert [a.endpoint_id for a in await repo.pending_alerts(10)] == [endpoint_id]
+        # The operator sets --smtp and restarts: the alert goes out, once.
+        configured = Mailer(
+            repo, FakeClock(NOW), SmtpConfig("127.0.0.1", smtp[1]), fallback=["oncall@svc.test"]
+        )
+        assert await configured.send_pending() == 1
+        assert [(rcpts, m["Subject"].split()[2]) for rcpts, m in smtp[0].messages] == [
+            (["oncall@svc.test"], endpoint_id)
+        ]
+        assert await repo.pending_alerts(10) == []
+        assert await configured.send_pending() == 0
+    finally:
+        await repo.close()
+
+
+async def test_alerts_without_recipients_wait_and_hold_up_no_other(
+    sqlite_url: str, smtp: tuple[Inbox, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("webhookd._mailer.PAGE", 2)  # the stuck alerts fill more than one page
+    repo = await SqlRepository.open(sqlite_url)
+    try:
+        stuck = [await _disable(repo, "acct_nobody", f"we_stuck{i}") for i in range(5)]
+        reachable = await _disable(repo, "acct_known")
+
+        async def lookup(account_id: str) -> list[str]:
+            return ["admin@known.test"] if account_id == "acct_known" else []
+
+        config = SmtpConfig("127.0.0.1", smtp[1])
+        assert await Mailer(repo, FakeClock(NOW), config, lookup=lookup).send_pending() == 1
+        assert [m["Subject"].split()[2] for _, m in smtp[0].messages] == [reachable]
+        assert sorted(a.endpoint_id for a in await repo.pending_alerts(10)) == stuck
+        # A fallback address configured later: the waiting alerts go out.
+        mailer = Mailer(repo, FakeClock(NOW), config, lookup=lookup, fallback=["oncall@svc.test"])
+        assert await mailer.send_pending() == 5
+        assert await repo.pending_alerts(10) == []
+    finally:
+        await repo.close()
+
+
+async def test_alerts_the_previous_release_marked_sent_unsent_are_pending_again(sqlite_url: str) -> None:
+    import sqlalchemy as sa
+
+    repo = await SqlRepository.open(sqlite_url)
+    try:
+        await _disable(repo, "acct_a")
+        await _disable(repo, "acct_b")
+        await _disable(repo, "acct_c")
+        # What the previous code wrote: marked sent with the reason it was not.
+        async with repo.engine.begin() as conn:
+            for account_id, error in (
+                ("acct_a", "no SMTP server configured"),
+                ("acct_b", "no admin addresses known"),
+                ("acct_c", ""),
+            ):
+                await conn.execute(
+                    sa.text("UPDATE wh_alerts SET sent_at = 1, error = :e WHERE account_id = :a"),
+                    {"e": error, "a": account_id},
+                )
+            await conn.execute(sa.text("UPDATE webhookd_alembic_version SET version_num = '0003'"))
+    finally:
+        await repo.close()
+    repo = await SqlRepository.open(sqlite_url)
+    try:
+        assert sorted(a.account_id for a in await repo.pending_alerts(10)) == ["acct_a", "acct_b"]
     finally:
         await repo.close()
