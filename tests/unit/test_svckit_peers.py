@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from svckit.peers import ALLOWED, allowed, may_publish, role_of
-from travel.auth.v1 import auth_pb2
+from travel.auth.v1 import auth_pb2, identity_pb2
 from travel.webhooks.v1 import webhooks_pb2
 
 AUTH = "/travel.auth.v1.AuthService/"
@@ -101,3 +101,35 @@ def test_every_listed_method_exists() -> None:
     }
     for identity, methods in ALLOWED.items():
         assert methods <= real, (identity, sorted(methods - real))
+
+
+def _methods(descriptor: object) -> dict[str, str]:
+    """RPC name -> full method path, for every service in a proto file's descriptor."""
+    return {
+        method.name: f"/{service.full_name}/{method.name}"
+        for service in descriptor.services_by_name.values()  # type: ignore[attr-defined]
+        for method in service.methods
+    }
+
+
+@pytest.mark.parametrize(
+    ("package", "identity", "peers"),
+    [
+        ("edge", "edge", (auth_pb2, identity_pb2, webhooks_pb2)),
+        ("authsvc", "authsvc", (webhooks_pb2,)),
+        ("webhookd", "webhookd", (auth_pb2,)),
+    ],
+)
+def test_every_rpc_a_service_calls_is_allowed_for_it(package: str, identity: str, peers: tuple) -> None:
+    """Over mTLS a call missing from the table is refused in production: a service's code naming a peer's
+    RPC (``stub.Name(``, or building its ``NameRequest(`` for a call helper) must be listed."""
+    import pathlib
+    import re
+
+    methods = {name: path for module in peers for name, path in _methods(module.DESCRIPTOR).items()}
+    root = pathlib.Path(__file__).resolve().parents[2] / package
+    source = "\n".join(p.read_text() for p in root.rglob("*.py"))
+    called = {name for name in methods if re.search(rf"\.{name}\(|\b{name}Request\(", source)}
+    assert called, "the scan found no call at all"
+    refused = sorted(name for name in called if not allowed(identity, methods[name]))
+    assert refused == [], f"{identity} calls {refused}: add them to svckit.peers.ALLOWED"
