@@ -61,8 +61,8 @@ records = sa.Table(
 
 
 # Request headers that change what a request means: the same key, body and path with another value is
-# another request (422), not a replay. Lower case; a header added later (a sandbox trigger) is one line.
-FINGERPRINT_HEADERS: tuple[str, ...] = ("x-partner-customer-ref",)
+# another request (422), not a replay. Lower case.
+FINGERPRINT_HEADERS: tuple[str, ...] = ("x-partner-customer-ref", "x-sandbox-trigger")
 
 
 _HEADER_NAMES = ", ".join(name.title() for name in FINGERPRINT_HEADERS)

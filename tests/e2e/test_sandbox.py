@@ -224,6 +224,10 @@ async def test_rate_limited_and_service_unavailable(stack: Stack, http: httpx.As
     assert again.status_code == 429 and again.headers["idempotent-replayed"] == "true"
     assert again.headers["retry-after"] == "1"
     assert again.json() == first.json()
+    # The trigger is part of what the request means: the same key without it is another request.
+    untriggered = {k: v for k, v in h.items() if k != "X-Sandbox-Trigger"}
+    reused = await http.post("/v1/hotels/bookings", headers=untriggered, json={"offer": "off_hotels_2"})
+    error_of(reused, 422, "idempotency_key_reused")
 
     error_of(await http.get("/v1/account", headers=hdrs(a.secret, **trigger("service_unavailable"))), 503,
              "service_unavailable")  # fmt: skip
