@@ -2,8 +2,9 @@
 product upstream (issue 8 items 4, 8, 12, 13; issue 9 defects 1 and 5):
 
 - JSON that crashed handlers (5,000-deep nesting, lone surrogates) is 400 invalid_request, and on the
-  stream a close with 1007/1008; property tests throw arbitrary JSON and text at every POST route and at
-  the stream and never see a 5xx or a 1011;
+  stream a close with 1007/1008; property tests throw arbitrary JSON and text at every POST route (webhook
+  management, /v1/sandbox/events, the product routes through a recording upstream and through the
+  built-in sandbox simulator) and at the stream, and never see a 5xx or a 1011;
 - product paths with dot segments or encoded slashes are 400 and never reach the upstream;
 - the Idempotency-Key reaches webhookd and the upstream, so a re-execution is deduplicated there;
 - secret-shaped text in an endpoint description is refused;
@@ -38,7 +39,8 @@ from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 
 ACTOR = pb.Actor(user="ops@partner.example")
-SCOPES = ["account:read", "hotels:read", "hotels:write", "webhooks:read", "webhooks:write"]
+SCOPES = ["account:read", "hotels:read", "hotels:write", "flights:write", "esim:write", "webhooks:read",
+          "webhooks:write"]  # fmt: skip
 DEEP = '{"url":' + "[" * 5000 + "]" * 5000 + "}"
 SURROGATE = '{"url": "http://h/\\ud800", "events": ["booking.confirmed"]}'
 
@@ -49,6 +51,8 @@ class Stack:
     authsvc: ServiceProcess
     webhookd: ServiceProcess
     edge: ServiceProcess
+    # An edge on the default route table: its sandbox routes are the built-in product simulator.
+    simulator: ServiceProcess
     upstream: Upstream
     live_upstream: Upstream
     # Every secret this module was issued: none may be found at rest afterwards.
@@ -103,7 +107,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             ),
         ).start(tmp / "edge.log")  # fmt: skip
         procs.append(edge)
-        yield Stack(tmp, auth, wh, edge, upstream, live_upstream)
+        sim = ServiceProcess(
+            "edge",
+            edge_args(
+                auth.grpc_target, wh.grpc_target, sqlite_url(tmp, "edge-sim.db"), None,
+                "--idempotency-key-file", str(tmp / "edge.key"), "--rate-limit-sandbox", "0",
+            ),
+        ).start(tmp / "edge-sim.log")  # fmt: skip
+        procs.append(sim)
+        yield Stack(tmp, auth, wh, edge, sim, upstream, live_upstream)
     finally:
         for proc in reversed(procs):
             proc.terminate()
@@ -163,8 +175,21 @@ def post_routes(endpoint_id: str) -> list[str]:
         ep + "/recover",
         ep + "/test",
         "/v1/webhooks/attempts/att_unknown/resend",
+        "/v1/sandbox/events",
         "/v1/hotels/bookings",
     ]
+
+
+# The built-in simulator's POST routes (the default route table's sandbox side); a well-formed id it
+# does not know reads as a confirmed booking.
+SIMULATOR_POSTS = [
+    "/v1/hotels/bookings",
+    "/v1/hotels/bookings/bk_test_0123456789ab/modify",
+    "/v1/hotels/bookings/bk_test_0123456789ab/cancel",
+    "/v1/flights/bookings",
+    "/v1/flights/bookings/bk_test_0123456789ab/cancel",
+    "/v1/esim/orders",
+]
 
 
 @pytest.mark.parametrize("body", [DEEP, SURROGATE], ids=["5000-deep", "lone-surrogate"])
@@ -204,7 +229,7 @@ BODIES = (
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(route=st.integers(0, 7), body=BODIES, ref=st.sampled_from(["cust-1", "a b", "x" * 70, ""]))
+@given(route=st.integers(0, 8), body=BODIES, ref=st.sampled_from(["cust-1", "a b", "x" * 70, ""]))
 def test_property_no_post_route_answers_5xx(
     stack: Stack,
     http: httpx.Client,
@@ -223,6 +248,23 @@ def test_property_no_post_route_answers_5xx(
     assert set(resp.json()) == {"error"} or resp.status_code < 300
     if resp.status_code in (200, 201) and "secret" in resp.text:
         stack.issued.append(resp.json()["secret"])
+
+
+SIM_FIELDS = ["offer", "plan", "changes", "reason", "traveller", "amount"]
+SIM_BODIES = BODIES | st.dictionaries(
+    st.sampled_from(SIM_FIELDS), _json(TEXT) | st.sampled_from(["off_hotels_1", "plan_eu_5gb"]), max_size=3
+).map(json.dumps)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(route=st.sampled_from(SIMULATOR_POSTS), body=SIM_BODIES, ref=st.sampled_from(["cust-1", "a b", ""]))
+def test_property_no_simulator_route_answers_5xx(
+    stack: Stack, http: httpx.Client, partner: tuple[str, str], route: str, body: str, ref: str
+) -> None:
+    headers = post_headers(partner[1], **{"X-Partner-Customer-Ref": ref})
+    base = f"http://127.0.0.1:{stack.simulator.ports['sandbox_port']}"
+    resp = http.post(base + route, headers=headers, content=body.encode("latin-1", "replace"))
+    assert resp.status_code < 500, (route, body[:200], resp.text)
 
 
 def stream(stack: Stack, secret: str) -> Any:
