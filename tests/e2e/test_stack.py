@@ -25,7 +25,9 @@ from websockets.exceptions import ConnectionClosed
 
 from edge.testing import SANDBOX_HOST, edge_args
 from svcctl.client import create_demo_key
+from svckit.tls import channel
 from tests.support import ROOT, ServiceProcess, sqlite_url, start_service, tls_args, tls_of
+from travel.auth.v1 import auth_pb2, auth_pb2_grpc
 from webhookd import verify
 from webhookd.testing import Receiver, trusted_receiver
 
@@ -141,6 +143,14 @@ async def test_partner_journey_from_registration_to_revocation(stack: Stack) -> 
         refused = await http.get("/v1/account", headers=_headers(secret))
         assert refused.status_code == 401
         assert refused.json()["error"]["type"] == "invalid_api_key"
+
+    # The audit trail names svcctl (from its certificate) and the operator it vouched for.
+    async with channel(stack.authsvc.grpc_target, tls_of(stack.pki, "svcctl"), "authsvc") as ch:
+        trail = await auth_pb2_grpc.AuthServiceStub(ch).ListAuditEvents(
+            auth_pb2.ListAuditEventsRequest(account_id=demo["account_id"]), timeout=10
+        )
+    revoke = next(e for e in trail.events if e.action == "key.revoked")
+    assert (revoke.actor.service, revoke.actor.user) == ("svcctl", "ops:e2e")
 
     def revoked_deliveries() -> list[dict[str, object]]:
         return [

@@ -145,6 +145,18 @@ async def test_unknown_identity_and_product_services(authsvc: AuthServer, pki: p
         assert await code_of(watch.read()) == grpc.StatusCode.PERMISSION_DENIED
 
 
+async def test_webhookd_certificate_may_read_accounts_only(authsvc: AuthServer, pki: pathlib.Path) -> None:
+    ch, admin = auth_stub(authsvc.port, tls_of(pki, "svcctl"))
+    async with ch:
+        account = (await admin.CreateAccount(create_account(), timeout=10)).account
+    ch, webhookd = auth_stub(authsvc.port, tls_of(pki, "webhookd"))
+    async with ch:
+        got = await webhookd.GetAccount(pb.GetAccountRequest(account_id=account.id), timeout=10)
+        assert got.account.id == account.id
+        listing = pb.ListKeysRequest(account_id=account.id)
+        assert await code_of(webhookd.ListKeys(listing, timeout=10)) == grpc.StatusCode.PERMISSION_DENIED
+
+
 async def test_no_certificate_is_refused(authsvc: AuthServer, pki: pathlib.Path) -> None:
     ca = (pki / "ca.pem").read_bytes()
     anonymous = grpc.ssl_channel_credentials(root_certificates=ca)
