@@ -267,7 +267,25 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
         self, request: pb.GetSessionRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetSessionResponse:
         user, session = await self._signed_in(request.session_token)
-        return pb.GetSessionResponse(user=user_pb(user), session=session_pb(session))
+        required = await self.repo.requires_totp(user.account_id)
+        return pb.GetSessionResponse(
+            user=user_pb(user),
+            session=session_pb(session),
+            totp_enrolment_required=rules.totp_enrolment_required(
+                required, user.role, user.totp_seed is not None
+            ),
+            account_requires_totp=required,
+        )
+
+    async def SetTotpRequirement(
+        self, request: pb.SetTotpRequirementRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SetTotpRequirementResponse:
+        user, _ = await self._signed_in(request.session_token)
+        self._may(user, "account.security")
+        await self.repo.set_requires_totp(
+            user.account_id, request.required, self._actor(user, request.source_address), self.clock.now()
+        )
+        return pb.SetTotpRequirementResponse(required=request.required)
 
     async def SignOut(
         self, request: pb.SignOutRequest, context: grpc.aio.ServicerContext

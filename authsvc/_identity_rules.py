@@ -85,6 +85,15 @@ def sign_in_throttle(
     return Throttle(True) if not waits else Throttle(False, max(waits))
 
 
+TOTP_ROLES = ("owner", "admin")
+
+
+def totp_enrolment_required(account_requires_totp: bool, role: str, enrolled: bool) -> bool:
+    """Once an account requires TOTP, its owners and admins without it may only enrol (GitHub's 2FA
+    requirement works the same way); other roles are free to enrol or not."""
+    return account_requires_totp and role in TOTP_ROLES and not enrolled
+
+
 def password_problem(password: str, email: str) -> str | None:
     """Why a new password is refused (NIST 800-63B: length, not the e-mail), or None."""
     if len(password) < MIN_PASSWORD:

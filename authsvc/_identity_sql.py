@@ -72,6 +72,14 @@ failures = sa.Table(
     sa.Index("auth_portal_failures_address", "source_address", "at"),
 )
 
+settings = sa.Table(
+    "auth_portal_settings",
+    metadata,
+    sa.Column("account_id", sa.String(40), primary_key=True),
+    sa.Column("require_totp", sa.Boolean, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class User:
@@ -387,6 +395,37 @@ class IdentityRepository:
         stmt = sessions.select().where(sessions.c.user_id == user_id).order_by(sessions.c.created_at)
         async with self.engine.connect() as conn:
             return [_session(r) for r in (await conn.execute(stmt)).mappings()]
+
+    # -- account settings ------------------------------------------------------------------------
+
+    async def requires_totp(self, account_id: str) -> bool:
+        async with self.engine.connect() as conn:
+            stmt = sa.select(settings.c.require_totp).where(settings.c.account_id == account_id)
+            return bool((await conn.execute(stmt)).scalar())
+
+    async def set_requires_totp(
+        self, account_id: str, required: bool, actor: Actor, now: dt.datetime
+    ) -> None:
+        async with self.engine.begin() as conn:
+            before = (
+                await conn.execute(
+                    sa.select(settings.c.require_totp).where(settings.c.account_id == account_id)
+                )
+            ).scalar()
+            if before is None:
+                await conn.execute(
+                    settings.insert().values(
+                        account_id=account_id, require_totp=required, updated_at=now.timestamp()
+                    )
+                )
+            else:
+                await conn.execute(
+                    settings.update()
+                    .where(settings.c.account_id == account_id)
+                    .values(require_totp=required, updated_at=now.timestamp())
+                )
+            change = {"before": {"require_totp": bool(before)}, "after": {"require_totp": required}}
+            await self._audit(conn, account_id, "account.totp_requirement_changed", actor, now, **change)
 
     # -- throttling ------------------------------------------------------------------------------
 

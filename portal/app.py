@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import pathlib
+import re
 import smtplib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ STATIC = pathlib.Path(__file__).resolve().parent / "static"
 HTMX = ROOT / "node_modules" / "htmx.org" / "dist" / "htmx.min.js"
 PUBLIC = ("/signin", "/invite/", "/static/", "/healthz")
 PAGE_SIZE = 25
+# What a user who must enrol in TOTP may still open: its own page, the enrolment, sign-out.
+ENROLMENT_PATH = re.compile(r"^/(live|sandbox)/me(/totp|/totp-confirm)?$|^/signout$")
 ENV_PB = {"live": apb.ENVIRONMENT_LIVE, "sandbox": apb.ENVIRONMENT_SANDBOX}
 WENV_PB = {"live": wpb.ENVIRONMENT_LIVE, "sandbox": wpb.ENVIRONMENT_SANDBOX}
 KEY_STATUS = {1: "active", 2: "expiring", 3: "expired", 4: "revoked"}
@@ -177,9 +180,14 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
                     return response.redirect("/signin")
                 raise PortalError(401, "session_expired", "Your session has ended; sign in again.") from None
             raise
-        request.ctx.viewer = Viewer(got.user, token)
+        request.ctx.viewer = Viewer(got.user, token, got.totp_enrolment_required, got.account_requires_totp)
         if request.method not in ("GET", "HEAD"):
             check_csrf(request)
+        if got.totp_enrolment_required and not ENROLMENT_PATH.match(request.path):
+            if request.method == "GET":
+                env = request.path.split("/")[1]
+                return response.redirect(f"/{env if env in ENVIRONMENTS else 'live'}/me", status=303)
+            raise PortalError(403, "forbidden", "Your account requires two-factor sign-in: set it up first.")
         return None
 
     @app.on_response
@@ -750,6 +758,20 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
         )
         with smtplib.SMTP(config.smtp_host, config.smtp_port, timeout=15) as smtp:
             smtp.send_message(msg)
+
+    @app.post("/<env:str>/users/security")
+    async def security(request: Request, env: str) -> HTTPResponse:
+        env = env_of(request)
+        viewer = need(request, "account.security")
+        await peers.call(
+            peers.identity.SetTotpRequirement,
+            ipb.SetTotpRequirementRequest(
+                session_token=viewer.session_token,
+                required=fields(request).get("require_totp") == "on",
+                source_address=request.ip or "",
+            ),
+        )
+        return response.redirect(f"/{env}/users", status=303)
 
     @app.post("/<env:str>/users/invite")
     async def invite(request: Request, env: str) -> HTTPResponse:

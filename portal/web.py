@@ -64,6 +64,9 @@ class Viewer:
 
     user: ipb.User
     session_token: str
+    # The account requires TOTP of owners and admins and this one has none: it may only enrol.
+    enrolment_required: bool = False
+    account_requires_totp: bool = False
     role: str = field(init=False)
 
     def __post_init__(self) -> None:

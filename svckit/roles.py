@@ -2,7 +2,8 @@
 and by the portal (which hides what a role may not do and refuses the route with 403).
 
 Like Stripe's dashboard roles: owners and admins do everything (only an owner makes or unmakes an
-owner), developers read keys and manage webhooks, viewers only read.
+owner, and only an owner sets the account's sign-in rules), developers read keys and manage webhooks,
+viewers only read.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ Action = Literal[
     "webhooks.write",
     "users.read",
     "users.manage",
+    "account.security",
 ]
 
 _READ: frozenset[str] = frozenset({"account.read", "keys.read", "audit.read", "webhooks.read", "users.read"})
 ROLE_ACTIONS: dict[Role, frozenset[str]] = {
-    "owner": _READ | {"keys.write", "keys.revoke", "webhooks.write", "users.manage"},
+    "owner": _READ | {"keys.write", "keys.revoke", "webhooks.write", "users.manage", "account.security"},
     "admin": _READ | {"keys.write", "keys.revoke", "webhooks.write", "users.manage"},
     "developer": _READ | {"webhooks.write"},
     "viewer": _READ,

@@ -431,6 +431,23 @@ def test_invitation_by_mail_and_totp_sign_in(browser: Any, stack: Stack) -> None
     page.fill("input[name=totp_code]", code)
     page.click("button[type=submit]")
     page.wait_for_url(re.compile(r"/live/$"))
+
+    # The owner makes TOTP required for owners and admins: without it, the owner may now only enrol.
+    owner.goto(f"{stack.portal}/live/users")
+    owner.check("[data-testid=security] input[name=require_totp]")
+    owner.click("[data-testid=security] button")
+    owner.wait_for_selector("[data-testid=enrolment-required]")
+    owner.goto(f"{stack.portal}/live/keys")
+    assert owner.url.endswith("/live/me")
+    shot(owner, "me-enrolment-required")
+    assert (
+        _post(
+            owner, f"{stack.portal}/live/keys", {"csrf": _csrf(owner), "name": "x", "scopes": "hotels:read"}
+        )
+        == 403
+    )
+    page.goto(f"{stack.portal}/live/keys")  # a developer is not held by the rule
+    assert page.url.endswith("/live/keys")
     newcomer.close()
     owner_ctx.close()
 

@@ -165,6 +165,28 @@ async def test_identity_journey(db_url: str) -> None:
             )
             assert etype == "second_factor_required"  # replayed code
 
+            # The account's TOTP rule: only an owner sets it; an admin without TOTP may then only enrol.
+            admin, admin_session = await _user(ids, account.id, "admin@partner.example", pb.USER_ROLE_ADMIN)
+            viewer, viewer_session = await _user(
+                ids, account.id, "viewer@partner.example", pb.USER_ROLE_VIEWER
+            )
+            _, etype, _ = await error_of(
+                ids.SetTotpRequirement(
+                    pb.SetTotpRequirementRequest(session_token=admin_session, required=True)
+                )
+            )
+            assert etype == "forbidden"
+            before = await ids.GetSession(pb.GetSessionRequest(session_token=admin_session))
+            assert not before.account_requires_totp and not before.totp_enrolment_required
+            await ids.SetTotpRequirement(pb.SetTotpRequirementRequest(session_token=s3, required=True))
+            got_admin = await ids.GetSession(pb.GetSessionRequest(session_token=admin_session))
+            assert got_admin.account_requires_totp and got_admin.totp_enrolment_required
+            got_viewer = await ids.GetSession(pb.GetSessionRequest(session_token=viewer_session))
+            assert got_viewer.account_requires_totp and not got_viewer.totp_enrolment_required
+            got_owner = await ids.GetSession(pb.GetSessionRequest(session_token=s3))
+            assert not got_owner.totp_enrolment_required  # enrolled above
+            assert viewer.id and admin.id
+
             # Throttle: after 5 failures for an e-mail even the right password is refused alike.
             for _ in range(5):
                 await error_of(
@@ -202,6 +224,7 @@ async def test_identity_journey(db_url: str) -> None:
             users_audit = await stub.ListAuditEvents(apb.ListAuditEventsRequest(account_id=account.id))
             actions = [e.action for e in users_audit.events]
             for action in (
+                "account.totp_requirement_changed",
                 "user.invited",
                 "user.joined",
                 "user.role_changed",

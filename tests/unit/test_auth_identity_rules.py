@@ -14,6 +14,7 @@ from authsvc._identity_rules import (
     session_expires_at,
     session_state,
     sign_in_throttle,
+    totp_enrolment_required,
     totp_step,
 )
 from svckit.roles import allowed, last_owner_kept, may_assign
@@ -39,6 +40,8 @@ M = dt.timedelta(minutes=1)
         ("viewer", "webhooks.write", False),
         ("viewer", "keys.write", False),
         ("viewer", "users.manage", False),
+        ("owner", "account.security", True),
+        ("admin", "account.security", False),
         ("nobody", "keys.read", False),
     ],
 )
@@ -157,3 +160,18 @@ def test_sign_in_throttle(
 def test_password_policy(password: str, problem: str | None) -> None:
     found = password_problem(password, "alice@partner.example")
     assert (found is None) if problem is None else (found is not None and problem in found)
+
+
+@pytest.mark.parametrize(
+    ("account_requires", "role", "enrolled", "required"),
+    [
+        (False, "owner", False, False),
+        (True, "owner", False, True),
+        (True, "admin", False, True),
+        (True, "owner", True, False),
+        (True, "developer", False, False),
+        (True, "viewer", False, False),
+    ],
+)
+def test_totp_enrolment_required(account_requires: bool, role: str, enrolled: bool, required: bool) -> None:
+    assert totp_enrolment_required(account_requires, role, enrolled) is required

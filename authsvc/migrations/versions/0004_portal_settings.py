@@ -1,0 +1,28 @@
+"""Portal settings of an account: whether owners and admins must sign in with TOTP.
+
+Revision ID: 0004
+Revises: 0003
+Create Date: 2026-11-23
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0004"
+down_revision = "0003"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "auth_portal_settings",
+        sa.Column("account_id", sa.String(length=40), nullable=False),
+        sa.Column("require_totp", sa.Boolean(), nullable=False),
+        sa.Column("updated_at", sa.Float(), nullable=False),
+        sa.PrimaryKeyConstraint("account_id"),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("auth_portal_settings")
