@@ -66,23 +66,22 @@ def check_idempotency_key(value: str | None) -> str:
     return value
 
 
-def check_customer_ref(value: str | None) -> str:
+def check_customer_ref(value: str | None, source: str = "X-Partner-Customer-Ref") -> str:
     """The partner's opaque traveller reference: not empty, at most 64 printable ASCII characters,
-    no spaces, not an e-mail address (spec.md "Traveller record")."""
+    no spaces, not an e-mail address (spec.md "Traveller record"). ``source`` names where it came from
+    (the header, or the path parameter of DELETE /v1/customers/{ref}), so the message blames the right one."""
     if value is None or value == "":
-        raise EdgeError("X-Partner-Customer-Ref is empty", type="invalid_customer_ref")
+        raise EdgeError(f"{source} is empty", type="invalid_customer_ref")
     if len(value) > MAX_CUSTOMER_REF:
         raise EdgeError(
-            f"X-Partner-Customer-Ref is longer than {MAX_CUSTOMER_REF} characters",
+            f"{source} is longer than {MAX_CUSTOMER_REF} characters",
             type="invalid_customer_ref",
         )
     if not all("!" <= c <= "~" for c in value):
-        raise EdgeError(
-            "X-Partner-Customer-Ref must be printable ASCII with no spaces", type="invalid_customer_ref"
-        )
+        raise EdgeError(f"{source} must be printable ASCII with no spaces", type="invalid_customer_ref")
     if _EMAIL.fullmatch(value):
         raise EdgeError(
-            "X-Partner-Customer-Ref must be an opaque reference, not an e-mail address",
+            f"{source} must be an opaque reference, not an e-mail address",
             type="invalid_customer_ref",
         )
     return value

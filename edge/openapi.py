@@ -52,6 +52,15 @@ ENDPOINT_SCHEMA = {
         "secret": {"type": "string"},
     },
 }
+DELETED_SCHEMA = {
+    "type": "object",
+    "required": ["object", "id", "deleted"],
+    "properties": {
+        "object": {"const": "webhook_endpoint"},
+        "id": {"type": "string"},
+        "deleted": {"const": True},
+    },
+}
 LIST_SCHEMA = {
     "type": "object",
     "required": ["object", "data"],
@@ -136,7 +145,7 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
                 body=ENDPOINT_BODY,
                 post=True,
             ),
-            "delete": _op("Delete a webhook endpoint", "webhooks:write", schema=ENDPOINT_SCHEMA, params=ep),
+            "delete": _op("Delete a webhook endpoint", "webhooks:write", schema=DELETED_SCHEMA, params=ep),
         },
         "/v1/webhooks/endpoints/{endpoint_id}/rotate_secret": {
             "post": _op(

@@ -21,15 +21,21 @@ from edge.requesthead import check_fields, check_target, escape_target, head_too
 
 _SWITCHING = b"HTTP/1.1 101 "
 _EMPTY_ALT_SVC = b"\r\nalt-svc: "  # Sanic leaves "alt-svc: " (empty) when not started by app.run
+# Sanic's status lines lack 421's reason phrase (it writes "421 UNKNOWN"); the edge answers 421 to any
+# Host it does not serve.
+_421_UNKNOWN = b"HTTP/1.1 421 UNKNOWN\r\n"
+_421 = b"HTTP/1.1 421 Misdirected Request\r\n"
 
 
 class _TidyResponseHead(HttpProtocol):
     """Adds X-Request-Id to the 101 answer of a WebSocket handshake (which Sanic writes itself through
-    ``HttpProtocol.send``, hence a base after WebSocketProtocol) and drops the empty ``alt-svc`` header
-    Sanic adds when served through create_server."""
+    ``HttpProtocol.send``, hence a base after WebSocketProtocol), drops the empty ``alt-svc`` header
+    Sanic adds when served through create_server, and gives 421 its reason phrase."""
 
     async def send(self, data: bytes) -> None:  # type: ignore[override]
         if data[:5] == b"HTTP/":
+            if data[:22] == _421_UNKNOWN:
+                data = _421 + data[22:]
             end = data.find(b"\r\n\r\n")
             i = data.find(_EMPTY_ALT_SVC, 0, end + 2)
             if i >= 0 and data[i + 11 : i + 13] == b"\r\n":
@@ -65,6 +71,10 @@ class EdgeHttp(Http):
         target = cast(str, self.url)
         check_target(target)
         check_fields(self.request.headers.items(), target)
+        if self.head_only:
+            # HEAD is GET without the body (RFC 9110 §9.3.2): routed, authorised and answered as GET,
+            # and Sanic's head_only sends the head (with the Content-Length) and drops the body.
+            self.request.method = "GET"
 
     def create_empty_request(self) -> None:
         # The stand-in request for an error before the head was accepted parses self.url: a target

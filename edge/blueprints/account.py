@@ -126,7 +126,7 @@ async def get_account(request: Request, ctx: Ctx) -> HTTPResponse:
 @guarded("account:write")
 async def delete_customer(request: Request, ctx: Ctx, ref: str) -> HTTPResponse:
     """Remove the traveller record of a partner reference."""
-    ref = check_customer_ref(unquote(ref))
+    ref = check_customer_ref(unquote(ref), source="the path parameter {ref}")
     try:
         resp = await request.app.ctx.authorizer.stub.DeleteTraveller(
             auth_pb2.DeleteTravellerRequest(

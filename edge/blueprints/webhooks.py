@@ -129,12 +129,11 @@ async def update_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPR
 @guarded("webhooks:write")
 async def delete_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
-    resp = await call(
+    await call(
         request, ctx, "DeleteEndpoint", webhooks_pb2.DeleteEndpointRequest(**scope_of(ctx), endpoint_id=eid)
     )
-    out = convert.endpoint(resp.endpoint)
-    out["deleted"] = True
-    return json_response(out)
+    # The deleted state, as Stripe answers a deletion (not the endpoint's last status).
+    return json_response({"object": "webhook_endpoint", "id": eid, "deleted": True})
 
 
 @bp.post("/v1/webhooks/endpoints/<endpoint_id:str>/rotate_secret")

@@ -377,7 +377,8 @@ async def test_webhook_endpoint_lifecycle(
     )
     assert "webhooks:write" in err["message"]
     deleted = await http.delete(base + f"/endpoints/{ep['id']}", headers=hdrs(key.secret))
-    assert deleted.status_code == 200 and deleted.json()["deleted"] is True
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json() == {"object": "webhook_endpoint", "id": ep["id"], "deleted": True}
     assert_error(await http.get(base + f"/endpoints/{ep['id']}", headers=hdrs(key.secret)), 404, "not_found")
 
 
