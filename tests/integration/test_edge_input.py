@@ -125,7 +125,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 @pytest.fixture(scope="module")
 def http() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=10) as client:
+    # Generous: on a loaded machine webhookd may wait for its SQLite write lock (busy timeout 30 s).
+    with httpx.Client(timeout=60) as client:
         yield client
 
 
@@ -269,12 +270,12 @@ def test_property_no_simulator_route_answers_5xx(
 
 def stream(stack: Stack, secret: str) -> Any:
     # The URI carries the Host the edge maps to the sandbox; the socket says where to really connect.
-    sock = socket.create_connection(("127.0.0.1", stack.edge.ports["sandbox_port"]), timeout=5)
+    sock = socket.create_connection(("127.0.0.1", stack.edge.ports["sandbox_port"]), timeout=30)
     return connect(
         f"ws://{SANDBOX_HOST}/v1/stream",
         sock=sock,
         subprotocols=["svc", secret],  # type: ignore[list-item]
-        open_timeout=5,
+        open_timeout=30,
     )
 
 
@@ -282,7 +283,7 @@ def answer(conn: Any) -> dict[str, Any] | int:
     """The next frame that is not a ping, or the close code."""
     try:
         while True:
-            msg = json.loads(conn.recv(timeout=5))
+            msg = json.loads(conn.recv(timeout=30))
             if msg["type"] != "ping":
                 return msg  # type: ignore[no-any-return]
     except websockets.ConnectionClosed as closed:
@@ -332,7 +333,7 @@ def test_property_the_stream_never_fails_on_client_frames(
 # -- issue 8 item 8: product paths -------------------------------------------------------------------------
 def raw_get(stack: Stack, path: str, secret: str) -> tuple[int, dict[str, Any]]:
     """GET with the request target exactly as given (HTTP clients remove dot segments themselves)."""
-    with socket.create_connection(("127.0.0.1", stack.edge.ports["sandbox_port"]), timeout=10) as sock:
+    with socket.create_connection(("127.0.0.1", stack.edge.ports["sandbox_port"]), timeout=30) as sock:
         sock.sendall(
             f"GET {path} HTTP/1.1\r\nHost: {SANDBOX_HOST}\r\nAuthorization: Svc {secret}\r\n"
             "Connection: close\r\n\r\n".encode()
