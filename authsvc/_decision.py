@@ -6,6 +6,7 @@ Rules, in order (the first that fails answers):
   3. unknown key                                       -> invalid_api_key
   4. revoked key                                       -> invalid_api_key
   5. expired key (rotated out and past its expiry)     -> invalid_api_key
+     (2-5 with one message: the caller learns nothing about which keys exist or existed)
   6. key environment differs from the host's           -> environment_mismatch
   7. source outside a non-empty allow list             -> ip_not_allowed
   8. key lacks the required scope (message names it)   -> missing_scope
@@ -23,6 +24,7 @@ import enum
 from authsvc._allowlist import source_allowed
 from authsvc._keys import Environment
 from authsvc._model import KeyGrant
+from svckit.apikeys import INVALID_API_KEY_MESSAGE
 
 MAX_CACHE_TTL = 60.0
 
@@ -67,12 +69,12 @@ def authorize(grant: KeyGrant | None, request: AccessRequest, now: dt.datetime) 
             "missing_api_key", "No API key provided. Send it as 'Authorization: Svc <API_KEY>'.", 0.0
         )
     if request.credential is Credential.MALFORMED or grant is None:
-        return _deny("invalid_api_key", "Invalid API key provided.", MAX_CACHE_TTL)
+        return _deny("invalid_api_key", INVALID_API_KEY_MESSAGE, MAX_CACHE_TTL)
     key, account = grant.key, grant.account
-    if key.revoked_at is not None and key.revoked_at <= now:
-        return _deny("invalid_api_key", "Invalid API key provided: the key was revoked.", MAX_CACHE_TTL)
-    if key.expires_at is not None and key.expires_at <= now:
-        return _deny("invalid_api_key", "Invalid API key provided: the key has expired.", MAX_CACHE_TTL)
+    if (key.revoked_at is not None and key.revoked_at <= now) or (
+        key.expires_at is not None and key.expires_at <= now
+    ):
+        return _deny("invalid_api_key", INVALID_API_KEY_MESSAGE, MAX_CACHE_TTL)
     ttl = _ttl(grant, now)
     if key.environment != request.environment:
         if key.environment == "sandbox":

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from edge.exceptions import EdgeError
 from edge.sources import list_entries
-from svckit.apikeys import environment_of
+from svckit.apikeys import INVALID_API_KEY_MESSAGE, environment_of
 
 SCHEMES = ("svc", "bearer")
 WS_PROTOCOL = "svc"
@@ -17,7 +17,7 @@ def _check_shape(key: str) -> str:
     """Prefix, length, alphabet and checksum, checked here so that a typo or a made-up key costs no
     call to authsvc (and no cache entry); authsvc decides the rest (existence, status)."""
     if environment_of(key) is None:
-        raise EdgeError("the API key is malformed, unknown, revoked or expired", type="invalid_api_key")
+        raise EdgeError(INVALID_API_KEY_MESSAGE, type="invalid_api_key")
     return key
 
 

@@ -21,6 +21,9 @@ RANDOM_LENGTH = 32
 CHECKSUM_LENGTH = 6
 SECRET_LENGTH = len("svc_live_") + RANDOM_LENGTH + CHECKSUM_LENGTH
 _BASE62_SET = frozenset(BASE62)
+# The one message of invalid_api_key, whether the key is malformed, unknown, revoked or expired: a caller
+# holding a leaked or guessed key learns nothing about which keys exist or once did (docs/authentication.md).
+INVALID_API_KEY_MESSAGE = "Invalid API key provided."
 
 
 def checksum(body: str) -> str:

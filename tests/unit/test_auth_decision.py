@@ -159,6 +159,16 @@ def test_decision_table(
         assert d.error_message
 
 
+def test_invalid_api_key_has_one_message_whatever_the_reason() -> None:
+    """Malformed, unknown, revoked and expired keys are told apart by nothing (docs/authentication.md)."""
+    from svckit.apikeys import INVALID_API_KEY_MESSAGE
+
+    refused = [(c[0], authorize(c[1], c[2], NOW)) for c in CASES if c[4] == "invalid_api_key"]
+    assert len(refused) >= 6
+    for name, d in refused:
+        assert d.error_message == INVALID_API_KEY_MESSAGE, name
+
+
 def test_missing_scope_message_names_the_scope() -> None:
     d = authorize(grant(), req(scope="webhooks:write"), NOW)
     assert "webhooks:write" in d.error_message
