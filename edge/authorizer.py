@@ -273,7 +273,9 @@ class Authorizer:
                 log.exception("WatchKeyChanges failed")
             call.cancel()
             if self.watch_down_since is None:
-                self.watch_down_since = self.monotonic()
+                # Broken now, or already when it went silent (as cache_use has counted since then).
+                now, heard = self.monotonic(), self.watch_heard
+                self.watch_down_since = now if heard is None else min(now, heard + WATCH_SILENCE)
             self.watch_heard = None
             self._synced.clear()
             self.reconnects += 1
