@@ -240,6 +240,8 @@ class FastTransport(httpx.AsyncBaseTransport):
             conn.received = 0
             assert conn.transport is not None
             conn.transport.write(payload)
+            if not conn.lost:
+                await conn.wait()  # nothing can be buffered yet (``reusable``): skip h11's first NEED_DATA
             response: h11.Response | None = None
             body: bytes | bytearray = b""
             length = 0
