@@ -127,19 +127,6 @@ async def test_several_interim_responses_then_chunked_with_trailers(serve) -> No
     assert transport.connections_opened == 1
 
 
-async def test_close_delimited_body_without_connection_close(serve) -> None:  # type: ignore[no-untyped-def]
-    # No Content-Length, not chunked: the body runs to the end of the connection (RFC 9112 6.3).
-    server = await serve(
-        lambda n: b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it", close_after=True
-    )
-    transport = FastTransport(DEV)
-    async with httpx.AsyncClient(transport=transport) as client:
-        for _ in range(2):
-            r = await client.post(server.url, content=b"{}")
-            assert (r.status_code, r.text) == (200, "all of it")
-    assert server.connections == 2 and transport.connections_opened == 2
-
-
 async def test_conflicting_content_lengths_fail_and_the_connection_is_not_reused(serve) -> None:  # type: ignore[no-untyped-def]
     def reply(n: int) -> bytes:
         if n == 1:
@@ -211,16 +198,23 @@ async def test_response_headers_are_capped(serve) -> None:  # type: ignore[no-un
     assert list(kept)[:2] == ["x-h000", "x-h001"] and "content-length" not in kept
 
 
-async def test_close_delimited_and_connection_close(serve) -> None:  # type: ignore[no-untyped-def]
-    server = await serve(
-        lambda n: b"HTTP/1.1 202 Accepted\r\nConnection: close\r\n\r\nstored", close_after=True
-    )
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"HTTP/1.1 202 Accepted\r\nConnection: close\r\n\r\n",
+        # No Content-Length, not chunked, no Connection: close: the body still runs to the end of the
+        # connection (RFC 9112 6.3), which is then not reused.
+        b"HTTP/1.1 202 Accepted\r\nContent-Type: text/plain\r\n\r\n",
+    ],
+)
+async def test_close_delimited_bodies(serve, head: bytes) -> None:  # type: ignore[no-untyped-def]
+    server = await serve(lambda n: head + b"stored", close_after=True)
     transport = FastTransport(DEV)
     async with httpx.AsyncClient(transport=transport) as client:
         for _ in range(3):
             r = await client.post(server.url, content=b"{}")
             assert (r.status_code, r.text) == (202, "stored")
-    assert server.connections == 3
+    assert server.connections == 3 and transport.connections_opened == 3
 
 
 async def test_pooled_connection_closed_by_server_is_retried_fresh(serve) -> None:  # type: ignore[no-untyped-def]
