@@ -81,8 +81,14 @@ def build_parser() -> argparse.ArgumentParser:
     add("routes", "", "product route table JSON file (default: the built-in example table)")
     add("docs-base", EdgeConfig.docs_base, "base URL of the partner docs (docUrl: <base>/errors#<type>)")
     add("max-body-bytes", str(MAX_BODY_BYTES), "largest request body accepted (413 above)")
-    add("rate-limit-live", "100", "requests/s per live key and edge process (bursts of 2 s), 0: no limit")
-    add("rate-limit-sandbox", "25", "requests/s per test key and edge process (bursts of 2 s), 0: no limit")
+    per = (
+        "a key without its own limit (bursts of 2 s; per edge process, or across edges with --redis), 0: none"
+    )
+    add("rate-limit-live", f"{EdgeConfig.rate_limit_live:g}", f"requests/s per live key: {per}")
+    add("rate-limit-sandbox", f"{EdgeConfig.rate_limit_sandbox:g}", f"requests/s per test key: {per}")
+    add(
+        "redis", "", "Redis URL sharing per-key rate limits between edges (redis://HOST:PORT/DB); empty: none"
+    )
     add(
         "denial-cache-size",
         str(DENIAL_CACHE_SIZE),
@@ -131,6 +137,7 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         sandbox_confirm_seconds=float(args.sandbox_confirm_seconds),
         rate_limit_live=float(args.rate_limit_live),
         rate_limit_sandbox=float(args.rate_limit_sandbox),
+        redis=args.redis,
         denial_cache_size=int(args.denial_cache_size),
         keep_alive_timeout=float(args.keep_alive_timeout),
         header_timeout=float(args.header_timeout),

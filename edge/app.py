@@ -180,6 +180,8 @@ def create_app(config: EdgeConfig) -> Sanic:
                 await task
         with contextlib.suppress(Exception):
             await app.ctx.http.aclose()
+        with contextlib.suppress(Exception):
+            await app.ctx.gate.aclose()
         for name in ("auth_channel", "webhooks_channel"):
             channel = getattr(app.ctx, name, None)
             if channel is not None:

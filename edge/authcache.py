@@ -40,6 +40,8 @@ class Caller:
     account_mode: str = ""
     account_status: str = ""
     daily_search_allowance: int = 0
+    # The key's own requests/s limit; 0: its environment's (EdgeConfig.rate_limit_live/_sandbox).
+    rate_limit: float = 0.0
     headers: tuple[tuple[str, str], ...] = ()
 
 

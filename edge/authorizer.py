@@ -79,6 +79,7 @@ def caller_from(resp: auth_pb2.AuthorizeResponse, env: Environment) -> Caller | 
         account_mode=MODES.get(account.mode, ""),
         account_status=ACCOUNT_STATUS.get(account.status, ""),
         daily_search_allowance=account.daily_search_allowance,
+        rate_limit=float(key.rate_limit),
         headers=headers,
     )
 

@@ -34,9 +34,14 @@ class EdgeConfig:
     # docUrl of every error body is <docs_base>/errors#<type> (docs/errors.md); --docs-base / EDGE_DOCS_BASE.
     docs_base: str = "https://docs.svc.example"
     max_body_bytes: int = MAX_BODY_BYTES
-    # Requests a second per API key and edge process (bursts of two seconds' worth); 0 switches it off.
+    # Requests a second per API key whose own limit (authsvc's rate_limit) is 0, by environment: the one
+    # place these defaults are stated. Per edge process, or across every edge with ``redis``; bursts of
+    # two seconds' worth; 0 switches it off.
     rate_limit_live: float = 100.0
     rate_limit_sandbox: float = 25.0
+    # Redis URL (redis://host:port/db) sharing the per-key limits between edges (edge.sharedlimit);
+    # empty: each edge limits alone (edge.ratelimit).
+    redis: str = ""
     # GET /v1/account's usage figure is cached this long per account (one GetUsage per second at most).
     usage_cache_seconds: float = 1.0
     authsvc_timeout: float = 2.0

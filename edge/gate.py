@@ -6,7 +6,8 @@
    other environment is refused here (401 environment_mismatch) without asking authsvc
 4. source address (trusted proxies), then authsvc's answer through the cache: key, environment,
    allow list, scope, read-only account (401/403, 503 when authsvc is unreachable: fail closed)
-   then the key's request rate (429 rate_limited with Retry-After; edge.ratelimit)
+   then the key's request rate (429 rate_limited with Retry-After; edge.ratelimit, or shared by
+   every edge in Redis: edge.sharedlimit)
 5. POST: Idempotency-Key (400), Content-Type (415) and JSON body (400), then the idempotency claim
    (replay, 409 or 422)
 6. X-Partner-Customer-Ref -> traveller id through authsvc where the route uses one (400 invalid_customer_ref)
@@ -39,6 +40,7 @@ from edge.negotiation import check_accept, check_customer_ref, check_idempotency
 from edge.ratelimit import RateLimiter
 from edge.responses import error_response, new_request_id
 from edge.samples import STATES, low_balance, quota_threshold
+from edge.sharedlimit import SharedLimiter
 from edge.sources import source_address
 from edge.triggers import FORCED_MESSAGES, RouteKind, Trigger, decide
 from svckit.errors import type_from_rpc_error
@@ -92,12 +94,26 @@ class Gate:
         self.store = store
         self.proxies = tuple(config.trusted_proxies)
         self.docs = config.docs_base
-        self.limiter = RateLimiter(config.rate_limit_live, config.rate_limit_sandbox)
+        # A key's own limit (authsvc, Caller.rate_limit), else its environment's; 0 switches it off.
+        self.rates = {"live": config.rate_limit_live, "sandbox": config.rate_limit_sandbox}
+        self.limiter = RateLimiter()
+        self.shared = SharedLimiter(config.redis, self.limiter) if config.redis else None
 
-    def limit(self, caller: Caller) -> None:
-        wait = self.limiter.check(caller.key_id, caller.environment, time.monotonic())
+    async def limit(self, caller: Caller) -> None:
+        rate = caller.rate_limit or self.rates.get(caller.environment, 0.0)
+        if rate <= 0:
+            return
+        now = time.monotonic()
+        if self.shared is None:
+            wait = self.limiter.check(caller.key_id, rate, now)
+        else:
+            wait = await self.shared.check(caller.key_id, rate, now)
         if wait > 0:
             raise RateLimited(wait)
+
+    async def aclose(self) -> None:
+        if self.shared is not None:
+            await self.shared.aclose()
 
     def request_id(self, request: Request) -> str:
         rid = getattr(request.ctx, "rid", None)
@@ -134,7 +150,7 @@ class Gate:
             raise EdgeError(
                 answer.error_message or "the API key was refused", type=answer.error_type or "invalid_api_key"
             )
-        self.limit(answer.caller)
+        await self.limit(answer.caller)
         return answer.caller, source
 
     def credential(self, request: Request) -> tuple[Environment, str, bytes]:
@@ -182,7 +198,7 @@ class Gate:
             raise EdgeError(
                 answer.error_message or "the API key was refused", type=answer.error_type or "invalid_api_key"
             )
-        self.limit(caller)
+        await self.limit(caller)
         ctx = Ctx(rid, env, caller, source)
         if request.method == "POST":
             return await self._idempotent(request, handler, ctx, traveller, params, kind)

@@ -14,6 +14,13 @@ SANDBOX_TRIGGERS = Counter("edge_sandbox_triggers_total", "Sandbox requests carr
 SANDBOX_EVENTS = Counter(
     "edge_sandbox_events_total", "Events the sandbox published (samples, simulator)", ["type"]
 )
+RATELIMIT_FALLBACK = Counter(
+    "edge_ratelimit_fallback_total",
+    "Requests whose rate limit this edge decided alone because Redis was unreachable or failed (--redis)",
+)
+RATELIMIT_REDIS_UP = Gauge(
+    "edge_ratelimit_redis_up", "1 while rate limits are shared in Redis, 0 while falling back (--redis)"
+)
 STREAMS = Gauge("edge_streams_open", "Open /v1/stream WebSocket connections")
 
 # Responses are counted in a plain dict on the hot path (no lock) and exported at scrape time.

@@ -3,7 +3,9 @@
 A token bucket per API key in each edge process: ``rate`` requests a second sustained, bursts of up to
 ``BURST_SECONDS`` of that. ``take`` is the whole decision, pure; ``RateLimiter`` keeps the buckets (the
 least recently used are forgotten past ``max_keys``; a forgotten bucket was full or nearly so).
-With several edge processes behind a load balancer a key gets the limit from each of them.
+This is the embedded default: with several edge processes behind a load balancer a key gets the limit
+from each of them, unless they share it in Redis (--redis; edge.gcra, edge.sharedlimit), which falls
+back to these buckets while Redis is unreachable.
 """
 
 from __future__ import annotations
@@ -31,17 +33,12 @@ def take(bucket: Bucket | None, rate: float, now: float) -> tuple[Bucket, float]
 
 
 class RateLimiter:
-    def __init__(self, live: float, sandbox: float, max_keys: int = 100_000) -> None:
-        # 0 (or less) switches the limit off for that environment.
-        self.rates = {"live": live, "sandbox": sandbox}
+    def __init__(self, max_keys: int = 100_000) -> None:
         self.max_keys = max_keys
         self._buckets: collections.OrderedDict[str, Bucket] = collections.OrderedDict()
 
-    def check(self, key_id: str, environment: str, now: float) -> float:
-        """0.0 when the key's request may pass now, else the seconds to wait (Retry-After)."""
-        rate = self.rates.get(environment, 0.0)
-        if rate <= 0:
-            return 0.0
+    def check(self, key_id: str, rate: float, now: float) -> float:
+        """0.0 when the key's request may pass now at ``rate`` (> 0) a second, else the seconds to wait."""
         buckets = self._buckets
         bucket, wait = take(buckets.get(key_id), rate, now)
         buckets[key_id] = bucket

@@ -28,11 +28,10 @@ def test_take(name: str, before: Bucket | None, rate: float, now: float, tokens:
     assert after.updated == now
 
 
-def test_limiter_is_per_key_and_per_environment_and_can_be_off() -> None:
-    limiter = RateLimiter(live=0, sandbox=1.0, max_keys=2)
-    assert [limiter.check("key_a", "sandbox", 0.0) for _ in range(3)] == [0.0, 0.0, pytest.approx(1.0)]
-    assert limiter.check("key_b", "sandbox", 0.0) == 0.0  # another key has its own bucket
-    assert all(limiter.check("key_live", "live", 0.0) == 0.0 for _ in range(1000))  # live: off
-    assert limiter.check("key_a", "sandbox", 1.0) == 0.0  # a second later one token is back
-    limiter.check("key_c", "sandbox", 1.0)  # over max_keys: the least recently used (key_b) is forgotten
+def test_limiter_is_per_key() -> None:
+    limiter = RateLimiter(max_keys=2)
+    assert [limiter.check("key_a", 1.0, 0.0) for _ in range(3)] == [0.0, 0.0, pytest.approx(1.0)]
+    assert limiter.check("key_b", 1.0, 0.0) == 0.0  # another key has its own bucket
+    assert limiter.check("key_a", 1.0, 1.0) == 0.0  # a second later one token is back
+    limiter.check("key_c", 1.0, 1.0)  # over max_keys: the least recently used (key_b) is forgotten
     assert set(limiter._buckets) == {"key_a", "key_c"}

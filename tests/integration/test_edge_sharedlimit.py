@@ -1,0 +1,133 @@
+"""edge.gcra's script on the real Redis at 127.0.0.1:6379 (the unit table, run by Redis), and
+edge.sharedlimit: one limit across limiters, pipelined checks, and the fall back to the local bucket
+while Redis is unreachable. Keys live under a prefix of each test's own."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as aioredis
+from prometheus_client import REGISTRY
+
+from edge.gcra import SCRIPT, SCRIPT_SHA, Limit, limit_for
+from edge.ratelimit import RateLimiter
+from edge.sharedlimit import SharedLimiter
+from tests.gcra_cases import CASES, IDS
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture
+async def prefix() -> AsyncIterator[str]:
+    prefix = f"test:rl:{uuid.uuid4().hex}:"
+    yield prefix
+    client = aioredis.Redis.from_url(REDIS_URL)
+    keys = [k async for k in client.scan_iter(match=prefix + "*")]
+    if keys:
+        await client.delete(*keys)
+    await client.aclose()
+
+
+@pytest.mark.parametrize(
+    ("name", "tat", "now", "limit", "allowed", "after", "retry", "remaining"), CASES, ids=IDS
+)
+async def test_script_runs_the_gcra_table(
+    prefix: str,
+    name: str,
+    tat: int | None,
+    now: int,
+    limit: Limit,
+    allowed: bool,
+    after: int,
+    retry: int,
+    remaining: int,
+) -> None:
+    client = aioredis.Redis.from_url(REDIS_URL)
+    try:
+        key = prefix + "key_x"
+        if tat is not None:
+            await client.set(key, tat)
+        got = await client.eval(SCRIPT, 1, key, limit.period, limit.tolerance, now)
+        assert [int(x) for x in got] == [int(allowed), retry, remaining]
+        stored = await client.get(key)
+        assert (int(stored) if stored is not None else None) == after
+        if allowed:  # the key lives as long as its tat is ahead of now, and no longer
+            ttl = await client.pttl(key)
+            assert 0 < ttl <= -(-(after - now) // 1000)
+    finally:
+        await client.aclose()
+
+
+async def test_script_takes_the_time_from_redis_and_keys_expire(prefix: str) -> None:
+    client = aioredis.Redis.from_url(REDIS_URL)
+    try:
+        limit = limit_for(1.0)  # bursts of two
+        answers = [
+            await client.eval(SCRIPT, 1, prefix + "k", limit.period, limit.tolerance) for _ in range(3)
+        ]
+        assert [a[0] for a in answers] == [1, 1, 0]
+        assert 0 < answers[2][1] <= 1_000_000
+        assert 0 < await client.pttl(prefix + "k") <= 2_000
+    finally:
+        await client.aclose()
+
+
+async def test_limiters_share_one_limit_in_pipelined_batches(prefix: str) -> None:
+    """Two limiters (two edges) on one key: 100/s allows a burst of 200 across both, however the
+    requests are spread; the checks of one loop iteration go out as one pipeline."""
+    a = SharedLimiter(REDIS_URL, RateLimiter(), prefix=prefix)
+    b = SharedLimiter(REDIS_URL, RateLimiter(), prefix=prefix)
+    try:
+        waits = await asyncio.gather(
+            *(lim.check("key_shared", 100.0, 0.0) for _ in range(150) for lim in (a, b))
+        )
+        allowed = sum(w == 0.0 for w in waits)
+        # 300 requests within the same few milliseconds: the burst (200), plus what refilled meanwhile.
+        assert 200 <= allowed <= 205
+        assert all(0 < w <= 0.011 for w in waits if w)
+        assert await a.redis.script_exists(SCRIPT_SHA) == [True]
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
+def _fallbacks() -> float:
+    return REGISTRY.get_sample_value("edge_ratelimit_fallback_total") or 0.0
+
+
+async def test_unreachable_redis_falls_back_to_the_local_bucket(
+    prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    limiter = SharedLimiter(f"redis://127.0.0.1:{port}/0", RateLimiter(), prefix=prefix)
+    before = _fallbacks()
+    try:
+        with caplog.at_level(logging.INFO, logger="edge.sharedlimit"):
+            waits = [await limiter.check("key_down", 1.0, 10.0) for _ in range(3)]
+            assert waits == [0.0, 0.0, pytest.approx(1.0)]  # the local bucket: bursts of two, then wait
+            assert _fallbacks() - before == 3
+            assert REGISTRY.get_sample_value("edge_ratelimit_redis_up") == 0
+            # Redis comes back (the same limiter pointed at it): used again once the retry interval passed.
+            await limiter.redis.aclose()
+            limiter.redis = aioredis.Redis.from_url(REDIS_URL)
+            assert await limiter.check("key_up", 1.0, 10.5) == 0.0  # still within the interval: local
+            assert _fallbacks() - before == 4
+            assert await limiter.check("key_up", 1.0, 11.0) == 0.0
+            assert await limiter.check("key_up", 1.0, 11.0) == 0.0
+            assert await limiter.check("key_up", 1.0, 11.0) > 0
+            assert _fallbacks() - before == 4  # decided in Redis
+            assert REGISTRY.get_sample_value("edge_ratelimit_redis_up") == 1
+        lines = [r.getMessage() for r in caplog.records if r.name == "edge.sharedlimit"]
+        assert lines == [
+            "Redis unreachable: rate limits fall back to this edge's own buckets",
+            "rate limits shared in Redis",
+        ]
+    finally:
+        await limiter.aclose()
