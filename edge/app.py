@@ -27,7 +27,7 @@ from sanic.response import HTTPResponse
 
 from edge.authcache import AuthCache
 from edge.authorizer import Authorizer
-from edge.blueprints import account, docs, products, sandbox, stream, webhooks
+from edge.blueprints import account, docs, events, products, sandbox, stream, webhooks
 from edge.channels import authsvc_service_config, authsvc_target
 from edge.config import EdgeConfig
 from edge.exceptions import EdgeError, RateLimited
@@ -118,7 +118,7 @@ def create_app(config: EdgeConfig) -> Sanic:
     app.ctx.usage_inflight = {}
     app.ctx.account_bodies = {}
     app.ctx.streams = set()
-    for bp in (account.bp, webhooks.bp, sandbox.bp, stream.bp, docs.bp, products.bp):
+    for bp in (account.bp, webhooks.bp, events.bp, sandbox.bp, stream.bp, docs.bp, products.bp):
         app.blueprint(bp)
     app.error_handler.add(Exception, handle_error)
 

@@ -6,6 +6,8 @@ import datetime as dt
 import json
 from typing import Any
 
+from google.protobuf import timestamp_pb2
+
 from edge.environments import Environment
 from edge.exceptions import EdgeError
 from travel.webhooks.v1 import webhooks_pb2
@@ -203,3 +205,10 @@ def parse_time(value: str, name: str) -> dt.datetime:
     if when.tzinfo is None:
         raise EdgeError(f"the field {name} must carry a time zone (e.g. Z)", type="invalid_request")
     return when
+
+
+def timestamp(value: str, name: str) -> timestamp_pb2.Timestamp:
+    """An RFC 3339 field or parameter as a protobuf Timestamp."""
+    ts = timestamp_pb2.Timestamp()
+    ts.FromDatetime(parse_time(value, name))
+    return ts

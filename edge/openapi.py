@@ -113,6 +113,39 @@ def _op(
     return op
 
 
+EVENT_SCHEMA = {
+    "type": "object",
+    "required": ["id", "type", "created", "livemode", "account", "state", "data"],
+    "properties": {
+        "id": {"type": "string"},
+        "type": {"enum": list(EVENT_KINDS)},
+        "created": {"type": "string"},
+        "livemode": {"type": "boolean"},
+        "account": {"type": "string"},
+        "state": {"type": "string"},
+        "data": {"type": "object"},
+    },
+}
+
+
+EVENT_LIST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["object", "data"],
+    "properties": {
+        "object": {"const": "list"},
+        "data": {"type": "array", "items": EVENT_SCHEMA},
+        "nextPageToken": {"type": ["string", "null"]},
+    },
+}
+
+
+def _any_key(op: dict[str, Any]) -> dict[str, Any]:
+    """An operation any valid key may call (what it sees depends on its scopes)."""
+    op["security"] = [{"svcKey": []}]
+    op["description"] = "Any valid key; events are filtered by the key's scopes as on /v1/stream."
+    return op
+
+
 def build_openapi(config: EdgeConfig) -> dict[str, Any]:
     ep = _params("endpoint_id")
     paths: dict[str, Any] = {
@@ -236,6 +269,29 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
                 202,
                 params=_params("attempt_id"),
                 post=True,
+            )
+        },
+        "/v1/events": {
+            "get": _any_key(
+                _op(
+                    "List the account's events of the last 30 days, newest first",
+                    None,
+                    schema=EVENT_LIST_SCHEMA,
+                    params=[
+                        _query("type", {"type": "string"}),
+                        _query("created[gte]", {"type": "string", "format": "date-time"}),
+                        _query("created[lt]", {"type": "string", "format": "date-time"}),
+                        LIMIT,
+                        PAGE,
+                    ],
+                )
+            )
+        },
+        "/v1/events/{event_id}": {
+            "get": _any_key(
+                _op(
+                    "Get one event of the last 30 days", None, schema=EVENT_SCHEMA, params=_params("event_id")
+                )
             )
         },
         "/v1/stream": {

@@ -39,6 +39,13 @@ def scopes_for_event(event_type: str, data: Mapping[str, Any] | None) -> tuple[s
     return ("account:read",)
 
 
+def readable_kinds(scopes: Collection[str]) -> list[str]:
+    """The event kinds a key could read at all (a booking or payment event: if it reads any product);
+    ``may_read`` then decides each event by its data."""
+    samples: list[Mapping[str, Any] | None] = [None, *({"product": p} for p in PRODUCTS)]
+    return [k for k in EVENT_KINDS if any(may_read(scopes, k, data) for data in samples)]
+
+
 def may_read(scopes: Collection[str], event_type: str, data: Mapping[str, Any] | None) -> bool:
     return any(s in scopes for s in scopes_for_event(event_type, data))
 

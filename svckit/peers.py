@@ -59,6 +59,8 @@ ALLOWED: dict[str, frozenset[str]] = {
                     "ResendAttempt",
                     "RecoverEndpoint",
                     "StreamEvents",
+                    "ListEvents",
+                    "GetEvent",
                     # Sandbox events only (triggers, samples, the simulator): see may_publish.
                     "PublishEvent",
                 )

@@ -150,6 +150,17 @@ class DeliveryFilter:
 
 
 @dataclass(frozen=True, slots=True)
+class EventFilter:
+    """An account's events in one environment, of some kinds (empty: all), created in [since, until)."""
+
+    account_id: str
+    environment: str
+    types: tuple[str, ...]
+    since: dt.datetime
+    until: dt.datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Stats:
     queue_depth: int
     oldest_overdue_seconds: float
@@ -256,6 +267,14 @@ class Repository(Protocol):
     async def events_after(
         self, account_id: str, environment: str, after_seq: int, types: Sequence[str], limit: int
     ) -> list[EventRecord]: ...
+
+    async def list_events(
+        self, flt: EventFilter, limit: int, after: tuple[dt.datetime, str] | None
+    ) -> list[EventRecord]: ...
+
+    async def get_event(
+        self, account_id: str, environment: str, event_id: str, since: dt.datetime
+    ) -> EventRecord | None: ...
 
     async def purge_attempts(self, before: dt.datetime) -> int: ...
 

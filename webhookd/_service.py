@@ -39,6 +39,7 @@ from webhookd._repository import (
     DeliveryFilter,
     DeliveryRecord,
     EndpointRecord,
+    EventFilter,
     EventRecord,
     IdempotencyRecord,
     Repository,
@@ -55,6 +56,8 @@ MAX_IDEMPOTENCY_KEY = 255
 UPDATABLE = ("url", "events", "description")
 STREAM_BATCH = 200
 STREAM_POLL_SECONDS = 1.0
+# How far back ListEvents and GetEvent reach (spec: what a partner can look back on is 30 days).
+EVENT_VISIBILITY = dt.timedelta(days=30)
 
 
 class EventHub:
@@ -523,3 +526,31 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
                     await waiter.wait()
             except TimeoutError:
                 pass
+
+    async def ListEvents(
+        self, request: pb.ListEventsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListEventsResponse:
+        account_id, env = cv.scope(request)
+        types = check_event_kinds(request.types, "types") if request.types else list(EVENT_KINDS)
+        oldest = self.clock.now() - EVENT_VISIBILITY
+        since = cv.time_or_none(request, "since")
+        until = cv.time_or_none(request, "until")
+        if since and until and until <= since:
+            raise InvalidRequest("until: must be after since")
+        flt = EventFilter(account_id, env, tuple(types), max(since or oldest, oldest), until)
+        size = cv.page_size(request.page_size)
+        rows = await self.repo.list_events(flt, size + 1, cv.parse_page_token(request.page_token))
+        token = cv.page_token(rows[size - 1].created_at, rows[size - 1].id) if len(rows) > size else ""
+        return pb.ListEventsResponse(events=[cv.event_pb(e) for e in rows[:size]], next_page_token=token)
+
+    async def GetEvent(
+        self, request: pb.GetEventRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetEventResponse:
+        account_id, env = cv.scope(request)
+        event_id = cv.identifier(request.event_id, "event_id")
+        event = await self.repo.get_event(account_id, env, event_id, self.clock.now() - EVENT_VISIBILITY)
+        if event is None or event.type not in EVENT_KINDS:
+            raise NotFound(
+                f"event_id: no event {event_id} of the last 30 days in this account and environment"
+            )
+        return pb.GetEventResponse(event=cv.event_pb(event))

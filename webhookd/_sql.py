@@ -34,6 +34,7 @@ from webhookd._repository import (
     DeliveryFilter,
     DeliveryRecord,
     EndpointRecord,
+    EventFilter,
     EventRecord,
     IdempotencyRecord,
     Outcome,
@@ -944,6 +945,42 @@ class SqlRepository:
         q = sa.select(events).where(*conds).order_by(events.c.seq).limit(limit)
         async with self.engine.connect() as conn:
             return [_event(r) for r in await conn.execute(q)]
+
+    async def list_events(
+        self, flt: EventFilter, limit: int, after: tuple[dt.datetime, str] | None
+    ) -> list[EventRecord]:
+        c = events.c
+        conds = [
+            c.account_id == flt.account_id,
+            c.environment == flt.environment,
+            c.created_at >= us(flt.since),
+        ]
+        if flt.until is not None:
+            conds.append(c.created_at < us(flt.until))
+        if flt.types:
+            conds.append(c.type.in_(list(flt.types)))
+        q = (
+            sa.select(events)
+            .where(*conds, _keyset(c.created_at, c.id, after))
+            .order_by(c.created_at.desc(), c.id.desc())
+            .limit(limit)
+        )
+        async with self.engine.connect() as conn:
+            return [_event(r) for r in await conn.execute(q)]
+
+    async def get_event(
+        self, account_id: str, environment: str, event_id: str, since: dt.datetime
+    ) -> EventRecord | None:
+        c = events.c
+        q = sa.select(events).where(
+            c.id == event_id,
+            c.account_id == account_id,
+            c.environment == environment,
+            c.created_at >= us(since),
+        )
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(q)).first()
+        return _event(row) if row is not None else None
 
     # Housekeeping
 

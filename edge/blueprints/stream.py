@@ -234,11 +234,30 @@ class StreamSession:
             if not isinstance(since, str) or (since and not since.startswith("evt_")):
                 await self.refuse("subscribe.since must be an event id (evt_...)")
                 return
+            if since and not await self.known_event(since):
+                return
             self.types = events
             self.restart_pump(since)
             await self.send({"type": "subscribed", "events": events, "since": since or None})
         else:
             await self.refuse(f"unknown message type {kind!r}: send subscribe or ping")
+
+    async def known_event(self, event_id: str) -> bool:
+        """Is ``since`` an event of this account and environment? If not, the client gets that error only
+        (never ``subscribed`` first), and its subscription is unchanged."""
+        try:
+            await self.app_ctx.webhooks.GetEvent(
+                webhooks_pb2.GetEventRequest(
+                    account_id=self.caller.account_id, environment=WH_ENV[self.env], event_id=event_id
+                ),
+                timeout=self.app_ctx.config.webhookd_timeout,
+                metadata=(("x-request-id", self.request_id),),
+            )
+        except grpc.aio.AioRpcError as exc:
+            etype, message = type_from_rpc_error(exc)
+            await self.send({"type": "error", "error": {"type": etype, "message": message}})
+            return False
+        return True
 
     async def refuse(self, message: str) -> None:
         await self.send({"type": "error", "error": {"type": "invalid_request", "message": message}})

@@ -6,7 +6,7 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 import grpc
-from google.protobuf import duration_pb2, field_mask_pb2, timestamp_pb2
+from google.protobuf import duration_pb2, field_mask_pb2
 from sanic import Blueprint, Request
 from sanic.response import HTTPResponse
 from sanic.response import json as json_response
@@ -170,8 +170,7 @@ async def recover_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTP
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
     body = convert.only_fields(ctx.body, {"since"})
     since = convert.string_field(body, "since", required=True, max_len=64) or ""
-    ts = timestamp_pb2.Timestamp()
-    ts.FromDatetime(convert.parse_time(since, "since"))
+    ts = convert.timestamp(since, "since")
     resp = await call(
         request,
         ctx,

@@ -5,6 +5,8 @@ authsvc, webhookd and edge processes (the stack of test_edge_stream_webhooks).""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+import json
 from urllib.parse import quote
 
 import httpx
@@ -21,6 +23,7 @@ from tests.integration.test_edge_stream_webhooks import (  # noqa: F401  (fixtur
     ws,
 )
 from travel.auth.v1 import auth_pb2_grpc
+from travel.webhooks.v1 import webhooks_pb2_grpc
 
 
 async def raw_request(port: int, head: bytes) -> bytes:
@@ -72,3 +75,75 @@ async def test_delete_customer_blames_the_path_parameter(
             "invalid_customer_ref",
         )
         assert "path parameter" in err["message"] and "X-Partner-Customer-Ref" not in err["message"], err
+
+
+async def test_subscribe_with_an_unknown_since_is_the_error_only(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, hooks: webhooks_pb2_grpc.WebhookServiceStub
+) -> None:
+    account_id, key = await new_key(auth, scopes=["account:read"])
+    first = await publish(hooks, account_id, "apikey.revoked")
+    second = await publish(hooks, account_id, "search_quota.threshold")
+    async with ws(stack, ["svc", key.secret]) as conn:
+        await conn.send(json.dumps({"type": "subscribe", "since": "evt_doesnotexist"}))
+        msg = await recv_json(conn)
+        assert msg["type"] == "error" and msg["error"]["type"] == "not_found", msg
+        # Nothing follows it but the answer to the next message.
+        await conn.send(json.dumps({"type": "ping"}))
+        assert (await recv_json(conn)) == {"type": "pong"}
+        # A known event: subscribed, then what came after it.
+        await conn.send(json.dumps({"type": "subscribe", "since": first.id}))
+        assert (await recv_json(conn))["type"] == "subscribed"
+        msg = await recv_json(conn)
+        assert msg["type"] == "event" and msg["event"]["id"] == second.id, msg
+
+
+async def test_events_read_back_filtered_by_scope_kind_and_time(
+    stack: Stack,
+    auth: auth_pb2_grpc.AuthServiceStub,
+    hooks: webhooks_pb2_grpc.WebhookServiceStub,
+    http: httpx.AsyncClient,
+) -> None:
+    account_id, key = await new_key(auth, scopes=["hotels:read", "account:read"])
+    hotel = await publish(hooks, account_id, "booking.confirmed", "hotels")
+    flight = await publish(hooks, account_id, "booking.confirmed", "flights")
+    esim = await publish(hooks, account_id, "esim.provisioned")
+    revoked = await publish(hooks, account_id, "apikey.revoked")
+    base = stack.sandbox + "/v1/events"
+
+    async def listed(query: str = "", secret: str = key.secret) -> list[str]:
+        resp = await http.get(base + query, headers=hdrs(secret))
+        assert resp.status_code == 200, resp.text
+        body = resp.json()
+        assert body["object"] == "list"
+        return [e["id"] for e in body["data"]]
+
+    # The key reads hotel bookings and account events; never the flight booking or the eSIM event.
+    assert await listed() == [revoked.id, hotel.id]
+    assert await listed("?type=booking.*") == [hotel.id]
+    assert await listed("?type=booking.confirmed,apikey.revoked") == [revoked.id, hotel.id]
+    assert await listed("?type=esim.provisioned") == []
+    future = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat()
+    assert await listed("?created[gte]=" + quote(future)) == []
+    assert await listed("?created[lt]=" + quote(future)) == [revoked.id, hotel.id]
+    # Pages: limit=1 walks them all, newest first.
+    seen, token = [], ""
+    while True:
+        page = (await http.get(base + f"?limit=1&page_token={token}", headers=hdrs(key.secret))).json()
+        seen += [e["id"] for e in page["data"]]
+        token = page["nextPageToken"]
+        if not token:
+            break
+    assert seen == [revoked.id, hotel.id]
+    # One event: the envelope webhooks deliver; unreadable, unknown or another account's: not found.
+    got = await http.get(f"{base}/{hotel.id}", headers=hdrs(key.secret))
+    assert got.status_code == 200 and got.json() == json.loads(hotel.envelope_json)
+    for eid in (flight.id, esim.id, "evt_doesnotexist", "nope"):
+        assert_error(await http.get(f"{base}/{eid}", headers=hdrs(key.secret)), 404, "not_found")
+    _, stranger = await new_key(auth, scopes=["hotels:read", "account:read"])
+    assert await listed(secret=stranger.secret) == []
+    assert_error(await http.get(f"{base}/{hotel.id}", headers=hdrs(stranger.secret)), 404, "not_found")
+    # A key that reads no events sees none; bad parameters are invalid_request.
+    _, writer = await new_key(auth, scopes=["webhooks:write"], account_id=account_id)
+    assert await listed(secret=writer.secret) == []
+    for bad in ("?type=booking.exploded", "?created[gte]=yesterday", "?limit=0", "?page_token=zzz"):
+        assert_error(await http.get(base + bad, headers=hdrs(key.secret)), 400, "invalid_request")

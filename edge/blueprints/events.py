@@ -1,0 +1,86 @@
+"""GET /v1/events and GET /v1/events/{id}: the account's events of the last 30 days, read back (as
+Stripe's events API), so a partner can reconcile what a webhook outage made it miss. Any valid key may
+ask; it sees the events its scopes may read, as on /v1/stream (edge.streamfilter)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sanic import Blueprint, Request
+from sanic.response import HTTPResponse
+from sanic.response import json as json_response
+
+from edge import convert
+from edge.blueprints.webhooks import call, scope_of
+from edge.exceptions import EdgeError
+from edge.gate import Ctx, guarded
+from edge.streamfilter import may_read, readable_kinds, unknown_patterns, wanted
+from svckit.events import EVENT_KINDS
+from travel.webhooks.v1 import webhooks_pb2
+
+bp = Blueprint("events")
+
+
+def _readable(ctx: Ctx, envelope: dict[str, Any]) -> bool:
+    data = envelope.get("data")
+    return may_read(
+        ctx.caller.scopes, str(envelope.get("type", "")), data if isinstance(data, dict) else None
+    )
+
+
+def _kinds(args: Any) -> list[str] | None:
+    """``type``: event kinds or families (``booking.*``), repeated or comma-separated; None: every kind."""
+    patterns = [p.strip() for raw in args.getlist("type", []) for p in raw.split(",") if p.strip()]
+    if not patterns:
+        return None
+    unknown = unknown_patterns(patterns)
+    if unknown:
+        raise EdgeError(
+            f"the query parameter type names no event kind: {', '.join(unknown)}", type="invalid_request"
+        )
+    return [k for k in EVENT_KINDS if wanted(patterns, k)]
+
+
+def _time(args: Any, name: str) -> Any:
+    raw = args.get(name)
+    return convert.timestamp(raw, name) if raw else None
+
+
+@bp.get("/v1/events")
+@guarded("")
+async def list_events(request: Request, ctx: Ctx) -> HTTPResponse:
+    """The account's events of the last 30 days that the key may read, newest first."""
+    args = request.args
+    asked = _kinds(args)
+    kinds = [k for k in readable_kinds(ctx.caller.scopes) if asked is None or k in asked]
+    since, until = _time(args, "created[gte]"), _time(args, "created[lt]")
+    limit = convert.query_limit(args)
+    if not kinds:  # nothing this key may read (an empty list would ask webhookd for every kind)
+        return json_response({"object": "list", "data": [], "nextPageToken": None})
+    resp = await call(
+        request,
+        ctx,
+        "ListEvents",
+        webhooks_pb2.ListEventsRequest(
+            **scope_of(ctx),
+            types=kinds,
+            since=since,
+            until=until,
+            page_size=limit,
+            page_token=args.get("page_token", ""),
+        ),
+    )
+    data = [e for e in map(convert.event, resp.events) if _readable(ctx, e)]
+    return json_response({"object": "list", "data": data, "nextPageToken": resp.next_page_token or None})
+
+
+@bp.get("/v1/events/<event_id:str>")
+@guarded("")
+async def get_event(request: Request, ctx: Ctx, event_id: str) -> HTTPResponse:
+    """One event of the last 30 days; one the key may not read is not found, as another account's."""
+    eid = convert.path_id(event_id, "event", "evt")
+    resp = await call(request, ctx, "GetEvent", webhooks_pb2.GetEventRequest(**scope_of(ctx), event_id=eid))
+    envelope = convert.event(resp.event)
+    if not _readable(ctx, envelope):
+        raise EdgeError(f"no event {eid!r}", type="not_found")
+    return json_response(envelope)
