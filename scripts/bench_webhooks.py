@@ -40,9 +40,10 @@ import trustme
 from svckit.clock import SystemClock
 from svckit.db import create_engine
 from svckit.ids import new_id, sortable_id
+from svckit.webhook_status import EndpointStatus
 from webhookd._delivery import DeliveryWorker, Sender, SendResult, WorkerConfig
 from webhookd._events import Environment, build_envelope
-from webhookd._repository import ENABLED, EndpointRecord, SigningSecret
+from webhookd._repository import EndpointRecord, SigningSecret
 from webhookd._retry import Outcome
 from webhookd._server import Config, make_client, make_transport
 from webhookd._signing import new_secret, sign
@@ -123,7 +124,7 @@ def _endpoint(port: int) -> EndpointRecord:
     now = dt.datetime.now(dt.UTC)
     return EndpointRecord(
         id=new_id("we"), account_id=ACCT, environment=ENV, url=f"https://127.0.0.1:{port}/hook",
-        events=["booking.confirmed"], description="bench", status=ENABLED, disabled_reason="",
+        events=["booking.confirmed"], description="bench", status=EndpointStatus.ENABLED, disabled_reason="",
         created_at=now, updated_at=now, secrets=[SigningSecret(new_secret())],
     )  # fmt: skip
 

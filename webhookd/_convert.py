@@ -9,11 +9,10 @@ from typing import Any
 from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
 
 from svckit.freetext import contains_secret, free_text_problem
+from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from webhookd._errors import InvalidRequest
 from webhookd._repository import (
-    DELIVERY_STATUSES,
-    DISABLED,
     AttemptRecord,
     DeliveryRecord,
     EndpointRecord,
@@ -24,14 +23,10 @@ from webhookd._sql import from_us, us
 
 ENVIRONMENTS = {pb.ENVIRONMENT_LIVE: "live", pb.ENVIRONMENT_SANDBOX: "sandbox"}
 ENV_TO_PB = {v: k for k, v in ENVIRONMENTS.items()}
-DELIVERY_STATUS = {
-    pb.DELIVERY_STATUS_PENDING: "pending",
-    pb.DELIVERY_STATUS_SUCCEEDED: "succeeded",
-    pb.DELIVERY_STATUS_FAILED: "failed",
-    pb.DELIVERY_STATUS_HELD: "held",
-}
-DELIVERY_STATUS_TO_PB = {v: k for k, v in DELIVERY_STATUS.items()}
-assert set(DELIVERY_STATUS_TO_PB) == set(DELIVERY_STATUSES)
+# The proto enums name the same statuses: DELIVERY_STATUS_<NAME>, ENDPOINT_STATUS_<NAME>.
+DELIVERY_STATUS_TO_PB = {s: pb.DeliveryStatus.Value(f"DELIVERY_STATUS_{s.name}") for s in DeliveryStatus}
+DELIVERY_STATUS = {v: k for k, v in DELIVERY_STATUS_TO_PB.items()}
+ENDPOINT_STATUS_TO_PB = {s: pb.EndpointStatus.Value(f"ENDPOINT_STATUS_{s.name}") for s in EndpointStatus}
 OUTCOMES = {
     pb.ATTEMPT_OUTCOME_SUCCEEDED: Outcome.SUCCEEDED.value,
     pb.ATTEMPT_OUTCOME_HTTP_ERROR: Outcome.HTTP_ERROR.value,
@@ -146,7 +141,7 @@ def endpoint_pb(e: EndpointRecord, now: dt.datetime) -> pb.Endpoint:
         url=e.url,
         events=e.events,
         description=e.description,
-        status=pb.ENDPOINT_STATUS_DISABLED if e.status == DISABLED else pb.ENDPOINT_STATUS_ENABLED,
+        status=ENDPOINT_STATUS_TO_PB[e.status],
         disabled_reason=e.disabled_reason,
         created_at=ts(e.created_at),
         updated_at=ts(e.updated_at),

@@ -19,14 +19,11 @@ import httpx
 
 from svckit.clock import Clock
 from svckit.ids import new_id, sortable_id
+from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd import _metrics as metrics
 from webhookd._events import TEST_EVENT_KIND
 from webhookd._http import FastTransport
 from webhookd._repository import (
-    FAILED,
-    HELD,
-    PENDING,
-    SUCCEEDED,
     Alert,
     AttemptRecord,
     Claim,
@@ -176,9 +173,9 @@ def decide(claim: Claim, sent: SendResult | None, attempted_at: dt.datetime, man
     """Pure: the stored outcome of one claimed delivery (``sent`` is None when nothing was sent)."""
     d = claim.delivery
     if claim.endpoint is None:
-        return Outcome(d.id, d.endpoint_id, None, FAILED, None, counts_attempt=False)
+        return Outcome(d.id, d.endpoint_id, None, DeliveryStatus.FAILED, None, counts_attempt=False)
     if sent is None:
-        return Outcome(d.id, d.endpoint_id, None, HELD, None, counts_attempt=False)
+        return Outcome(d.id, d.endpoint_id, None, DeliveryStatus.HELD, None, counts_attempt=False)
     attempt = AttemptRecord(
         id=sortable_id("att", attempted_at),
         delivery_id=d.id,
@@ -200,16 +197,23 @@ def decide(claim: Claim, sent: SendResult | None, attempted_at: dt.datetime, man
     decision = next_attempt(d.schedule_count + 1, sent.result, attempted_at)
     if d.event_type == TEST_EVENT_KIND and decision.action is not Action.DONE:
         # A test send is one attempt: it reports, it never retries and never disables the endpoint.
-        return Outcome(d.id, d.endpoint_id, attempt, FAILED, None, counts_attempt=True)
+        return Outcome(d.id, d.endpoint_id, attempt, DeliveryStatus.FAILED, None, counts_attempt=True)
     if decision.action is Action.DONE:
-        return Outcome(d.id, d.endpoint_id, attempt, SUCCEEDED, None, counts_attempt=True)
+        return Outcome(d.id, d.endpoint_id, attempt, DeliveryStatus.SUCCEEDED, None, counts_attempt=True)
     if decision.action is Action.RETRY:
-        return Outcome(d.id, d.endpoint_id, attempt, PENDING, decision.next_attempt_at, counts_attempt=True)
+        return Outcome(
+            d.id,
+            d.endpoint_id,
+            attempt,
+            DeliveryStatus.PENDING,
+            decision.next_attempt_at,
+            counts_attempt=True,
+        )
     return Outcome(
         d.id,
         d.endpoint_id,
         attempt,
-        FAILED,
+        DeliveryStatus.FAILED,
         None,
         counts_attempt=True,
         disable_endpoint=True,
@@ -261,7 +265,7 @@ class DeliveryWorker:
     async def _attempt(self, claim: Claim) -> Outcome:
         ep = claim.endpoint
         now = self.clock.now()
-        if ep is None or ep.status != "enabled":
+        if ep is None or ep.status != EndpointStatus.ENABLED:
             return decide(claim, None, now)
         due = claim.delivery.next_attempt_at
         if due is not None:
@@ -273,7 +277,7 @@ class DeliveryWorker:
             ep.url, claim.envelope, ep.valid_secrets(now), claim.delivery.event_id, now
         )
         outcome = decide(claim, sent, now)
-        if outcome.status != SUCCEEDED:
+        if outcome.status != DeliveryStatus.SUCCEEDED:
             log.info(
                 "delivery attempt failed",
                 extra={

@@ -9,10 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-# Delivery statuses (stored strings; proto DeliveryStatus mirrors them).
-PENDING, SUCCEEDED, FAILED, HELD = "pending", "succeeded", "failed", "held"
-DELIVERY_STATUSES = (PENDING, SUCCEEDED, FAILED, HELD)
-ENABLED, DISABLED = "enabled", "disabled"
+from svckit.webhook_status import DeliveryStatus, EndpointStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +30,7 @@ class EndpointRecord:
     url: str
     events: list[str]
     description: str
-    status: str
+    status: EndpointStatus
     disabled_reason: str
     created_at: dt.datetime
     updated_at: dt.datetime
@@ -73,7 +70,7 @@ class DeliveryRecord:
     account_id: str
     environment: str
     event_type: str
-    status: str
+    status: DeliveryStatus
     attempt_count: int
     # Attempts within the current run of the retry schedule (RecoverEndpoint starts a new run).
     schedule_count: int
@@ -119,7 +116,7 @@ class Outcome:
     delivery_id: str
     endpoint_id: str
     attempt: AttemptRecord | None  # None: nothing was sent (endpoint disabled or deleted)
-    status: str
+    status: DeliveryStatus
     next_attempt_at: dt.datetime | None
     counts_attempt: bool
     disable_endpoint: bool = False

@@ -17,6 +17,7 @@ import grpc
 from svckit.clock import Clock
 from svckit.ids import new_id, sortable_id
 from svckit.peers import identity_of, may_publish, refuse
+from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import _convert as cv
@@ -31,11 +32,7 @@ from webhookd._events import (
     check_event_kinds,
 )
 from webhookd._repository import (
-    DISABLED,
-    ENABLED,
     IDEMPOTENCY_WINDOW,
-    PENDING,
-    SUCCEEDED,
     DeliveryFilter,
     DeliveryRecord,
     EndpointRecord,
@@ -184,7 +181,7 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
             url=request.url,
             events=kinds,
             description=desc,
-            status=ENABLED,
+            status=EndpointStatus.ENABLED,
             disabled_reason="",
             created_at=now,
             updated_at=now,
@@ -260,8 +257,8 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
     ) -> pb.EnableEndpointResponse:
         endpoint = await self._endpoint(request)
         now = self.clock.now()
-        if endpoint.status != ENABLED:
-            endpoint.status, endpoint.disabled_reason, endpoint.updated_at = ENABLED, "", now
+        if endpoint.status != EndpointStatus.ENABLED:
+            endpoint.status, endpoint.disabled_reason, endpoint.updated_at = EndpointStatus.ENABLED, "", now
             await self.repo.save_endpoint(endpoint)
             log.info("endpoint enabled", extra={"endpoint_id": endpoint.id})
         return pb.EnableEndpointResponse(endpoint=cv.endpoint_pb(endpoint, now))
@@ -307,7 +304,7 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
         self, request: pb.SendTestEventRequest, context: grpc.aio.ServicerContext
     ) -> pb.SendTestEventResponse:
         endpoint = await self._endpoint(request)
-        if endpoint.status == DISABLED:
+        if endpoint.status == EndpointStatus.DISABLED:
             raise Conflict("endpoint_id: the endpoint is disabled; enable it before sending a test event")
         now = self.clock.now()
         event_id = sortable_id("evt", now)
@@ -331,7 +328,7 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
             account_id=endpoint.account_id,
             environment=endpoint.environment,
             event_type=TEST_EVENT_KIND,
-            status=PENDING,
+            status=DeliveryStatus.PENDING,
             attempt_count=0,
             schedule_count=0,
             next_attempt_at=now,
@@ -472,7 +469,9 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
         )
         outcome = decide(claim, sent, now, manual=True)
         assert outcome.attempt is not None
-        await self.repo.record_manual_attempt(outcome.attempt, outcome.status == SUCCEEDED, now)
+        await self.repo.record_manual_attempt(
+            outcome.attempt, outcome.status == DeliveryStatus.SUCCEEDED, now
+        )
         log.info(
             "attempt resent by hand",
             extra={
@@ -491,7 +490,7 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
     ) -> pb.RecoverEndpointResponse:
         since = cv.time_or_none(request, "since")
         endpoint = await self._endpoint(request)
-        if endpoint.status != ENABLED:
+        if endpoint.status != EndpointStatus.ENABLED:
             raise Conflict("endpoint_id: the endpoint is disabled; enable it before recovering events")
         count = await self.repo.recover(endpoint, since, self.clock.now())
         self._wake()

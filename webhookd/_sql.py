@@ -20,14 +20,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from svckit.db import create_engine, is_postgres
 from svckit.ids import new_id, sortable_id
 from svckit.migrations import upgrade
+from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd._repository import (
-    DISABLED,
-    ENABLED,
-    FAILED,
-    HELD,
     IDEMPOTENCY_WINDOW,
-    PENDING,
-    SUCCEEDED,
     Alert,
     AttemptRecord,
     Claim,
@@ -197,7 +192,7 @@ def _endpoint(row: Any, box: SecretBox) -> EndpointRecord:
         url=row.url,
         events=json.loads(row.events),
         description=row.description,
-        status=row.status,
+        status=EndpointStatus(row.status),
         disabled_reason=row.disabled_reason,
         created_at=at_us(row.created_at),
         updated_at=at_us(row.updated_at),
@@ -226,10 +221,10 @@ def _delivery(row: Any) -> DeliveryRecord:
         account_id=row.account_id,
         environment=row.environment,
         event_type=row.event_type,
-        status=row.status,
+        status=DeliveryStatus(row.status),
         attempt_count=row.attempt_count,
         schedule_count=row.schedule_count,
-        next_attempt_at=from_us(row.due_at) if row.status == PENDING else None,
+        next_attempt_at=from_us(row.due_at) if row.status == DeliveryStatus.PENDING else None,
         created_at=at_us(row.created_at),
         updated_at=at_us(row.updated_at),
     )
@@ -474,7 +469,7 @@ class SqlRepository:
             async with self.engine.begin() as conn:
                 await self._record_idempotency(conn, endpoint, idem)
                 await conn.execute(endpoints.update().where(endpoints.c.id == endpoint.id).values(**values))
-                if endpoint.status != ENABLED:
+                if endpoint.status != EndpointStatus.ENABLED:
                     await self._hold_pending(conn, endpoint)
         except IntegrityError:
             if idem is None:
@@ -488,10 +483,10 @@ class SqlRepository:
             deliveries.update()
             .where(
                 deliveries.c.endpoint_id == endpoint.id,
-                deliveries.c.status == PENDING,
+                deliveries.c.status == DeliveryStatus.PENDING,
                 deliveries.c.lease_owner.is_(None),
             )
-            .values(status=HELD, updated_at=us(endpoint.updated_at))
+            .values(status=DeliveryStatus.HELD, updated_at=us(endpoint.updated_at))
         )
 
     async def delete_endpoint(self, endpoint: EndpointRecord, now: dt.datetime) -> None:
@@ -503,8 +498,11 @@ class SqlRepository:
             )
             await conn.execute(
                 deliveries.update()
-                .where(deliveries.c.endpoint_id == endpoint.id, deliveries.c.status.in_([PENDING, HELD]))
-                .values(status=FAILED, updated_at=us(now), lease_owner=None)
+                .where(
+                    deliveries.c.endpoint_id == endpoint.id,
+                    deliveries.c.status.in_([DeliveryStatus.PENDING, DeliveryStatus.HELD]),
+                )
+                .values(status=DeliveryStatus.FAILED, updated_at=us(now), lease_owner=None)
             )
 
     # Events and fan-out
@@ -573,7 +571,9 @@ class SqlRepository:
                     "account_id": event.account_id,
                     "environment": event.environment,
                     "event_type": event.type,
-                    "status": PENDING if r.status == ENABLED else HELD,
+                    "status": DeliveryStatus.PENDING
+                    if r.status == EndpointStatus.ENABLED
+                    else DeliveryStatus.HELD,
                     "attempt_count": 0,
                     "schedule_count": 0,
                     "due_at": t,
@@ -697,7 +697,7 @@ class SqlRepository:
         async with self.engine.begin() as conn:
             result = await conn.execute(
                 deliveries.update()
-                .where(deliveries.c.status == PENDING, deliveries.c.lease_owner.is_not(None))
+                .where(deliveries.c.status == DeliveryStatus.PENDING, deliveries.c.lease_owner.is_not(None))
                 .values(next_attempt_at=deliveries.c.due_at, lease_owner=None)
             )
         return int(result.rowcount or 0)
@@ -751,14 +751,14 @@ class SqlRepository:
                     for o in group
                 ],
             )
-        failing = {o.endpoint_id for o in outcomes if o.status != SUCCEEDED}
+        failing = {o.endpoint_id for o in outcomes if o.status != DeliveryStatus.SUCCEEDED}
         for o in outcomes:
             if not o.disable_endpoint:
                 continue
             res = await conn.execute(
                 endpoints.update()
-                .where(endpoints.c.id == o.endpoint_id, endpoints.c.status == ENABLED)
-                .values(status=DISABLED, disabled_reason=o.disabled_reason, updated_at=t)
+                .where(endpoints.c.id == o.endpoint_id, endpoints.c.status == EndpointStatus.ENABLED)
+                .values(status=EndpointStatus.DISABLED, disabled_reason=o.disabled_reason, updated_at=t)
                 .returning(endpoints.c.account_id, endpoints.c.environment, endpoints.c.url)
             )
             row = res.first()
@@ -789,16 +789,16 @@ class SqlRepository:
         if failing:
             # Deliveries waiting for an endpoint that is now disabled are kept, not sent.
             disabled = sa.select(endpoints.c.id).where(
-                endpoints.c.id.in_(list(failing)), endpoints.c.status == DISABLED
+                endpoints.c.id.in_(list(failing)), endpoints.c.status == EndpointStatus.DISABLED
             )
             await conn.execute(
                 deliveries.update()
                 .where(
                     deliveries.c.endpoint_id.in_(disabled),
-                    deliveries.c.status == PENDING,
+                    deliveries.c.status == DeliveryStatus.PENDING,
                     deliveries.c.lease_owner.is_(None),
                 )
-                .values(status=HELD, updated_at=t)
+                .values(status=DeliveryStatus.HELD, updated_at=t)
             )
         return new_alerts
 
@@ -841,7 +841,7 @@ class SqlRepository:
     async def record_manual_attempt(self, attempt: AttemptRecord, succeeded: bool, now: dt.datetime) -> None:
         values: dict[str, Any] = {"attempt_count": deliveries.c.attempt_count + 1, "updated_at": us(now)}
         if succeeded:
-            values.update(status=SUCCEEDED, next_attempt_at=None, due_at=None)
+            values.update(status=DeliveryStatus.SUCCEEDED, next_attempt_at=None, due_at=None)
         async with self.engine.begin() as conn:
             await conn.execute(attempts.insert().values(**_attempt_row(attempt)))
             await conn.execute(
@@ -895,7 +895,10 @@ class SqlRepository:
         return int(total), int(ok)
 
     async def recover(self, endpoint: EndpointRecord, since: dt.datetime | None, now: dt.datetime) -> int:
-        conds = [deliveries.c.endpoint_id == endpoint.id, deliveries.c.status.in_([HELD, FAILED])]
+        conds = [
+            deliveries.c.endpoint_id == endpoint.id,
+            deliveries.c.status.in_([DeliveryStatus.HELD, DeliveryStatus.FAILED]),
+        ]
         if since is not None:
             conds.append(deliveries.c.created_at >= us(since))
         async with self.engine.begin() as conn:
@@ -903,7 +906,7 @@ class SqlRepository:
                 deliveries.update()
                 .where(*conds)
                 .values(
-                    status=PENDING,
+                    status=DeliveryStatus.PENDING,
                     next_attempt_at=us(now),
                     schedule_count=0,
                     lease_owner=None,
@@ -1012,13 +1015,17 @@ class SqlRepository:
         async with self.engine.connect() as conn:
             depth = (
                 await conn.execute(
-                    sa.select(sa.func.count()).select_from(deliveries).where(c.status == PENDING)
+                    sa.select(sa.func.count())
+                    .select_from(deliveries)
+                    .where(c.status == DeliveryStatus.PENDING)
                 )
             ).scalar_one()
             oldest = (
                 await conn.execute(
                     sa.select(sa.func.min(c.next_attempt_at)).where(
-                        c.status == PENDING, c.lease_owner.is_(None), c.next_attempt_at <= us(now)
+                        c.status == DeliveryStatus.PENDING,
+                        c.lease_owner.is_(None),
+                        c.next_attempt_at <= us(now),
                     )
                 )
             ).scalar()
@@ -1029,6 +1036,8 @@ class SqlRepository:
         c = deliveries.c
         async with self.engine.connect() as conn:
             value = (
-                await conn.execute(sa.select(sa.func.min(c.next_attempt_at)).where(c.status == PENDING))
+                await conn.execute(
+                    sa.select(sa.func.min(c.next_attempt_at)).where(c.status == DeliveryStatus.PENDING)
+                )
             ).scalar()
         return from_us(value)

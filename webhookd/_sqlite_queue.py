@@ -22,11 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from svckit.ids import new_id
+from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd._repository import (
-    DISABLED,
-    ENABLED,
-    PENDING,
-    SUCCEEDED,
     Alert,
     Claim,
     DeliveryRecord,
@@ -219,7 +216,7 @@ class SqliteQueue:
         endpoints = {k: self._endpoint_from_row(_EndpointRow(*r)) for k, r in eps.items()}
         claims = []
         for r in rows:
-            status = r[6]
+            status = DeliveryStatus(r[6])
             d = DeliveryRecord(
                 id=r[0],
                 event_id=r[1],
@@ -230,7 +227,9 @@ class SqliteQueue:
                 status=status,
                 attempt_count=r[7],
                 schedule_count=r[8],
-                next_attempt_at=at_us(r[9]) if status == PENDING and r[9] is not None else None,
+                next_attempt_at=at_us(r[9])
+                if status == DeliveryStatus.PENDING and r[9] is not None
+                else None,
                 created_at=at_us(r[10]),
                 updated_at=at_us(r[11]),
             )
@@ -282,7 +281,7 @@ class _Writes:
             w.updates[1 if o.counts_attempt else 0].append((o.status, nxt, o.delivery_id))
             if o.disable_endpoint:
                 w.disabling.append((o.endpoint_id, o.disabled_reason))
-        w.failing = list({o.endpoint_id for o in outcomes if o.status != SUCCEEDED})
+        w.failing = list({o.endpoint_id for o in outcomes if o.status != DeliveryStatus.SUCCEEDED})
         return w
 
     def apply(self, db: sqlite3.Connection) -> list[tuple[Any, ...]]:
@@ -300,7 +299,7 @@ class _Writes:
             row = db.execute(
                 "UPDATE wh_endpoints SET status = ?, disabled_reason = ?, updated_at = ?"
                 " WHERE id = ? AND status = ? RETURNING account_id, environment, url",
-                (DISABLED, reason, t, endpoint_id, ENABLED),
+                (EndpointStatus.DISABLED, reason, t, endpoint_id, EndpointStatus.ENABLED),
             ).fetchone()
             if row is None:
                 continue
@@ -319,6 +318,6 @@ class _Writes:
                 " WHERE endpoint_id IN (SELECT id FROM wh_endpoints"
                 f" WHERE id IN ({marks}) AND status = ?)"
                 " AND status = 'pending' AND lease_owner IS NULL",
-                (t, *chunk, DISABLED),
+                (t, *chunk, EndpointStatus.DISABLED),
             )
         return new_alerts

@@ -17,9 +17,10 @@ from aiosmtpd.controller import Controller
 
 from authsvc._server import run_server as run_authsvc
 from svckit.clock import FakeClock
+from svckit.webhook_status import EndpointStatus
 from travel.auth.v1 import auth_pb2, auth_pb2_grpc
 from webhookd._mailer import Mailer, SmtpConfig, authsvc_lookup
-from webhookd._repository import ENABLED, EndpointRecord, Outcome, SigningSecret
+from webhookd._repository import EndpointRecord, Outcome, SigningSecret
 from webhookd._sql import SqlRepository
 
 NOW = dt.datetime(2026, 4, 1, tzinfo=dt.UTC)
@@ -52,7 +53,7 @@ def smtp() -> Iterator[tuple[Inbox, int]]:
 
 async def _disable(repo: SqlRepository, account_id: str, endpoint_id: str = "") -> str:
     ep = EndpointRecord(endpoint_id or f"we_{account_id}", account_id, "live", "https://hooks.partner.test/h",
-                        ["apikey.revoked"], "", ENABLED, "", NOW, NOW,
+                        ["apikey.revoked"], "", EndpointStatus.ENABLED, "", NOW, NOW,
                         [SigningSecret("whsec_" + "B" * 44)])  # fmt: skip
     await repo.create_endpoint(ep)
     await repo.record_outcomes(

@@ -15,11 +15,9 @@ import httpx
 import pytest
 
 from svckit.clock import FakeClock
+from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd._delivery import DeliveryWorker, Sender, WorkerConfig
 from webhookd._repository import (
-    ENABLED,
-    PENDING,
-    SUCCEEDED,
     AttemptRecord,
     DeliveryFilter,
     EndpointRecord,
@@ -35,7 +33,7 @@ ACCT = "acct_claims"
 
 async def _setup(repo: SqlRepository, n: int) -> EndpointRecord:
     ep = EndpointRecord("we_claims", ACCT, "live", "https://hooks.partner.test/h", ["booking.confirmed"], "",
-                        ENABLED, "", T0, T0, [SigningSecret("whsec_" + "C" * 44)])  # fmt: skip
+                        EndpointStatus.ENABLED, "", T0, T0, [SigningSecret("whsec_" + "C" * 44)])  # fmt: skip
     await repo.create_endpoint(ep)
     for i in range(n):
         event = EventRecord(f"evt_{i:03d}", ACCT, "live", "booking.confirmed", "confirmed", T0,
@@ -72,15 +70,22 @@ async def test_claims_lease_and_results_need_the_lease(db_url: str) -> None:
         # Results count only for the lease holder: wrk_b cannot finish wrk_a's deliveries.
         mine, theirs = claims[0].delivery, claims[1].delivery
         outcomes = [
-            Stored(mine.id, "we_claims", _attempt(mine.id, mine.event_id, now), SUCCEEDED, None, True),
-            Stored(theirs.id, "we_claims", None, SUCCEEDED, None, True),
+            Stored(
+                mine.id,
+                "we_claims",
+                _attempt(mine.id, mine.event_id, now),
+                DeliveryStatus.SUCCEEDED,
+                None,
+                True,
+            ),
+            Stored(theirs.id, "we_claims", None, DeliveryStatus.SUCCEEDED, None, True),
         ]
         assert await repo.record_outcomes(outcomes[:1], "wrk_a", now) == []
         await repo.record_outcomes(outcomes[1:], "wrk_b", now)
         done = await repo.get_delivery(mine.id)
         other = await repo.get_delivery(theirs.id)
-        assert done is not None and done.status == SUCCEEDED and done.attempt_count == 1
-        assert other is not None and other.status == PENDING and other.attempt_count == 0
+        assert done is not None and done.status == DeliveryStatus.SUCCEEDED and done.attempt_count == 1
+        assert other is not None and other.status == DeliveryStatus.PENDING and other.attempt_count == 0
         attempts = await repo.list_attempts(DeliveryFilter(ACCT, "live", delivery_id=mine.id), "", 10, None)
         assert [(a.id, a.attempted_at, a.request_headers) for a in attempts] == [
             (f"att_{mine.id}", now, {"X-Service-Event-Id": "evt_000"})
@@ -102,14 +107,16 @@ async def test_one_cycle_writes_results_then_claims_in_big_batches(db_url: str) 
         lease = now + dt.timedelta(seconds=60)
         first = await repo.claim_due(now, 290, lease, "wrk_a")  # 256 + 32 + 2: several statement sizes
         outcomes = [
-            Stored(d.id, "we_claims", _attempt(d.id, d.event_id, now), SUCCEEDED, None, True)
+            Stored(d.id, "we_claims", _attempt(d.id, d.event_id, now), DeliveryStatus.SUCCEEDED, None, True)
             for d in (c.delivery for c in first)
         ]
         alerts, rest = await repo.record_and_claim(outcomes, "wrk_a", now, 50, lease)
         assert alerts == []
         assert [c.delivery.event_id for c in rest] == [f"evt_{i:03d}" for i in range(290, 300)]
         flt = DeliveryFilter(ACCT, "live")
-        done = await repo.list_deliveries(DeliveryFilter(ACCT, "live", status=SUCCEEDED), 500, None)
+        done = await repo.list_deliveries(
+            DeliveryFilter(ACCT, "live", status=DeliveryStatus.SUCCEEDED), 500, None
+        )
         assert sorted(d.id for d in done) == sorted(c.delivery.id for c in first)
         assert all(d.attempt_count == 1 and d.next_attempt_at is None for d in done)
         assert len(await repo.list_attempts(flt, "", 500, None)) == 290
@@ -181,7 +188,9 @@ async def test_pipelined_worker_commits_every_result_of_a_burst(db_url: str) -> 
         done: list[Any] = []
         for _ in range(1000):
             await asyncio.sleep(0.02)
-            done = await repo.list_deliveries(DeliveryFilter(ACCT, "live", status=SUCCEEDED), 500, None)
+            done = await repo.list_deliveries(
+                DeliveryFilter(ACCT, "live", status=DeliveryStatus.SUCCEEDED), 500, None
+            )
             if len(done) == 400:
                 break
         await worker.stop(grace=1)
@@ -240,7 +249,9 @@ async def test_attempts_keep_response_headers_and_an_older_database_is_migrated(
         )
         kept = _attempt(first.id, first.event_id, now)
         kept.response_headers = {"content-type": "text/plain", "x-receipt": "r-1"}
-        await repo.record_outcomes([Stored(first.id, "we_claims", kept, SUCCEEDED, None, True)], "wrk_a", now)
+        await repo.record_outcomes(
+            [Stored(first.id, "we_claims", kept, DeliveryStatus.SUCCEEDED, None, True)], "wrk_a", now
+        )
         got = await repo.get_attempt(ACCT, "live", kept.id)
         assert got is not None and got.response_headers == kept.response_headers
         # Make it a database from before revision 0003: no column, at 0002, an attempt row kept.
@@ -255,7 +266,9 @@ async def test_attempts_keep_response_headers_and_an_older_database_is_migrated(
         assert old is not None and old.response_headers == {} and old.response_body == "ok"
         new = _attempt(second.id, second.event_id, now)
         new.response_headers = {"x-receipt": "r-2"}
-        await repo.record_outcomes([Stored(second.id, "we_claims", new, SUCCEEDED, None, True)], "wrk_a", now)
+        await repo.record_outcomes(
+            [Stored(second.id, "we_claims", new, DeliveryStatus.SUCCEEDED, None, True)], "wrk_a", now
+        )
         got = await repo.get_attempt(ACCT, "live", new.id)
         assert got is not None and got.response_headers == {"x-receipt": "r-2"}
     finally:

@@ -7,15 +7,10 @@ import datetime as dt
 import httpx
 import pytest
 
+from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd import Outcome, verify
 from webhookd._delivery import RESPONSE_KEEP, USER_AGENT, Sender, decide
 from webhookd._repository import (
-    DISABLED,
-    ENABLED,
-    FAILED,
-    HELD,
-    PENDING,
-    SUCCEEDED,
     Claim,
     DeliveryRecord,
     EndpointRecord,
@@ -27,13 +22,13 @@ SECRET = "whsec_" + "A" * 44
 
 
 def _claim(
-    status: str = ENABLED,
+    status: str = EndpointStatus.ENABLED,
     attempts: int = 0,
     schedule: int = 0,
     endpoint: bool = True,
     kind: str = "booking.confirmed",
 ) -> Claim:
-    d = DeliveryRecord("msg_1", "evt_1", "we_1", "acct_1", "live", kind, PENDING, attempts,
+    d = DeliveryRecord("msg_1", "evt_1", "we_1", "acct_1", "live", kind, DeliveryStatus.PENDING, attempts,
                        schedule, NOW, NOW, NOW)  # fmt: skip
     ep = EndpointRecord("we_1", "acct_1", "live", "https://x.test/h", ["booking.confirmed"], "", status, "",
                         NOW, NOW, [SigningSecret(SECRET)])  # fmt: skip
@@ -49,20 +44,27 @@ def _sent(outcome: Outcome, status: int = 0) -> object:
 @pytest.mark.parametrize(
     ("claim", "outcome", "status", "next_at", "attempt_number", "disable"),
     [
-        (_claim(endpoint=False), None, FAILED, None, None, False),
-        (_claim(DISABLED), None, HELD, None, None, False),
-        (_claim(), Outcome.SUCCEEDED, SUCCEEDED, None, 1, False),
-        (_claim(), Outcome.HTTP_ERROR, PENDING, NOW + dt.timedelta(minutes=1), 1, False),
-        (_claim(attempts=3, schedule=3), Outcome.TIMEOUT, PENDING, NOW + dt.timedelta(hours=2), 4, False),
-        (_claim(attempts=6, schedule=6), Outcome.NETWORK_ERROR, FAILED, None, 7, True),
+        (_claim(endpoint=False), None, DeliveryStatus.FAILED, None, None, False),
+        (_claim(EndpointStatus.DISABLED), None, DeliveryStatus.HELD, None, None, False),
+        (_claim(), Outcome.SUCCEEDED, DeliveryStatus.SUCCEEDED, None, 1, False),
+        (_claim(), Outcome.HTTP_ERROR, DeliveryStatus.PENDING, NOW + dt.timedelta(minutes=1), 1, False),
+        (
+            _claim(attempts=3, schedule=3),
+            Outcome.TIMEOUT,
+            DeliveryStatus.PENDING,
+            NOW + dt.timedelta(hours=2),
+            4,
+            False,
+        ),
+        (_claim(attempts=6, schedule=6), Outcome.NETWORK_ERROR, DeliveryStatus.FAILED, None, 7, True),
         # A test send is a single attempt: no retry, no disabling.
-        (_claim(kind="webhook.test"), Outcome.HTTP_ERROR, FAILED, None, 1, False),
-        (_claim(kind="webhook.test"), Outcome.SUCCEEDED, SUCCEEDED, None, 1, False),
+        (_claim(kind="webhook.test"), Outcome.HTTP_ERROR, DeliveryStatus.FAILED, None, 1, False),
+        (_claim(kind="webhook.test"), Outcome.SUCCEEDED, DeliveryStatus.SUCCEEDED, None, 1, False),
         # After a recover the schedule starts again while the attempt count goes on.
         (
             _claim(attempts=9, schedule=0),
             Outcome.HTTP_ERROR,
-            PENDING,
+            DeliveryStatus.PENDING,
             NOW + dt.timedelta(minutes=1),
             10,
             False,
@@ -175,3 +177,17 @@ def test_kept_response_headers_table(headers: list[tuple[bytes, bytes]], kept: d
 
     assert RESPONSE_HEADERS_KEEP == 4096
     assert kept_headers(headers) == kept
+
+
+def test_statuses_and_the_proto_enums_name_each_other() -> None:
+    from travel.webhooks.v1 import webhooks_pb2 as pb
+    from webhookd._convert import DELIVERY_STATUS_TO_PB, ENDPOINT_STATUS_TO_PB
+
+    for mapping, enum, prefix in (
+        (DELIVERY_STATUS_TO_PB, pb.DeliveryStatus, "DELIVERY_STATUS_"),
+        (ENDPOINT_STATUS_TO_PB, pb.EndpointStatus, "ENDPOINT_STATUS_"),
+    ):
+        named = {v for k, v in enum.items() if k != f"{prefix}UNSPECIFIED"}
+        assert sorted(mapping.values()) == sorted(named)  # every proto status is one of ours, once
+        assert all(enum.Name(v) == prefix + s.upper() for s, v in mapping.items())
+    assert DELIVERY_STATUS_TO_PB["held"] == pb.DELIVERY_STATUS_HELD  # stored strings look up as well
