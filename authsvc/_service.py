@@ -48,7 +48,15 @@ MAX_GRACE = dt.timedelta(days=7)
 # Shortest WatchKeyChanges heartbeat interval a watcher may ask for (seconds).
 MIN_HEARTBEAT = 0.1
 UPDATABLE = ("name", "scopes", "allowed_sources")
+ACCOUNT_UPDATABLE = ("name", "admin_emails", "daily_search_allowance")
 MODES: dict[int, AccountMode] = {pb.ACCOUNT_MODE_A: "a", pb.ACCOUNT_MODE_B: "b"}
+
+
+def allowance_of(value: int) -> int:
+    """A daily search allowance as asked for: 0 means the service default."""
+    if value < 0 or value > v.MAX_ALLOWANCE:
+        raise InvalidRequest(f"daily_search_allowance: must be between 0 and {v.MAX_ALLOWANCE}")
+    return value or DEFAULT_DAILY_SEARCH_ALLOWANCE
 
 
 def _token(*parts: object) -> str:
@@ -222,9 +230,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         else:
             raise InvalidRequest("mode: must be ACCOUNT_MODE_A or ACCOUNT_MODE_B")
         emails = v.emails(list(request.admin_emails))
-        allowance = request.daily_search_allowance
-        if allowance < 0 or allowance > v.MAX_ALLOWANCE:
-            raise InvalidRequest(f"daily_search_allowance: must be between 0 and {v.MAX_ALLOWANCE}")
+        allowance = allowance_of(request.daily_search_allowance)
         now = self.clock.now()
         account = Account(
             id=new_id("acct"),
@@ -232,7 +238,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             mode=mode,
             status="active",
             admin_emails=emails,
-            daily_search_allowance=allowance or DEFAULT_DAILY_SEARCH_ALLOWANCE,
+            daily_search_allowance=allowance,
             created_at=now,
             updated_at=now,
         )
@@ -267,6 +273,35 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
                 extra={"account_id": account_id, "status": status, "actor": actor.user},
             )
         return pb.SetAccountStatusResponse(account=cv.account(account))
+
+    async def UpdateAccount(
+        self, request: pb.UpdateAccountRequest, context: grpc.aio.ServicerContext
+    ) -> pb.UpdateAccountResponse:
+        actor = self._actor(request.actor, context)
+        account_id = v.ident(request.account_id, "account_id", "acct")
+        paths = list(request.update_mask.paths)
+        if not paths:
+            raise InvalidRequest(f"update_mask: name at least one of {', '.join(ACCOUNT_UPDATABLE)}")
+        changes: dict[str, Any] = {}
+        for path in paths:
+            if path == "name":
+                changes["name"] = v.text(request.name, "name", max_len=v.MAX_NAME, required=True)
+            elif path == "admin_emails":
+                changes["admin_emails"] = v.emails(list(request.admin_emails))
+            elif path == "daily_search_allowance":
+                changes["daily_search_allowance"] = allowance_of(request.daily_search_allowance)
+            else:
+                raise InvalidRequest(
+                    f"update_mask: unknown path {redact(path[:40])!r}; use {', '.join(ACCOUNT_UPDATABLE)}"
+                )
+        now = self.clock.now()
+        account = await self.repo.update_account(account_id, changes, actor, now)
+        self._changed(KeyChange("account_updated", "", account_id, now))
+        log.info(
+            "account updated",
+            extra={"account_id": account_id, "fields": sorted(changes), "actor": actor.user},
+        )
+        return pb.UpdateAccountResponse(account=cv.account(account))
 
     # -- keys ------------------------------------------------------------------------------------
 

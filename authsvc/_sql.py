@@ -363,6 +363,43 @@ class SqlRepository:
             await self._notify(conn, KeyChange("account_updated", "", account_id, now))
             return await self._get_account(conn, account_id), True
 
+    async def update_account(
+        self, account_id: str, changes: dict[str, Any], actor: Actor, now: dt.datetime
+    ) -> Account:
+        """Change ``name``, ``admin_emails`` or ``daily_search_allowance``; audited with the changed fields
+        before and after. Fields given with their current value are no change; no change writes nothing."""
+        async with self.engine.begin() as conn:
+            before = await self._get_account(conn, account_id, lock=True)
+            old = {
+                "name": before.name,
+                "admin_emails": list(before.admin_emails),
+                "daily_search_allowance": before.daily_search_allowance,
+            }
+            new = {f: list(v) if f == "admin_emails" else v for f, v in changes.items()}
+            changed = sorted(f for f, v in new.items() if old[f] != v)
+            if not changed:
+                return before
+            values: dict[str, Any] = {f: new[f] for f in changed}
+            if "admin_emails" in values:
+                values["admin_emails"] = json.dumps(values["admin_emails"])
+            await conn.execute(
+                accounts.update()
+                .where(accounts.c.id == account_id)
+                .values(**values, updated_at=now.timestamp())
+            )
+            await self._audit(
+                conn,
+                account_id=account_id,
+                key_id="",
+                action="account.updated",
+                actor=actor,
+                now=now,
+                before={f: old[f] for f in changed},
+                after={f: new[f] for f in changed},
+            )
+            await self._notify(conn, KeyChange("account_updated", "", account_id, now))
+            return await self._get_account(conn, account_id)
+
     # -- keys ------------------------------------------------------------------------------------
 
     async def create_key(self, key: ApiKey, actor: Actor) -> ApiKey:

@@ -91,6 +91,32 @@ async def _account_status(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Names
     )
 
 
+async def _account_update(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+    paths = [
+        path
+        for path, given in (
+            ("name", a.name is not None),
+            ("admin_emails", a.admin_email is not None or a.clear_admin_emails),
+            ("daily_search_allowance", a.daily_search_allowance is not None),
+        )
+        if given
+    ]
+    if not paths:
+        raise SystemExit(
+            "accounts update: give --name, --admin-email, --clear-admin-emails or --daily-search-allowance"
+        )
+    return await stub.UpdateAccount(
+        pb.UpdateAccountRequest(
+            account_id=a.account_id,
+            update_mask=field_mask_pb2.FieldMask(paths=paths),
+            name=a.name or "",
+            admin_emails=[] if a.clear_admin_emails else (a.admin_email or []),
+            daily_search_allowance=a.daily_search_allowance or 0,
+            actor=_actor(a),
+        )
+    )
+
+
 # -- keys ----------------------------------------------------------------------------------------
 
 
@@ -215,6 +241,14 @@ def register(groups: Any) -> None:
     p.add_argument("--daily-search-allowance", type=int, default=0, help="0 = service default")
     p = _cmd(accounts, "get", "show an account", _account_get)
     p.add_argument("account_id")
+    p = _cmd(
+        accounts, "update", "change an account's name, admin e-mails or daily allowance", _account_update
+    )
+    p.add_argument("account_id")
+    p.add_argument("--name")
+    p.add_argument("--admin-email", action="append", help="replaces the admin e-mails; repeat")
+    p.add_argument("--clear-admin-emails", action="store_true", help="no admin e-mails")
+    p.add_argument("--daily-search-allowance", type=int, help="0 = service default")
     p = _cmd(accounts, "set-status", "make an account active or read-only", _account_status)
     p.add_argument("account_id")
     p.add_argument("status", choices=sorted(STATUSES))
