@@ -10,22 +10,15 @@ from google.protobuf import timestamp_pb2
 
 from edge.environments import Environment
 from edge.exceptions import EdgeError
+from svckit.webhook_status import DeliveryStatus, EndpointStatus, proto_values
 from travel.webhooks.v1 import webhooks_pb2
 
 WH_ENV = {
     Environment.LIVE: webhooks_pb2.ENVIRONMENT_LIVE,
     Environment.SANDBOX: webhooks_pb2.ENVIRONMENT_SANDBOX,
 }
-ENDPOINT_STATUS = {
-    webhooks_pb2.ENDPOINT_STATUS_ENABLED: "enabled",
-    webhooks_pb2.ENDPOINT_STATUS_DISABLED: "disabled",
-}
-DELIVERY_STATUS = {
-    webhooks_pb2.DELIVERY_STATUS_PENDING: "pending",
-    webhooks_pb2.DELIVERY_STATUS_SUCCEEDED: "succeeded",
-    webhooks_pb2.DELIVERY_STATUS_FAILED: "failed",
-    webhooks_pb2.DELIVERY_STATUS_HELD: "held",
-}
+ENDPOINT_STATUS = proto_values(EndpointStatus, webhooks_pb2.EndpointStatus, "ENDPOINT_STATUS_")
+DELIVERY_STATUS = proto_values(DeliveryStatus, webhooks_pb2.DeliveryStatus, "DELIVERY_STATUS_")
 DELIVERY_STATUS_BY_NAME = {v: k for k, v in DELIVERY_STATUS.items()}
 OUTCOME = {
     webhooks_pb2.ATTEMPT_OUTCOME_SUCCEEDED: "succeeded",
@@ -52,7 +45,7 @@ def endpoint(ep: webhooks_pb2.Endpoint) -> dict[str, Any]:
         "url": ep.url,
         "events": list(ep.events),
         "description": ep.description,
-        "status": ENDPOINT_STATUS.get(ep.status, "enabled"),
+        "status": ENDPOINT_STATUS.get(ep.status, EndpointStatus.ENABLED.value),
         "disabledReason": ep.disabled_reason or None,
         "livemode": ep.environment == webhooks_pb2.ENVIRONMENT_LIVE,
         "created": rfc3339(ep.created_at),
@@ -89,7 +82,7 @@ def delivery(d: webhooks_pb2.Delivery) -> dict[str, Any]:
         "endpointId": d.endpoint_id,
         "eventId": d.event_id,
         "eventType": d.event_type,
-        "status": DELIVERY_STATUS.get(d.status, "pending"),
+        "status": DELIVERY_STATUS.get(d.status, DeliveryStatus.PENDING.value),
         "attemptCount": d.attempt_count,
         "nextAttempt": rfc3339(d.next_attempt_at),
         "created": rfc3339(d.created_at),

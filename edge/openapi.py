@@ -7,6 +7,7 @@ from typing import Any
 from edge.config import EdgeConfig
 from svckit.errors import ERROR_KINDS
 from svckit.events import EVENT_KINDS
+from svckit.webhook_status import DeliveryStatus, EndpointStatus
 
 ERROR_REF = {"$ref": "#/components/responses/Error"}
 
@@ -48,7 +49,7 @@ ENDPOINT_SCHEMA = {
         "url": {"type": "string"},
         "events": {"type": "array", "items": {"type": "string"}},
         "description": {"type": "string"},
-        "status": {"enum": ["enabled", "disabled"]},
+        "status": {"enum": [s.value for s in EndpointStatus]},
         "secret": {"type": "string"},
     },
 }
@@ -242,7 +243,7 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
                 params=[
                     _query("endpoint", {"type": "string"}),
                     _query("event", {"type": "string"}),
-                    _query("status", {"enum": ["pending", "succeeded", "failed", "held"]}),
+                    _query("status", {"enum": [s.value for s in DeliveryStatus]}),
                     LIMIT,
                     PAGE,
                 ],

@@ -40,6 +40,7 @@ from portal.web import (
 )
 from svckit.events import EVENT_KINDS
 from svckit.tls import Tls
+from svckit.webhook_status import DeliveryStatus, proto_values
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import identity_pb2 as ipb
 from travel.webhooks.v1 import webhooks_pb2 as wpb
@@ -54,7 +55,7 @@ ENROLMENT_PATH = re.compile(r"^/(live|sandbox)/me(/totp|/totp-confirm)?$|^/signo
 ENV_PB = {"live": apb.ENVIRONMENT_LIVE, "sandbox": apb.ENVIRONMENT_SANDBOX}
 WENV_PB = {"live": wpb.ENVIRONMENT_LIVE, "sandbox": wpb.ENVIRONMENT_SANDBOX}
 KEY_STATUS = {1: "active", 2: "expiring", 3: "expired", 4: "revoked"}
-DELIVERY_STATUS = {1: "pending", 2: "succeeded", 3: "failed", 4: "held"}
+DELIVERY_STATUS = proto_values(DeliveryStatus, wpb.DeliveryStatus, "DELIVERY_STATUS_")
 DELIVERY_STATUS_PB = {name: value for value, name in DELIVERY_STATUS.items()}
 OUTCOME = {1: "succeeded", 2: "http error", 3: "timeout", 4: "network error"}
 

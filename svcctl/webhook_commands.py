@@ -17,6 +17,7 @@ from google.protobuf import duration_pb2, field_mask_pb2, json_format, struct_pb
 from google.protobuf.message import Message
 
 from svcctl.client import connect
+from svckit.webhook_status import DeliveryStatus, proto_values
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 
@@ -26,10 +27,7 @@ ENVIRONMENTS = {
     "test": pb.ENVIRONMENT_SANDBOX,
 }
 DELIVERY_STATUSES = {
-    "pending": pb.DELIVERY_STATUS_PENDING,
-    "succeeded": pb.DELIVERY_STATUS_SUCCEEDED,
-    "failed": pb.DELIVERY_STATUS_FAILED,
-    "held": pb.DELIVERY_STATUS_HELD,
+    name: value for value, name in proto_values(DeliveryStatus, pb.DeliveryStatus, "DELIVERY_STATUS_").items()
 }
 OUTCOMES = {
     "succeeded": pb.ATTEMPT_OUTCOME_SUCCEEDED,

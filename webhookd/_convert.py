@@ -9,7 +9,7 @@ from typing import Any
 from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
 
 from svckit.freetext import contains_secret, free_text_problem
-from svckit.webhook_status import DeliveryStatus, EndpointStatus
+from svckit.webhook_status import DeliveryStatus, EndpointStatus, proto_values
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from webhookd._errors import InvalidRequest
 from webhookd._repository import (
@@ -24,9 +24,11 @@ from webhookd._sql import from_us, us
 ENVIRONMENTS = {pb.ENVIRONMENT_LIVE: "live", pb.ENVIRONMENT_SANDBOX: "sandbox"}
 ENV_TO_PB = {v: k for k, v in ENVIRONMENTS.items()}
 # The proto enums name the same statuses: DELIVERY_STATUS_<NAME>, ENDPOINT_STATUS_<NAME>.
-DELIVERY_STATUS_TO_PB = {s: pb.DeliveryStatus.Value(f"DELIVERY_STATUS_{s.name}") for s in DeliveryStatus}
-DELIVERY_STATUS = {v: k for k, v in DELIVERY_STATUS_TO_PB.items()}
-ENDPOINT_STATUS_TO_PB = {s: pb.EndpointStatus.Value(f"ENDPOINT_STATUS_{s.name}") for s in EndpointStatus}
+DELIVERY_STATUS = proto_values(DeliveryStatus, pb.DeliveryStatus, "DELIVERY_STATUS_")
+DELIVERY_STATUS_TO_PB = {v: k for k, v in DELIVERY_STATUS.items()}
+ENDPOINT_STATUS_TO_PB = {
+    v: k for k, v in proto_values(EndpointStatus, pb.EndpointStatus, "ENDPOINT_STATUS_").items()
+}
 OUTCOMES = {
     pb.ATTEMPT_OUTCOME_SUCCEEDED: Outcome.SUCCEEDED.value,
     pb.ATTEMPT_OUTCOME_HTTP_ERROR: Outcome.HTTP_ERROR.value,

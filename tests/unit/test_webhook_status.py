@@ -1,0 +1,40 @@
+"""The status vocabulary: every proto status but UNSPECIFIED has exactly one StrEnum member, and back."""
+
+from __future__ import annotations
+
+import pytest
+
+from svckit.webhook_status import DeliveryStatus, EndpointStatus, proto_values
+from travel.webhooks.v1 import webhooks_pb2 as pb
+
+
+@pytest.mark.parametrize(
+    ("status", "proto_enum", "prefix"),
+    [
+        (DeliveryStatus, pb.DeliveryStatus, "DELIVERY_STATUS_"),
+        (EndpointStatus, pb.EndpointStatus, "ENDPOINT_STATUS_"),
+    ],
+)
+def test_statuses_and_proto_enum_name_the_same_set(status, proto_enum, prefix):  # type: ignore[no-untyped-def]
+    table = proto_values(status, proto_enum, prefix)
+    named = {n for n in proto_enum.keys() if n != f"{prefix}UNSPECIFIED"}
+    assert {proto_enum.Name(v) for v in table} == named
+    assert sorted(table.values()) == sorted(m.value for m in status)
+    assert all(type(v) is str for v in table.values())  # plain strings for JSON encoders
+
+
+@pytest.mark.parametrize(
+    ("value", "member"),
+    [
+        ("pending", DeliveryStatus.PENDING),
+        ("held", DeliveryStatus.HELD),
+        ("disabled", EndpointStatus.DISABLED),
+    ],
+)
+def test_stored_strings_read_back_as_members(value, member):  # type: ignore[no-untyped-def]
+    assert type(member)(value) is member and member == value
+
+
+def test_an_unknown_stored_status_is_refused() -> None:
+    with pytest.raises(ValueError):
+        DeliveryStatus("sent")
