@@ -75,6 +75,7 @@ def api_key(k: ApiKey, now: dt.datetime) -> pb.ApiKey:
         last_used_at=ts(k.last_used_at),
         rotated_to_key_id=k.rotated_to_key_id,
         rotated_from_key_id=k.rotated_from_key_id,
+        rate_limit=k.rate_limit,
     )
 
 

@@ -56,6 +56,9 @@ class ApiKey:
     last_used_at: dt.datetime | None = None
     rotated_to_key_id: str = ""
     rotated_from_key_id: str = ""
+    # Requests a second across all edges; 0: the environment's default, which the edge holds
+    # (edge.config.EdgeConfig.rate_limit_live / rate_limit_sandbox).
+    rate_limit: int = 0
 
     def status(self, now: dt.datetime) -> KeyStatus:
         if self.revoked_at is not None:
@@ -70,6 +73,7 @@ class ApiKey:
             "name": self.name,
             "scopes": list(self.scopes),
             "allowed_sources": list(self.allowed_sources),
+            "rate_limit": self.rate_limit,
             "expires_at": self.expires_at.isoformat() if self.expires_at else None,
             "revoked_at": self.revoked_at.isoformat() if self.revoked_at else None,
         }

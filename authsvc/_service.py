@@ -47,7 +47,7 @@ DEFAULT_GRACE = dt.timedelta(hours=24)
 MAX_GRACE = dt.timedelta(days=7)
 # Shortest WatchKeyChanges heartbeat interval a watcher may ask for (seconds).
 MIN_HEARTBEAT = 0.1
-UPDATABLE = ("name", "scopes", "allowed_sources")
+UPDATABLE = ("name", "scopes", "allowed_sources", "rate_limit")
 ACCOUNT_UPDATABLE = ("name", "admin_emails", "daily_search_allowance")
 MODES: dict[int, AccountMode] = {pb.ACCOUNT_MODE_A: "a", pb.ACCOUNT_MODE_B: "b"}
 
@@ -314,6 +314,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         name = v.text(request.name, "name", max_len=v.MAX_NAME)
         scopes = validate_scopes(request.scopes)
         sources = validate_allowlist(request.allowed_sources)
+        rate_limit = v.rate_limit(request.rate_limit)
         now = self.clock.now()
         secret = generate_secret(env)
         key = ApiKey(
@@ -326,6 +327,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             hint=hint(secret),
             secret_hash=hash_secret(secret),
             created_at=now,
+            rate_limit=rate_limit,
         )
         await self.repo.create_key(key, actor)
         log.info("key created", extra={"key_id": key.id, "account_id": account_id, "actor": actor.user})
@@ -374,6 +376,8 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
                 changes["scopes"] = validate_scopes(request.scopes)
             elif path == "allowed_sources":
                 changes["allowed_sources"] = validate_allowlist(request.allowed_sources)
+            elif path == "rate_limit":
+                changes["rate_limit"] = v.rate_limit(request.rate_limit)
             else:
                 raise InvalidRequest(
                     f"update_mask: unknown path {redact(path[:40])!r}; use {', '.join(UPDATABLE)}"
@@ -411,6 +415,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
                 secret_hash=hash_secret(secret),
                 created_at=now,
                 rotated_from_key_id=old.id,
+                rate_limit=old.rate_limit,
             )
 
         new, old = await self.repo.rotate_key(key_id, successor, now + grace, actor, now)

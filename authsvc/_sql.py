@@ -68,6 +68,7 @@ keys = sa.Table(
     sa.Column("revoke_reason", sa.String(500)),
     sa.Column("last_used_at", sa.Float),
     sa.Column("rotated_to_key_id", sa.String(40), nullable=False, server_default=""),
+    sa.Column("rate_limit", sa.Integer, nullable=False, server_default="0"),
     sa.Column("rotated_from_key_id", sa.String(40), nullable=False, server_default=""),
     sa.Index("auth_keys_account", "account_id", "created_at", "id"),
 )
@@ -171,6 +172,7 @@ def _key(row: Mapping[Any, Any]) -> ApiKey:
         last_used_at=_dt(row["last_used_at"]),
         rotated_to_key_id=row["rotated_to_key_id"] or "",
         rotated_from_key_id=row["rotated_from_key_id"] or "",
+        rate_limit=int(row["rate_limit"]),
     )
 
 
@@ -190,6 +192,7 @@ def _key_values(key: ApiKey) -> dict[str, Any]:
         "last_used_at": _ts(key.last_used_at),
         "rotated_to_key_id": key.rotated_to_key_id,
         "rotated_from_key_id": key.rotated_from_key_id,
+        "rate_limit": key.rate_limit,
     }
 
 

@@ -17,6 +17,7 @@ MAX_EMAILS = 20
 MAX_PARTNER_REF = 64
 MAX_ALLOWANCE = 1_000_000_000
 MAX_SEARCH_COUNT = 1000
+MAX_RATE_LIMIT = 100_000
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
 
@@ -61,6 +62,15 @@ def emails(values: list[str]) -> tuple[str, ...]:
         if len(v) > 254 or not EMAIL.match(v):
             raise InvalidRequest(f"admin_emails: {v[:60]!r} is not an e-mail address")
     return tuple(values)
+
+
+def rate_limit(value: int) -> int:
+    """A key's requests a second; 0 means its environment's default."""
+    if value < 0 or value > MAX_RATE_LIMIT:
+        raise InvalidRequest(
+            f"rate_limit: requests a second from 1 to {MAX_RATE_LIMIT}, or 0 for the environment's default"
+        )
+    return value
 
 
 def page_size(value: int) -> int:

@@ -89,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "redis", "", "Redis URL sharing per-key rate limits between edges (redis://HOST:PORT/DB); empty: none"
     )
+    add("redis-prefix", EdgeConfig.redis_prefix, "prefix of the rate-limit keys in Redis")
+    add(
+        "redis-timeout",
+        str(EdgeConfig.redis_timeout),
+        "seconds Redis has to answer before a request's limit falls back to this edge's own bucket",
+    )
     add(
         "denial-cache-size",
         str(DENIAL_CACHE_SIZE),
@@ -138,6 +144,8 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         rate_limit_live=float(args.rate_limit_live),
         rate_limit_sandbox=float(args.rate_limit_sandbox),
         redis=args.redis,
+        redis_prefix=args.redis_prefix,
+        redis_timeout=float(args.redis_timeout),
         denial_cache_size=int(args.denial_cache_size),
         keep_alive_timeout=float(args.keep_alive_timeout),
         header_timeout=float(args.header_timeout),

@@ -42,6 +42,11 @@ class EdgeConfig:
     # Redis URL (redis://host:port/db) sharing the per-key limits between edges (edge.sharedlimit);
     # empty: each edge limits alone (edge.ratelimit).
     redis: str = ""
+    # Prefix of the Redis keys (one per API key): several deployments may share one Redis.
+    redis_prefix: str = "svc:ratelimit:"
+    # A Redis slower than this (connect or answer, seconds) counts as down for the request: a limit must
+    # not cost a request more.
+    redis_timeout: float = 0.25
     # GET /v1/account's usage figure is cached this long per account (one GetUsage per second at most).
     usage_cache_seconds: float = 1.0
     authsvc_timeout: float = 2.0

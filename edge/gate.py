@@ -97,7 +97,11 @@ class Gate:
         # A key's own limit (authsvc, Caller.rate_limit), else its environment's; 0 switches it off.
         self.rates = {"live": config.rate_limit_live, "sandbox": config.rate_limit_sandbox}
         self.limiter = RateLimiter()
-        self.shared = SharedLimiter(config.redis, self.limiter) if config.redis else None
+        self.shared = (
+            SharedLimiter(config.redis, self.limiter, config.redis_prefix, config.redis_timeout)
+            if config.redis
+            else None
+        )
 
     async def limit(self, caller: Caller) -> None:
         rate = caller.rate_limit or self.rates.get(caller.environment, 0.0)

@@ -18,15 +18,13 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError
 
+from edge.config import EdgeConfig
 from edge.gcra import SCRIPT, SCRIPT_SHA, US, limit_for
 from edge.metrics import RATELIMIT_FALLBACK, RATELIMIT_REDIS_UP
 from edge.ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PREFIX = "svc:ratelimit:"
-# A Redis slower than this counts as down for the request (seconds); a limit must not cost a request more.
-REDIS_TIMEOUT = 0.25
 # While Redis is down, how often a request tries it again (seconds).
 RETRY_SECONDS = 1.0
 
@@ -36,8 +34,8 @@ class SharedLimiter:
         self,
         url: str,
         local: RateLimiter,
-        prefix: str = DEFAULT_PREFIX,
-        timeout: float = REDIS_TIMEOUT,
+        prefix: str = EdgeConfig.redis_prefix,
+        timeout: float = EdgeConfig.redis_timeout,
     ) -> None:
         self.redis = aioredis.Redis.from_url(
             url, socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False

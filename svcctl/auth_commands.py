@@ -30,6 +30,9 @@ STATUSES = {
     "read-only": pb.ACCOUNT_STATUS_READ_ONLY,
 }
 MODES = {"a": pb.ACCOUNT_MODE_A, "b": pb.ACCOUNT_MODE_B}
+RATE_LIMIT_HELP = (
+    "requests a second across all edges; 0: the environment's default (the edge's --rate-limit-live/-sandbox)"
+)
 Handler = Callable[[auth_pb2_grpc.AuthServiceStub, argparse.Namespace], Awaitable[Message]]
 
 
@@ -128,6 +131,7 @@ async def _key_create(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace
             name=a.name,
             scopes=a.scope or [],
             allowed_sources=a.allow or [],
+            rate_limit=a.rate_limit,
             actor=_actor(a),
         )
     )
@@ -165,8 +169,10 @@ async def _key_update(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace
         paths.append("scopes")
     if a.allow is not None or a.clear_allow:
         paths.append("allowed_sources")
+    if a.rate_limit is not None:
+        paths.append("rate_limit")
     if not paths:
-        raise SystemExit("keys update: give --name, --scope, --allow or --clear-allow")
+        raise SystemExit("keys update: give --name, --scope, --allow, --clear-allow or --rate-limit")
     return await stub.UpdateKey(
         pb.UpdateKeyRequest(
             key_id=a.key_id,
@@ -174,6 +180,7 @@ async def _key_update(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace
             name=a.name or "",
             scopes=a.scope or [],
             allowed_sources=[] if a.clear_allow else (a.allow or []),
+            rate_limit=a.rate_limit or 0,
             actor=_actor(a),
         )
     )
@@ -260,6 +267,7 @@ def register(groups: Any) -> None:
     p.add_argument("--name", default="")
     p.add_argument("--scope", action="append", help="<resource>:<action>; repeat")
     p.add_argument("--allow", action="append", help="IP address or CIDR; repeat (default: any source)")
+    p.add_argument("--rate-limit", type=int, default=0, metavar="N", help=RATE_LIMIT_HELP)
     p = _cmd(keys, "get", "show a key (never its secret)", _key_get)
     p.add_argument("key_id")
     p = _cmd(keys, "list", "list an account's keys", _key_list)
@@ -269,12 +277,13 @@ def register(groups: Any) -> None:
     p.add_argument("--page-size", type=int, default=0)
     p.add_argument("--page-token", default="")
     p.add_argument("--all", action="store_true", help="follow every page")
-    p = _cmd(keys, "update", "change a key's name, scopes or allow list", _key_update)
+    p = _cmd(keys, "update", "change a key's name, scopes, allow list or rate limit", _key_update)
     p.add_argument("key_id")
     p.add_argument("--name")
     p.add_argument("--scope", action="append", help="replaces the scopes; repeat")
     p.add_argument("--allow", action="append", help="replaces the allow list; repeat")
     p.add_argument("--clear-allow", action="store_true", help="accept the key from any source")
+    p.add_argument("--rate-limit", type=int, metavar="N", help=RATE_LIMIT_HELP)
     p = _cmd(keys, "rotate", "issue a new secret; the old one expires after the grace period", _key_rotate)
     p.add_argument("key_id")
     p.add_argument("--grace", type=_duration, help="e.g. 0, 30m, 24h (default), up to 7d")

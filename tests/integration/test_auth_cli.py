@@ -56,8 +56,11 @@ async def test_every_auth_command(sqlite_url: str) -> None:
             "hotels:read",
             "--allow",
             "192.0.2.0/24",
+            "--rate-limit",
+            "40",
         )
         assert environment_of(created["secret"]) == "live"
+        assert created["key"]["rate_limit"] == 40
         key_id = created["key"]["id"]
         assert (await cli(t, "keys", "get", key_id))[1]["key"]["allowed_sources"] == ["192.0.2.0/24"]
         _, updated, _ = await cli(
@@ -65,6 +68,9 @@ async def test_every_auth_command(sqlite_url: str) -> None:
         )
         assert updated["key"]["scopes"] == ["hotels:read", "esim:read"]
         assert "allowed_sources" not in updated["key"]
+        assert updated["key"]["rate_limit"] == 40  # untouched unless named
+        _, limited, _ = await cli(t, "keys", "update", key_id, "--rate-limit", "0")
+        assert "rate_limit" not in limited["key"]  # 0: back to the environment's default
         _, rotated, _ = await cli(t, "keys", "rotate", key_id, "--grace", "30m")
         assert (
             rotated["old_key"]["status"] == "KEY_STATUS_EXPIRING" and rotated["secret"] != created["secret"]
@@ -79,6 +85,7 @@ async def test_every_auth_command(sqlite_url: str) -> None:
         assert [e["action"] for e in audit["events"]] == [
             "account.created",
             "key.created",
+            "key.updated",
             "key.updated",
             "key.rotated",
             "key.created",

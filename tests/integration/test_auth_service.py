@@ -289,6 +289,60 @@ async def test_update_key_audits_changes_and_invalidates_the_cache(db_url: str) 
         ]
 
 
+async def test_a_keys_rate_limit_is_set_at_create_and_update_audited_and_sent_to_the_edge(
+    db_url: str,
+) -> None:
+    async with running_authsvc(db_url) as (_server, stub):
+        account = await new_account(stub)
+        default = await new_key(stub, account.id)
+        assert default.key.rate_limit == 0  # the environment's default
+        created = await stub.CreateKey(
+            pb.CreateKeyRequest(
+                account_id=account.id,
+                environment=LIVE,
+                name="batch",
+                scopes=["account:read"],
+                rate_limit=7,
+                actor=ACTOR,
+            )
+        )
+        assert created.key.rate_limit == 7
+        assert (await stub.Authorize(authz(created.secret, "account:read"))).key.rate_limit == 7  # now cached
+        rate_only = field_mask_pb2.FieldMask(paths=["rate_limit"])
+        for bad in (-1, 100_001):
+            request = pb.UpdateKeyRequest(
+                key_id=created.key.id, update_mask=rate_only, rate_limit=bad, actor=ACTOR
+            )
+            _, etype, message = await error_of(stub.UpdateKey(request))
+            assert etype == "invalid_request" and "rate_limit" in message
+        updated = await stub.UpdateKey(
+            pb.UpdateKeyRequest(key_id=created.key.id, update_mask=rate_only, rate_limit=250, actor=ACTOR)
+        )
+        assert updated.key.rate_limit == 250 and updated.key.name == "batch"
+        assert (await stub.Authorize(authz(created.secret, "account:read"))).key.rate_limit == 250
+        events = (
+            await stub.ListAuditEvents(
+                pb.ListAuditEventsRequest(account_id=account.id, key_id=created.key.id)
+            )
+        ).events
+        assert [e.action for e in events] == ["key.created", "key.updated"]
+        assert dict(events[-1].before) == {"rate_limit": 7} and dict(events[-1].after) == {"rate_limit": 250}
+        rotated = await stub.RotateKey(pb.RotateKeyRequest(key_id=created.key.id, actor=ACTOR))
+        assert rotated.new_key.rate_limit == 250  # the successor keeps the limit
+        _, etype, _ = await error_of(
+            stub.CreateKey(
+                pb.CreateKeyRequest(
+                    account_id=account.id,
+                    environment=LIVE,
+                    scopes=["account:read"],
+                    rate_limit=-5,
+                    actor=ACTOR,
+                )
+            )
+        )
+        assert etype == "invalid_request"
+
+
 async def test_pagination_of_keys_and_audit(db_url: str) -> None:
     async with running_authsvc(db_url) as (_server, stub):
         account = await new_account(stub)

@@ -80,8 +80,9 @@ async def test_script_takes_the_time_from_redis_and_keys_expire(prefix: str) -> 
 async def test_limiters_share_one_limit_in_pipelined_batches(prefix: str) -> None:
     """Two limiters (two edges) on one key: 100/s allows a burst of 200 across both, however the
     requests are spread; the checks of one loop iteration go out as one pipeline."""
-    a = SharedLimiter(REDIS_URL, RateLimiter(), prefix=prefix)
-    b = SharedLimiter(REDIS_URL, RateLimiter(), prefix=prefix)
+    # A generous timeout: a loaded test machine must not look like a Redis outage here.
+    a = SharedLimiter(REDIS_URL, RateLimiter(), prefix=prefix, timeout=5)
+    b = SharedLimiter(REDIS_URL, RateLimiter(), prefix=prefix, timeout=5)
     try:
         waits = await asyncio.gather(
             *(lim.check("key_shared", 100.0, 0.0) for _ in range(150) for lim in (a, b))
@@ -116,7 +117,7 @@ async def test_unreachable_redis_falls_back_to_the_local_bucket(
             assert REGISTRY.get_sample_value("edge_ratelimit_redis_up") == 0
             # Redis comes back (the same limiter pointed at it): used again once the retry interval passed.
             await limiter.redis.aclose()
-            limiter.redis = aioredis.Redis.from_url(REDIS_URL)
+            limiter.redis = aioredis.Redis.from_url(REDIS_URL, socket_timeout=5)
             assert await limiter.check("key_up", 1.0, 10.5) == 0.0  # still within the interval: local
             assert _fallbacks() - before == 4
             assert await limiter.check("key_up", 1.0, 11.0) == 0.0
