@@ -10,7 +10,8 @@ Rules, in order (the first that fails answers):
   6. key environment differs from the host's           -> environment_mismatch
   7. source outside a non-empty allow list             -> ip_not_allowed
   8. key lacks the required scope (message names it)   -> missing_scope
-  9. write on a read-only account                      -> account_read_only
+  9. business write on a read-only account             -> account_read_only
+     (a product's :write -- bookings, orders, changes, cancellations, spend; see business_write)
   otherwise allow.
 An answer may be cached for at most 60 s and never past the key's expiry.
 """
@@ -27,6 +28,16 @@ from authsvc._model import KeyGrant
 from svckit.apikeys import INVALID_API_KEY_MESSAGE
 
 MAX_CACHE_TTL = 60.0
+# What a read-only account (after an unattended failed settlement charge) may still change: its
+# travellers' records (deleting one is a privacy duty, account:write) and its webhook endpoints (to receive
+# the settlement events that say why, webhooks:write). Writes of every other resource are business.
+WRITABLE_WHEN_READ_ONLY = frozenset({"account", "webhooks"})
+
+
+def business_write(required_scope: str, is_write: bool) -> bool:
+    """Is this write business (a booking, order, change, cancellation or spend), which a read-only account
+    may not do? Writes under the account and webhooks resources are not."""
+    return is_write and required_scope.split(":", 1)[0] not in WRITABLE_WHEN_READ_ONLY
 
 
 class Credential(enum.Enum):
@@ -91,6 +102,11 @@ def authorize(grant: KeyGrant | None, request: AccessRequest, now: dt.datetime) 
             f"This API key lacks the scope {request.required_scope} required for this request.",
             ttl,
         )
-    if request.is_write and account.status == "read_only":
-        return _deny("account_read_only", "The account is read-only; write requests are refused.", ttl)
+    if account.status == "read_only" and business_write(request.required_scope, request.is_write):
+        return _deny(
+            "account_read_only",
+            "The account is read-only after a failed settlement charge: bookings, orders, changes and "
+            "spending are refused until it is settled (travellers' records and webhooks still work).",
+            ttl,
+        )
     return Decision(True, cache_ttl=ttl)

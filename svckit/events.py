@@ -18,3 +18,23 @@ EVENT_KINDS: tuple[str, ...] = (
     "settlement.payment_failed",
     "apikey.revoked",
 )
+
+# Kinds that exist in one commercial mode only (spec.md sections 1 and 6): the traveller pays in mode B,
+# the partner spends its own credit in mode A.
+MODE_ONLY: dict[str, str] = {
+    "payment.succeeded": "B",
+    "payment.failed": "B",
+    "payment.refunded": "B",
+    "ledger.low_balance": "A",
+}
+
+
+def mode_refusal(kind: str, mode: str) -> str:
+    """Why an event of ``kind`` cannot be about an account of commercial ``mode`` ("A" or "B", any case),
+    or "" when it can. payment.* exist for mode B accounts only (the traveller pays), ledger.low_balance
+    for mode A only (the partner's credit); every other kind for both. An unknown mode ("") refuses
+    nothing: the caller could not tell."""
+    wanted = MODE_ONLY.get(kind)
+    if wanted is None or not mode or mode.upper() == wanted:
+        return ""
+    return f"type: {kind} exists for mode {wanted} accounts only; this account is mode {mode.upper()}"

@@ -163,19 +163,6 @@ class Mailer:
 
 def authsvc_lookup(target: str, tls: Tls | None = None) -> AdminLookup:
     """admin_emails of an account, from authsvc's GetAccount (mutual TLS unless ``tls`` is None)."""
-    import grpc
+    from webhookd._accounts import Accounts
 
-    from svckit.tls import channel as tls_channel
-    from travel.auth.v1 import auth_pb2, auth_pb2_grpc
-
-    channel: grpc.aio.Channel | None = None
-
-    async def lookup(account_id: str) -> list[str]:
-        nonlocal channel
-        if channel is None:
-            channel = tls_channel(target, tls, "authsvc")
-        stub = auth_pb2_grpc.AuthServiceStub(channel)
-        response = await stub.GetAccount(auth_pb2.GetAccountRequest(account_id=account_id), timeout=5)
-        return list(response.account.admin_emails)
-
-    return lookup
+    return Accounts(target, tls).admin_emails

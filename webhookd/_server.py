@@ -25,10 +25,11 @@ from svckit.secretbox import key_from
 from svckit.tls import Tls, add_tls_args, tls_from_args
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 from webhookd import _metrics as metrics
+from webhookd._accounts import Accounts
 from webhookd._delivery import DELIVERY_TIMEOUT, DeliveryWorker, Sender, WorkerConfig
 from webhookd._errors import SecretsKeyError
 from webhookd._http import FastTransport
-from webhookd._mailer import Mailer, SmtpConfig, authsvc_lookup
+from webhookd._mailer import Mailer, SmtpConfig
 from webhookd._repository import IDEMPOTENCY_WINDOW
 from webhookd._secretbox import SecretBox, new_key
 from webhookd._service import EventHub, WebhookService
@@ -153,7 +154,8 @@ async def run_server(
         sender = Sender(client, config.delivery_timeout, direct=transport)
     else:
         sender = Sender(client, config.delivery_timeout)
-    lookup = authsvc_lookup(config.authsvc, config.tls) if config.authsvc else None
+    accounts = Accounts(config.authsvc, config.tls) if config.authsvc else None
+    lookup = accounts.admin_emails if accounts is not None else None
     mailer = Mailer(
         repo,
         clock,
@@ -164,7 +166,14 @@ async def run_server(
     )
     worker = DeliveryWorker(repo, sender, clock, config.worker, on_alerts=mailer.wake)
     service = WebhookService(
-        repo, clock, sender, policy=config.policy, resolver=resolver, worker=worker, hub=EventHub()
+        repo,
+        clock,
+        sender,
+        policy=config.policy,
+        resolver=resolver,
+        worker=worker,
+        hub=EventHub(),
+        account_mode=accounts.mode if accounts is not None else None,
     )
     server, port, health = await start_server(
         config.listen,

@@ -9,12 +9,13 @@ import asyncio
 import datetime as dt
 import hashlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
 
 from svckit.clock import Clock
+from svckit.events import MODE_ONLY, mode_refusal
 from svckit.ids import new_id, sortable_id
 from svckit.peers import identity_of, may_publish, refuse
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
@@ -91,6 +92,7 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
         resolver: Resolver = system_resolver,
         worker: DeliveryWorker | None = None,
         hub: EventHub | None = None,
+        account_mode: Callable[[str], Awaitable[str]] | None = None,
     ) -> None:
         self.repo = repo
         self.clock = clock
@@ -99,6 +101,8 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
         self.resolver = resolver
         self.worker = worker
         self.hub = hub or EventHub()
+        # "A"/"B" of an account, from authsvc; None (no --authsvc): the mode-only kinds are not checked.
+        self.account_mode = account_mode
 
     def _wake(self) -> None:
         if self.worker is not None:
@@ -358,6 +362,10 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
             raise InvalidRequest(
                 f"type: unknown event kind {request.type!r}; known kinds: {', '.join(EVENT_KINDS)}"
             )
+        if request.type in MODE_ONLY and self.account_mode is not None:
+            refusal = mode_refusal(request.type, await self.account_mode(account_id))
+            if refusal:
+                raise InvalidRequest(refusal)
         # No state given: the kind's own verb ("booking.confirmed" -> "confirmed").
         state = request.state or request.type.rsplit(".", 1)[1]
         if len(state) > MAX_STATE_LENGTH or not state.isprintable():

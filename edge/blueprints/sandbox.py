@@ -18,7 +18,7 @@ from edge.environments import Environment
 from edge.exceptions import EdgeError
 from edge.gate import Ctx, guarded
 from edge.samples import sample
-from svckit.events import EVENT_KINDS
+from svckit.events import EVENT_KINDS, mode_refusal
 
 bp = Blueprint("sandbox")
 
@@ -34,6 +34,9 @@ async def sample_event(request: Request, ctx: Ctx) -> HTTPResponse:
         raise EdgeError(
             f"type: unknown event kind {kind!r}; one of {', '.join(EVENT_KINDS)}", type="invalid_request"
         )
+    refusal = mode_refusal(kind, ctx.caller.account_mode)
+    if refusal:
+        raise EdgeError(refusal, type="invalid_request")
     extra = body.get("data", {})
     if not isinstance(extra, dict):
         raise EdgeError("data must be a JSON object (merged over the sample's data)", type="invalid_request")

@@ -245,8 +245,22 @@ async def test_read_only_account_refuses_writes(
     assert (await http.get(stack.url() + "/v1/account", headers=hdrs(key.secret))).json()[
         "status"
     ] == "read_only"
-    resp = await http.delete(stack.url() + "/v1/customers/cust_1", headers=hdrs(key.secret))
+    # Business writes are refused: a booking never reaches the supplier.
+    before = len(stack.sandbox_up.requests)
+    booking = hdrs(key.secret, Idempotency_Key="ro-1", X_Partner_Customer_Ref="trav-1")
+    resp = await http.post(stack.url() + "/v1/hotels/bookings", headers=booking, json={"offer": "o1"})
     assert_error(resp, 403, "account_read_only")
+    assert len(stack.sandbox_up.requests) == before
+    # A traveller's record can still be deleted (here: none exists) and webhooks still managed.
+    resp = await http.delete(stack.url() + "/v1/customers/cust_1", headers=hdrs(key.secret))
+    assert_error(resp, 404, "not_found")
+    hook = hdrs(key.secret, Idempotency_Key="ro-2")
+    resp = await http.post(
+        stack.url() + "/v1/webhooks/endpoints",
+        headers=hook,
+        json={"url": "http://127.0.0.1:9/hook", "events": ["settlement.payment_failed"]},
+    )
+    assert resp.status_code == 201, resp.text
 
 
 # -- revocation and rotation ---------------------------------------------------------------------------------
