@@ -13,6 +13,7 @@ from portal.app import PortalConfig, create_app
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.runner import env_name, print_ready, run_until_signal
+from svckit.secretbox import SealingKeyError, key_from, new_key
 from svckit.tls import add_tls_args, tls_from_args
 
 log = logging.getLogger("portal")
@@ -21,6 +22,7 @@ log = logging.getLogger("portal")
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m portal", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("new-csrf-key", help="print a new key for --csrf-key-file")
     s = sub.add_parser("serve", help="serve the portal over HTTP")
 
     def add(flag: str, default: str, help: str) -> None:
@@ -41,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("metrics-listen", "127.0.0.1:9104", "Prometheus /metrics HOST:PORT, empty to disable")
     add("log-level", "INFO", "DEBUG, INFO, WARNING or ERROR")
     add("shutdown-grace", "5", "seconds running requests may finish after SIGTERM")
+    add(
+        "csrf-key-file",
+        "",
+        "file with the key of the CSRF tokens (base64url of 32 bytes; or the key itself in PORTAL_CSRF_KEY; "
+        "`python -m portal new-csrf-key` makes one); default a random key per process",
+    )
     add_tls_args(s, "portal")
     return parser
 
@@ -55,6 +63,7 @@ async def serve(args: argparse.Namespace) -> None:
         smtp_port=int(args.smtp_port),
         mail_from=args.mail_from,
         tls=tls_from_args(args),
+        csrf_key=key_from(args.csrf_key_file, os.environ.get("PORTAL_CSRF_KEY", ""), "--csrf-key-file"),
     )
     app = create_app(config)
     running = await start(app, [listen])
@@ -75,10 +84,13 @@ async def serve(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "new-csrf-key":
+        print(new_key())
+        return 0
     setup_logging("portal", args.log_level)
     try:
         asyncio.run(serve(args))
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, SealingKeyError) as exc:
         print(f"portal: {exc}", file=sys.stderr)
         return 2
     return 0

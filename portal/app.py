@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
+import os
 import pathlib
 import re
 import smtplib
@@ -45,6 +47,7 @@ from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import identity_pb2 as ipb
 from travel.webhooks.v1 import webhooks_pb2 as wpb
 
+log = logging.getLogger("portal")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 STATIC = pathlib.Path(__file__).resolve().parent / "static"
 HTMX = ROOT / "node_modules" / "htmx.org" / "dist" / "htmx.min.js"
@@ -70,6 +73,8 @@ class PortalConfig:
     mail_from: str = "portal@svc.travel"
     # Mutual TLS to authsvc and webhookd as "portal" (svckit.tls); None is plaintext (--insecure-dev).
     tls: Tls | None = field(default=None, repr=False)
+    # The key of the CSRF tokens (portal.csrf); None makes a random one for this process.
+    csrf_key: bytes | None = field(default=None, repr=False)
 
 
 def _ts(value: timestamp_pb2.Timestamp | None) -> dt.datetime | None:
@@ -143,6 +148,12 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
     peers = Peers(config.authsvc, config.webhookd, config.tls)
     secure = config.public_url.startswith("https://")
     app.ctx.peers = peers
+    app.ctx.csrf_key = config.csrf_key or os.urandom(32)
+    if config.csrf_key is None:
+        log.warning(
+            "no --csrf-key-file / PORTAL_CSRF_KEY: CSRF tokens use a key of this process only, so forms "
+            "opened before a restart (or served by another portal process) are refused once"
+        )
     filters: dict[str, Any] = {"fmt": _fmt, "countdown": _countdown, "ts": _ts}
 
     from portal.web import templates
@@ -181,7 +192,9 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
                     return response.redirect("/signin")
                 raise PortalError(401, "session_expired", "Your session has ended; sign in again.") from None
             raise
-        request.ctx.viewer = Viewer(got.user, token, got.totp_enrolment_required, got.account_requires_totp)
+        request.ctx.viewer = Viewer(
+            got.user, token, got.session.id, got.totp_enrolment_required, got.account_requires_totp
+        )
         if request.method not in ("GET", "HEAD"):
             check_csrf(request)
         if got.totp_enrolment_required and not ENROLMENT_PATH.match(request.path):

@@ -3,8 +3,6 @@ rendering, and the one place errors become pages (with the request id)."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 import secrets
 import time
@@ -16,6 +14,7 @@ from prometheus_client import Histogram
 from sanic import Request, response
 from sanic.response import HTTPResponse
 
+from portal import csrf
 from portal.peers import PortalError
 from svckit import roles
 from svckit.ids import new_id
@@ -64,6 +63,8 @@ class Viewer:
 
     user: ipb.User
     session_token: str
+    # authsvc's id of the session (ses_...): what the CSRF token of a signed-in form is bound to.
+    session_id: str
     # The account requires TOTP of owners and admins and this one has none: it may only enrol.
     enrolment_required: bool = False
     account_requires_totp: bool = False
@@ -77,16 +78,24 @@ class Viewer:
 
 
 def csrf_token(request: Request) -> str:
-    base = request.cookies.get(CSRF_COOKIE) or request.ctx.new_csrf
-    return hmac.new(base.encode(), b"portal-csrf", hashlib.sha256).hexdigest()
+    """The token this request's forms carry (portal.csrf): the session's when signed in, else the one of
+    the browser's nonce cookie (made now, and set on the response, when it has none)."""
+    viewer: Viewer | None = request.ctx.viewer
+    if viewer is not None:
+        return csrf.token(request.app.ctx.csrf_key, viewer.session_id, "")
+    nonce = request.cookies.get(CSRF_COOKIE) or request.ctx.new_csrf
+    if not nonce:
+        nonce = request.ctx.new_csrf = secrets.token_urlsafe(32)
+    return csrf.token(request.app.ctx.csrf_key, "", nonce)
 
 
 def check_csrf(request: Request) -> None:
-    """Every state-changing request carries the token of its browser's CSRF cookie (form or header)."""
-    base = request.cookies.get(CSRF_COOKIE)
+    """Every state-changing request carries its token (form field ``csrf`` or the X-CSRF-Token header)."""
+    viewer: Viewer | None = request.ctx.viewer
     sent = (request.form.get("csrf") if request.form else None) or request.headers.get("x-csrf-token", "")
-    expected = hmac.new((base or "").encode(), b"portal-csrf", hashlib.sha256).hexdigest()
-    if not base or not sent or not hmac.compare_digest(sent, expected):
+    session_id = viewer.session_id if viewer is not None else ""
+    nonce = "" if viewer is not None else (request.cookies.get(CSRF_COOKIE) or "")
+    if not csrf.valid(request.app.ctx.csrf_key, session_id, nonce, str(sent)):
         raise PortalError(
             403, "forbidden", "The form expired or did not come from this portal; reload and retry."
         )
@@ -103,7 +112,7 @@ def begin(request: Request) -> None:
     rid = request.headers.get("x-request-id", "")
     request.ctx.rid = rid if 0 < len(rid) <= 64 and rid.isprintable() else new_id("req")
     request.ctx.token = request_id_var.set(request.ctx.rid)
-    request.ctx.new_csrf = "" if request.cookies.get(CSRF_COOKIE) else secrets.token_urlsafe(32)
+    request.ctx.new_csrf = ""
     request.ctx.viewer = None
     request.ctx.started = time.perf_counter()
 

@@ -40,7 +40,7 @@ WEBHOOKD_LISTEN = os.environ.get("WEBHOOKD_LISTEN", "127.0.0.1:50052")
 
 def secrets_key_file(name: str = "webhookd-secrets.key") -> pathlib.Path:
     """A key sealing secrets at rest (webhook signing secrets, TOTP seeds, the edge's stored idempotent
-    responses), made once per checkout (var/ is not committed)."""
+    responses) or signing the portal's CSRF tokens, made once per checkout (var/ is not committed)."""
     path = VAR / name
     if not path.exists():
         from svckit.secretbox import new_key
@@ -94,7 +94,15 @@ def services() -> list[Service]:
                 "--idempotency-key-file", str(secrets_key_file("edge-idempotency.key")),
             ],
         ),
-        Service("portal", ["--authsvc", AUTH_LISTEN, "--webhookd", WEBHOOKD_LISTEN, *tls_args("portal")]),
+        Service(
+            "portal",
+            [
+                "--authsvc", AUTH_LISTEN,
+                "--webhookd", WEBHOOKD_LISTEN,
+                *tls_args("portal"),
+                "--csrf-key-file", str(secrets_key_file("portal-csrf.key")),
+            ],
+        ),
     ]
 
 

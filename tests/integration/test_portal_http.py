@@ -1,0 +1,171 @@
+"""The portal over real HTTP (httpx) against a real authsvc and webhookd on loopback, all in this process:
+CSRF tokens bound to the server's key and the session, the delivery log's filters, and webhook
+operations in the audit trail. The browser journey is tests/e2e/test_portal_browser.py."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import pathlib
+import re
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import grpc
+import httpx
+import pytest
+from sanic import Sanic
+
+from authsvc._server import run_server as run_authsvc
+from edge.server import start
+from portal.app import PortalConfig, create_app
+from portal.web import CSRF_COOKIE, SESSION_COOKIE
+from travel.auth.v1 import auth_pb2 as apb
+from travel.auth.v1 import auth_pb2_grpc, identity_pb2_grpc
+from travel.auth.v1 import identity_pb2 as ipb
+from travel.webhooks.v1 import webhooks_pb2_grpc
+from webhookd import Policy
+from webhookd._server import Config
+from webhookd._server import run_server as run_webhookd
+
+PASSWORD = "a long enough passphrase"
+OPS = apb.Actor(user="ops:test")
+_CSRF = re.compile(r'name="csrf" value="([^"]*)"')
+
+
+def csrf_of(html: str) -> str:
+    found = _CSRF.search(html)
+    assert found, "no CSRF field on the page"
+    return found.group(1)
+
+
+@dataclass
+class Stack:
+    url: str
+    account_id: str
+    auth: auth_pb2_grpc.AuthServiceStub
+    ids: identity_pb2_grpc.IdentityServiceStub
+    hooks: webhooks_pb2_grpc.WebhookServiceStub
+
+    def client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=self.url, timeout=30)
+
+    async def join(self, email: str, role: int = ipb.USER_ROLE_OWNER) -> httpx.AsyncClient:
+        """A client signed in as a new user of ``role``, through the invitation page."""
+        made = await self.ids.CreateInvite(
+            ipb.CreateInviteRequest(account_id=self.account_id, email=email, role=role, actor=OPS)
+        )
+        client = self.client()
+        form = await client.get(f"/invite/{made.token}")
+        accepted = await client.post(
+            f"/invite/{made.token}", data={"csrf": csrf_of(form.text), "password": PASSWORD}
+        )
+        assert accepted.status_code == 303, accepted.text
+        return client
+
+
+@pytest.fixture
+async def stack(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Stack]:
+    # Sanic rewrites its own request reader when an app starts; test mode lets a second app of this
+    # process start from the original again.
+    monkeypatch.setattr(Sanic, "test_mode", True)
+    authsvc = await run_authsvc("127.0.0.1:0", f"sqlite+aiosqlite:///{tmp_path / 'a.db'}")
+    webhookd = await run_webhookd(
+        Config(
+            database=f"sqlite+aiosqlite:///{tmp_path / 'w.db'}",
+            listen="127.0.0.1:0",
+            policy=Policy(allow_private=True, allow_http=True),
+        ),
+        start_worker=False,
+    )
+    config = PortalConfig(
+        authsvc=f"127.0.0.1:{authsvc.port}", webhookd=f"127.0.0.1:{webhookd.port}", csrf_key=b"s" * 32
+    )
+    running = await start(create_app(config, name=f"portal_{uuid.uuid4().hex[:8]}"), ["127.0.0.1:0"])
+    try:
+        async with (
+            grpc.aio.insecure_channel(f"127.0.0.1:{authsvc.port}") as a,
+            grpc.aio.insecure_channel(f"127.0.0.1:{webhookd.port}") as w,
+        ):
+            auth = auth_pb2_grpc.AuthServiceStub(a)
+            account = await auth.CreateAccount(apb.CreateAccountRequest(name="Acme", actor=OPS))
+            yield Stack(
+                f"http://127.0.0.1:{running.ports[0]}",
+                account.account.id,
+                auth,
+                identity_pb2_grpc.IdentityServiceStub(a),
+                webhooks_pb2_grpc.WebhookServiceStub(w),
+            )
+    finally:
+        await running.stop(1)
+        await webhookd.stop(0)
+        await authsvc.stop(0)
+
+
+async def _key_names(client: httpx.AsyncClient) -> str:
+    return (await client.get("/sandbox/keys")).text
+
+
+async def test_csrf_token_is_bound_to_the_session(stack: Stack) -> None:
+    alice = await stack.join("alice@acme.example")
+    bob = await stack.join("bob@acme.example")
+    alice_token = csrf_of((await alice.get("/sandbox/keys")).text)
+    bob_token = csrf_of((await bob.get("/sandbox/keys")).text)
+    assert alice_token != bob_token
+
+    # Bob's page, Alice's token (and even Alice's CSRF cookie): refused, nothing created.
+    bob.cookies.set(CSRF_COOKIE, alice.cookies.get(CSRF_COOKIE) or "x")
+    sent = await bob.post(
+        "/sandbox/keys", data={"csrf": alice_token, "name": "forged", "scopes": "hotels:read"}
+    )
+    assert sent.status_code == 403 and "req_" in sent.text
+    assert "forged" not in await _key_names(bob)
+    made = await bob.post("/sandbox/keys", data={"csrf": bob_token, "name": "real", "scopes": "hotels:read"})
+    assert made.status_code == 200 and "svc_test_" in made.text
+
+    # A new session (sign out, sign in) has a new token; the old session's token no longer works.
+    await alice.post("/signout", data={"csrf": alice_token})
+    signin = await alice.get("/signin")
+    again = await alice.post(
+        "/signin",
+        data={"csrf": csrf_of(signin.text), "email": "alice@acme.example", "password": PASSWORD},
+    )
+    assert again.status_code == 303
+    new_token = csrf_of((await alice.get("/sandbox/keys")).text)
+    assert new_token != alice_token
+    stale = await alice.post(
+        "/sandbox/keys", data={"csrf": alice_token, "name": "stale", "scopes": "hotels:read"}
+    )
+    assert stale.status_code == 403
+    assert "stale" not in await _key_names(alice)
+    for client in (alice, bob):
+        await client.aclose()
+
+
+async def test_signed_out_forms_need_a_token_signed_by_the_portal(stack: Stack) -> None:
+    await (await stack.join("carol@acme.example")).aclose()
+    async with stack.client() as browser:
+        # Forged: a cookie the attacker chose and its HMAC under the old constant (no server secret).
+        browser.cookies.set(CSRF_COOKIE, "attacker-chosen")
+        forged = hmac.new(b"attacker-chosen", b"portal-csrf", hashlib.sha256).hexdigest()
+        form = {"email": "carol@acme.example", "password": PASSWORD}
+        refused = await browser.post("/signin", data={"csrf": forged, **form})
+        assert refused.status_code == 403 and SESSION_COOKIE not in refused.cookies
+        # The same cookie with a token the portal signed for another browser's nonce: refused.
+        async with stack.client() as other:
+            other_token = csrf_of((await other.get("/signin")).text)
+        refused = await browser.post("/signin", data={"csrf": other_token, **form})
+        assert refused.status_code == 403 and SESSION_COOKIE not in refused.cookies
+
+    # The portal's own signed-out token (for this browser's nonce cookie) works.
+    async with stack.client() as browser:
+        page = await browser.get("/signin")
+        assert browser.cookies.get(CSRF_COOKIE)
+        ok = await browser.post("/signin", data={"csrf": csrf_of(page.text), **form})
+        assert ok.status_code == 303 and ok.cookies.get(SESSION_COOKIE)
+        # A signed-out token is not a signed-in one.
+        refused = await browser.post(
+            "/sandbox/keys", data={"csrf": csrf_of(page.text), "name": "x", "scopes": "hotels:read"}
+        )
+        assert refused.status_code == 403
