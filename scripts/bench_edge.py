@@ -4,6 +4,8 @@
 In one run:
 1. authenticated ``GET /v1/account`` requests/s and p99 on the edge versus a bare Sanic JSON route
    served the same way (one process, ``edge.server.start`` on a pre-bound socket), and their ratio;
+   then the same on an edge whose per-key limits are shared in Redis (``--redis``; a limit high enough
+   never to refuse, so every request pays the script's round trip);
 2. revocation-to-refusal latency p50/p99 across two edge processes (RevokeKey at t0; each edge is polled
    until it answers 401).
 
@@ -209,6 +211,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2, help="alternating bare/edge runs (best of)")
     parser.add_argument("--connections", type=int, default=50)
     parser.add_argument("--revocations", type=int, default=25, help="keys revoked for the latency figure")
+    parser.add_argument(
+        "--redis", default="redis://127.0.0.1:6379/0", help="Redis for the shared-limits run; empty: skip it"
+    )
     args = parser.parse_args()
     if args.bare:
         serve_bare()
@@ -233,6 +238,14 @@ def main() -> int:
         procs.append(e2)
         bare, pb_ = start("bare", [], tmp / "bare.log")
         procs.append(bare)
+        redis_url = ""
+        if args.redis:
+            # The last --rate-limit-sandbox wins: so high it never refuses, yet checked in Redis each time.
+            limited = [*edge_cmd, "--rate-limit-sandbox", "1000000", "--redis", args.redis,
+                       "--redis-prefix", f"bench:{tmp.name}:"]  # fmt: skip
+            e3, p3 = start("edge", limited, tmp / "edge-redis.log")
+            procs.append(e3)
+            redis_url = f"http://127.0.0.1:{p3['sandbox_port']}/v1/account"
         _, secret = asyncio.run(make_key(target, ["account:read"]))
         edge_url = f"http://127.0.0.1:{p1['sandbox_port']}/v1/account"
         bare_url = f"http://127.0.0.1:{pb_['port']}/v1/account"
@@ -244,15 +257,23 @@ def main() -> int:
         )
         load(bare_url, headers, 1, args.connections)  # warm-up
         load(edge_url, headers, 1, args.connections)
-        bare_runs, edge_runs = [], []
+        if redis_url:
+            load(redis_url, headers, 1, args.connections)
+        bare_runs, edge_runs, redis_runs = [], [], []
         for _ in range(args.rounds):
             bare_runs.append(load(bare_url, headers, args.seconds, args.connections))
             edge_runs.append(load(edge_url, headers, args.seconds, args.connections))
+            if redis_url:
+                redis_runs.append(load(redis_url, headers, args.seconds, args.connections))
         b_rps, b_p99 = max(bare_runs)
         e_rps, e_p99 = max(edge_runs)
         print(f"bare Sanic JSON route : {b_rps:10.0f} req/s   p99 {b_p99:7.2f} ms")
         print(f"edge GET /v1/account  : {e_rps:10.0f} req/s   p99 {e_p99:7.2f} ms   (authenticated, cached)")
         print(f"ratio edge/bare       : {e_rps / b_rps:10.2f}   (goal >= 0.80)")
+        if redis_runs:
+            r_rps, r_p99 = max(redis_runs)
+            print(f"edge, limits in Redis : {r_rps:10.0f} req/s   p99 {r_p99:7.2f} ms   (--redis)")
+            print(f"ratio Redis edge/bare : {r_rps / b_rps:10.2f}")
         urls = [edge_url, f"http://127.0.0.1:{p2['sandbox_port']}/v1/account"]
         samples, rpc = asyncio.run(revocation_latency(target, urls, args.revocations))
         ms = [s * 1000 for s in samples]
