@@ -76,6 +76,7 @@ def api_key(k: ApiKey, now: dt.datetime) -> pb.ApiKey:
         rotated_to_key_id=k.rotated_to_key_id,
         rotated_from_key_id=k.rotated_from_key_id,
         rate_limit=k.rate_limit,
+        rotated_at=ts(k.rotated_at),
     )
 
 

@@ -59,6 +59,8 @@ class ApiKey:
     # Requests a second across all edges; 0: the environment's default, which the edge holds
     # (edge.config.EdgeConfig.rate_limit_live / rate_limit_sandbox).
     rate_limit: int = 0
+    # When it was rotated out (its successor's creation); None unless rotated.
+    rotated_at: dt.datetime | None = None
 
     def status(self, now: dt.datetime) -> KeyStatus:
         if self.revoked_at is not None:

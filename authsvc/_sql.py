@@ -70,6 +70,7 @@ keys = sa.Table(
     sa.Column("rotated_to_key_id", sa.String(40), nullable=False, server_default=""),
     sa.Column("rate_limit", sa.Integer, nullable=False, server_default="0"),
     sa.Column("rotated_from_key_id", sa.String(40), nullable=False, server_default=""),
+    sa.Column("rotated_at", sa.Float),
     sa.Index("auth_keys_account", "account_id", "created_at", "id"),
 )
 
@@ -170,6 +171,7 @@ def _key(row: Mapping[Any, Any]) -> ApiKey:
         expires_at=_dt(row["expires_at"]),
         revoked_at=_dt(row["revoked_at"]),
         last_used_at=_dt(row["last_used_at"]),
+        rotated_at=_dt(row["rotated_at"]),
         rotated_to_key_id=row["rotated_to_key_id"] or "",
         rotated_from_key_id=row["rotated_from_key_id"] or "",
         rate_limit=int(row["rate_limit"]),
@@ -190,6 +192,7 @@ def _key_values(key: ApiKey) -> dict[str, Any]:
         "expires_at": _ts(key.expires_at),
         "revoked_at": _ts(key.revoked_at),
         "last_used_at": _ts(key.last_used_at),
+        "rotated_at": _ts(key.rotated_at),
         "rotated_to_key_id": key.rotated_to_key_id,
         "rotated_from_key_id": key.rotated_from_key_id,
         "rate_limit": key.rate_limit,
@@ -509,7 +512,9 @@ class SqlRepository:
             await conn.execute(
                 keys.update()
                 .where(keys.c.id == key_id)
-                .values(expires_at=expires_at.timestamp(), rotated_to_key_id=new.id)
+                .values(
+                    expires_at=expires_at.timestamp(), rotated_to_key_id=new.id, rotated_at=now.timestamp()
+                )
             )
             old_after = await self._get_key(conn, key_id)
             await self._audit(

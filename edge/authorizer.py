@@ -66,7 +66,8 @@ def caller_from(resp: auth_pb2.AuthorizeResponse, env: Environment) -> Caller | 
     if status == "expiring" and expires is not None:
         from edge.environments import deprecation_headers
 
-        headers = tuple(deprecation_headers(True, expires).items())
+        rotated = _ts(key.rotated_at) if key.HasField("rotated_at") else None
+        headers = tuple(deprecation_headers(True, rotated, expires).items())
     return Caller(
         key_id=key.id,
         account_id=key.account_id or account.id,

@@ -82,16 +82,17 @@ def key_environment(api_key: str) -> Environment | None:
     return None
 
 
-def deprecation_headers(status_expiring: bool, expires_at: dt.datetime | None) -> dict[str, str]:
-    """RFC 8594 ``Sunset`` and RFC 9745 ``Deprecation`` for a key in its rotation grace period.
+def deprecation_headers(
+    status_expiring: bool, rotated_at: dt.datetime | None, expires_at: dt.datetime | None
+) -> dict[str, str]:
+    """RFC 9745 ``Deprecation`` and RFC 8594 ``Sunset`` for a key in its rotation grace period.
 
-    ``Deprecation`` carries the moment the key stops working (a future date means "will be
-    deprecated then"), ``Sunset`` the same moment as an HTTP-date.
+    ``Deprecation`` is ``@<unix seconds>`` of when the key was deprecated, i.e. rotated out (RFC 9745
+    §2.1: the deprecation date, in the past once it happened); ``Sunset`` the HTTP-date it stops working.
     """
     if not status_expiring or expires_at is None:
         return {}
-    ts = int(expires_at.timestamp())
-    return {
-        "Deprecation": f"@{ts}",
-        "Sunset": email.utils.formatdate(ts, usegmt=True),
-    }
+    headers = {"Sunset": email.utils.formatdate(int(expires_at.timestamp()), usegmt=True)}
+    if rotated_at is not None:
+        headers["Deprecation"] = f"@{int(rotated_at.timestamp())}"
+    return headers

@@ -328,7 +328,10 @@ async def test_rotated_out_key_works_with_deprecation_and_sunset(
         await asyncio.sleep(0.01)
     assert resp.status_code == 200
     assert resp.json()["key"]["status"] == "expiring"
-    assert resp.headers["deprecation"] == f"@{rotated.old_key.expires_at.seconds}"
+    # Deprecation: when it was rotated (the successor's creation), not its expiry (issue 9 item 9).
+    assert rotated.old_key.rotated_at.seconds == rotated.new_key.created_at.seconds
+    assert resp.headers["deprecation"] == f"@{rotated.old_key.rotated_at.seconds}"
+    assert rotated.old_key.rotated_at.seconds < rotated.old_key.expires_at.seconds
     assert resp.headers["sunset"] == expires.strftime("%a, %d %b %Y %H:%M:%S GMT")
     # Also on refusals the old key gets.
     refused = await http.delete(stack.url() + "/v1/customers/x", headers=hdrs(key.secret))

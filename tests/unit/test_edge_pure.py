@@ -288,13 +288,16 @@ def test_request_hash_covers_method_path_and_body() -> None:
 
 # -- Deprecation / Sunset ---------------------------------------------------------------------------------
 def test_deprecation_headers_for_expiring_key() -> None:
+    rotated = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
     when = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
-    assert deprecation_headers(True, when) == {
-        "Deprecation": f"@{int(when.timestamp())}",
+    # Deprecation: when it was rotated out (RFC 9745); Sunset: when it stops working (RFC 8594).
+    assert deprecation_headers(True, rotated, when) == {
+        "Deprecation": f"@{int(rotated.timestamp())}",
         "Sunset": "Tue, 01 Dec 2026 12:00:00 GMT",
     }
-    assert deprecation_headers(False, when) == {}
-    assert deprecation_headers(True, None) == {}
+    assert deprecation_headers(True, None, when) == {"Sunset": "Tue, 01 Dec 2026 12:00:00 GMT"}
+    assert deprecation_headers(False, rotated, when) == {}
+    assert deprecation_headers(True, rotated, None) == {}
 
 
 # -- route table ----------------------------------------------------------------------------------------
