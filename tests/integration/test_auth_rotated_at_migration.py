@@ -12,7 +12,8 @@ from svckit.migrations import config, head, upgrade
 
 ROWS = """
 INSERT INTO auth_accounts
-  (id, name, mode, status, admin_emails, daily_search_allowance, created_at, updated_at) VALUES ('acct_m1', 'P', 'a', 'active', '[]', 10, 100.0, 100.0);
+  (id, name, mode, status, admin_emails, daily_search_allowance, created_at, updated_at)
+  VALUES ('acct_m1', 'P', 'a', 'active', '[]', 10, 100.0, 100.0);
 INSERT INTO auth_keys (id, account_id, environment, name, scopes, allowed_sources, hint, secret_hash,
   created_at, expires_at, rotated_to_key_id, rotated_from_key_id)
   VALUES ('key_old', 'acct_m1', 'live', 'k', '[]', '[]', 'h', 'hash-old', 100.0, 90000.0, 'key_new', '');
