@@ -324,7 +324,6 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
         method: Any,
         make: Callable[[], Any],
         status: int = 200,
-        keep: Callable[[Any], bool] | None = None,
         **extra: Any,
     ) -> HTTPResponse:
         """A paginated list page: ``items`` is the response's repeated field; a refused filter (400) is
@@ -336,9 +335,13 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
                 raise
             errors = {exc.field or "form": exc.message, **extra.pop("errors", {})}
             return render(request, template, status=400, next_page="", errors=errors, **{items: []}, **extra)
-        rows = [r for r in getattr(page, items) if keep is None or keep(r)]
         return render(
-            request, template, status=status, next_page=page.next_page_token, **{items: rows}, **extra
+            request,
+            template,
+            status=status,
+            next_page=page.next_page_token,
+            **{items: list(getattr(page, items))},
+            **extra,
         )
 
     # -- overview --------------------------------------------------------------------------------
@@ -685,13 +688,13 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
                 account_id=viewer.user.account_id,
                 environment=WENV_PB[env],
                 endpoint_id=q["endpoint_id"],
+                event_type=q["event_kind"],
                 status=cast(Any, DELIVERY_STATUS_PB.get(q["status"], 0)),
                 since=_when(q["since"], "since") or default_since,
                 until=_when(q["until"], "until"),
                 page_size=PAGE_SIZE,
                 page_token=a.get("page", ""),
             ),
-            keep=lambda d: not q["event_kind"] or d.event_type == q["event_kind"],
             q=q,
             kinds=EVENT_KINDS,
         )

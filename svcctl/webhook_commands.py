@@ -191,6 +191,7 @@ async def _deliveries(stub: Stub, a: argparse.Namespace) -> Message:
         **_scope(a),
         endpoint_id=a.endpoint or "",
         event_id=a.event_id or "",
+        event_type=a.event_type or "",
         status=DELIVERY_STATUSES[a.status] if a.status else pb.DELIVERY_STATUS_UNSPECIFIED,
         page_size=a.page_size,
         page_token=a.page_token,
@@ -280,6 +281,7 @@ def register(groups: Any) -> None:
     p = _cmd(sub, "deliveries", "list deliveries", _deliveries)
     p.add_argument("--endpoint")
     p.add_argument("--event-id")
+    p.add_argument("--event-type", help="only deliveries of this event kind, e.g. booking.confirmed")
     p.add_argument("--status", choices=sorted(DELIVERY_STATUSES))
     _timed(p)
     _paged(p)

@@ -142,6 +142,7 @@ class DeliveryFilter:
     event_id: str = ""
     delivery_id: str = ""
     status: str = ""
+    event_type: str = ""
     since: dt.datetime | None = None
     until: dt.datetime | None = None
 

@@ -103,6 +103,8 @@ deliveries = sa.Table(
     sa.Index("wh_deliveries_endpoint", "endpoint_id", "created_at"),
     sa.Index("wh_deliveries_event", "event_id"),
     sa.Index("wh_deliveries_scope", "account_id", "environment", "created_at"),
+    # Revision 0005: the delivery log filtered by event kind, newest first.
+    sa.Index("wh_deliveries_scope_type", "account_id", "environment", "event_type", "created_at"),
 )
 
 attempts = sa.Table(
@@ -857,6 +859,8 @@ class SqlRepository:
         conds = _filter_conditions(deliveries, c.created_at, flt)
         if flt.status:
             conds.append(c.status == flt.status)
+        if flt.event_type:
+            conds.append(c.event_type == flt.event_type)
         q = (
             sa.select(deliveries)
             .where(*conds, _keyset(c.created_at, c.id, after))

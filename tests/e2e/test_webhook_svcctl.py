@@ -87,6 +87,8 @@ def test_every_admin_operation(
     assert atts[0]["outcome"] == "ATTEMPT_OUTCOME_SUCCEEDED"
     dels = run(capsys, t, "deliveries", *scope, "--endpoint", ep, "--since", "1h")["deliveries"]
     assert {d["event_id"] for d in dels} == {evt, test["event"]["id"]}
+    tests = run(capsys, t, "deliveries", *scope, "--event-type", "webhook.test")["deliveries"]
+    assert [d["event_id"] for d in tests] == [test["event"]["id"]]
     resent = run(capsys, t, "resend", *scope, atts[0]["id"])
     assert resent["delivery"]["attempt_count"] == 2
     assert run(capsys, t, "enable", *scope, ep)["endpoint"]["status"] == "ENDPOINT_STATUS_ENABLED"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import html
 import pathlib
 import re
 import uuid
@@ -19,11 +20,12 @@ from sanic import Sanic
 
 from authsvc._server import run_server as run_authsvc
 from edge.server import start
-from portal.app import PortalConfig, create_app
+from portal.app import PAGE_SIZE, PortalConfig, create_app
 from portal.web import CSRF_COOKIE, SESSION_COOKIE
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import auth_pb2_grpc, identity_pb2_grpc
 from travel.auth.v1 import identity_pb2 as ipb
+from travel.webhooks.v1 import webhooks_pb2 as wpb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy
 from webhookd._server import Config
@@ -169,3 +171,48 @@ async def test_signed_out_forms_need_a_token_signed_by_the_portal(stack: Stack) 
             "/sandbox/keys", data={"csrf": csrf_of(page.text), "name": "x", "scopes": "hotels:read"}
         )
         assert refused.status_code == 403
+
+
+async def test_delivery_log_filters_by_event_kind_in_webhookd(stack: Stack) -> None:
+    await stack.hooks.RegisterEndpoint(
+        wpb.RegisterEndpointRequest(
+            account_id=stack.account_id,
+            environment=wpb.ENVIRONMENT_SANDBOX,
+            url="http://127.0.0.1:9/hooks",
+            events=["booking.confirmed", "booking.cancelled"],
+        )
+    )
+    # A page and two more of each kind, interleaved (the worker is off: they stay pending).
+    for i in range(2 * PAGE_SIZE + 4):
+        await stack.hooks.PublishEvent(
+            wpb.PublishEventRequest(
+                account_id=stack.account_id,
+                environment=wpb.ENVIRONMENT_SANDBOX,
+                type="booking.cancelled" if i % 2 else "booking.confirmed",
+                state="x",
+            )
+        )
+    dora = await stack.join("dora@acme.example", ipb.USER_ROLE_VIEWER)
+    first = await dora.get("/sandbox/deliveries", params={"event_kind": "booking.cancelled"})
+    assert first.status_code == 200
+    assert _rows(first.text) == ["booking.cancelled"] * PAGE_SIZE  # a whole page of matches
+    second = await dora.get("/sandbox/deliveries" + _next_page(first.text))
+    assert _rows(second.text) == ["booking.cancelled"] * 2  # the rest, none twice
+    assert _next_page(second.text) == ""
+    unfiltered = await dora.get("/sandbox/deliveries")
+    assert sorted(set(_rows(unfiltered.text))) == ["booking.cancelled", "booking.confirmed"]
+    refused = await dora.get("/sandbox/deliveries", params={"event_kind": "booking.nope"})
+    assert refused.status_code == 400 and "unknown event kind" in refused.text
+
+    await dora.aclose()
+
+
+def _rows(page: str) -> list[str]:
+    """The event kinds of the delivery log's rows, in order."""
+    return re.findall(r"<td>([a-z_.]+) <code>evt_", page)
+
+
+def _next_page(page: str) -> str:
+    """The query string of the "Next page" link ("" when there is none)."""
+    found = re.search(r'href="(\?[^"]*)" data-testid="next-page"', page)
+    return html.unescape(found[1]) if found else ""

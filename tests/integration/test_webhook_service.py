@@ -543,3 +543,47 @@ async def test_attempt_stats_count_attempts_and_successes(client: Client, receiv
     assert (
         await client.error(stub.GetAttemptStats(pb.GetAttemptStatsRequest(account_id=ACCT, environment=LIVE)))
     )[0] == "invalid_request"
+
+
+async def test_list_deliveries_filters_by_event_type_before_paging(
+    client: Client, receiver: Receiver
+) -> None:
+    await client.register(receiver.url(), ["booking.confirmed", "booking.cancelled"])
+    kinds = ["booking.confirmed", "booking.cancelled", "booking.confirmed", "booking.confirmed"] * 3
+    published = [await client.publish(kind) for kind in kinds]
+    await client.publish("booking.cancelled", env=SANDBOX)  # no endpoint there: no delivery
+    cancelled = {p.event.id for p, kind in zip(published, kinds, strict=True) if kind == "booking.cancelled"}
+    stub = client.stub
+    seen: list[str] = []
+    pages = 0
+    token = ""
+    while True:
+        page = await stub.ListDeliveries(
+            pb.ListDeliveriesRequest(
+                account_id=ACCT,
+                environment=LIVE,
+                event_type="booking.cancelled",
+                page_size=2,
+                page_token=token,
+            )
+        )
+        pages += 1
+        assert {d.event_type for d in page.deliveries} == {"booking.cancelled"}
+        assert len(page.deliveries) == 2 or not page.next_page_token  # full pages of matches only
+        seen += [d.event_id for d in page.deliveries]
+        token = page.next_page_token
+        if not token:
+            break
+    assert sorted(seen) == sorted(cancelled) and pages == 2
+    everything = await stub.ListDeliveries(pb.ListDeliveriesRequest(account_id=ACCT, environment=LIVE))
+    assert len(everything.deliveries) == len(kinds)
+    none = await stub.ListDeliveries(
+        pb.ListDeliveriesRequest(account_id=ACCT, environment=LIVE, event_type="webhook.test")
+    )
+    assert list(none.deliveries) == []
+    etype, message = await client.error(
+        stub.ListDeliveries(
+            pb.ListDeliveriesRequest(account_id=ACCT, environment=LIVE, event_type="booking.x")
+        )
+    )
+    assert etype == "invalid_request" and message.startswith("event_type: unknown event kind")

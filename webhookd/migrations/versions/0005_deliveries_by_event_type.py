@@ -1,0 +1,25 @@
+"""An index for the delivery log filtered by event kind (ListDeliveries.event_type), newest first.
+
+Revision ID: 0005
+Revises: 0004
+Create Date: 2026-11-23
+"""
+
+from alembic import op
+
+revision = "0005"
+down_revision = "0004"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_index(
+        "wh_deliveries_scope_type",
+        "wh_deliveries",
+        ["account_id", "environment", "event_type", "created_at"],
+    )
+
+
+def downgrade() -> None:
+    op.drop_index("wh_deliveries_scope_type", table_name="wh_deliveries")
