@@ -6,7 +6,7 @@ import asyncio
 import base64
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -47,9 +47,23 @@ DEFAULT_GRACE = dt.timedelta(hours=24)
 MAX_GRACE = dt.timedelta(days=7)
 # Shortest WatchKeyChanges heartbeat interval a watcher may ask for (seconds).
 MIN_HEARTBEAT = 0.1
-UPDATABLE = ("name", "scopes", "allowed_sources", "rate_limit")
-ACCOUNT_UPDATABLE = ("name", "admin_emails", "daily_search_allowance")
 MODES: dict[int, AccountMode] = {pb.ACCOUNT_MODE_A: "a", pb.ACCOUNT_MODE_B: "b"}
+
+
+def masked_changes(mask: Any, fields: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+    """The fields an update_mask names, each checked by its own function (``fields``: path -> check);
+    an empty mask or an unknown path is invalid_request."""
+    names = ", ".join(fields)
+    paths = list(mask.paths)
+    if not paths:
+        raise InvalidRequest(f"update_mask: name at least one of {names}")
+    changes: dict[str, Any] = {}
+    for path in paths:
+        check = fields.get(path)
+        if check is None:
+            raise InvalidRequest(f"update_mask: unknown path {redact(path[:40])!r}; use {names}")
+        changes[path] = check()
+    return changes
 
 
 def allowance_of(value: int) -> int:
@@ -279,21 +293,14 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
     ) -> pb.UpdateAccountResponse:
         actor = self._actor(request.actor, context)
         account_id = v.ident(request.account_id, "account_id", "acct")
-        paths = list(request.update_mask.paths)
-        if not paths:
-            raise InvalidRequest(f"update_mask: name at least one of {', '.join(ACCOUNT_UPDATABLE)}")
-        changes: dict[str, Any] = {}
-        for path in paths:
-            if path == "name":
-                changes["name"] = v.text(request.name, "name", max_len=v.MAX_NAME, required=True)
-            elif path == "admin_emails":
-                changes["admin_emails"] = v.emails(list(request.admin_emails))
-            elif path == "daily_search_allowance":
-                changes["daily_search_allowance"] = allowance_of(request.daily_search_allowance)
-            else:
-                raise InvalidRequest(
-                    f"update_mask: unknown path {redact(path[:40])!r}; use {', '.join(ACCOUNT_UPDATABLE)}"
-                )
+        changes = masked_changes(
+            request.update_mask,
+            {
+                "name": lambda: v.text(request.name, "name", max_len=v.MAX_NAME, required=True),
+                "admin_emails": lambda: v.emails(list(request.admin_emails)),
+                "daily_search_allowance": lambda: allowance_of(request.daily_search_allowance),
+            },
+        )
         now = self.clock.now()
         account = await self.repo.update_account(account_id, changes, actor, now)
         self._changed(KeyChange("account_updated", "", account_id, now))
@@ -365,23 +372,15 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
     ) -> pb.UpdateKeyResponse:
         actor = self._actor(request.actor, context)
         key_id = v.ident(request.key_id, "key_id", "key")
-        paths = list(request.update_mask.paths)
-        if not paths:
-            raise InvalidRequest(f"update_mask: name at least one of {', '.join(UPDATABLE)}")
-        changes: dict[str, Any] = {}
-        for path in paths:
-            if path == "name":
-                changes["name"] = v.text(request.name, "name", max_len=v.MAX_NAME)
-            elif path == "scopes":
-                changes["scopes"] = validate_scopes(request.scopes)
-            elif path == "allowed_sources":
-                changes["allowed_sources"] = validate_allowlist(request.allowed_sources)
-            elif path == "rate_limit":
-                changes["rate_limit"] = v.rate_limit(request.rate_limit)
-            else:
-                raise InvalidRequest(
-                    f"update_mask: unknown path {redact(path[:40])!r}; use {', '.join(UPDATABLE)}"
-                )
+        changes = masked_changes(
+            request.update_mask,
+            {
+                "name": lambda: v.text(request.name, "name", max_len=v.MAX_NAME),
+                "scopes": lambda: validate_scopes(request.scopes),
+                "allowed_sources": lambda: validate_allowlist(request.allowed_sources),
+                "rate_limit": lambda: v.rate_limit(request.rate_limit),
+            },
+        )
         now = self.clock.now()
         key = await self.repo.update_key(key_id, changes, actor, now)
         self._changed(KeyChange("updated", key_id, key.account_id, now))
