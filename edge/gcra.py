@@ -9,10 +9,11 @@ That is the edge's local token bucket (edge.ratelimit) expressed as one timestam
 burst, and one read-modify-write that Redis runs atomically, so N edges share a key's limit exactly.
 
 Times are integer microseconds so Python and Lua (both IEEE doubles, exact below 2**53) compute the
-same numbers. ``gcra`` is the whole decision, pure; ``SCRIPT`` is the same arithmetic in Lua. The script
-takes the time from Redis (one clock for every edge) unless the caller passes ``now`` (tests). The key's
-TTL is how far its ``tat`` is ahead of now: after that it is equivalent to an absent key, so Redis holds
-nothing stale.
+same numbers. ``gcra`` is the whole decision, pure; ``SCRIPT`` is the same arithmetic in Lua, applied to
+each of its keys in turn (an edge sends the checks of one event-loop turn as one call). The script takes
+the time from Redis (one clock for every edge) unless the caller passes ``now`` (tests). A key's TTL is
+how far its ``tat`` is ahead of now: after that it is equivalent to an absent key, so Redis holds nothing
+stale.
 """
 
 from __future__ import annotations
@@ -55,24 +56,34 @@ def gcra(tat: int | None, now: int, limit: Limit) -> Verdict:
     return Verdict(True, new_tat, 0, (limit.tolerance - ahead) // limit.period)
 
 
-# KEYS[1]: the key's tat; ARGV: period, tolerance[, now]. Returns {allowed, retry_after, remaining}.
+# KEYS: the keys' tats, one per request (a key may repeat: its requests count in order); ARGV: now in µs
+# or "" (Redis TIME), then period and tolerance per key. Returns allowed, retry_after, remaining per key.
 SCRIPT = """
-local period = tonumber(ARGV[1])
-local tolerance = tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
+local now = tonumber(ARGV[1])
 if not now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local tat = tonumber(redis.call('GET', KEYS[1]))
-local base = now
-if tat and tat >= now then base = tat end
-local new_tat = base + period
-local ahead = new_tat - now
-if ahead > tolerance then
-  return {0, ahead - tolerance, 0}
+local out = {}
+for i, key in ipairs(KEYS) do
+  local period = tonumber(ARGV[2 * i])
+  local tolerance = tonumber(ARGV[2 * i + 1])
+  local tat = tonumber(redis.call('GET', key))
+  local base = now
+  if tat and tat >= now then base = tat end
+  local new_tat = base + period
+  local ahead = new_tat - now
+  if ahead > tolerance then
+    out[#out + 1] = 0
+    out[#out + 1] = ahead - tolerance
+    out[#out + 1] = 0
+  else
+    redis.call('SET', key, string.format('%d', new_tat), 'PX', math.ceil(ahead / 1000))
+    out[#out + 1] = 1
+    out[#out + 1] = 0
+    out[#out + 1] = math.floor((tolerance - ahead) / period)
+  end
 end
-redis.call('SET', KEYS[1], string.format('%d', new_tat), 'PX', math.ceil(ahead / 1000))
-return {1, 0, math.floor((tolerance - ahead) / period)}
+return out
 """
 SCRIPT_SHA = hashlib.sha1(SCRIPT.encode()).hexdigest()

@@ -1,7 +1,9 @@
 """Per-key rate limits in Redis (--redis / EDGE_REDIS), shared by every edge: edge.gcra's script.
 
 One round trip per request, and fewer under load: the checks asked for while a loop iteration runs go out
-as one pipeline of EVALSHAs (the script is loaded once, again only after Redis answers NOSCRIPT).
+together as one EVALSHA of the script over all their keys (up to ``MAX_BATCH``; the script is loaded once,
+again only after Redis answers NOSCRIPT). One command per batch rather than a pipeline of one per request
+is what makes the shared limit cheap: Redis and the client pay command overhead once per batch.
 
 Rate limiting fails open, to the local bucket: when Redis cannot be reached or errors, the request is
 decided by this edge's own bucket (edge.ratelimit), counted in ``edge_ratelimit_fallback_total``, and
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError
@@ -27,6 +28,9 @@ log = logging.getLogger(__name__)
 
 # While Redis is down, how often a request tries it again (seconds).
 RETRY_SECONDS = 1.0
+# Keys per script call at most (bounds how long Redis runs one call).
+MAX_BATCH = 256
+Pending = tuple[str, int, int, "asyncio.Future[list[int]]"]
 
 
 class SharedLimiter:
@@ -42,7 +46,7 @@ class SharedLimiter:
         )
         self.local = local
         self.prefix = prefix
-        self._pending: list[tuple[str, int, int, asyncio.Future[list[int]]]] = []
+        self._pending: list[Pending] = []
         self._retry_at = 0.0  # monotonic; Redis is skipped before it
         self._up: bool | None = None
         self._sending: set[asyncio.Task[None]] = set()
@@ -66,33 +70,31 @@ class SharedLimiter:
         return self.local.check(key_id, rate, now)
 
     def _flush(self) -> None:
-        batch, self._pending = self._pending, []
-        task = asyncio.ensure_future(self._send(batch))
-        self._sending.add(task)
-        task.add_done_callback(self._sending.discard)
+        pending, self._pending = self._pending, []
+        for i in range(0, len(pending), MAX_BATCH):
+            task = asyncio.ensure_future(self._send(pending[i : i + MAX_BATCH]))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
 
-    async def _send(self, batch: list[tuple[str, int, int, asyncio.Future[list[int]]]]) -> None:
-        results: list[Any]
+    async def _send(self, batch: list[Pending]) -> None:
+        keys = [key for key, _p, _t, _f in batch]
+        args: list[int | str] = [""]
+        for _key, period, tolerance, _future in batch:
+            args += (period, tolerance)
         try:
-            results = await self._evalsha(batch)
-            if any(isinstance(r, NoScriptError) for r in results):
+            try:
+                flat = await self.redis.evalsha(SCRIPT_SHA, len(keys), *keys, *args)
+            except NoScriptError:
                 await self.redis.script_load(SCRIPT)
-                results = await self._evalsha(batch)
+                flat = await self.redis.evalsha(SCRIPT_SHA, len(keys), *keys, *args)
         except Exception as exc:  # every waiter must hear of it
-            results = [exc] * len(batch)
-        for (_key, _period, _tolerance, future), result in zip(batch, results, strict=True):
-            if future.done():
-                continue
-            if isinstance(result, BaseException):
-                future.set_exception(result)
-            else:
-                future.set_result([int(x) for x in result])
-
-    async def _evalsha(self, batch: list[tuple[str, int, int, asyncio.Future[list[int]]]]) -> list[Any]:
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for key, period, tolerance, _future in batch:
-                pipe.evalsha(SCRIPT_SHA, 1, key, period, tolerance)
-            return await pipe.execute(raise_on_error=False)  # type: ignore[no-any-return]
+            for *_, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for i, (*_, future) in enumerate(batch):
+            if not future.done():
+                future.set_result(flat[3 * i : 3 * i + 3])
 
     def _down(self, now: float, exc: BaseException) -> None:
         self._retry_at = now + RETRY_SECONDS

@@ -52,7 +52,7 @@ async def test_script_runs_the_gcra_table(
         key = prefix + "key_x"
         if tat is not None:
             await client.set(key, tat)
-        got = await client.eval(SCRIPT, 1, key, limit.period, limit.tolerance, now)
+        got = await client.eval(SCRIPT, 1, key, now, limit.period, limit.tolerance)
         assert [int(x) for x in got] == [int(allowed), retry, remaining]
         stored = await client.get(key)
         assert (int(stored) if stored is not None else None) == after
@@ -63,23 +63,25 @@ async def test_script_runs_the_gcra_table(
         await client.aclose()
 
 
-async def test_script_takes_the_time_from_redis_and_keys_expire(prefix: str) -> None:
+async def test_script_takes_many_keys_and_the_time_from_redis(prefix: str) -> None:
     client = aioredis.Redis.from_url(REDIS_URL)
     try:
         limit = limit_for(1.0)  # bursts of two
-        answers = [
-            await client.eval(SCRIPT, 1, prefix + "k", limit.period, limit.tolerance) for _ in range(3)
-        ]
-        assert [a[0] for a in answers] == [1, 1, 0]
-        assert 0 < answers[2][1] <= 1_000_000
+        # One call over several keys, a key repeated: its requests count in order.
+        keys = [prefix + "k", prefix + "k", prefix + "other", prefix + "k"]
+        args = [limit.period, limit.tolerance] * len(keys)
+        answer = await client.eval(SCRIPT, len(keys), *keys, "", *args)
+        triples = [answer[i : i + 3] for i in range(0, len(answer), 3)]
+        assert [t[0] for t in triples] == [1, 1, 1, 0]
+        assert 0 < triples[3][1] <= 1_000_000
         assert 0 < await client.pttl(prefix + "k") <= 2_000
     finally:
         await client.aclose()
 
 
-async def test_limiters_share_one_limit_in_pipelined_batches(prefix: str) -> None:
+async def test_limiters_share_one_limit_in_batched_calls(prefix: str) -> None:
     """Two limiters (two edges) on one key: 100/s allows a burst of 200 across both, however the
-    requests are spread; the checks of one loop iteration go out as one pipeline."""
+    requests are spread; the checks of one loop iteration go out as one script call."""
     # A generous timeout: a loaded test machine must not look like a Redis outage here.
     a = SharedLimiter(REDIS_URL, RateLimiter(), prefix=prefix, timeout=5)
     b = SharedLimiter(REDIS_URL, RateLimiter(), prefix=prefix, timeout=5)
