@@ -180,7 +180,8 @@ async def test_svc_listen_forwards_signed_events_exactly_once_across_an_edge_res
         await listen.line_with("reconnecting")
         stack.start_edge()
         await listen.line_with("resuming after")
-        published += await samples(stack, key, ["payment.refunded", "apikey.revoked"])
+        # The demo account is mode A: payment.* would be refused (svckit.events.mode_refusal).
+        published += await samples(stack, key, ["settlement.invoice_issued", "apikey.revoked"])
 
         await receiver.wait_for(len(published) + 1, 30)
         await asyncio.sleep(0.5)  # a duplicate would arrive by now
