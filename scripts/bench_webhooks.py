@@ -47,8 +47,9 @@ from webhookd._repository import EndpointRecord, SigningSecret
 from webhookd._retry import Outcome
 from webhookd._server import Config, make_client, make_transport
 from webhookd._signing import new_secret, sign
-from webhookd._sql import SqlRepository, deliveries, events, us
+from webhookd._sql import SqlRepository, deliveries, events
 from webhookd._ssrf import Policy
+from webhookd._times import us
 from webhookd.testing import Receiver
 
 ACCT, ENV = "acct_bench", "live"

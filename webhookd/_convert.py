@@ -19,7 +19,7 @@ from webhookd._repository import (
     EventRecord,
 )
 from webhookd._retry import Outcome
-from webhookd._sql import from_us, us
+from webhookd._times import from_us, us
 
 ENVIRONMENTS = {pb.ENVIRONMENT_LIVE: "live", pb.ENVIRONMENT_SANDBOX: "sandbox"}
 ENV_TO_PB = {v: k for k, v in ENVIRONMENTS.items()}

@@ -142,11 +142,9 @@ async def run_server(
         log.info("sealed signing secrets stored in the clear", extra={"endpoints": sealed})
     if config.secrets_key is None:
         log.warning("no --secrets-key-file / WEBHOOKD_SECRETS_KEY: signing secrets are stored in the clear")
-    if not is_postgres(repo.engine):
-        # SQLite means one webhookd process: leases left by a killed predecessor are released now.
-        released = await repo.release_leases(clock.now())
-        if released:
-            log.info("released leases of a previous run", extra={"released": released})
+    released = await repo.release_leases(clock.now())  # on SQLite (one process): a predecessor's
+    if released:
+        log.info("released leases of a previous run", extra={"released": released})
     owns_client = client is None
     if client is None:
         transport = make_transport(config, resolver)

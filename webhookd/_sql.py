@@ -11,16 +11,18 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from svckit.db import create_engine, is_postgres
-from svckit.ids import new_id, sortable_id
+from svckit.db import create_engine
+from svckit.ids import sortable_id
 from svckit.migrations import upgrade
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
+from webhookd import _queue_sql as q
+from webhookd._queue import new_queue
 from webhookd._repository import (
     IDEMPOTENCY_WINDOW,
     Alert,
@@ -39,10 +41,8 @@ from webhookd._repository import (
 from webhookd._retry import Outcome as AttemptOutcome
 from webhookd._secretbox import PREFIX as SEALED_PREFIX
 from webhookd._secretbox import SecretBox
+from webhookd._times import at_us, from_us, us
 from webhookd.migrations import SCHEMA
-
-if TYPE_CHECKING:
-    from webhookd._sqlite_queue import SqliteQueue
 
 metadata = sa.MetaData()
 _SEQ = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
@@ -160,26 +160,6 @@ idempotency = sa.Table(
     sa.Column("endpoint_id", sa.String(64), nullable=False),
     sa.Column("created_at", sa.BigInteger, nullable=False),
 )
-
-
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_MICRO = dt.timedelta(microseconds=1)
-
-
-def us(when: dt.datetime) -> int:
-    """Exact integer microseconds since the epoch (no float rounding)."""
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return (when - EPOCH) // _MICRO
-
-
-def from_us(value: int | None) -> dt.datetime | None:
-    return None if value is None else at_us(value)
-
-
-def at_us(value: int) -> dt.datetime:
-    """The time ``value`` microseconds after the epoch (``us`` inverted)."""
-    return EPOCH + dt.timedelta(microseconds=int(value))
 
 
 def _secrets_json(secrets: Sequence[SigningSecret]) -> str:
@@ -313,13 +293,8 @@ class SqlRepository:
     def __init__(self, engine: AsyncEngine, box: SecretBox | None = None) -> None:
         self.engine = engine
         self.box = box or SecretBox()
-        self.postgres = is_postgres(engine)
-        self._queue: SqliteQueue | None = None
-        path = engine.url.database
-        if engine.dialect.name == "sqlite" and path and path != ":memory:" and "mode=memory" not in path:
-            from webhookd._sqlite_queue import SqliteQueue  # here: it imports this module (us, at_us)
-
-            self._queue = SqliteQueue(path, self._endpoint)
+        # The store is picked once, here: the worker's cycles go through it.
+        self.queue = new_queue(engine, self._endpoint)
 
     @classmethod
     async def open(cls, url: str, box: SecretBox | None = None) -> SqlRepository:
@@ -349,8 +324,7 @@ class SqlRepository:
         return len(plain)
 
     async def close(self) -> None:
-        if self._queue is not None:
-            await self._queue.close()
+        await self.queue.close()
         await self.engine.dispose()
 
     # Endpoints
@@ -479,17 +453,8 @@ class SqlRepository:
             return False
         return True
 
-    @staticmethod
-    async def _hold_pending(conn: AsyncConnection, endpoint: EndpointRecord) -> None:
-        await conn.execute(
-            deliveries.update()
-            .where(
-                deliveries.c.endpoint_id == endpoint.id,
-                deliveries.c.status == DeliveryStatus.PENDING,
-                deliveries.c.lease_owner.is_(None),
-            )
-            .values(status=DeliveryStatus.HELD, updated_at=us(endpoint.updated_at))
-        )
+    async def _hold_pending(self, conn: AsyncConnection, endpoint: EndpointRecord) -> None:
+        await conn.exec_driver_sql(self.queue.statement(q.HOLD), (us(endpoint.updated_at), endpoint.id))
 
     async def delete_endpoint(self, endpoint: EndpointRecord, now: dt.datetime) -> None:
         async with self.engine.begin() as conn:
@@ -627,56 +592,17 @@ class SqlRepository:
             "updated_at": us(d.updated_at),
         }
 
-    # The worker
+    # The worker: its cycles go through the queue
 
     async def claim_due(
         self, now: dt.datetime, limit: int, lease_until: dt.datetime, owner: str
     ) -> list[Claim]:
-        if self._queue is not None:
-            return await self._queue.claim_due(now, limit, lease_until, owner)
-        async with self.engine.begin() as conn:
-            return await self._claim(conn, now, limit, lease_until, owner)
+        _alerts, claims = await self.queue.record_and_claim([], owner, now, limit, lease_until)
+        return claims
 
-    async def _claim(
-        self, conn: AsyncConnection, now: dt.datetime, limit: int, lease_until: dt.datetime, owner: str
-    ) -> list[Claim]:
-        lock = "FOR UPDATE SKIP LOCKED" if self.postgres else ""
-        claim_sql = sa.text(
-            f"""
-            UPDATE wh_deliveries SET next_attempt_at = :lease, lease_owner = :owner
-            WHERE id IN (
-                SELECT id FROM wh_deliveries
-                WHERE status = 'pending' AND next_attempt_at <= :now
-                ORDER BY next_attempt_at LIMIT :limit {lock}
-            )
-            RETURNING id, event_id, endpoint_id, account_id, environment, event_type, status,
-                      attempt_count, schedule_count, due_at, created_at, updated_at
-            """
-        )
-        rows = (
-            await conn.execute(
-                claim_sql, {"lease": us(lease_until), "owner": owner, "now": us(now), "limit": limit}
-            )
-        ).all()
-        if not rows:
-            return []
-        claimed = [_delivery(r) for r in rows]
-        event_ids = list({d.event_id for d in claimed})
-        endpoint_ids = list({d.endpoint_id for d in claimed})
-        bodies = {
-            r.id: bytes(r.envelope)
-            for r in await conn.execute(
-                sa.select(events.c.id, events.c.envelope).where(events.c.id.in_(event_ids))
-            )
-        }
-        eps = {
-            r.id: self._endpoint(r)
-            for r in await conn.execute(
-                sa.select(endpoints).where(endpoints.c.id.in_(endpoint_ids), endpoints.c.deleted_at.is_(None))
-            )
-        }
-        claimed.sort(key=lambda d: d.created_at)
-        return [Claim(d, bodies[d.event_id], eps.get(d.endpoint_id)) for d in claimed]
+    async def record_outcomes(self, outcomes: Sequence[Outcome], owner: str, now: dt.datetime) -> list[Alert]:
+        alerts, _claims = await self.queue.record_and_claim(outcomes, owner, now, 0, now)
+        return alerts
 
     async def record_and_claim(
         self,
@@ -686,123 +612,10 @@ class SqlRepository:
         limit: int,
         lease_until: dt.datetime,
     ) -> tuple[list[Alert], list[Claim]]:
-        if self._queue is not None:
-            return await self._queue.record_and_claim(outcomes, owner, now, limit, lease_until)
-        if not outcomes and limit <= 0:
-            return [], []
-        async with self.engine.begin() as conn:
-            alerts = await self._record(conn, outcomes, owner, now) if outcomes else []
-            claims = await self._claim(conn, now, limit, lease_until, owner) if limit > 0 else []
-        return alerts, claims
+        return await self.queue.record_and_claim(outcomes, owner, now, limit, lease_until)
 
     async def release_leases(self, now: dt.datetime) -> int:
-        async with self.engine.begin() as conn:
-            result = await conn.execute(
-                deliveries.update()
-                .where(deliveries.c.status == DeliveryStatus.PENDING, deliveries.c.lease_owner.is_not(None))
-                .values(next_attempt_at=deliveries.c.due_at, lease_owner=None)
-            )
-        return int(result.rowcount or 0)
-
-    async def record_outcomes(self, outcomes: Sequence[Outcome], owner: str, now: dt.datetime) -> list[Alert]:
-        if self._queue is not None:
-            return await self._queue.record_outcomes(outcomes, owner, now)
-        async with self.engine.begin() as conn:
-            return await self._record(conn, outcomes, owner, now)
-
-    async def _record(
-        self, conn: AsyncConnection, outcomes: Sequence[Outcome], owner: str, now: dt.datetime
-    ) -> list[Alert]:
-        t = us(now)
-        attempt_rows = [_attempt_row(o.attempt) for o in outcomes if o.attempt is not None]
-        counted = [o for o in outcomes if o.counts_attempt]
-        uncounted = [o for o in outcomes if not o.counts_attempt]
-        new_alerts: list[Alert] = []
-        if attempt_rows:
-            await conn.execute(attempts.insert(), attempt_rows)
-        upd = (
-            deliveries.update()
-            .where(
-                deliveries.c.id == sa.bindparam("b_id"),
-                deliveries.c.lease_owner == sa.bindparam("b_owner"),
-            )
-            .values(
-                status=sa.bindparam("b_status"),
-                next_attempt_at=sa.bindparam("b_next"),
-                due_at=sa.bindparam("b_next"),
-                lease_owner=None,
-                updated_at=t,
-            )
-        )
-        for group, inc in ((counted, 1), (uncounted, 0)):
-            if not group:
-                continue
-            stmt = upd.values(
-                attempt_count=deliveries.c.attempt_count + inc,
-                schedule_count=deliveries.c.schedule_count + inc,
-            )
-            await conn.execute(
-                stmt,
-                [
-                    {
-                        "b_id": o.delivery_id,
-                        "b_owner": owner,
-                        "b_status": o.status,
-                        "b_next": us(o.next_attempt_at) if o.next_attempt_at else None,
-                    }
-                    for o in group
-                ],
-            )
-        failing = {o.endpoint_id for o in outcomes if o.status != DeliveryStatus.SUCCEEDED}
-        for o in outcomes:
-            if not o.disable_endpoint:
-                continue
-            res = await conn.execute(
-                endpoints.update()
-                .where(endpoints.c.id == o.endpoint_id, endpoints.c.status == EndpointStatus.ENABLED)
-                .values(status=EndpointStatus.DISABLED, disabled_reason=o.disabled_reason, updated_at=t)
-                .returning(endpoints.c.account_id, endpoints.c.environment, endpoints.c.url)
-            )
-            row = res.first()
-            if row is not None:
-                alert = Alert(
-                    new_id("alrt"),
-                    row.account_id,
-                    row.environment,
-                    o.endpoint_id,
-                    row.url,
-                    o.disabled_reason,
-                    now,
-                )
-                new_alerts.append(alert)
-                await conn.execute(
-                    alerts.insert().values(
-                        id=alert.id,
-                        account_id=alert.account_id,
-                        environment=alert.environment,
-                        endpoint_id=alert.endpoint_id,
-                        url=alert.url,
-                        reason=alert.reason,
-                        created_at=t,
-                        sent_at=None,
-                        error="",
-                    )
-                )
-        if failing:
-            # Deliveries waiting for an endpoint that is now disabled are kept, not sent.
-            disabled = sa.select(endpoints.c.id).where(
-                endpoints.c.id.in_(list(failing)), endpoints.c.status == EndpointStatus.DISABLED
-            )
-            await conn.execute(
-                deliveries.update()
-                .where(
-                    deliveries.c.endpoint_id.in_(disabled),
-                    deliveries.c.status == DeliveryStatus.PENDING,
-                    deliveries.c.lease_owner.is_(None),
-                )
-                .values(status=DeliveryStatus.HELD, updated_at=t)
-            )
-        return new_alerts
+        return await self.queue.release_leases(now)
 
     async def get_claim(self, delivery_id: str) -> Claim | None:
         async with self.engine.connect() as conn:
@@ -993,7 +806,7 @@ class SqlRepository:
 
     async def purge_attempts(self, before: dt.datetime) -> int:
         async with self.engine.begin() as conn:
-            result = await conn.execute(attempts.delete().where(attempts.c.attempted_at < us(before)))
+            result = await conn.exec_driver_sql(self.queue.statement(q.PURGE_ATTEMPTS), (us(before),))
         return int(result.rowcount or 0)
 
     async def pending_alerts(self, limit: int, after: tuple[dt.datetime, str] | None = None) -> list[Alert]:

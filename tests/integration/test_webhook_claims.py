@@ -1,10 +1,11 @@
-"""Claims and group commits at the storage port, on both adapters (SQLite: the one-connection queue in its
-own thread; PostgreSQL: SQLAlchemy): leases, ordering, the lease-owner guard on results, attempt rows."""
+"""Claims and group commits at the storage port, on both queues (SQLite: one connection in its own thread;
+PostgreSQL: one asyncpg connection): leases, ordering, the lease-owner guard on results, attempt rows."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses as dc
 import datetime as dt
 import random
 import threading
@@ -17,6 +18,7 @@ import pytest
 from svckit.clock import FakeClock
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd._delivery import DeliveryWorker, Sender, WorkerConfig
+from webhookd._pg_queue import PostgresQueue
 from webhookd._repository import (
     AttemptRecord,
     DeliveryFilter,
@@ -26,9 +28,11 @@ from webhookd._repository import (
 )
 from webhookd._repository import Outcome as Stored
 from webhookd._sql import SqlRepository
+from webhookd._sqlite_queue import SqliteQueue
 
 T0 = dt.datetime(2026, 5, 1, 9, 0, 0, 654321, tzinfo=dt.UTC)
 ACCT = "acct_claims"
+MINUTE = dt.timedelta(minutes=1)
 
 
 async def _setup(repo: SqlRepository, n: int) -> EndpointRecord:
@@ -50,8 +54,8 @@ def _attempt(delivery_id: str, event_id: str, at: dt.datetime) -> AttemptRecord:
 async def test_claims_lease_and_results_need_the_lease(db_url: str) -> None:
     repo = await SqlRepository.open(db_url)
     try:
-        if db_url.startswith("sqlite"):
-            assert repo._queue is not None  # the fast path is what the worker uses on a SQLite file
+        # The store is picked once, from the URL, and the worker's cycles go through it.
+        assert isinstance(repo.queue, SqliteQueue if db_url.startswith("sqlite") else PostgresQueue)
         await _setup(repo, 5)
         now = T0 + dt.timedelta(minutes=1)
         lease = now + dt.timedelta(seconds=60)
@@ -271,5 +275,83 @@ async def test_attempts_keep_response_headers_and_an_older_database_is_migrated(
         )
         got = await repo.get_attempt(ACCT, "live", new.id)
         assert got is not None and got.response_headers == {"x-receipt": "r-2"}
+    finally:
+        await repo.close()
+
+
+async def test_last_failure_disables_alerts_and_holds_the_rest_in_the_same_cycle(db_url: str) -> None:
+    """DISABLE_ENDPOINT, INSERT_ALERT and HOLD on both stores: a delivery whose last attempt failed
+    disables its endpoint and writes one alert; the endpoint's other waiting deliveries become held,
+    while one still leased to another worker is left to its result."""
+    repo = await SqlRepository.open(db_url)
+    try:
+        ep = await _setup(repo, 4)
+        now = T0 + dt.timedelta(minutes=1)
+        lease = now + dt.timedelta(seconds=60)
+        [last] = await repo.claim_due(now, 1, lease, "wrk_a")
+        [other] = await repo.claim_due(now, 1, lease, "wrk_b")
+        failed = dc.replace(_attempt(last.delivery.id, last.delivery.event_id, now), outcome="http_error")
+        outcome = Stored(last.delivery.id, ep.id, failed, DeliveryStatus.FAILED, None, True,
+                         disable_endpoint=True, disabled_reason="the last of 7 attempts failed")  # fmt: skip
+        alerts, claims = await repo.record_and_claim([outcome], "wrk_a", now, 10, lease)
+        assert claims == []  # the rest is held, nothing left to claim
+        assert [(a.endpoint_id, a.reason) for a in alerts] == [(ep.id, "the last of 7 attempts failed")]
+        assert [a.id for a in await repo.pending_alerts(10)] == [alerts[0].id]
+        got = await repo.get_endpoint(ACCT, "live", ep.id)
+        assert got is not None and got.status is EndpointStatus.DISABLED
+        by_status = {
+            s: sorted(
+                d.id for d in await repo.list_deliveries(DeliveryFilter(ACCT, "live", status=s), 10, None)
+            )
+            for s in DeliveryStatus
+        }
+        assert by_status[DeliveryStatus.FAILED] == [last.delivery.id]
+        assert by_status[DeliveryStatus.PENDING] == [other.delivery.id]  # still leased to wrk_b
+        assert len(by_status[DeliveryStatus.HELD]) == 2
+        # A second failure of the same endpoint neither disables again nor alerts twice.
+        again = Stored(other.delivery.id, ep.id, None, DeliveryStatus.FAILED, None, False,
+                       disable_endpoint=True, disabled_reason="again")  # fmt: skip
+        assert await repo.record_outcomes([again], "wrk_b", now) == []
+    finally:
+        await repo.close()
+
+
+async def test_saving_a_disabled_endpoint_holds_its_waiting_deliveries(db_url: str) -> None:
+    """HOLD through the repository's own transaction (SQLAlchemy's driver connection) on both stores."""
+    repo = await SqlRepository.open(db_url)
+    try:
+        ep = await _setup(repo, 3)
+        now = T0 + dt.timedelta(minutes=1)
+        [leased] = await repo.claim_due(now, 1, now + dt.timedelta(seconds=60), "wrk_a")
+        ep.status, ep.updated_at = EndpointStatus.DISABLED, now
+        assert await repo.save_endpoint(ep)
+        held = await repo.list_deliveries(DeliveryFilter(ACCT, "live", status=DeliveryStatus.HELD), 10, None)
+        assert len(held) == 2 and leased.delivery.id not in {d.id for d in held}
+        assert all(d.updated_at == now for d in held)
+    finally:
+        await repo.close()
+
+
+async def test_purge_deletes_only_attempts_before_the_cutoff(db_url: str) -> None:
+    repo = await SqlRepository.open(db_url)
+    try:
+        await _setup(repo, 2)
+        now = T0 + dt.timedelta(minutes=1)
+        claims = await repo.claim_due(now, 2, now + dt.timedelta(seconds=60), "wrk_a")
+        outcomes = [
+            Stored(
+                c.delivery.id,
+                "we_claims",
+                _attempt(c.delivery.id, c.delivery.event_id, now + i * MINUTE),
+                DeliveryStatus.SUCCEEDED,
+                None,
+                True,
+            )
+            for i, c in enumerate(claims)
+        ]
+        await repo.record_outcomes(outcomes, "wrk_a", now)
+        assert await repo.purge_attempts(now + MINUTE) == 1
+        left = await repo.list_attempts(DeliveryFilter(ACCT, "live"), "", 10, None)
+        assert [a.delivery_id for a in left] == [claims[1].delivery.id]
     finally:
         await repo.close()
