@@ -18,6 +18,7 @@ def upgrade() -> None:
         "wh_deliveries_scope_type",
         "wh_deliveries",
         ["account_id", "environment", "event_type", "created_at"],
+        if_not_exists=True,  # a database stamped back to an older revision (as tests do) upgrades again
     )
 
 
