@@ -2,13 +2,15 @@
 delivery (webhookd's own headers and signing), so the receiver's verification code runs unchanged.
 
 After a drop it reconnects and subscribes with ``since`` = the last event it received, so nothing published
-meanwhile is missed; an event seen twice (the stream may repeat around a reconnect) is forwarded once.
+meanwhile is missed; before any event has arrived, it first reads back (GET /v1/events) what was published
+since it started. An event seen twice (the stream may repeat around a reconnect) is forwarded once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import datetime as dt
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -24,6 +26,8 @@ from webhookd import delivery_headers
 # Close codes after which reconnecting cannot help: the key is no longer valid.
 FATAL_CLOSE = {4001}
 SEEN_MAX = 100_000
+# Read-back starts this long before the listener did: a laptop clock a little ahead loses nothing.
+CLOCK_MARGIN = dt.timedelta(seconds=5)
 
 
 class Fatal(Exception):
@@ -54,6 +58,7 @@ class Listener:
         out: Callable[[str], None],
         http: httpx.AsyncClient,
     ) -> None:
+        self.base_url = base_url.rstrip("/")
         self.url = stream_url(base_url)
         self.api_key = api_key
         self.forward_to = forward_to
@@ -62,6 +67,8 @@ class Listener:
         self.out = out
         self.http = http
         self.since = ""
+        self.started = dt.datetime.now(dt.UTC) - CLOCK_MARGIN
+        self.connected_once = False
         self._seen: set[str] = set()
         self._order: collections.deque[str] = collections.deque()
 
@@ -89,9 +96,37 @@ class Listener:
             result = f"[error: {type(exc).__name__}]"
         self.out(f"{event.get('created', '')}  --> {event.get('type', '?'):<26} {event_id}  <-- {result}")
 
+    async def catch_up(self) -> None:
+        """Forward, oldest first, the events published since the start that the stream has not shown:
+        only needed when a drop came before the first event (else ``since`` resumes the stream)."""
+        params: dict[str, str] = {
+            "created[gte]": self.started.isoformat().replace("+00:00", "Z"),
+            "limit": "100",
+        }
+        if self.events:
+            params["type"] = ",".join(self.events)
+        found: list[dict[str, Any]] = []
+        headers = {"Authorization": f"Svc {self.api_key}", "Accept": "application/json"}
+        while True:
+            resp = await self.http.get(f"{self.base_url}/v1/events", params=params, headers=headers)
+            if resp.status_code != 200:
+                self.out(f"could not read back missed events (HTTP {resp.status_code})")
+                return
+            page = resp.json()
+            found += page["data"]
+            if not page.get("nextPageToken"):
+                break
+            params["page_token"] = page["nextPageToken"]
+        self.out(f"read back {len(found)} event(s) published while disconnected")
+        for event in sorted(found, key=lambda e: (e["created"], e["id"])):
+            await self.forward(event)
+
     async def session(self) -> None:
         subprotocols = [Subprotocol("svc"), Subprotocol(self.api_key)]
         async with connect(self.url, subprotocols=subprotocols, open_timeout=10, ping_interval=20) as ws:
+            if self.connected_once and not self.since:
+                await self.catch_up()
+            self.connected_once = True
             subscribe: dict[str, Any] = {"type": "subscribe", "events": self.events or ["*"]}
             if self.since:
                 subscribe["since"] = self.since
@@ -125,7 +160,7 @@ class Listener:
                         f"the sandbox refused the connection: {_error_message(exc.response.body)}"
                     ) from None
                 reason = f"the sandbox answered HTTP {status}"
-            except (OSError, TimeoutError, WebSocketException) as exc:
+            except (OSError, TimeoutError, WebSocketException, httpx.HTTPError) as exc:
                 reason = f"cannot connect ({type(exc).__name__})"
             if time.monotonic() - started > 5:
                 delay = 0.2

@@ -9,11 +9,11 @@ import asyncio
 import json
 import os
 import pathlib
-import select
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -79,7 +79,7 @@ def stack(tmp_path: pathlib.Path) -> Iterator[Stack]:
 
 
 class Cli:
-    """``python -m svccli ...`` with the key in SVC_API_KEY; stdout read line by line."""
+    """``python -m svccli ...`` with the key in SVC_API_KEY; stdout collected line by line by a thread."""
 
     def __init__(self, key: str, *args: str) -> None:
         env = {**os.environ, "SVC_API_KEY": key, "PYTHONUNBUFFERED": "1"}
@@ -88,31 +88,35 @@ class Cli:
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         self.lines: list[str] = []
+        self.cursor = 0  # lines before it were matched by line_with already
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
 
     async def line_with(self, text: str, within: float = 20) -> str:
-        assert self.proc.stdout is not None
+        """The next line (after the last one matched) containing ``text``."""
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0)
-            if ready:
-                line = self.proc.stdout.readline()
-                if not line:
-                    break
-                self.lines.append(line)
+            while self.cursor < len(self.lines):
+                line = self.lines[self.cursor]
+                self.cursor += 1
                 if text in line:
                     return line
-            else:
-                await asyncio.sleep(0.05)
-        raise AssertionError(f"no line with {text!r}; got {self.lines}")
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"no line with {text!r}; got {self.lines}; exit code {self.proc.poll()}")
 
     def stop(self) -> tuple[str, str]:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        # Read through the same buffered reader line_with used (communicate() would skip its buffer).
-        out, err = self.proc.stdout.read(), self.proc.stderr.read()
+        assert self.proc.stderr is not None
+        err = self.proc.stderr.read()
         self.proc.wait(15)
-        return "".join(self.lines) + out, err
+        self.reader.join(15)
+        return "".join(self.lines), err
 
 
 def run_cli(key: str, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
@@ -122,12 +126,12 @@ def run_cli(key: str, *args: str, stdin: bytes = b"") -> subprocess.CompletedPro
     )  # fmt: skip
 
 
-async def publish_direct(webhookd: str, account_id: str, n: int) -> list[str]:
+async def publish_direct(webhookd: str, account_id: str, n: int, first: int = 0) -> list[str]:
     """Events published into webhookd while no edge runs (what an internal service does)."""
     ids = []
     async with grpc.aio.insecure_channel(webhookd) as channel:
         stub = webhooks_pb2_grpc.WebhookServiceStub(channel)
-        for i in range(n):
+        for i in range(first, first + n):
             data = struct_pb2.Struct()
             data.update({"booking": f"bk_test_direct{i:05d}", "product": "hotels"})
             resp = await stub.PublishEvent(
@@ -164,7 +168,17 @@ async def test_svc_listen_forwards_signed_events_exactly_once_across_an_edge_res
         assert secret.startswith("whsec_")
         await listen.line_with("Ready")
 
-        published = await samples(stack, key, ["booking.confirmed", "esim.provisioned", "ledger.low_balance"])
+        # A drop before any event: what was published meanwhile is read back on reconnection.
+        stack.edge.terminate()
+        published = await publish_direct(stack.webhookd.grpc_target, account_id, 2)
+        await listen.line_with("reconnecting")
+        stack.start_edge()
+        await listen.line_with("Ready")
+        await receiver.wait_for(2, 30)
+
+        published += await samples(
+            stack, key, ["booking.confirmed", "esim.provisioned", "ledger.low_balance"]
+        )
         cli = await asyncio.to_thread(run_cli, key, "--base-url", stack.base, "trigger", "booking.cancelled")
         assert cli.returncode == 0, cli.stderr
         published.append(cli.stdout.decode().split(": ")[1].split()[0])
@@ -176,7 +190,7 @@ async def test_svc_listen_forwards_signed_events_exactly_once_across_an_edge_res
         await receiver.wait_for(len(published) + 1, 30)  # + the booking.failed the trigger led to
 
         stack.edge.terminate()
-        published += await publish_direct(stack.webhookd.grpc_target, account_id, 3)
+        published += await publish_direct(stack.webhookd.grpc_target, account_id, 3, first=2)
         await listen.line_with("reconnecting")
         stack.start_edge()
         await listen.line_with("resuming after")
