@@ -1,5 +1,6 @@
 """webhookd as real processes: SIGKILL mid-stream loses no accepted event; two processes on one
-PostgreSQL schema share the work without delivering anything twice; signing secrets sealed at rest."""
+PostgreSQL schema share the work without delivering anything twice, and lose nothing when either is
+SIGKILLed; signing secrets sealed at rest."""
 
 from __future__ import annotations
 
@@ -168,6 +169,49 @@ async def test_two_processes_share_work_on_postgres_without_duplicates(
     finally:
         a.kill()
         b.kill()
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+async def test_two_processes_on_postgres_lose_nothing_when_either_is_killed(
+    pg_url: str, tls: tuple[ssl.SSLContext, str], receiver: Receiver, tmp_path: pathlib.Path, victim: int
+) -> None:
+    """A steady stream through two webhookd processes sharing one PostgreSQL schema; one is SIGKILLed
+    while both are delivering. Every accepted event arrives; the only events that arrive twice are ones
+    the killed process had sent before it died (its results were never committed, so the survivor sends
+    them again once their leases run out: at least once). Nothing the survivor sent arrives twice."""
+    receiver.delay = 0.05  # keep deliveries in flight when the kill lands
+    extra = ("--concurrency", "8", "--batch-size", "8", "--poll-seconds", "0.05")
+    procs = [_webhookd(pg_url, tls[1], *extra).start(tmp_path / f"p{i}.log") for i in (0, 1)]
+    killed, survivor = procs[victim], procs[1 - victim]
+    try:
+        await _register(survivor.grpc_target, receiver.url())
+        accepted: list[str] = []
+        publisher = asyncio.create_task(_publish_many(survivor.grpc_target, 400, accepted))
+        metric = 'webhook_attempts_total{outcome="succeeded"}'
+        # Kill once both have delivered and the stream is still going.
+        while len(accepted) < 150 or _metric(killed.ports["metrics_port"], metric) == 0:
+            assert not publisher.done(), (len(accepted), killed.logs()[-2000:])
+            await asyncio.sleep(0.02)
+        killed.kill()
+        assert len(accepted) < 400 and receiver.count < 400
+        # A request the killed process wrote just before dying is read within this; the survivor can
+        # send one of its deliveries again only after its lease (5 s) ran out.
+        await asyncio.sleep(1.0)
+        received_by_kill = receiver.count
+        assert await publisher == 0
+        got = await _await_all(receiver, set(accepted), within=90)
+        missing = set(accepted) - got
+        assert not missing, f"{len(missing)} accepted events never delivered"
+        await asyncio.sleep(0.5)  # a duplicate would arrive now
+        order = [r.headers["x-service-event-id"] for r in receiver.received()]
+        counts = collections.Counter(order)
+        assert set(counts) == set(accepted) and max(counts.values()) <= 2
+        twice = {e for e, c in counts.items() if c > 1}
+        assert all(order.index(e) < received_by_kill for e in twice), "the survivor sent something twice"
+        assert _metric(survivor.ports["metrics_port"], metric) > 0
+    finally:
+        for p in procs:
+            p.kill()
 
 
 async def test_sealed_secrets_sign_deliveries_and_the_key_is_required_to_start(
