@@ -19,7 +19,7 @@ RATELIMIT_FALLBACK = Counter(
     "Requests whose rate limit this edge decided alone because Redis was unreachable or failed (--redis)",
 )
 RATELIMIT_REDIS_UP = Gauge(
-    "edge_ratelimit_redis_up", "1 while rate limits are shared in Redis, 0 while falling back (--redis)"
+    "edge_ratelimit_redis_up", "1 after a check went to Redis, 0 after one fell back to the local bucket"
 )
 STREAMS = Gauge("edge_streams_open", "Open /v1/stream WebSocket connections")
 
