@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable
 
 from sanic.response import HTTPResponse
 from sanic.response import json as json_response
 
 from svckit.errors import http_status
+from svckit.ids import new_request_id
 
-_random = random.Random()
-
-
-def new_request_id() -> str:
-    # req_ + 24 hex characters (96 bits; hex is a subset of svckit.ids' base62 alphabet). A request id
-    # is an identifier, not a secret: a fast PRNG is enough and keeps it off the per-request syscall path.
-    return f"req_{_random.getrandbits(96):024x}"
+__all__ = ["error_body", "error_response", "new_request_id"]
 
 
 def error_body(error_type: str, message: str, request_id: str, docs_base: str) -> dict[str, object]:

@@ -9,7 +9,7 @@ name an actor of its choosing. Anything not listed is PERMISSION_DENIED.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -82,14 +82,30 @@ def role_of(identity: str) -> str:
     return identity
 
 
-def allowed(identity: str, method: str) -> bool:
-    """May the caller whose certificate names ``identity`` call ``method`` (``/package.Service/Method``)?"""
+# The allow list turned around, once: method -> the roles that may call it.
+ROLES_BY_METHOD: dict[str, frozenset[str]] = {
+    method: frozenset(role for role, methods in ALLOWED.items() if method in methods)
+    for method in frozenset().union(*ALLOWED.values())
+}
+
+
+def permits(method: str) -> Callable[[str], bool]:
+    """The allow list of one method (``/package.Service/Method``) as a test of a caller's identity: the
+    per-method part decided once, so a call costs a set look-up."""
     method = method.lstrip("/")
     if method.startswith(OPEN_TO_EVERY_PEER):
-        return bool(identity)
-    if identity in OPERATORS:
-        return True
-    return method in ALLOWED.get(role_of(identity), frozenset())
+        return bool
+    roles = ROLES_BY_METHOD.get(method, frozenset())
+
+    def test(identity: str) -> bool:
+        return identity in OPERATORS or role_of(identity) in roles
+
+    return test
+
+
+def allowed(identity: str, method: str) -> bool:
+    """May the caller whose certificate names ``identity`` call ``method`` (``/package.Service/Method``)?"""
+    return permits(method)(identity)
 
 
 # The identity of the call being served (set by the interceptor; "" on a plaintext server), for records
@@ -119,54 +135,47 @@ def identity_of(context: grpc.aio.ServicerContext) -> str:
     return names[0].decode() if names else ""
 
 
-class AllowListInterceptor(grpc.aio.ServerInterceptor):
-    """Refuses, with PERMISSION_DENIED, any call whose certificate identity the allow list does not permit."""
+def guard(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    """``handler`` of ``method`` refusing, with PERMISSION_DENIED, any call whose certificate identity the
+    allow list does not permit, and naming the caller in ``caller_var`` while it runs. Built once per
+    method when the server registers it (svckit.grpc_server), not per call."""
+    permitted = permits(method)
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        method = handler_call_details.method
+    async def check(context: grpc.aio.ServicerContext) -> str:
+        identity = identity_of(context)
+        if not permitted(identity):
+            await refuse(context, identity, method, f"the service {identity!r} may not call {method}")
+        return identity
 
-        async def check(context: grpc.aio.ServicerContext) -> str:
-            identity = identity_of(context)
-            if not allowed(identity, method):
-                await refuse(context, identity, method, f"the service {identity!r} may not call {method}")
-            return identity
+    def unary(behavior: Any) -> Any:
+        async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            token = caller_var.set(await check(context))
+            try:
+                return await behavior(request, context)
+            finally:
+                caller_var.reset(token)
 
-        def unary(behavior: Any) -> Any:
-            async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                token = caller_var.set(await check(context))
-                try:
-                    return await behavior(request, context)
-                finally:
-                    caller_var.reset(token)
+        return guarded
 
-            return guarded
+    def streaming(behavior: Any) -> Any:
+        async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            token = caller_var.set(await check(context))
+            try:
+                async for item in behavior(request, context):
+                    yield item
+            finally:
+                caller_var.reset(token)
 
-        def streaming(behavior: Any) -> Any:
-            async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                token = caller_var.set(await check(context))
-                try:
-                    async for item in behavior(request, context):
-                        yield item
-                finally:
-                    caller_var.reset(token)
+        return guarded
 
-            return guarded
-
-        # RpcMethodHandler is a named tuple: replace the one behaviour this method has.
-        for kind, wrap in (
-            ("unary_unary", unary),
-            ("stream_unary", unary),
-            ("unary_stream", streaming),
-            ("stream_stream", streaming),
-        ):
-            behavior = getattr(handler, kind)
-            if behavior is not None:
-                return handler._replace(**{kind: wrap(behavior)})  # type: ignore[attr-defined,no-any-return]
-        return handler
+    # RpcMethodHandler is a named tuple: replace the one behaviour this method has.
+    for kind, wrap in (
+        ("unary_unary", unary),
+        ("stream_unary", unary),
+        ("unary_stream", streaming),
+        ("stream_stream", streaming),
+    ):
+        behavior = getattr(handler, kind)
+        if behavior is not None:
+            return handler._replace(**{kind: wrap(behavior)})  # type: ignore[attr-defined,no-any-return]
+    return handler

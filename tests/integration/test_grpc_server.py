@@ -1,0 +1,76 @@
+"""svckit.grpc_server: every method a service registers -- through the generic handler and through the
+registered-method table the generated code fills -- is observed (request id, ServiceError mapping,
+counts), wrapped once at registration. A real aio server on port 0."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+
+from svckit.errors import ServiceError, type_from_rpc_error
+from svckit.grpc_server import start_server, stop_server
+from svckit.logs import request_id_var
+from svckit.metrics import GRPC_HANDLED
+
+SERVICE = "test.grpcserver.Echo"
+
+
+def _echo(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    if request == b"refuse":
+        raise ServiceError("no such thing", type="not_found")
+    return request_id_var.get().encode()
+
+
+async def _generic(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    return _echo(request, context)
+
+
+async def _registered(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    return _echo(request, context)
+
+
+def _register(server: grpc.aio.Server) -> None:
+    server.add_generic_rpc_handlers(
+        (
+            grpc.method_handlers_generic_handler(
+                SERVICE, {"Generic": grpc.unary_unary_rpc_method_handler(_generic)}
+            ),
+        )
+    )
+    server.add_registered_method_handlers(  # type: ignore[attr-defined]
+        SERVICE, {"Registered": grpc.unary_unary_rpc_method_handler(_registered)}
+    )
+
+
+@pytest.fixture
+async def channel() -> AsyncIterator[grpc.aio.Channel]:
+    server, port, health = await start_server("127.0.0.1:0", [_register], [SERVICE])
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+            yield ch
+    finally:
+        await stop_server(server, health, 1)
+
+
+def _count(method: str, code: str) -> float:
+    return GRPC_HANDLED.labels(method, code)._value.get()  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("method", ["Generic", "Registered"])
+async def test_every_call_is_observed(channel: grpc.aio.Channel, method: str) -> None:
+    call = channel.unary_unary(f"/{SERVICE}/{method}")
+    ok, not_found = _count(method, "OK"), _count(method, "NOT_FOUND")
+    for _ in range(2):  # the second call goes through the handler wrapped for the first
+        assert (
+            await call(b"x", metadata=(("x-request-id", "req_fromcaller"),), timeout=10) == b"req_fromcaller"
+        )
+    minted = (await call(b"x", timeout=10)).decode()
+    assert minted.startswith("req_") and minted != "req_fromcaller"
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await call(b"refuse", timeout=10)
+    assert refused.value.code() == grpc.StatusCode.NOT_FOUND
+    assert type_from_rpc_error(refused.value) == ("not_found", "no such thing")
+    assert _count(method, "OK") == ok + 3
+    assert _count(method, "NOT_FOUND") == not_found + 1
