@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import logging
 import uuid
 
 import grpc
+import uvloop
 from grpc_health.v1.health import aio as health_aio
 
 from authsvc._identity import IdentityServicer
@@ -183,4 +183,5 @@ def main(argv: list[str] | None = None) -> int:
     serve_parser = sub.add_parser("serve", help="serve travel.auth.v1 over gRPC")
     add_arguments(serve_parser)
     args = parser.parse_args(argv)
-    return asyncio.run(serve(args))
+    # uvloop as the edge and webhookd: gRPC's aio server spends less per call on its loop.
+    return uvloop.run(serve(args))
