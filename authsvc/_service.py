@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -42,6 +43,23 @@ from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 
 log = logging.getLogger(__name__)
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_CACHE_HIT = KEY_CACHE.labels("hit")
+_CACHE_MISS = KEY_CACHE.labels("miss")
+
+
+@functools.cache
+def _decisions(allowed: bool, error_type: str) -> Any:
+    """The AUTHORIZE_DECISIONS child of one answer (a few dozen at most: error types are a fixed table)."""
+    return AUTHORIZE_DECISIONS.labels("allow" if allowed else "deny", error_type)
+
+
+@functools.lru_cache(maxsize=64)
+def _duration(seconds: float) -> duration_pb2.Duration:
+    """The cache_ttl message of a TTL (copied into each answer, never changed)."""
+    return duration_pb2.Duration(seconds=int(seconds), nanos=int((seconds % 1) * 1e9))
+
 
 DEFAULT_GRACE = dt.timedelta(hours=24)
 MAX_GRACE = dt.timedelta(days=7)
@@ -133,32 +151,35 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             out.last_used_at.FromDatetime(seen)
         return out
 
-    def _grant_pb(self, grant: KeyGrant, now: dt.datetime) -> tuple[pb.ApiKey, pb.Account]:
+    def _fill_grant(self, out: pb.AuthorizeResponse, grant: KeyGrant, now: dt.datetime) -> None:
+        """The key and account of ``grant`` into ``out``, from their protobuf forms built once per grant;
+        the key's status and last use as of ``now``."""
         memo = self._pb_memo.get(grant.key.secret_hash)
         if memo is None or memo[0] is not grant:
             if len(self._pb_memo) >= self.cache.max_entries:
                 self._pb_memo.clear()
             memo = (grant, cv.api_key(grant.key, now), cv.account(grant.account))
             self._pb_memo[grant.key.secret_hash] = memo
-        key_pb = memo[1]
+        key_pb = out.key
+        key_pb.CopyFrom(memo[1])
+        out.account.CopyFrom(memo[2])
         status = cv.KEY_STATUS_TO_PB[grant.key.status(now)]
-        seen = self.last_used.seen(grant.key.id)
-        if key_pb.status != status or seen is not None:
-            key_pb = pb.ApiKey()
-            key_pb.CopyFrom(memo[1])
+        if key_pb.status != status:
             key_pb.status = status
-            if seen is not None and (grant.key.last_used_at is None or seen > grant.key.last_used_at):
-                key_pb.last_used_at.FromDatetime(seen)
-        return key_pb, memo[2]
+        seen = self.last_used.seen(grant.key.id)
+        if seen is not None and (grant.key.last_used_at is None or seen > grant.key.last_used_at):
+            since = seen - _EPOCH
+            key_pb.last_used_at.seconds = since.days * 86_400 + since.seconds
+            key_pb.last_used_at.nanos = since.microseconds * 1000
 
     async def _grant(self, secret: str) -> KeyGrant | None:
         """The key for a well-formed secret: from the cache, else one indexed look-up by hash."""
         digest = hash_secret(secret)
         grant = self.cache.get(digest)
         if grant is not None:
-            KEY_CACHE.labels("hit").inc()
+            _CACHE_HIT.inc()
             return grant
-        KEY_CACHE.labels("miss").inc()
+        _CACHE_MISS.inc()
         generation = self.cache.generation
         found = await self.repo.grant_by_hash(digest)
         if found is None or not hashes_equal(found[0].secret_hash, digest):
@@ -212,17 +233,13 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             decision=pb.DECISION_ALLOW if decision.allowed else pb.DECISION_DENY,
             error_type=decision.error_type,
             error_message=decision.error_message,
-            cache_ttl=duration_pb2.Duration(
-                seconds=int(decision.cache_ttl), nanos=int((decision.cache_ttl % 1) * 1e9)
-            ),
+            cache_ttl=_duration(decision.cache_ttl),
         )
         if grant is not None:
-            key_pb, account_pb = self._grant_pb(grant, now)
-            out.key.CopyFrom(key_pb)
-            out.account.CopyFrom(account_pb)
+            self._fill_grant(out, grant, now)
             if grant.key.status(now) not in ("revoked", "expired"):
                 self.last_used.touch(grant.key.id, now)
-        AUTHORIZE_DECISIONS.labels("allow" if decision.allowed else "deny", decision.error_type).inc()
+        _decisions(decision.allowed, decision.error_type).inc()
         if not decision.allowed:
             log.debug(
                 "authorize denied",

@@ -17,10 +17,13 @@ from svckit.ids import BASE62, encode_base62
 Environment = Literal["live", "sandbox"]
 
 PREFIXES: dict[Environment, str] = {"live": "svc_live_", "sandbox": "svc_test_"}
+PREFIX_LENGTH = 9  # both prefixes
+_BY_PREFIX: dict[str, Environment] = {prefix: env for env, prefix in PREFIXES.items()}
 RANDOM_LENGTH = 32
 CHECKSUM_LENGTH = 6
-SECRET_LENGTH = len("svc_live_") + RANDOM_LENGTH + CHECKSUM_LENGTH
+SECRET_LENGTH = PREFIX_LENGTH + RANDOM_LENGTH + CHECKSUM_LENGTH
 _BASE62_SET = frozenset(BASE62)
+assert all(len(p) == PREFIX_LENGTH for p in PREFIXES.values())
 # The one message of invalid_api_key, whether the key is malformed, unknown, revoked or expired: a caller
 # holding a leaked or guessed key learns nothing about which keys exist or once did (docs/authentication.md).
 INVALID_API_KEY_MESSAGE = "Invalid API key provided."
@@ -34,14 +37,10 @@ def environment_of(secret: str) -> Environment | None:
     """The environment of a well-formed secret (prefix, length, alphabet, checksum), else None."""
     if len(secret) != SECRET_LENGTH:
         return None
-    env: Environment | None = None
-    for name, prefix in PREFIXES.items():
-        if secret.startswith(prefix):
-            env = name
+    env = _BY_PREFIX.get(secret[:PREFIX_LENGTH])
     if env is None:
         return None
-    rest = secret[len(PREFIXES[env]) :]
-    if not _BASE62_SET.issuperset(rest):
+    if not _BASE62_SET.issuperset(secret[PREFIX_LENGTH:]):
         return None
     body, check = secret[:-CHECKSUM_LENGTH], secret[-CHECKSUM_LENGTH:]
     if not hmac.compare_digest(checksum(body), check):

@@ -478,8 +478,14 @@ async def test_last_used_is_batched(db_url: str) -> None:
         account = await new_account(stub)
         created = await new_key(stub, account.id)
         assert (await server.repo.get_key(created.key.id)).last_used_at is None
-        for _ in range(20):
-            await stub.Authorize(authz(created.secret))
+        first = await stub.Authorize(authz(created.secret))
+        assert not first.key.HasField("last_used_at")
+        for _ in range(19):
+            seen = server.servicer.last_used.seen(created.key.id)
+            answer = await stub.Authorize(authz(created.secret))
+        # Authorize answers with the use before it (from memory), to the microsecond.
+        assert seen is not None and answer.key.last_used_at.ToDatetime(tzinfo=dt.UTC) == seen
+        assert answer.key.status == pb.KEY_STATUS_ACTIVE
         # Shown at once from memory, stored by the next flush: one write for many requests.
         assert (await stub.GetKey(pb.GetKeyRequest(key_id=created.key.id))).key.HasField("last_used_at")
         deadline = asyncio.get_running_loop().time() + 10
