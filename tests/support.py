@@ -7,6 +7,7 @@ import os
 import pathlib
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -87,6 +88,13 @@ class ServiceProcess:
 
     def logs(self) -> str:
         return self.log_path.read_text() if self.log_path else ""
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a process that must come back on the same port)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def sqlite_url(directory: pathlib.Path, name: str) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
-import socket
 import time
 import urllib.request
 
@@ -13,19 +12,13 @@ import grpc
 
 from authsvc._sql import SqlRepository
 from svckit.db import create_engine
-from tests.support import ServiceProcess
+from tests.support import ServiceProcess, free_port
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 
 ACTOR = pb.Actor(user="ops@example.test")
 ARGS = ["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def setup_key(stub: auth_pb2_grpc.AuthServiceStub) -> tuple[str, pb.CreateKeyResponse]:

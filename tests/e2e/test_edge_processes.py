@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
-import socket
 import urllib.request
 from typing import Any
 
@@ -19,17 +18,11 @@ from websockets.asyncio.client import connect
 from edge.testing import SANDBOX_HOST, Upstream, edge_args, write_route_table
 from svckit.apikeys import checksum
 from svckit.ids import random_base62
-from tests.support import ServiceProcess
+from tests.support import ServiceProcess, free_port
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 
 ACTOR = pb.Actor(user="ops@partner.example")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def authsvc(tmp: pathlib.Path, database: str, port: int = 0, name: str = "authsvc") -> ServiceProcess:

@@ -10,7 +10,6 @@ import json
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,16 +24,10 @@ from google.protobuf import struct_pb2
 
 from edge.testing import edge_args
 from svcctl.client import create_demo_key
-from tests.support import ROOT, ServiceProcess, sqlite_url, start_service
+from tests.support import ROOT, ServiceProcess, free_port, sqlite_url, start_service
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 from webhookd import verify
 from webhookd.testing import Receiver
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator
 
 import grpc
 import pytest
 
 from authsvc.testing import ACTOR, new_account, new_key, running_authsvc
+from tests.support import free_port
 from travel.auth.v1 import auth_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 
@@ -50,12 +50,6 @@ async def start_webhooks(servicer: RecordingWebhooks, port: int = 0) -> tuple[gr
     bound = server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
     return server, bound
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

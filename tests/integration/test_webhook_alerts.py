@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import pathlib
-import socket
 from collections.abc import Iterator
 from email import message_from_bytes
 from typing import Any
@@ -18,6 +17,7 @@ from aiosmtpd.controller import Controller
 from authsvc._server import run_server as run_authsvc
 from svckit.clock import FakeClock
 from svckit.webhook_status import EndpointStatus
+from tests.support import free_port
 from travel.auth.v1 import auth_pb2, auth_pb2_grpc
 from webhookd._mailer import Mailer, SmtpConfig, authsvc_lookup
 from webhookd._repository import EndpointRecord, Outcome, SigningSecret
@@ -35,15 +35,9 @@ class Inbox:
         return "250 OK"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def smtp() -> Iterator[tuple[Inbox, int]]:
-    port = _free_port()
+    port = free_port()
     inbox = Inbox()
     controller = Controller(inbox, hostname="127.0.0.1", port=port)
     controller.start()
@@ -106,7 +100,7 @@ async def test_unreachable_smtp_keeps_alert_pending(sqlite_url: str) -> None:
     repo = await SqlRepository.open(sqlite_url)
     try:
         await _disable(repo, "acct_1")
-        mailer = Mailer(repo, FakeClock(NOW), SmtpConfig("127.0.0.1", _free_port(), timeout=2),
+        mailer = Mailer(repo, FakeClock(NOW), SmtpConfig("127.0.0.1", free_port(), timeout=2),
                         fallback=["oncall@svc.test"])  # fmt: skip
         assert await mailer.send_pending() == 0
         assert len(await repo.pending_alerts(10)) == 1
