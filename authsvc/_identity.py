@@ -18,10 +18,12 @@ import grpc
 import pyotp
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from google.protobuf.json_format import MessageToDict
 
 from authsvc import _convert as cv
 from authsvc import _identity_rules as rules
 from authsvc import _validate as v
+from authsvc._audit_rules import recorded_event_problem, role_action
 from authsvc._errors import (
     Conflict,
     Forbidden,
@@ -411,3 +413,31 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
         if await self.repo.delete_session(session_id, user.id) == 0:
             raise NotFound(f"session_id: no session {session_id!r} of yours")
         return pb.RevokeSessionResponse()
+
+    # -- audit of operations done elsewhere ------------------------------------------------------
+
+    async def RecordAuditEvent(
+        self, request: pb.RecordAuditEventRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RecordAuditEventResponse:
+        before = MessageToDict(request.before)
+        after = MessageToDict(request.after)
+        problem = recorded_event_problem(request.action, before, after)
+        if problem:
+            raise InvalidRequest(problem)
+        if request.session_token:
+            user, session = await self._signed_in(request.session_token)
+            self._may(user, role_action(request.action))
+            account_id = user.account_id
+            actor = self._actor(user, request.source_address or session.source_address)
+        else:
+            account_id = v.ident(request.account_id, "account_id", "acct")
+            await self.repo.keys.get_account(account_id)
+            actor = v.actor(request.actor.user, request.actor.source_address)
+        event = await self.repo.record_event(
+            account_id, request.action, actor, self.clock.now(), before, after
+        )
+        log.info(
+            "audit event recorded",
+            extra={"account_id": account_id, "action": request.action, "audit_id": event.id},
+        )
+        return pb.RecordAuditEventResponse(event=cv.audit_event(event))

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authsvc._errors import Conflict, NotFound
-from authsvc._model import Actor
+from authsvc._model import Actor, AuditEvent
 from authsvc._sql import SqlRepository, metadata
 from svckit.db import is_postgres
 
@@ -184,6 +184,24 @@ class IdentityRepository:
             before=fields.get("before", {}),
             after=fields.get("after", {}),
         )
+
+    async def record_event(
+        self,
+        account_id: str,
+        action: str,
+        actor: Actor,
+        now: dt.datetime,
+        before: dict[str, Any],
+        after: dict[str, Any],
+    ) -> AuditEvent:
+        """An operation done in another service, written to the account's audit trail
+        (RecordAuditEvent)."""
+        async with self.engine.begin() as conn:
+            event_id = await self.keys._audit(
+                conn, account_id=account_id, key_id="", action=action, actor=actor, now=now,
+                before=before, after=after,
+            )  # fmt: skip
+        return AuditEvent(event_id, account_id, "", action, actor, now, before, after)
 
     # -- users -----------------------------------------------------------------------------------
 

@@ -258,10 +258,12 @@ class SqlRepository:
         now: dt.datetime,
         before: dict[str, Any],
         after: dict[str, Any],
-    ) -> None:
+    ) -> str:
+        """Writes one audit record; returns its id."""
+        event_id = new_id("aud")
         await conn.execute(
             audit.insert().values(
-                id=new_id("aud"),
+                id=event_id,
                 account_id=account_id,
                 key_id=key_id,
                 action=action,
@@ -274,6 +276,7 @@ class SqlRepository:
                 after=json.dumps(after, sort_keys=True),
             )
         )
+        return event_id
 
     async def _outbox(self, conn: AsyncConnection, event: OutboxEvent) -> None:
         await conn.execute(

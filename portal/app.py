@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import logging
 import os
 import pathlib
@@ -18,8 +19,10 @@ from typing import Any, cast
 import pyotp
 import qrcode
 import qrcode.image.svg
-from google.protobuf import duration_pb2, field_mask_pb2, timestamp_pb2
+from google.protobuf import duration_pb2, field_mask_pb2, struct_pb2, timestamp_pb2
+from google.protobuf.json_format import MessageToDict
 from markupsafe import Markup
+from prometheus_client import Counter
 from sanic import Request, Sanic, response
 from sanic.response import HTTPResponse
 
@@ -48,6 +51,9 @@ from travel.auth.v1 import identity_pb2 as ipb
 from travel.webhooks.v1 import webhooks_pb2 as wpb
 
 log = logging.getLogger("portal")
+AUDIT_FAILURES = Counter(
+    "portal_audit_failures_total", "Webhook operations done whose audit record authsvc did not take"
+)
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 STATIC = pathlib.Path(__file__).resolve().parent / "static"
 HTMX = ROOT / "node_modules" / "htmx.org" / "dist" / "htmx.min.js"
@@ -115,6 +121,32 @@ def _countdown(value: dt.datetime | None) -> str:
     return f"expires in {hours} h {rest // 60} min"
 
 
+def _details(value: struct_pb2.Struct) -> str:
+    """An audit record's before or after as compact JSON (whole numbers without ".0")."""
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    return json.dumps(plain(MessageToDict(value)), ensure_ascii=False, sort_keys=True) if value.fields else ""
+
+
+def _struct(values: dict[str, Any]) -> struct_pb2.Struct:
+    out = struct_pb2.Struct()
+    out.update(values)
+    return out
+
+
+def _endpoint_fields(endpoint: wpb.Endpoint) -> dict[str, Any]:
+    """What the audit trail records of an endpoint (never its signing secret, which it does not hold)."""
+    return {"url": endpoint.url, "events": list(endpoint.events), "description": endpoint.description}
+
+
 def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.replace(",", "\n").splitlines() if line.strip()]
 
@@ -154,7 +186,7 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
             "no --csrf-key-file / PORTAL_CSRF_KEY: CSRF tokens use a key of this process only, so forms "
             "opened before a restart (or served by another portal process) are refused once"
         )
-    filters: dict[str, Any] = {"fmt": _fmt, "countdown": _countdown, "ts": _ts}
+    filters: dict[str, Any] = {"fmt": _fmt, "countdown": _countdown, "ts": _ts, "details": _details}
 
     from portal.web import templates
 
@@ -577,6 +609,9 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
             return await endpoints_page(
                 request, env, 400, errors={exc.field or "form": exc.message}, form=values
             )
+        await audit_webhook(
+            request, "webhook_endpoint.created", made.endpoint.id, after=_endpoint_fields(made.endpoint)
+        )
         return render(
             request, "endpoint.html", endpoint=made.endpoint, secret=made.signing_secret, kinds=EVENT_KINDS
         )
@@ -587,6 +622,35 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
             "environment": WENV_PB[env],
             "endpoint_id": endpoint_id,
         }
+
+    async def audit_webhook(
+        request: Request,
+        action: str,
+        endpoint_id: str,
+        before: dict[str, Any] | None = None,
+        after: dict[str, Any] | None = None,
+    ) -> None:
+        """Records a webhook operation webhookd has just done in the account's audit trail. authsvc names
+        the actor from the session (the signed-in user), never from what the portal says."""
+        env = env_of(request)
+        target = {"endpoint_id": endpoint_id, "environment": env}
+        try:
+            await peers.call(
+                peers.identity.RecordAuditEvent,
+                ipb.RecordAuditEventRequest(
+                    session_token=request.ctx.viewer.session_token,
+                    action=action,
+                    before=_struct(before or {}),
+                    after=_struct({**target, **(after or {})}),
+                    source_address=request.ip or "",
+                ),
+            )
+        except PortalError as exc:
+            # The change is made: answering an error now would invite making it twice.
+            AUDIT_FAILURES.inc()
+            log.error(
+                "audit record failed", extra={"action": action, "endpoint_id": endpoint_id, "error": exc.type}
+            )
 
     @app.get("/<env:str>/webhooks/<endpoint_id:str>")
     async def endpoint_page(request: Request, env: str, endpoint_id: str) -> HTTPResponse:
@@ -607,7 +671,8 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
             if action == "edit":
                 events = form.getlist("events")
                 mask = field_mask_pb2.FieldMask(paths=["url", "events", "description"])
-                await peers.call(
+                old = await peers.call(peers.webhooks.GetEndpoint, wpb.GetEndpointRequest(**ref))
+                new = await peers.call(
                     peers.webhooks.UpdateEndpoint,
                     wpb.UpdateEndpointRequest(
                         **ref,
@@ -617,20 +682,47 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
                         description=form.get("description", ""),
                     ),
                 )
+                before, after = _endpoint_fields(old.endpoint), _endpoint_fields(new.endpoint)
+                changed = [name for name in before if before[name] != after[name]]
+                await audit_webhook(
+                    request,
+                    "webhook_endpoint.updated",
+                    endpoint_id,
+                    before={name: before[name] for name in changed},
+                    after={name: after[name] for name in changed},
+                )
             elif action == "delete":
-                await peers.call(peers.webhooks.DeleteEndpoint, wpb.DeleteEndpointRequest(**ref))
+                gone = await peers.call(peers.webhooks.DeleteEndpoint, wpb.DeleteEndpointRequest(**ref))
+                await audit_webhook(
+                    request, "webhook_endpoint.deleted", endpoint_id, before=_endpoint_fields(gone.endpoint)
+                )
                 return response.redirect(f"/{env}/webhooks", status=303)
             elif action == "enable":
                 await peers.call(peers.webhooks.EnableEndpoint, wpb.EnableEndpointRequest(**ref))
+                await audit_webhook(
+                    request, "webhook_endpoint.enabled", endpoint_id, after={"status": "enabled"}
+                )
             elif action == "recover":
                 since = _when(form.get("since", ""), "since") or _stamp(
                     dt.datetime.now(dt.UTC) - dt.timedelta(days=1)
                 )
-                await peers.call(
+                recovered = await peers.call(
                     peers.webhooks.RecoverEndpoint, wpb.RecoverEndpointRequest(**ref, since=since)
+                )
+                await audit_webhook(
+                    request,
+                    "webhook_endpoint.recovered",
+                    endpoint_id,
+                    after={"since": _fmt(_ts(since)), "recovered": recovered.recovered_count},
                 )
             elif action == "test":
                 sent = await peers.call(peers.webhooks.SendTestEvent, wpb.SendTestEventRequest(**ref))
+                await audit_webhook(
+                    request,
+                    "webhook_endpoint.test_sent",
+                    endpoint_id,
+                    after={"event_id": sent.event.id, "delivery_id": sent.delivery.id},
+                )
                 return response.redirect(f"/{env}/deliveries/{sent.delivery.id}", status=303)
             elif action == "rotate":
                 try:
@@ -646,6 +738,16 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
                     wpb.RotateSigningSecretRequest(
                         **ref, overlap=duration_pb2.Duration(seconds=int(hours * 3600))
                     ),
+                )
+                # The new secret is shown below, once; the record says only that it changed.
+                await audit_webhook(
+                    request,
+                    "webhook_endpoint.secret_rotated",
+                    endpoint_id,
+                    after={
+                        "overlap_seconds": int(hours * 3600),
+                        "old_signatures_until": _fmt(_ts(rotated.endpoint.previous_secret_expires_at)),
+                    },
                 )
                 return render(
                     request,
@@ -729,6 +831,16 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
             wpb.ResendAttemptRequest(
                 account_id=request.ctx.viewer.user.account_id, environment=WENV_PB[env], attempt_id=attempt_id
             ),
+        )
+        await audit_webhook(
+            request,
+            "webhook_attempt.resent",
+            got.delivery.endpoint_id,
+            after={
+                "attempt_id": attempt_id,
+                "delivery_id": got.delivery.id,
+                "event_id": got.delivery.event_id,
+            },
         )
         attempts = await attempts_of(request, env, got.delivery.id)
         return render(

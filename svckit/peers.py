@@ -24,7 +24,10 @@ HOOKS = "travel.webhooks.v1.WebhookService/"
 # Any certificate from our CA may ask whether a service is up and what it serves.
 OPEN_TO_EVERY_PEER = ("grpc.health.v1.Health/", "grpc.reflection.v1alpha.ServerReflection/")
 # Operators' CLI and the partner portal administer everything (and pass the acting user as the actor).
+# Some RPCs are theirs alone and must never be listed for another service below: writing the audit
+# trail in a user's name (IdentityService.RecordAuditEvent) is one.
 OPERATORS = frozenset({"svcctl", "portal"})
+OPERATORS_ONLY = frozenset({"travel.auth.v1.IdentityService/RecordAuditEvent"})
 # Product services (certificate name ``product:<name>``, e.g. ``product:hotels``) share one entry.
 PRODUCT_PREFIX = "product:"
 
@@ -95,7 +98,8 @@ def permits(method: str) -> Callable[[str], bool]:
     method = method.lstrip("/")
     if method.startswith(OPEN_TO_EVERY_PEER):
         return bool
-    roles = ROLES_BY_METHOD.get(method, frozenset())
+    # An operators-only method is refused to every other identity even if an entry above listed it.
+    roles = frozenset() if method in OPERATORS_ONLY else ROLES_BY_METHOD.get(method, frozenset())
 
     def test(identity: str) -> bool:
         return identity in OPERATORS or role_of(identity) in roles

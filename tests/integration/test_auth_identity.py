@@ -5,11 +5,12 @@ owner, TOTP, and the audit trail naming the portal user."""
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import grpc
 import pyotp
 import pytest
-from google.protobuf import timestamp_pb2
+from google.protobuf import struct_pb2, timestamp_pb2
 
 from authsvc.testing import ACTOR, error_of, new_account, new_key, running_authsvc
 from svckit.clock import FakeClock
@@ -247,3 +248,62 @@ async def test_totp_enrolment_needs_the_secrets_key(sqlite_url: str, secrets_key
                 ids.BeginTotpEnrollment(pb.BeginTotpEnrollmentRequest(session_token=session))
             )
             assert etype == "conflict"
+
+
+async def test_record_audit_event_names_the_session_user(db_url: str) -> None:
+    async with running_authsvc(db_url) as (server, stub):
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            ids = identity_pb2_grpc.IdentityServiceStub(channel)
+            account = await new_account(stub)
+            other = await new_account(stub, name="Other")
+            dev, dev_session = await _user(ids, account.id, "dev@partner.example", pb.USER_ROLE_DEVELOPER)
+            _, viewer_session = await _user(ids, account.id, "v@partner.example", pb.USER_ROLE_VIEWER)
+
+            def request(**kw: Any) -> pb.RecordAuditEventRequest:
+                after = struct_pb2.Struct()
+                after.update(kw.pop("after", {"endpoint_id": "we_1", "environment": "live"}))
+                fields = {"session_token": dev_session, "action": "webhook_endpoint.created", **kw}
+                return pb.RecordAuditEventRequest(after=after, **fields)
+
+            # The actor is the session's user, whatever actor or account the caller also sends.
+            got = await ids.RecordAuditEvent(
+                request(
+                    source_address="198.51.100.4",
+                    account_id=other.id,
+                    actor=apb.Actor(user="someone@else.example", user_id="usr_forged"),
+                )
+            )
+            assert got.event.account_id == account.id and got.event.action == "webhook_endpoint.created"
+            assert (got.event.actor.user, got.event.actor.user_id) == (dev.email, dev.id)
+            assert got.event.actor.source_address == "198.51.100.4"
+            listed = await stub.ListAuditEvents(
+                apb.ListAuditEventsRequest(account_id=account.id, action="webhook_endpoint.created")
+            )
+            assert [(e.id, e.actor.user_id, dict(e.after)) for e in listed.events] == [
+                (got.event.id, dev.id, {"endpoint_id": "we_1", "environment": "live"})
+            ]
+            other_trail = await stub.ListAuditEvents(apb.ListAuditEventsRequest(account_id=other.id))
+            assert all(e.action != "webhook_endpoint.created" for e in other_trail.events)
+
+            # Refused, and nothing written: a viewer, a stale session, an action authsvc writes itself,
+            # a secret in the details, an operator call without an actor.
+            refusals = [
+                (request(session_token=viewer_session), "forbidden"),
+                (request(session_token="ps_gone"), "session_expired"),
+                (request(action="key.revoked"), "invalid_request"),
+                (request(after={"new": "whsec_" + "A" * 40}), "invalid_request"),
+                (request(after={"signing_secret": "x"}), "invalid_request"),
+                (request(session_token="", account_id=account.id), "invalid_request"),
+                (request(session_token="", account_id="acct_nonexistent", actor=ACTOR), "not_found"),
+            ]
+            for bad, expected in refusals:
+                _, etype, message = await error_of(ids.RecordAuditEvent(bad))
+                assert etype == expected, (bad, message)
+                assert "AAAA" not in message
+            after = await stub.ListAuditEvents(apb.ListAuditEventsRequest(account_id=account.id))
+            assert [e.action for e in after.events].count("webhook_endpoint.created") == 1
+            assert "whsec_" not in str(after.events)
+
+            # An operator (svcctl) names itself and the account.
+            op = await ids.RecordAuditEvent(request(session_token="", account_id=account.id, actor=ACTOR))
+            assert (op.event.actor.user, op.event.actor.user_id) == (ACTOR.user, "")

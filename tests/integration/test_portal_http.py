@@ -4,13 +4,14 @@ operations in the audit trail. The browser journey is tests/e2e/test_portal_brow
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import html
 import pathlib
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 import grpc
@@ -30,6 +31,7 @@ from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy
 from webhookd._server import Config
 from webhookd._server import run_server as run_webhookd
+from webhookd.testing import Receiver
 
 PASSWORD = "a long enough passphrase"
 OPS = apb.Actor(user="ops:test")
@@ -79,7 +81,6 @@ async def stack(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Asyn
             listen="127.0.0.1:0",
             policy=Policy(allow_private=True, allow_http=True),
         ),
-        start_worker=False,
     )
     config = PortalConfig(
         authsvc=f"127.0.0.1:{authsvc.port}", webhookd=f"127.0.0.1:{webhookd.port}", csrf_key=b"s" * 32
@@ -103,6 +104,13 @@ async def stack(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Asyn
         await running.stop(1)
         await webhookd.stop(0)
         await authsvc.stop(0)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver(None).start()
+    yield r
+    r.stop()
 
 
 async def _key_names(client: httpx.AsyncClient) -> str:
@@ -182,7 +190,7 @@ async def test_delivery_log_filters_by_event_kind_in_webhookd(stack: Stack) -> N
             events=["booking.confirmed", "booking.cancelled"],
         )
     )
-    # A page and two more of each kind, interleaved (the worker is off: they stay pending).
+    # A page and two more of each kind, interleaved (nothing listens there: they stay undelivered).
     for i in range(2 * PAGE_SIZE + 4):
         await stack.hooks.PublishEvent(
             wpb.PublishEventRequest(
@@ -216,3 +224,87 @@ def _next_page(page: str) -> str:
     """The query string of the "Next page" link ("" when there is none)."""
     found = re.search(r'href="(\?[^"]*)" data-testid="next-page"', page)
     return html.unescape(found[1]) if found else ""
+
+
+WEBHOOK_ACTIONS = [
+    "webhook_endpoint.created",
+    "webhook_endpoint.updated",
+    "webhook_endpoint.secret_rotated",
+    "webhook_endpoint.enabled",
+    "webhook_endpoint.recovered",
+    "webhook_endpoint.test_sent",
+    "webhook_attempt.resent",
+    "webhook_endpoint.deleted",
+]
+
+
+async def test_webhook_operations_are_in_the_audit_trail_with_the_portal_user(
+    stack: Stack, receiver: Receiver
+) -> None:
+    dev = await stack.join("dev@acme.example", ipb.USER_ROLE_DEVELOPER)
+    me = await stack.ids.GetSession(ipb.GetSessionRequest(session_token=dev.cookies[SESSION_COOKIE]))
+    token = csrf_of((await dev.get("/sandbox/webhooks")).text)
+    made = await dev.post(
+        "/sandbox/webhooks",
+        data={"csrf": token, "url": receiver.url("/h"), "events": "booking.confirmed", "description": "one"},
+    )
+    assert made.status_code == 200
+    secrets = re.findall(r"whsec_[A-Za-z0-9+/=]+", made.text)
+    endpoint = re.search(r"/sandbox/webhooks/(we_[A-Za-z0-9]+)/", made.text)[1]  # type: ignore[index]
+    base = f"/sandbox/webhooks/{endpoint}"
+    edited = await dev.post(
+        f"{base}/edit",
+        data={
+            "csrf": token,
+            "url": receiver.url("/h"),
+            "events": ["booking.confirmed", "booking.cancelled"],
+            "description": "two",
+        },
+    )
+    assert edited.status_code == 303
+    rotated = await dev.post(f"{base}/rotate", data={"csrf": token, "overlap_hours": "24"})
+    secrets += re.findall(r"whsec_[A-Za-z0-9+/=]+", rotated.text)
+    assert len(secrets) == 2
+    for action in ("enable", "recover"):
+        assert (await dev.post(f"{base}/{action}", data={"csrf": token})).status_code == 303
+    sent = await dev.post(f"{base}/test", data={"csrf": token})
+    assert sent.status_code == 303
+    await receiver.wait_for(1)
+    attempt = ""
+    for _ in range(200):
+        page = (await dev.get(sent.headers["location"])).text
+        found = re.search(r'data-attempt-id="(att_[A-Za-z0-9]+)"', page)
+        if found:
+            attempt = found[1]
+            break
+        await asyncio.sleep(0.05)
+    resent = await dev.post(f"/sandbox/attempts/{attempt}/resend", headers={"X-CSRF-Token": token})
+    assert resent.status_code == 202
+    assert (await dev.post(f"{base}/delete", data={"csrf": token})).status_code == 303
+
+    # Every operation, in order, in the signed-in user's name; never a secret.
+    trail = await stack.auth.ListAuditEvents(
+        apb.ListAuditEventsRequest(account_id=stack.account_id, actor_user_id=me.user.id)
+    )
+    webhook_events = [e for e in trail.events if e.action.startswith("webhook_")]
+    assert [e.action for e in webhook_events] == WEBHOOK_ACTIONS
+    for e in webhook_events:
+        assert (e.actor.user, e.actor.user_id, e.actor.source_address) == (
+            me.user.email,
+            me.user.id,
+            "127.0.0.1",
+        )
+        assert e.after["endpoint_id"] == endpoint and e.after["environment"] == "sandbox"
+    updated = webhook_events[1]
+    assert dict(updated.before) == {"description": "one", "events": ["booking.confirmed"]}
+    assert dict(updated.after)["description"] == "two"
+    assert all(secret not in str(trail.events) for secret in secrets)
+
+    # The audit page shows them, filtered by user and by action.
+    page = (await dev.get("/sandbox/audit", params={"user_id": me.user.id})).text
+    assert re.findall(r'data-action="(webhook_[a-z_.]+)"', page) == WEBHOOK_ACTIONS
+    assert all(secret not in page for secret in secrets)
+    rotations = (await dev.get("/sandbox/audit", params={"action": "webhook_endpoint.secret_rotated"})).text
+    assert re.findall(r'data-action="([a-z_.]+)"', rotations) == ["webhook_endpoint.secret_rotated"]
+    assert "dev@acme.example" in rotations and '"overlap_seconds": 86400' in html.unescape(rotations)
+    await dev.aclose()

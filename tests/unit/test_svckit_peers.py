@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from svckit.peers import ALLOWED, allowed, may_publish, role_of
+from svckit.peers import ALLOWED, OPERATORS_ONLY, allowed, may_publish, role_of
 from travel.auth.v1 import auth_pb2, identity_pb2
 from travel.webhooks.v1 import webhooks_pb2
 
 AUTH = "/travel.auth.v1.AuthService/"
 HOOKS = "/travel.webhooks.v1.WebhookService/"
+IDENTITY = "/travel.auth.v1.IdentityService/"
 HEALTH = "/grpc.health.v1.Health/Check"
 REFLECTION = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
 
@@ -36,6 +37,13 @@ CASES = [
     ("svcctl", HOOKS + "RecoverEndpoint", True),
     ("portal", AUTH + "RotateKey", True),
     ("portal", HOOKS + "ListAttempts", True),
+    # Writing the audit trail in a portal user's name: the portal and svcctl only.
+    ("portal", IDENTITY + "RecordAuditEvent", True),
+    ("svcctl", IDENTITY + "RecordAuditEvent", True),
+    ("edge", IDENTITY + "RecordAuditEvent", False),
+    ("webhookd", IDENTITY + "RecordAuditEvent", False),
+    ("authsvc", IDENTITY + "RecordAuditEvent", False),
+    ("product:hotels", IDENTITY + "RecordAuditEvent", False),
     ("authsvc", HOOKS + "PublishEvent", True),
     ("authsvc", HOOKS + "RegisterEndpoint", False),
     ("authsvc", AUTH + "CreateKey", False),
@@ -101,6 +109,13 @@ def test_every_listed_method_exists() -> None:
     }
     for identity, methods in ALLOWED.items():
         assert methods <= real, (identity, sorted(methods - real))
+
+
+def test_operators_only_methods_are_listed_for_no_service() -> None:
+    real = {path.lstrip("/") for path in _methods(identity_pb2.DESCRIPTOR).values()}
+    assert OPERATORS_ONLY <= real
+    for identity, methods in ALLOWED.items():
+        assert not methods & OPERATORS_ONLY, identity
 
 
 def _methods(descriptor: object) -> dict[str, str]:
