@@ -16,7 +16,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from svckit.db import schema_of
+from svckit.db import asyncpg_dsn, schema_of
 from webhookd import _queue_sql as q
 from webhookd._repository import Alert, Claim, EndpointRecord, Outcome
 from webhookd._times import us
@@ -26,10 +26,10 @@ _DELIVERY_WIDTH = len(q.DELIVERY_COLUMNS.split(","))
 
 class PostgresQueue:
     def __init__(self, engine: AsyncEngine, endpoint_from_row: Callable[[Any], EndpointRecord]) -> None:
-        url = engine.url.set(drivername="postgresql")
-        self._dsn = url.render_as_string(hide_password=False)
-        schema = schema_of(engine)
-        self._settings = {"search_path": schema} if schema else {}
+        self._dsn, self._settings = asyncpg_dsn(engine.url.render_as_string(hide_password=False))
+        schema = schema_of(engine)  # the engine keeps it as a connect argument, not in its URL
+        if schema:
+            self._settings["search_path"] = schema
         self._endpoint_from_row = endpoint_from_row
         self._conn: asyncpg.Connection | None = None
         self._lock = asyncio.Lock()  # one cycle at a time on the connection
