@@ -3,7 +3,8 @@
 
 In one run:
 1. authenticated ``GET /v1/account`` requests/s and p99 on the edge versus a bare Sanic JSON route
-   served the same way (one process, ``edge.server.start`` on a pre-bound socket), and their ratio;
+   served the same way (one process, ``edge.server.start`` on a pre-bound socket), their ratio and each
+   server's CPU per request (from /proc, steadier than req/s on a busy machine);
    then the same on an edge whose per-key limits are shared in Redis (``--redis``; a limit high enough
    never to refuse, so every request pays the script's round trip);
 2. revocation-to-refusal latency p50/p99 across two edge processes (RevokeKey at t0; each edge is polled
@@ -19,6 +20,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import pathlib
 import re
 import shutil
@@ -27,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -107,6 +110,26 @@ def httpx_load(url: str, headers: dict[str, str], seconds: float, connections: i
     p.start()
     p.join()
     return q.get()  # type: ignore[no-any-return]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (Linux /proc)."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(
+    load: Callable[[str, dict[str, str], float, int], tuple[float, float]],
+    pid: int,
+    url: str,
+    headers: dict[str, str],
+    seconds: float,
+    connections: int,
+) -> tuple[float, float, float]:
+    """req/s, p99 ms and the server's CPU microseconds per request of one load run against ``url``."""
+    cpu0 = cpu_seconds(pid)
+    rps, p99 = load(url, headers, seconds, connections)
+    return rps, p99, (cpu_seconds(pid) - cpu0) / max(1.0, rps * seconds) * 1e6
 
 
 # -- processes -----------------------------------------------------------------------------------------
@@ -261,18 +284,29 @@ def main() -> int:
             load(redis_url, headers, 1, args.connections)
         bare_runs, edge_runs, redis_runs = [], [], []
         for _ in range(args.rounds):
-            bare_runs.append(load(bare_url, headers, args.seconds, args.connections))
-            edge_runs.append(load(edge_url, headers, args.seconds, args.connections))
+            bare_runs.append(measured(load, bare.pid, bare_url, headers, args.seconds, args.connections))
+            edge_runs.append(measured(load, e1.pid, edge_url, headers, args.seconds, args.connections))
             if redis_url:
-                redis_runs.append(load(redis_url, headers, args.seconds, args.connections))
-        b_rps, b_p99 = max(bare_runs)
-        e_rps, e_p99 = max(edge_runs)
-        print(f"bare Sanic JSON route : {b_rps:10.0f} req/s   p99 {b_p99:7.2f} ms")
-        print(f"edge GET /v1/account  : {e_rps:10.0f} req/s   p99 {e_p99:7.2f} ms   (authenticated, cached)")
-        print(f"ratio edge/bare       : {e_rps / b_rps:10.2f}   (goal >= 0.80)")
+                redis_runs.append(measured(load, e3.pid, redis_url, headers, args.seconds, args.connections))
+        b_rps, b_p99, _ = max(bare_runs)
+        e_rps, e_p99, _ = max(edge_runs)
+        b_us, e_us = min(r[2] for r in bare_runs), min(r[2] for r in edge_runs)
+        print(f"bare Sanic JSON route : {b_rps:10.0f} req/s   p99 {b_p99:7.2f} ms   CPU {b_us:5.0f} us/req")
+        print(
+            f"edge GET /v1/account  : {e_rps:10.0f} req/s   p99 {e_p99:7.2f} ms   CPU {e_us:5.0f} us/req"
+            "   (authenticated, cached)"
+        )
+        print(
+            f"ratio edge/bare       : {e_rps / b_rps:10.2f}   (goal >= 0.90); p99 {e_p99 / b_p99:.2f} x bare "
+            f"(goal <= 1.2); CPU per request bare/edge {b_us / e_us:.2f}"
+        )
         if redis_runs:
-            r_rps, r_p99 = max(redis_runs)
-            print(f"edge, limits in Redis : {r_rps:10.0f} req/s   p99 {r_p99:7.2f} ms   (--redis)")
+            r_rps, r_p99, _ = max(redis_runs)
+            r_us = min(r[2] for r in redis_runs)
+            print(
+                f"edge, limits in Redis : {r_rps:10.0f} req/s   p99 {r_p99:7.2f} ms   CPU {r_us:5.0f} us/req"
+                "   (--redis)"
+            )
             print(f"ratio Redis edge/bare : {r_rps / b_rps:10.2f}")
         urls = [edge_url, f"http://127.0.0.1:{p2['sandbox_port']}/v1/account"]
         samples, rpc = asyncio.run(revocation_latency(target, urls, args.revocations))
