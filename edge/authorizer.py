@@ -146,13 +146,11 @@ class Authorizer:
         digest: bytes | None = None,
     ) -> Answer:
         ck = (digest or key_digest(api_key), env, scope, source, is_write)
-        cache = self.cache
         if not use_cache:
             return await self._ask(ck, api_key, env, scope, source, is_write, request_id)
-        if self.cache_use() is CacheUse.FIRST:
-            hit = cache.get(ck, self.monotonic())
-            if hit is not None:
-                return hit
+        hit = self._first(ck)
+        if hit is not None:
+            return hit
         # One call to authsvc per distinct question at a time (no stampede when an entry expires).
         pending = self._inflight.get(ck)
         if pending is not None:
@@ -161,6 +159,19 @@ class Authorizer:
         self._inflight[ck] = task
         task.add_done_callback(lambda _t: self._inflight.pop(ck, None))
         return await asyncio.shield(task)
+
+    def cached(
+        self, digest: bytes, env: Environment, scope: str, source: str, is_write: bool
+    ) -> Answer | None:
+        """The cached answer when the cache may answer first (``cache_use`` FIRST: the watch is up and
+        heard from), else None: then ``answer`` asks authsvc. No coroutine on the common path."""
+        return self._first((digest, env, scope, source, is_write))
+
+    def _first(self, ck: tuple[object, ...]) -> Answer | None:
+        now = self.monotonic()
+        if cache_use(self.watch_down_since, now, self.watch_heard) is not CacheUse.FIRST:
+            return None
+        return self.cache.get(ck, now)
 
     async def _ask(
         self,

@@ -109,9 +109,12 @@ class Decision:
         return "invalid_request" if self.refusal else (self.trigger.error_type if self.trigger else "")
 
 
+NO_TRIGGER = Decision()
+
+
 def decide(header: str | None, environment: Environment, kind: RouteKind, account_mode: str) -> Decision:
     if header is None or not header.strip():
-        return Decision()
+        return NO_TRIGGER
     name = header.strip()
     if environment is Environment.LIVE:
         return Decision(
