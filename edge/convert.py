@@ -102,6 +102,7 @@ def attempt(a: webhooks_pb2.Attempt) -> dict[str, Any]:
         "responseStatus": a.response_status or None,
         "responseBody": a.response_body,
         "requestHeaders": dict(a.request_headers),
+        "responseHeaders": dict(a.response_headers),
         "latencyMs": round(a.latency.ToTimedelta().total_seconds() * 1000, 1),
         "error": a.error or None,
         "attempted": rfc3339(a.attempted_at),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from edge.config import EdgeConfig
+from edge.convert import OUTCOME
 from svckit.errors import ERROR_KINDS
 from svckit.events import EVENT_KINDS
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
@@ -71,6 +72,45 @@ LIST_SCHEMA = {
         "nextPageToken": {"type": ["string", "null"]},
     },
 }
+ATTEMPT_SCHEMA = {
+    "type": "object",
+    "required": ["object", "id", "deliveryId", "outcome", "requestHeaders", "responseHeaders"],
+    "properties": {
+        "object": {"const": "webhook_attempt"},
+        "id": {"type": "string"},
+        "deliveryId": {"type": "string"},
+        "endpointId": {"type": "string"},
+        "eventId": {"type": "string"},
+        "attemptNumber": {"type": "integer"},
+        "outcome": {"enum": [*OUTCOME.values(), "unknown"]},
+        "responseStatus": {"type": ["integer", "null"]},
+        "responseBody": {"type": "string", "description": "the first 4 KiB of the receiver's response"},
+        "requestHeaders": {"type": "object", "additionalProperties": {"type": "string"}},
+        "responseHeaders": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "the receiver's response headers, lower-case names, up to 4 KiB of names and values",
+        },
+        "latencyMs": {"type": "number"},
+        "error": {"type": ["string", "null"]},
+        "attempted": {"type": ["string", "null"]},
+        "manual": {"type": "boolean"},
+    },
+}
+
+
+def _list_of(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["object", "data"],
+        "properties": {
+            "object": {"const": "list"},
+            "data": {"type": "array", "items": item},
+            "nextPageToken": {"type": ["string", "null"]},
+        },
+    }
+
+
 ENDPOINT_BODY = {
     "type": "object",
     "additionalProperties": False,
@@ -129,15 +169,7 @@ EVENT_SCHEMA = {
 }
 
 
-EVENT_LIST_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["object", "data"],
-    "properties": {
-        "object": {"const": "list"},
-        "data": {"type": "array", "items": EVENT_SCHEMA},
-        "nextPageToken": {"type": ["string", "null"]},
-    },
-}
+EVENT_LIST_SCHEMA = _list_of(EVENT_SCHEMA)
 
 
 def _any_key(op: dict[str, Any]) -> dict[str, Any]:
@@ -253,7 +285,7 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
             "get": _op(
                 "List delivery attempts (kept 30 days) with the response received",
                 "webhooks:read",
-                schema=LIST_SCHEMA,
+                schema=_list_of(ATTEMPT_SCHEMA),
                 params=[
                     _query("endpoint", {"type": "string"}),
                     _query("event", {"type": "string"}),

@@ -136,6 +136,10 @@ def test_document_covers_every_route(api: Api) -> None:
     assert scopes[("POST", "/v1/webhooks/endpoints/{endpoint_id}/test")] == "webhooks:write"
     assert scopes[("GET", "/v1/webhooks/attempts")] == "webhooks:read"
     assert scopes[("DELETE", "/v1/customers/{ref}")] == "account:write"
+    attempts = doc["paths"]["/v1/webhooks/attempts"]["get"]["responses"]["200"]["content"]
+    attempt = attempts["application/json"]["schema"]["properties"]["data"]["items"]
+    assert attempt["properties"]["responseHeaders"]["type"] == "object"
+    assert "responseHeaders" in attempt["required"]
     for path, item in doc["paths"].items():
         for method, op in item.items():
             if method == "post":
