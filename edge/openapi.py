@@ -89,7 +89,7 @@ ATTEMPT_SCHEMA = {
         "responseHeaders": {
             "type": "object",
             "additionalProperties": {"type": "string"},
-            "description": "the receiver's response headers, lower-case names, up to 4 KiB of names and values",
+            "description": "the receiver's response headers, lower-case names, at most 4 KiB in all",
         },
         "latencyMs": {"type": "number"},
         "error": {"type": ["string", "null"]},

@@ -178,7 +178,9 @@ async def _publish(stub: Stub, a: argparse.Namespace) -> Message:
     return await stub.PublishEvent(request)
 
 
-def _window(request: pb.ListDeliveriesRequest | pb.ListAttemptsRequest, a: argparse.Namespace) -> None:
+def _window(
+    request: pb.ListDeliveriesRequest | pb.ListAttemptsRequest | pb.ListEventsRequest, a: argparse.Namespace
+) -> None:
     """--since / --until onto a list request's time window."""
     if a.since is not None:
         request.since.CopyFrom(a.since)
@@ -216,6 +218,18 @@ async def _attempts(stub: Stub, a: argparse.Namespace) -> Message:
 
 async def _resend(stub: Stub, a: argparse.Namespace) -> Message:
     return await stub.ResendAttempt(pb.ResendAttemptRequest(**_scope(a), attempt_id=a.attempt_id))
+
+
+async def _events(stub: Stub, a: argparse.Namespace) -> Message:
+    request = pb.ListEventsRequest(
+        **_scope(a), types=a.type or [], page_size=a.limit, page_token=a.page_token
+    )
+    _window(request, a)
+    return await stub.ListEvents(request)
+
+
+async def _event(stub: Stub, a: argparse.Namespace) -> Message:
+    return await stub.GetEvent(pb.GetEventRequest(**_scope(a), event_id=a.event_id))
 
 
 async def _stream(stub: Stub, a: argparse.Namespace) -> None:
@@ -294,6 +308,16 @@ def register(groups: Any) -> None:
     _paged(p)
     p = _cmd(sub, "resend", "send an attempt's delivery again now, by hand", _resend)
     p.add_argument("attempt_id")
+    events = sub.add_parser(
+        "events", help="read back the events of the last 30 days", description="read back events"
+    ).add_subparsers(dest="events_command", required=True)
+    p = _cmd(events, "list", "list the events of the last 30 days, newest first", _events)
+    p.add_argument("--type", action="append", help="only this kind, e.g. booking.confirmed; repeat")
+    _timed(p)
+    p.add_argument("--limit", type=int, default=0, help="events per page (default: the server's)")
+    p.add_argument("--page-token", default="", help="next_page_token of the previous page")
+    p = _cmd(events, "get", "show one event of the last 30 days", _event)
+    p.add_argument("event_id", help="evt_...")
     p = _cmd(sub, "stream", "print events as they are published (JSON lines)", _stream)
     p.add_argument("--type", action="append", help="only this kind; repeat")
     p.add_argument("--since-event", default="", help="replay events after this evt_... first")

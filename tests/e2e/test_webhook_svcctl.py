@@ -85,6 +85,7 @@ def test_every_admin_operation(
             break
         time.sleep(0.05)
     assert atts[0]["outcome"] == "ATTEMPT_OUTCOME_SUCCEEDED"
+    assert atts[0]["response_headers"]["content-type"].startswith("text/plain")
     dels = run(capsys, t, "deliveries", *scope, "--endpoint", ep, "--since", "1h")["deliveries"]
     assert {d["event_id"] for d in dels} == {evt, test["event"]["id"]}
     tests = run(capsys, t, "deliveries", *scope, "--event-type", "webhook.test")["deliveries"]
@@ -98,3 +99,35 @@ def test_every_admin_operation(
     assert [e["id"] for e in events] == [later]
     run(capsys, t, "delete", *scope, ep)
     assert "not_found" in run(capsys, t, "get", *scope, ep, code=1)
+
+
+def test_events_list_and_get(
+    stack: tuple[ServiceProcess, Receiver], capsys: pytest.CaptureFixture[str]
+) -> None:
+    proc, _ = stack
+    t = proc.grpc_target
+    scope = ["--account", "acct_evts", "--environment", "sandbox"]
+    published = [
+        run(capsys, t, "publish", *scope, "--type", kind, "--data", f'{{"n": {n}}}')["event"]
+        for n, kind in enumerate(["booking.confirmed", "booking.failed", "booking.confirmed"])
+    ]
+    ids = [e["id"] for e in published]
+    listed = run(capsys, t, "events", "list", *scope)
+    assert [e["id"] for e in listed["events"]] == ids[::-1]  # newest first
+    assert "next_page_token" not in listed
+    kind = run(capsys, t, "events", "list", *scope, "--type", "booking.failed", "--since", "1h")
+    assert [e["id"] for e in kind["events"]] == [ids[1]]
+    assert run(capsys, t, "events", "list", *scope, "--until", "1h") == {}
+    first = run(capsys, t, "events", "list", *scope, "--limit", "2")
+    assert [e["id"] for e in first["events"]] == ids[:0:-1]
+    rest = run(capsys, t, "events", "list", *scope, "--limit", "2", "--page-token", first["next_page_token"])
+    assert [e["id"] for e in rest["events"]] == ids[:1]
+    # Another environment of the same account sees none of them.
+    assert run(capsys, t, "events", "list", "--account", "acct_evts", "--environment", "live") == {}
+    got = run(capsys, t, "events", "get", *scope, ids[1])["event"]
+    assert got["type"] == "booking.failed" and got["data"] == {"n": 1.0}
+    assert json.loads(got["envelope_json"])["id"] == ids[1]
+    assert "not_found" in run(
+        capsys, t, "events", "get", "--account", "acct_other", "--environment", "sandbox", ids[1], code=1
+    )
+    assert "invalid_request" in run(capsys, t, "events", "list", *scope, "--type", "no.such", code=1)
