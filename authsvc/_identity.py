@@ -147,9 +147,12 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
             user = await self.repo.get_user(session.user_id)
         except NotFound:
             raise SessionExpired("session_token: the session has ended; sign in again") from None
-        await self.repo.touch_session(session.id, now)
+        seen = session.last_seen_at
+        if rules.needs_touch(seen, now):
+            await self.repo.touch_session(session.id, now)
+            seen = now
         return user, Session(
-            session.id, session.user_id, session.created_at, now, session.source_address, session.user_agent
+            session.id, session.user_id, session.created_at, seen, session.source_address, session.user_agent
         )
 
     def _may(self, user: User, action: roles.Action) -> None:

@@ -1,12 +1,13 @@
 """Pure rules of portal sign-in: session expiry, the TOTP window, sign-in throttling and the password
 policy. No I/O; the repository supplies the facts and the servicer acts on the answers.
 
-Sessions (OWASP session management): a session ends after 30 minutes without a request (idle) and
-12 hours after sign-in whatever happens (absolute). TOTP (RFC 6238): 30-second steps, one step of
-clock drift either way, and a code's step is never accepted twice (replay). Throttling: failed
-sign-ins are counted in a 15-minute window per e-mail address (5) and per source address (20); once
-either is reached every attempt is refused with the same message until the oldest failure leaves the
-window, whether or not the e-mail belongs to a user (no account enumeration).
+Sessions (OWASP session management): a session ends after 30 minutes without a request (idle) and 12
+hours after sign-in whatever happens (absolute); the last-seen time is written at most once a minute.
+TOTP (RFC 6238): 30-second steps, one step of clock drift either way, and a code's step is never
+accepted twice (replay). Throttling: failed sign-ins are counted in a 15-minute window per e-mail
+address (5) and per source address (20); once either is reached every attempt is refused with the same
+message until the oldest failure leaves the window, whether or not the e-mail belongs to a user (no
+account enumeration).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pyotp
 
 IDLE_TIMEOUT = dt.timedelta(minutes=30)
 ABSOLUTE_TIMEOUT = dt.timedelta(hours=12)
+TOUCH_INTERVAL = dt.timedelta(minutes=1)
 TOTP_STEP = 30
 TOTP_DRIFT_STEPS = 1
 THROTTLE_WINDOW = dt.timedelta(minutes=15)
@@ -37,6 +39,12 @@ def session_state(created_at: dt.datetime, last_seen_at: dt.datetime, now: dt.da
     if now >= last_seen_at + IDLE_TIMEOUT:
         return "idle_expired"
     return "live"
+
+
+def needs_touch(last_seen_at: dt.datetime, now: dt.datetime) -> bool:
+    """Whether a request should write the session's last-seen time: at most once a minute, so the idle
+    timer is accurate to a minute (like a key's last-used time) and most page views write nothing."""
+    return now - last_seen_at >= TOUCH_INTERVAL
 
 
 def session_expires_at(created_at: dt.datetime, last_seen_at: dt.datetime) -> dt.datetime:

@@ -252,8 +252,11 @@ class Repository(Protocol):
         self, flt: DeliveryFilter, outcome: str, limit: int, after: tuple[dt.datetime, str] | None
     ) -> list[AttemptRecord]: ...
 
-    async def attempt_stats(self, account_id: str, environment: str, since: dt.datetime) -> tuple[int, int]:
-        """(attempts, succeeded) of the account and environment since ``since``."""
+    async def attempt_stats(
+        self, account_id: str, environment: str, since: dt.datetime, recent_since: dt.datetime | None = None
+    ) -> tuple[int, int, int, int]:
+        """(attempts, succeeded) of the account and environment since ``since``, then the same since
+        ``recent_since`` (zeros without one)."""
         ...
 
     async def recover(self, endpoint: EndpointRecord, since: dt.datetime | None, now: dt.datetime) -> int: ...

@@ -461,8 +461,14 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
         account_id, env = cv.scope(request)
         if not request.HasField("since"):
             raise InvalidRequest("since: required")
-        total, ok = await self.repo.attempt_stats(account_id, env, request.since.ToDatetime(dt.UTC))
-        return pb.GetAttemptStatsResponse(attempts=total, succeeded=ok)
+        since = request.since.ToDatetime(dt.UTC)
+        recent = request.recent_since.ToDatetime(dt.UTC) if request.HasField("recent_since") else None
+        if recent is not None and recent < since:
+            raise InvalidRequest("recent_since: must not be before since")
+        total, ok, recent_total, recent_ok = await self.repo.attempt_stats(account_id, env, since, recent)
+        return pb.GetAttemptStatsResponse(
+            attempts=total, succeeded=ok, recent_attempts=recent_total, recent_succeeded=recent_ok
+        )
 
     async def ResendAttempt(
         self, request: pb.ResendAttemptRequest, context: grpc.aio.ServicerContext

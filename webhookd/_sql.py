@@ -128,7 +128,8 @@ attempts = sa.Table(
     # JSON object (revision 0003).
     sa.Column("response_headers", sa.Text, nullable=False, server_default="{}"),
     sa.Index("wh_attempts_delivery", "delivery_id"),
-    sa.Index("wh_attempts_scope", "account_id", "environment", "attempted_at"),
+    # With the outcome (revision 0006), GetAttemptStats counts from the index alone.
+    sa.Index("wh_attempts_scope_outcome", "account_id", "environment", "attempted_at", "outcome"),
     sa.Index("wh_attempts_time", "attempted_at"),
 )
 
@@ -701,15 +702,23 @@ class SqlRepository:
         async with self.engine.connect() as conn:
             return [_attempt(r) for r in await conn.execute(q)]
 
-    async def attempt_stats(self, account_id: str, environment: str, since: dt.datetime) -> tuple[int, int]:
+    async def attempt_stats(
+        self, account_id: str, environment: str, since: dt.datetime, recent_since: dt.datetime | None = None
+    ) -> tuple[int, int, int, int]:
         c = attempts.c
-        succeeded = sa.case((c.outcome == AttemptOutcome.SUCCEEDED.value, 1), else_=0)
-        q = sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(succeeded), 0)).where(
+        ok = c.outcome == AttemptOutcome.SUCCEEDED.value
+        recent = c.attempted_at >= us(recent_since) if recent_since else sa.false()
+
+        def count(*conds: Any) -> Any:
+            return sa.func.coalesce(sa.func.sum(sa.case((sa.and_(*conds), 1), else_=0)), 0)
+
+        # Both windows in one pass over the scope index (which holds the outcome: revision 0006).
+        q = sa.select(sa.func.count(), count(ok), count(recent), count(recent, ok)).where(
             c.account_id == account_id, c.environment == environment, c.attempted_at >= us(since)
         )
         async with self.engine.connect() as conn:
-            total, ok = (await conn.execute(q)).one()
-        return int(total), int(ok)
+            total, succeeded, recent_total, recent_succeeded = (await conn.execute(q)).one()
+        return int(total), int(succeeded), int(recent_total), int(recent_succeeded)
 
     async def recover(self, endpoint: EndpointRecord, since: dt.datetime | None, now: dt.datetime) -> int:
         conds = [

@@ -530,6 +530,30 @@ async def test_attempt_stats_count_attempts_and_successes(client: Client, receiv
             break
         await asyncio.sleep(0.02)
     assert (stats.attempts, stats.succeeded) == (3, 2)
+    assert (stats.recent_attempts, stats.recent_succeeded) == (0, 0)  # no recent_since asked
+    # A shorter window counted in the same call: all three are recent; none since a minute ahead.
+    recent = timestamp_pb2.Timestamp()
+    recent.FromDatetime(dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5))
+    both = await stub.GetAttemptStats(
+        pb.GetAttemptStatsRequest(account_id=ACCT, environment=LIVE, since=since, recent_since=recent)
+    )
+    assert (both.attempts, both.succeeded, both.recent_attempts, both.recent_succeeded) == (3, 2, 3, 2)
+    ahead = timestamp_pb2.Timestamp()
+    ahead.FromDatetime(dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1))
+    none_recent = await stub.GetAttemptStats(
+        pb.GetAttemptStatsRequest(account_id=ACCT, environment=LIVE, since=since, recent_since=ahead)
+    )
+    assert (none_recent.attempts, none_recent.recent_attempts, none_recent.recent_succeeded) == (3, 0, 0)
+    before_since = timestamp_pb2.Timestamp()
+    before_since.FromDatetime(dt.datetime.now(dt.UTC) - dt.timedelta(hours=2))
+    etype, message = await client.error(
+        stub.GetAttemptStats(
+            pb.GetAttemptStatsRequest(
+                account_id=ACCT, environment=LIVE, since=since, recent_since=before_since
+            )
+        )
+    )
+    assert etype == "invalid_request" and message.startswith("recent_since:")
     later = timestamp_pb2.Timestamp()
     later.FromDatetime(dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1))
     future = await stub.GetAttemptStats(

@@ -10,6 +10,7 @@ import pytest
 from authsvc._identity_rules import (
     MAX_FAILURES_PER_ADDRESS,
     MAX_FAILURES_PER_EMAIL,
+    needs_touch,
     password_problem,
     session_expires_at,
     session_state,
@@ -21,6 +22,7 @@ from svckit.roles import allowed, last_owner_kept, may_assign
 
 T0 = dt.datetime(2026, 11, 23, 10, 0, tzinfo=dt.UTC)
 M = dt.timedelta(minutes=1)
+S = dt.timedelta(seconds=1)
 
 
 @pytest.mark.parametrize(
@@ -93,6 +95,20 @@ def test_last_owner_kept(owners: int, old: str, new: str | None, ok: bool) -> No
 )
 def test_session_state(created: dt.datetime, seen: dt.datetime, now: dt.datetime, state: str) -> None:
     assert session_state(created, seen, now) == state
+
+
+@pytest.mark.parametrize(
+    ("seen", "now", "touch"),
+    [
+        (T0, T0, False),
+        (T0, T0 + 59 * S, False),
+        (T0, T0 + M, True),
+        (T0, T0 + 29 * M, True),
+        (T0 + M, T0, False),  # a clock step back writes nothing
+    ],
+)
+def test_needs_touch_at_most_once_a_minute(seen: dt.datetime, now: dt.datetime, touch: bool) -> None:
+    assert needs_touch(seen, now) is touch
 
 
 def test_session_expires_at_is_the_earlier_limit() -> None:
