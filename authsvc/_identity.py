@@ -397,6 +397,22 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
         await self.repo.confirm_totp(user, step, self._actor(user, session.source_address), now)
         return pb.ConfirmTotpEnrollmentResponse(user=user_pb(await self.repo.get_user(user.id)))
 
+    async def DisableTotp(
+        self, request: pb.DisableTotpRequest, context: grpc.aio.ServicerContext
+    ) -> pb.DisableTotpResponse:
+        user, session = await self._signed_in(request.session_token)
+        if not await self._verify(user.password_hash, request.password):
+            raise InvalidCredentials("password: not your current password")
+        required = await self.repo.requires_totp(user.account_id)
+        problem = rules.totp_removal_problem(required, user.role, user.totp_seed is not None)
+        if problem:
+            raise Conflict(problem)
+        await self.repo.disable_totp(
+            user, self._actor(user, request.source_address or session.source_address), self.clock.now()
+        )
+        log.info("portal totp disabled", extra={"user_id": user.id})
+        return pb.DisableTotpResponse(user=user_pb(await self.repo.get_user(user.id)))
+
     async def ListSessions(
         self, request: pb.ListSessionsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListSessionsResponse:

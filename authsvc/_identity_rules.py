@@ -102,6 +102,19 @@ def totp_enrolment_required(account_requires_totp: bool, role: str, enrolled: bo
     return account_requires_totp and role in TOTP_ROLES and not enrolled
 
 
+def totp_removal_problem(account_requires_totp: bool, role: str, enrolled: bool) -> str | None:
+    """Why a user may not turn its TOTP off (an error message naming the field), or None. Not while the
+    account requires it of the user's role: the user would be held to enrolment at once."""
+    if not enrolled:
+        return "password: two-factor sign-in is not on"
+    if totp_enrolment_required(account_requires_totp, role, False):
+        return (
+            "password: this account requires two-factor sign-in of owners and admins; an owner can change "
+            "that on the Users page"
+        )
+    return None
+
+
 def password_problem(password: str, email: str) -> str | None:
     """Why a new password is refused (NIST 800-63B: length, not the e-mail), or None."""
     if len(password) < MIN_PASSWORD:

@@ -284,6 +284,15 @@ class IdentityRepository:
             await self._audit(conn, user.account_id, "user.password_changed", actor, now,
                               after={"user_id": user.id, "email": user.email})  # fmt: skip
 
+    async def disable_totp(self, user: User, actor: Actor, now: dt.datetime) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                users.update().where(users.c.id == user.id).values(totp_seed=None, totp_pending_seed=None)
+            )
+            await self._audit(conn, user.account_id, "user.totp_disabled", actor, now,
+                              before={"user_id": user.id, "email": user.email, "totp": "on"},
+                              after={"user_id": user.id, "email": user.email, "totp": "off"})  # fmt: skip
+
     async def confirm_totp(self, user: User, step: int, actor: Actor, now: dt.datetime) -> None:
         async with self.engine.begin() as conn:
             await conn.execute(

@@ -1014,6 +1014,20 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
                         session_token=viewer.session_token, code=form.get("code", "")
                     ),
                 )
+            elif action == "totp-remove":
+                try:
+                    await peers.call(
+                        peers.identity.DisableTotp,
+                        ipb.DisableTotpRequest(
+                            session_token=viewer.session_token,
+                            password=form.get("totp_password", ""),
+                            source_address=request.ip or "",
+                        ),
+                    )
+                except PortalError as exc:
+                    if exc.status not in (400, 401, 409) or exc.type == "session_expired":
+                        raise
+                    return await me_page(request, exc.status, errors={"totp_password": exc.message})
             elif action == "revoke-session":
                 await peers.call(
                     peers.identity.RevokeSession,

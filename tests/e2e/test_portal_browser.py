@@ -265,6 +265,22 @@ def test_owner_journey(browser: Any, stack: Stack) -> None:
     shot(page, "webhooks")
     page.click(f"text={stack.receiver.url('/hooks')}")
 
+    # Edit the endpoint (description and a second event kind), then recover since a time (a bad time is
+    # refused beside its field).
+    form = "[data-testid=endpoint-form]"
+    page.fill(f"{form} input[name=description]", "checkout hooks")
+    page.check(f"{form} input[value='booking.cancelled']")
+    page.click(f"{form} button[type=submit]")
+    page.wait_for_selector("[data-testid=description]:has-text('checkout hooks')")
+    assert "booking.confirmed, booking.cancelled" in page.text_content("dl.facts")
+    page.fill("[data-testid=recover] input[name=since]", "yesterday")
+    page.click("[data-testid=recover] button")
+    page.wait_for_selector("[data-field=since]")
+    page.fill("[data-testid=recover] input[name=since]", time.strftime("%Y-%m-%dT00:00", time.gmtime()))
+    page.click("[data-testid=recover] button")
+    page.wait_for_selector("[data-testid=description]:has-text('checkout hooks')")
+    assert page.locator("[data-field=since]").count() == 0
+
     # Send a test: the attempt appears with the receiver's response; resend: a second one appears.
     page.click("[data-testid=send-test]")
     page.wait_for_selector(
@@ -279,6 +295,11 @@ def test_owner_journey(browser: Any, stack: Stack) -> None:
     page.goto(f"{stack.portal}/sandbox/deliveries")
     assert "webhook.test" in page.text_content("[data-testid=deliveries]")
     shot(page, "deliveries")
+    page.goto(f"{stack.portal}/sandbox/audit?user_id=")
+    audit = page.text_content("[data-testid=audit]")
+    for action in ("webhook_endpoint.updated", "webhook_endpoint.recovered", "webhook_attempt.resent"):
+        assert action in audit
+    shot(page, "audit-webhooks")
 
     page.goto(f"{stack.portal}/sandbox/users")
     shot(page, "users")
@@ -448,6 +469,14 @@ def test_invitation_by_mail_and_totp_sign_in(browser: Any, stack: Stack) -> None
     )
     page.goto(f"{stack.portal}/live/keys")  # a developer is not held by the rule
     assert page.url.endswith("/live/keys")
+    # The developer turns TOTP off again, entering its password once more.
+    page.goto(f"{stack.portal}/live/me")
+    page.fill("[data-testid=totp-remove] input[name=totp_password]", "not the password")
+    page.click("[data-testid=totp-remove] button")
+    assert "not your current password" in page.text_content("[data-field=totp_password]")
+    page.fill("[data-testid=totp-remove] input[name=totp_password]", PASSWORD)
+    page.click("[data-testid=totp-remove] button")
+    page.wait_for_selector("text=Two-factor sign-in: off")
     newcomer.close()
     owner_ctx.close()
 

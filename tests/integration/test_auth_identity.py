@@ -307,3 +307,49 @@ async def test_record_audit_event_names_the_session_user(db_url: str) -> None:
             # An operator (svcctl) names itself and the account.
             op = await ids.RecordAuditEvent(request(session_token="", account_id=account.id, actor=ACTOR))
             assert (op.event.actor.user, op.event.actor.user_id) == (ACTOR.user, "")
+
+
+async def test_disable_totp_needs_the_password_and_the_account_rules(db_url: str) -> None:
+    clock = FakeClock(dt.datetime.now(dt.UTC))
+    async with running_authsvc(db_url, clock=clock, secrets_key=parse_key(new_secrets_key())) as (
+        server,
+        stub,
+    ):
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            ids = identity_pb2_grpc.IdentityServiceStub(channel)
+            account = await new_account(stub)
+            owner, owner_session = await _user(ids, account.id, "o@partner.example", pb.USER_ROLE_OWNER)
+
+            async def enrol(session: str) -> None:
+                begun = await ids.BeginTotpEnrollment(pb.BeginTotpEnrollmentRequest(session_token=session))
+                clock.advance(30)
+                code = pyotp.TOTP(pyotp.parse_uri(begun.provisioning_uri).secret).at(clock.now())
+                await ids.ConfirmTotpEnrollment(
+                    pb.ConfirmTotpEnrollmentRequest(session_token=session, code=code)
+                )
+
+            def disable(session: str, password: str = PASSWORD) -> Any:
+                return ids.DisableTotp(pb.DisableTotpRequest(session_token=session, password=password))
+
+            _, etype, _ = await error_of(disable(owner_session))
+            assert etype == "conflict"  # not on
+            await enrol(owner_session)
+            _, etype, message = await error_of(disable(owner_session, "not my password!"))
+            assert etype == "invalid_credentials" and message.startswith("password:")
+            # While the account requires TOTP of owners and admins, an owner cannot turn it off.
+            await ids.SetTotpRequirement(
+                pb.SetTotpRequirementRequest(session_token=owner_session, required=True)
+            )
+            _, etype, _ = await error_of(disable(owner_session))
+            assert etype == "conflict"
+            await ids.SetTotpRequirement(
+                pb.SetTotpRequirementRequest(session_token=owner_session, required=False)
+            )
+            off = await disable(owner_session)
+            assert not off.user.totp_enabled
+            # Sign-in needs no code any more; the audit trail says who turned it off.
+            await ids.SignIn(pb.SignInRequest(email="o@partner.example", password=PASSWORD))
+            trail = await stub.ListAuditEvents(
+                apb.ListAuditEventsRequest(account_id=account.id, action="user.totp_disabled")
+            )
+            assert [(e.actor.user_id, e.after["totp"]) for e in trail.events] == [(owner.id, "off")]

@@ -16,6 +16,7 @@ from authsvc._identity_rules import (
     session_state,
     sign_in_throttle,
     totp_enrolment_required,
+    totp_removal_problem,
     totp_step,
 )
 from svckit.roles import allowed, last_owner_kept, may_assign
@@ -191,3 +192,21 @@ def test_password_policy(password: str, problem: str | None) -> None:
 )
 def test_totp_enrolment_required(account_requires: bool, role: str, enrolled: bool, required: bool) -> None:
     assert totp_enrolment_required(account_requires, role, enrolled) is required
+
+
+@pytest.mark.parametrize(
+    ("account_requires", "role", "enrolled", "problem"),
+    [
+        (False, "owner", True, None),
+        (False, "viewer", True, None),
+        (True, "developer", True, None),  # the requirement is for owners and admins
+        (True, "viewer", True, None),
+        (True, "owner", True, "requires"),
+        (True, "admin", True, "requires"),
+        (False, "owner", False, "not on"),
+        (True, "developer", False, "not on"),
+    ],
+)
+def test_totp_removal_problem(account_requires: bool, role: str, enrolled: bool, problem: str | None) -> None:
+    found = totp_removal_problem(account_requires, role, enrolled)
+    assert (found is None) if problem is None else (found is not None and problem in found)
