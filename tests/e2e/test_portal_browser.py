@@ -8,15 +8,19 @@ screenshot in docs/portal/.
 
 from __future__ import annotations
 
+import hashlib
 import pathlib
 import re
+import secrets
 import socket
 import ssl
 import time
+from base64 import b32decode, b64encode, urlsafe_b64decode, urlsafe_b64encode
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email import message_from_bytes, policy
 from typing import Any
+from urllib.parse import quote_plus
 
 import grpc
 import httpx
@@ -24,6 +28,7 @@ import pyotp
 import pytest
 import trustme
 from aiosmtpd.controller import Controller
+from google.protobuf.json_format import MessageToJson
 
 from edge.testing import SANDBOX_HOST, edge_args
 from svckit.secretbox import new_key as new_secrets_key
@@ -48,6 +53,7 @@ class Stack:
     receiver: Receiver
     authsvc: str
     account_id: str
+    tmp: pathlib.Path  # every database file (with -wal/-shm) and process log of the run
     inbox: Inbox = field(default_factory=lambda: Inbox())
 
 
@@ -113,6 +119,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             receiver,
             authsvc.grpc_target,
             account.account.id,
+            tmp,
             inbox,
         )
     finally:
@@ -498,3 +505,110 @@ def test_portal_stops_gracefully_on_sigterm(tmp_path: pathlib.Path) -> None:
     assert httpx.get(f"{portal.ports['url']}/healthz", timeout=5).json() == {"status": "ok"}
     assert portal.terminate() == 0
     assert '"msg": "portal stopping"' in portal.logs()
+
+
+def _forms(secret: str) -> set[bytes]:
+    """``secret`` as it could be written down: raw, URL-encoded, hex and base64, and the same for the
+    random bytes behind it (a ``ps_``/``inv_`` token's base64url tail, a TOTP seed's base32)."""
+    raw = secret.encode()
+    found = {raw, quote_plus(secret).encode(), raw.hex().encode(), b64encode(raw), urlsafe_b64encode(raw)}
+    prefix, _, tail = secret.partition("_")
+    if prefix in ("ps", "inv"):
+        inner = urlsafe_b64decode(tail + "=" * (-len(tail) % 4))
+    elif re.fullmatch(r"[A-Z2-7]{16,}", secret):
+        inner = b32decode(secret)
+        found.add(secret.lower().encode())
+    else:
+        inner = b""
+    if inner:
+        found |= {inner, inner.hex().encode(), b64encode(inner).rstrip(b"="), urlsafe_b64encode(inner)}
+    return found
+
+
+def _audit_trail(stack: Stack) -> bytes:
+    """Every audit event of the account, as the API gives them."""
+    out, page_token = [], ""
+    with grpc.insecure_channel(stack.authsvc) as channel:
+        audit = auth_pb2_grpc.AuthServiceStub(channel)
+        while True:
+            got = audit.ListAuditEvents(
+                apb.ListAuditEventsRequest(account_id=stack.account_id, page_size=100, page_token=page_token)
+            )
+            out += [MessageToJson(e).encode() + e.SerializeToString() for e in got.events]
+            if not got.next_page_token:
+                return b"\n".join(out)
+            page_token = got.next_page_token
+
+
+def test_no_portal_secret_is_found_in_any_file_log_or_the_audit_trail(browser: Any, stack: Stack) -> None:
+    """Session tokens, the invite token, the TOTP seed and the passwords of a real portal run are
+    nowhere at rest: not in any database file (with its -wal/-shm), any process's log, the audit
+    trail or a page of it; only the column that owns each holds its hash or sealed form."""
+    email = "atrest@acme.example"
+    first, second = (f"passphrase {secrets.token_hex(8)} {n}" for n in ("one", "two"))
+    link = invite(stack, email, ipb.USER_ROLE_OWNER)
+    invite_token = link.rsplit("/", 1)[1]
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(link)
+    page.fill("input[name=password]", first)
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/live/(me)?$"))  # me: when the account requires TOTP of owners
+
+    def session() -> str:
+        return next(c["value"] for c in context.cookies() if c["name"] == "portal_session")
+
+    sessions = [session()]
+    page.goto(f"{stack.portal}/live/me")
+    page.click("text=Set up an authenticator app")
+    seed = page.text_content("[data-testid=totp-key]").strip()
+    totp = pyotp.TOTP(seed)
+    page.fill("input[name=code]", totp.now())
+    page.click("text=Turn on")
+    page.wait_for_selector("text=Two-factor sign-in: on")
+    page.fill("input[name=current_password]", first)
+    page.fill("input[name=new_password]", second)
+    page.click("text=Change password")
+    page.wait_for_selector("text=Two-factor sign-in: on")
+    sessions.append(session())
+    assert sessions[1] != sessions[0]
+
+    # Refusals carrying a secret: the used invite link, the replaced session, a sign-in still missing
+    # its second factor.
+    again = browser.new_context().new_page()
+    again.goto(link)
+    again.fill("input[name=password]", second)
+    again.click("button[type=submit]")
+    assert "not valid" in again.text_content("[data-field=token]")
+    again.context.close()
+    stale = httpx.get(f"{stack.portal}/live/keys", cookies={"portal_session": sessions[0]}, timeout=5)
+    assert stale.status_code in (302, 303) and stale.headers["location"].endswith("/signin")
+    page.click("text=Sign out")
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password]", second)
+    page.click("button[type=submit]")
+    page.wait_for_selector("input[name=totp_code]")
+    page.fill("input[name=password]", second)
+    page.fill("input[name=totp_code]", totp.at(time.time() + 30))
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/live/$"))
+    sessions.append(session())
+    page.goto(f"{stack.portal}/live/audit")
+    trail = page.content().encode() + _audit_trail(stack)
+    context.close()
+
+    issued = {"session token": sessions, "invite token": [invite_token], "TOTP seed": [seed]}
+    issued["password"] = [first, second]
+    files = [p for p in stack.tmp.rglob("*") if p.is_file()]
+    names = {p.name for p in files}
+    assert {"authsvc.db", "authsvc.db-wal", "authsvc.log", "portal.log", "edge.log"} <= names, names
+    everything = [(p.name, p.read_bytes()) for p in files] + [("the audit trail", trail)]
+    # The owning columns are read too: each session's hash is there, so the search sees the rows.
+    authsvc_db = b"".join(data for name, data in everything if name.startswith("authsvc.db"))
+    for token in sessions:
+        assert hashlib.sha256(token.encode()).hexdigest().encode() in authsvc_db
+    for what, values in issued.items():
+        for value in values:
+            for form in _forms(value):
+                for name, data in everything:
+                    assert form not in data, f"a {what} ({form[:8]!r}...) is readable in {name}"
