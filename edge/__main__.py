@@ -111,6 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
         str(EdgeConfig.header_timeout),
         "seconds a client has to send a complete request head (a new connection's first: from connect)",
     )
+    add(
+        "body-timeout",
+        str(EdgeConfig.body_timeout),
+        "seconds a client has to send a request's whole body, counted from the end of its head",
+    )
     add("sandbox-confirm-seconds", "0.5", "seconds between a sandbox booking's 202 and its outcome event")
     add("log-level", "INFO", "DEBUG, INFO, WARNING or ERROR")
     add("shutdown-grace", "5", "seconds running requests may finish after SIGTERM")
@@ -149,6 +154,7 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         denial_cache_size=int(args.denial_cache_size),
         keep_alive_timeout=float(args.keep_alive_timeout),
         header_timeout=float(args.header_timeout),
+        body_timeout=float(args.body_timeout),
         tls=tls_from_args(args),
         idempotency_key=key_from(
             args.idempotency_key_file, _env("idempotency-key", ""), "--idempotency-key-file"

@@ -56,9 +56,11 @@ class EdgeConfig:
     upstream_timeout: float = 30.0
     stream_ping_seconds: float = 20.0
     # An idle keep-alive connection is closed after this long; a request head (and a new connection's
-    # first one, counted from connect) must be complete this long after it started.
+    # first one, counted from connect) must be complete this long after it started; a request body
+    # this long after its head ended.
     keep_alive_timeout: float = 120.0
     header_timeout: float = 60.0
+    body_timeout: float = 60.0
     # The built-in sandbox simulator publishes a creation's outcome this long after answering 202.
     sandbox_confirm_seconds: float = 0.5
     # AES-256 key sealing stored idempotent responses (edge.idempotency); None: only bodies holding a

@@ -17,6 +17,7 @@ from sanic.server.async_server import AsyncioServer
 from sanic.server.protocols.http_protocol import HttpProtocol
 from sanic.server.protocols.websocket_protocol import WebSocketProtocol
 
+from edge.exceptions import EdgeError
 from edge.requesthead import check_fields, check_target, escape_target, head_too_large
 
 _SWITCHING = b"HTTP/1.1 101 "
@@ -52,11 +53,13 @@ class _TidyResponseHead(HttpProtocol):
 class EdgeHttp(Http):
     """Sanic's HTTP/1.1 cycle, plus: the request-head deadline of ``EdgeProtocol`` (started when a
     request's first byte arrives, the first request's at connect, and cleared once its head is read),
-    and the rules of ``edge.requesthead`` on every head. A refusal raised here is answered as any
-    other error and, being raised before the handler stage, closes the connection after the answer."""
+    its body deadline (started when a head announcing a body is read, cleared once the body is), and
+    the rules of ``edge.requesthead`` on every head. A refusal raised here is answered as any other
+    error and, being raised before the handler stage, closes the connection after the answer."""
 
     async def http1_request_header(self) -> None:  # type: ignore[override]
         protocol = cast(EdgeProtocol, self.protocol)
+        protocol._body_deadline = None
         if protocol._head_deadline is None:
             protocol._head_deadline = current_time() + protocol.request_timeout
         try:
@@ -68,6 +71,8 @@ class EdgeHttp(Http):
                 check_target(self.url)  # the precise reason when it is the target
             raise
         protocol._head_deadline = None
+        if self.request_body:
+            protocol._body_deadline = current_time() + protocol.app.ctx.config.body_timeout
         target = cast(str, self.url)
         check_target(target)
         check_fields(self.request.headers.items(), target)
@@ -75,6 +80,12 @@ class EdgeHttp(Http):
             # HEAD is GET without the body (RFC 9110 §9.3.2): routed, authorised and answered as GET,
             # and Sanic's head_only sends the head (with the Content-Length) and drops the body.
             self.request.method = "GET"
+
+    async def read(self) -> bytes | None:
+        data = await super().read()
+        if not self.request_body:
+            cast(EdgeProtocol, self.protocol)._body_deadline = None
+        return data
 
     def create_empty_request(self) -> None:
         # The stand-in request for an error before the head was accepted parses self.url: a target
@@ -95,6 +106,9 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
       first byte, must be complete within the request timeout (Sanic's own timer restarts on every byte
       received, so a client sending one byte a second was never cut). A connection that never sends a
       byte is closed at that deadline too; between requests the keep-alive timeout applies.
+    - a deadline for the request body, counted from the end of its head (the response timeout Sanic
+      applies meanwhile restarts on every byte too): past it the request is answered 408 if no answer
+      has started, the rest of the body is not waited for, and the connection is closed.
     - a lingering close as nginx's: when Sanic refuses a request before reading its body (413 on
       Content-Length) it closes while the client may still be sending, and closing with unread data
       sends a reset that can make the client's kernel drop our error response unread. Instead: send
@@ -107,13 +121,14 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
     """
 
     HTTP_CLASS = EdgeHttp
-    __slots__ = ("_discarded", "_head_deadline", "_lingering")
+    __slots__ = ("_body_deadline", "_discarded", "_head_deadline", "_lingering")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._lingering = False
         self._discarded = 0
         self._head_deadline: float | None = None
+        self._body_deadline: float | None = None
 
     def connection_made(self, transport: Any) -> None:
         self._head_deadline = current_time() + self.request_timeout
@@ -130,6 +145,14 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
         ):
             if http.stage is Stage.REQUEST:  # a partial head gets a 408; a silent connection just a FIN
                 http.exception = RequestTimeout("the request head did not arrive in time")
+            task.cancel()
+            return
+        deadline = self._body_deadline
+        if task is not None and http is not None and deadline is not None and current_time() > deadline:
+            if http.stage is Stage.HANDLER:  # no answer started yet: a 408
+                http.exception = EdgeError("the request body did not arrive in time", type="request_timeout")
+            http.request_body = None  # nothing more to read: no draining the rest after the answer
+            http.keep_alive = False
             task.cancel()
             return
         super().check_timeouts()

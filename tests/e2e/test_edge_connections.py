@@ -1,7 +1,7 @@
 """The edge process closes connections: idle keep-alive and silent connections at their timeouts,
-``Connection: close`` answers with a FIN, a slowloris head at the header timeout, and oversize POSTs do
-not leak descriptors (counted in ``/proc/<pid>/fd``). One edge process with short timeouts set by flags;
-authsvc is not needed for any of this."""
+``Connection: close`` answers with a FIN, a slowloris head at the header timeout, a slowly dripped body
+at the body timeout, and oversize POSTs do not leak descriptors (counted in ``/proc/<pid>/fd``). One edge
+process with short timeouts set by flags and the environment; authsvc is not needed for any of this."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from tests.support import ServiceProcess
 
 KEEP_ALIVE = 1.0
 HEADER_TIMEOUT = 2.0
+BODY_TIMEOUT = 3.0
 # Bounds the wait for the edge to act; far above the timeouts, so only a connection it never closes fails.
 WAIT = 15.0
 
@@ -30,7 +31,8 @@ def edge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     proc = ServiceProcess(
         "edge",
         [*args, "--keep-alive-timeout", str(KEEP_ALIVE)],
-        env={"EDGE_HEADER_TIMEOUT": str(HEADER_TIMEOUT)},  # the environment fallback
+        # the environment fallbacks
+        env={"EDGE_HEADER_TIMEOUT": str(HEADER_TIMEOUT), "EDGE_BODY_TIMEOUT": str(BODY_TIMEOUT)},
     ).start(tmp / "edge.log")
     try:
         yield proc
@@ -63,6 +65,32 @@ def read_until_closed(sock: socket.socket) -> bytes:
     while chunk := sock.recv(65536):
         data += chunk
     return data
+
+
+def trickle_until_closed(sock: socket.socket, first: bytes, rest: bytes) -> tuple[bytes, int]:
+    """Sends ``first``, then ``rest`` one byte a second, while reading what the edge sends until its FIN:
+    that, and how many bytes of ``rest`` went out before it."""
+    sent = 0
+    stop = threading.Event()
+
+    def trickle() -> None:
+        nonlocal sent
+        sock.sendall(first)
+        while sent < len(rest) and not stop.wait(1.0):
+            try:
+                sock.sendall(rest[sent : sent + 1])
+            except OSError:
+                return
+            sent += 1
+
+    sender = threading.Thread(target=trickle)
+    sender.start()
+    try:
+        data = read_until_closed(sock)
+    finally:
+        stop.set()
+        sender.join()
+    return data, sent
 
 
 GET = b"GET /openapi.json HTTP/1.1\r\nHost: " + SANDBOX_HOST.encode() + b"\r\n"
@@ -108,29 +136,9 @@ def test_slowloris_is_cut_at_the_header_timeout(edge: ServiceProcess) -> None:
     header timeout although bytes keep arriving."""
     baseline = settle(edge, descriptors(edge))
     head = GET + b"X-Slow: " + b"a" * 60 + b"\r\n\r\n"
-    sent = 0
-    stop = threading.Event()
     with connect(edge) as s:
-
-        def trickle() -> None:
-            nonlocal sent
-            s.sendall(head[:20])
-            sent = 20
-            while sent < len(head) and not stop.wait(1.0):
-                try:
-                    s.sendall(head[sent : sent + 1])
-                except OSError:
-                    return
-                sent += 1
-
-        sender = threading.Thread(target=trickle)
-        sender.start()
-        try:
-            data = read_until_closed(s)
-        finally:
-            stop.set()
-            sender.join()
-    assert sent < len(head)
+        data, sent = trickle_until_closed(s, head[:20], head[20:])
+    assert sent < len(head) - 20
     assert data.startswith(b"HTTP/1.1 408 "), data[:200]
     assert b'"type":"request_timeout"' in data.replace(b" ", b"")
     assert settle(edge, baseline) <= baseline
@@ -138,6 +146,34 @@ def test_slowloris_is_cut_at_the_header_timeout(edge: ServiceProcess) -> None:
 
 HOST = b"Host: " + SANDBOX_HOST.encode() + b"\r\n"
 AUTH = b"Authorization: Svc svc_test_0000000000000000000000000000000\r\n"
+POST_HEAD = b"POST /v1/webhooks/endpoints HTTP/1.1\r\n" + HOST + AUTH + b"Content-Type: application/json\r\n"
+
+
+def test_a_body_dripped_slowly_is_cut_at_the_body_timeout(edge: ServiceProcess) -> None:
+    """A complete head announcing 1000 bytes, then one body byte a second (each byte well inside every
+    per-byte timeout): the edge answers 408 and closes at the body timeout, not after 1000 s."""
+    baseline = settle(edge, descriptors(edge))
+    with connect(edge) as s:
+        data, sent = trickle_until_closed(s, POST_HEAD + b"Content-Length: 1000\r\n\r\n", b" " * 1000)
+    assert sent < 1000
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 "), data[:300]
+    error = json.loads(body)["error"]
+    assert error["type"] == "request_timeout" and "body" in error["message"], error
+    assert settle(edge, baseline) <= baseline
+
+
+def test_a_post_whose_body_arrives_after_its_head_is_answered(edge: ServiceProcess) -> None:
+    """The body deadline leaves a normal POST alone: its head, then its body in a second packet, get the
+    route's own answer (here: the made-up key refused) on a connection kept alive."""
+    body = b'{"url": "https://example.com/hook"}'
+    with connect(edge) as s:
+        s.sendall(POST_HEAD + b"Content-Length: %d\r\n\r\n" % len(body))
+        time.sleep(0.5)
+        s.sendall(body)
+        data = s.recv(65536)
+    head = data.partition(b"\r\n\r\n")[0].lower()
+    assert head.startswith(b"http/1.1 401 ") and b"connection: keep-alive" in head, data[:300]
 
 
 @pytest.mark.parametrize(
