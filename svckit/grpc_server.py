@@ -121,7 +121,7 @@ class Registering:
 
     Methods come to the server as generic handlers only. grpc.aio's serving loop keeps one pending
     request per *registered* method and waits on all of them (``asyncio.wait``) for every call it
-    accepts: with the 37 methods of authsvc that wait was half the server's Python time per call. As
+    accepts: with the 38 methods of authsvc that wait was half the server's Python time per call. As
     generic handlers there is one pending request; the generated code already adds every method both
     ways, so the registered table is served as one more generic handler (reached only if none before
     it serves the method)."""
