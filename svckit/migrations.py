@@ -103,6 +103,16 @@ async def upgrade(engine: AsyncEngine, schema: Schema) -> str:
         return await conn.run_sync(_upgrade, schema)
 
 
+async def downgrade(engine: AsyncEngine, schema: Schema, target: str) -> str:
+    """Take the database back to revision ``target`` by running the revisions' own downgrades (for an
+    operator's rollback, and for tests that need a database as an older release left it)."""
+    async with _one_at_a_time(), engine.begin() as conn:
+        await conn.run_sync(lambda c: command.downgrade(config(schema, c), target))
+        after = await conn.run_sync(current, schema)
+    assert after is not None
+    return after
+
+
 # Alembic's ``context`` and ``op`` are process-wide proxies: two upgrades in one process (services or
 # tests sharing it, on one event loop or several) must not interleave.
 _ALEMBIC = threading.Lock()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from authsvc._scopes import ALL_SCOPES
+from edge.routetable import DEFAULT_ROUTES
 from edge.testing import LIVE_HOST, SANDBOX_HOST, edge_args
 from edge.triggers import NAMES as SIX
 from svckit.events import EVENT_KINDS, mode_refusal
@@ -57,6 +59,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp("sandbox")
     receiver, ca_file = trusted_receiver(tmp)
     procs: list[ServiceProcess] = []
+    # The default table, its live upstreams moved to a port held bound but never listening, so a live
+    # call is refused by the kernel whatever else runs on this machine (the defaults are fixed ports).
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    live_upstream = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    routes = tmp / "routes.json"
+    table = [{**r, "upstream": {**r["upstream"], "live": live_upstream}} for r in DEFAULT_ROUTES]
+    routes.write_text(json.dumps({"routes": table}))
     try:
         wh = start_service(
             "webhookd", tmp, sqlite_url(tmp, "w.db"),
@@ -68,7 +78,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         edge = ServiceProcess(
             "edge",
             edge_args(
-                auth.grpc_target, wh.grpc_target, sqlite_url(tmp, "edge.db"), None,
+                auth.grpc_target, wh.grpc_target, sqlite_url(tmp, "edge.db"), routes,
                 "--sandbox-confirm-seconds", "0.2", "--rate-limit-sandbox", "0",
             ),
         ).start(tmp / "edge.log")  # fmt: skip
@@ -80,6 +90,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         for proc in reversed(procs):
             proc.terminate()
         receiver.stop()
+        closed.close()
 
 
 async def _partners(s: Stack, authsvc: str) -> None:
@@ -417,7 +428,7 @@ async def test_live_reaches_neither_triggers_nor_simulator(stack: Stack, http: h
         json={"type": "apikey.revoked"},
     )
     error_of(resp, 404, "not_found")
-    # The live upstream (a placeholder nobody listens on here) is asked, never the simulator.
+    # The live upstream (a closed port here) is asked, never the simulator.
     resp = await http.get(f"{live}/v1/hotels/offers/off_hotels_1", headers=hdrs(a.live_secret, live=True))
     error_of(resp, 503, "service_unavailable")
     # A test key on the live host is refused before any trigger.

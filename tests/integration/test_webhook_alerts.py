@@ -16,12 +16,14 @@ from aiosmtpd.controller import Controller
 
 from authsvc._server import run_server as run_authsvc
 from svckit.clock import FakeClock
+from svckit.migrations import downgrade
 from svckit.webhook_status import EndpointStatus
 from tests.support import free_port
 from travel.auth.v1 import auth_pb2, auth_pb2_grpc
 from webhookd._mailer import Mailer, SmtpConfig, authsvc_lookup
 from webhookd._repository import EndpointRecord, Outcome, SigningSecret
 from webhookd._sql import SqlRepository
+from webhookd.migrations import SCHEMA
 
 NOW = dt.datetime(2026, 4, 1, tzinfo=dt.UTC)
 
@@ -164,7 +166,9 @@ async def test_alerts_the_previous_release_marked_sent_unsent_are_pending_again(
         await _disable(repo, "acct_a")
         await _disable(repo, "acct_b")
         await _disable(repo, "acct_c")
-        # What the previous code wrote: marked sent with the reason it was not.
+        # A database as revision 0003 left it, with what the previous code wrote: marked sent with the
+        # reason it was not.
+        await downgrade(repo.engine, SCHEMA, "0003")
         async with repo.engine.begin() as conn:
             for account_id, error in (
                 ("acct_a", "no SMTP server configured"),
@@ -175,7 +179,6 @@ async def test_alerts_the_previous_release_marked_sent_unsent_are_pending_again(
                     sa.text("UPDATE wh_alerts SET sent_at = 1, error = :e WHERE account_id = :a"),
                     {"e": error, "a": account_id},
                 )
-            await conn.execute(sa.text("UPDATE webhookd_alembic_version SET version_num = '0003'"))
     finally:
         await repo.close()
     repo = await SqlRepository.open(sqlite_url)

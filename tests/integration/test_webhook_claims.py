@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from svckit.clock import FakeClock
+from svckit.migrations import downgrade
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd._delivery import DeliveryWorker, Sender, WorkerConfig
 from webhookd._pg_queue import PostgresQueue
@@ -29,6 +30,7 @@ from webhookd._repository import (
 from webhookd._repository import Outcome as Stored
 from webhookd._sql import SqlRepository
 from webhookd._sqlite_queue import SqliteQueue
+from webhookd.migrations import SCHEMA
 
 T0 = dt.datetime(2026, 5, 1, 9, 0, 0, 654321, tzinfo=dt.UTC)
 ACCT = "acct_claims"
@@ -242,8 +244,6 @@ async def test_signing_secrets_are_sealed_at_rest_and_open_for_claims(db_url: st
 
 
 async def test_attempts_keep_response_headers_and_an_older_database_is_migrated(db_url: str) -> None:
-    import sqlalchemy as sa
-
     repo = await SqlRepository.open(db_url)
     try:
         await _setup(repo, 2)
@@ -259,9 +259,7 @@ async def test_attempts_keep_response_headers_and_an_older_database_is_migrated(
         got = await repo.get_attempt(ACCT, "live", kept.id)
         assert got is not None and got.response_headers == kept.response_headers
         # Make it a database from before revision 0003: no column, at 0002, an attempt row kept.
-        async with repo.engine.begin() as conn:
-            await conn.execute(sa.text("ALTER TABLE wh_attempts DROP COLUMN response_headers"))
-            await conn.execute(sa.text("UPDATE webhookd_alembic_version SET version_num = '0002'"))
+        assert await downgrade(repo.engine, SCHEMA, "0002") == "0002"
     finally:
         await repo.close()
     repo = await SqlRepository.open(db_url)
