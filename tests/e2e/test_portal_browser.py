@@ -85,11 +85,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     smtp.start()
     key_file = tmp / "secrets.key"
     key_file.write_text(new_secrets_key())
+    webhookd_key_file = tmp / "webhookd.key"
+    webhookd_key_file.write_text(new_secrets_key())
     procs: list[ServiceProcess] = []
     try:
         webhookd = start_service(
             "webhookd", tmp, sqlite_url(tmp, "webhookd.db"),
             "--allow-private-targets", "--ca-bundle", str(ca_file), "--poll-seconds", "0.2",
+            "--secrets-key-file", str(webhookd_key_file),
         )  # fmt: skip
         procs.append(webhookd)
         authsvc = start_service(
@@ -541,9 +544,10 @@ def _audit_trail(stack: Stack) -> bytes:
 
 
 def test_no_portal_secret_is_found_in_any_file_log_or_the_audit_trail(browser: Any, stack: Stack) -> None:
-    """Session tokens, the invite token, the TOTP seed and the passwords of a real portal run are
-    nowhere at rest: not in any database file (with its -wal/-shm), any process's log, the audit
-    trail or a page of it; only the column that owns each holds its hash or sealed form."""
+    """Session tokens, the invite token, the TOTP seed, the passwords, and the API key and signing
+    secret the portal showed, of a real portal run are nowhere at rest: not in any database file
+    (with its -wal/-shm), any process's log, the audit trail or a page of it; only the column that
+    owns each holds its hash or sealed form."""
     email = "atrest@acme.example"
     first, second = (f"passphrase {secrets.token_hex(8)} {n}" for n in ("one", "two"))
     link = invite(stack, email, ipb.USER_ROLE_OWNER)
@@ -593,12 +597,24 @@ def test_no_portal_secret_is_found_in_any_file_log_or_the_audit_trail(browser: A
     page.click("button[type=submit]")
     page.wait_for_url(re.compile(r"/live/$"))
     sessions.append(session())
+    # The secrets the portal shows once pass through it too: an API key and a signing secret.
+    page.goto(f"{stack.portal}/sandbox/keys")
+    page.fill("input[name=name]", "at rest")
+    page.check("input[value='hotels:read']")
+    page.click("[data-testid=create-key] button[type=submit]")
+    api_key = page.text_content("[data-testid=secret]").strip()
+    page.goto(f"{stack.portal}/sandbox/webhooks")
+    page.fill("[data-testid=endpoint-form] input[name=url]", stack.receiver.url("/at-rest"))
+    page.check("[data-testid=endpoint-form] input[value='booking.confirmed']")
+    page.click("[data-testid=endpoint-form] button[type=submit]")
+    signing_secret = page.text_content("[data-testid=secret]").strip()
+    assert api_key.startswith("svc_test_") and signing_secret.startswith("whsec_")
     page.goto(f"{stack.portal}/live/audit")
     trail = page.content().encode() + _audit_trail(stack)
     context.close()
 
     issued = {"session token": sessions, "invite token": [invite_token], "TOTP seed": [seed]}
-    issued["password"] = [first, second]
+    issued |= {"password": [first, second], "API key": [api_key], "signing secret": [signing_secret]}
     files = [p for p in stack.tmp.rglob("*") if p.is_file()]
     names = {p.name for p in files}
     assert {"authsvc.db", "authsvc.db-wal", "authsvc.log", "portal.log", "edge.log"} <= names, names
