@@ -17,6 +17,7 @@ from sanic.server.async_server import AsyncioServer
 from sanic.server.protocols.http_protocol import HttpProtocol
 from sanic.server.protocols.websocket_protocol import WebSocketProtocol
 
+from edge.config import EdgeConfig
 from edge.exceptions import EdgeError
 from edge.requesthead import check_fields, check_target, escape_target, head_too_large
 
@@ -72,7 +73,9 @@ class EdgeHttp(Http):
             raise
         protocol._head_deadline = None
         if self.request_body:
-            protocol._body_deadline = current_time() + protocol.app.ctx.config.body_timeout
+            # The portal serves through this server too, without an EdgeConfig: the default deadline.
+            config = getattr(protocol.app.ctx, "config", EdgeConfig)
+            protocol._body_deadline = current_time() + config.body_timeout
         target = cast(str, self.url)
         check_target(target)
         check_fields(self.request.headers.items(), target)

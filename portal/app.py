@@ -34,6 +34,7 @@ from portal.web import (
     ROLE_NAMES,
     ROLE_VALUES,
     SESSION_COOKIE,
+    RouteErrorHandler,
     Viewer,
     begin,
     check_csrf,
@@ -175,7 +176,7 @@ def fields(request: Request) -> Fields:
 
 
 def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
-    app = Sanic(name)
+    app = Sanic(name, error_handler=RouteErrorHandler())
     app.config.KEEP_ALIVE_TIMEOUT = 30
     peers = Peers(config.authsvc, config.webhookd, config.tls)
     secure = config.public_url.startswith("https://")

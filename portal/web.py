@@ -12,6 +12,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from prometheus_client import Histogram
 from sanic import Request, response
+from sanic.handlers import ErrorHandler
+from sanic.log import error_logger
 from sanic.response import HTTPResponse
 
 from portal import csrf
@@ -108,6 +110,24 @@ def need(request: Request, action: roles.Action) -> Viewer:
     return viewer
 
 
+def route_of(request: Request) -> str:
+    """The route template of ``request`` ("/invite/<token:str>"): logs name it, never the path."""
+    return "/" + request.route.path if request.route else "(none)"
+
+
+class RouteErrorHandler(ErrorHandler):
+    """Sanic's handler logs the whole URL of a request that raised, and a portal URL can hold a secret
+    (the invitation token of /invite/<token>): this one logs the method and route template instead."""
+
+    @staticmethod
+    def log(request: Request, exception: Exception) -> None:
+        if getattr(exception, "quiet", False) and not request.app.config.get("NOISY_EXCEPTIONS"):
+            return
+        error_logger.error(
+            "Exception occurred while handling %s %s", request.method, route_of(request), exc_info=exception
+        )
+
+
 def begin(request: Request) -> None:
     rid = request.headers.get("x-request-id", "")
     request.ctx.rid = rid if 0 < len(rid) <= 64 and rid.isprintable() else new_id("req")
@@ -129,7 +149,7 @@ def finish(request: Request, resp: HTTPResponse, secure: bool) -> None:
     started = getattr(request.ctx, "started", None)
     if started is not None:
         elapsed = time.perf_counter() - started
-        route = "/" + request.route.path if request.route else "(none)"
+        route = route_of(request)
         REQUESTS.labels(route, str(resp.status)).observe(elapsed)
         log.info(
             "request",
