@@ -5,6 +5,7 @@ The services talk gRPC over mutual TLS with a development CA made under ./var/tl
 Ctrl-C (or SIGTERM) stops them all gracefully. Ports can be moved with the services' own
 environment variables (AUTHSVC_LISTEN, WEBHOOKD_LISTEN, EDGE_LIVE_LISTEN, ...).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 VAR = ROOT / "var"
@@ -63,44 +65,62 @@ def services() -> list[Service]:
         Service(
             "authsvc",
             [
-                "--listen", AUTH_LISTEN,
-                "--database", f"sqlite+aiosqlite:///{VAR / 'authsvc.db'}",
-                "--metrics-listen", os.environ.get("AUTHSVC_METRICS_LISTEN", "127.0.0.1:9101"),
-                "--webhookd", WEBHOOKD_LISTEN if (ROOT / "webhookd" / "__main__.py").exists() else "",
-                "--secrets-key-file", str(secrets_key_file("authsvc-secrets.key")),
+                "--listen",
+                AUTH_LISTEN,
+                "--database",
+                f"sqlite+aiosqlite:///{VAR / 'authsvc.db'}",
+                "--metrics-listen",
+                os.environ.get("AUTHSVC_METRICS_LISTEN", "127.0.0.1:9101"),
+                "--webhookd",
+                WEBHOOKD_LISTEN if (ROOT / "webhookd" / "__main__.py").exists() else "",
+                "--secrets-key-file",
+                str(secrets_key_file("authsvc-secrets.key")),
                 *tls_args("authsvc"),
             ],
         ),
         Service(
             "webhookd",
             [
-                "--listen", WEBHOOKD_LISTEN,
-                "--database", f"sqlite+aiosqlite:///{VAR / 'webhookd.db'}",
-                "--metrics-listen", os.environ.get("WEBHOOKD_METRICS_LISTEN", "127.0.0.1:9102"),
-                "--authsvc", AUTH_LISTEN,
+                "--listen",
+                WEBHOOKD_LISTEN,
+                "--database",
+                f"sqlite+aiosqlite:///{VAR / 'webhookd.db'}",
+                "--metrics-listen",
+                os.environ.get("WEBHOOKD_METRICS_LISTEN", "127.0.0.1:9102"),
+                "--authsvc",
+                AUTH_LISTEN,
                 # A development stack: receivers on this machine (and plain http) are allowed.
-                "--allow-private-targets", "--allow-http",
-                "--secrets-key-file", str(secrets_key_file()),
+                "--allow-private-targets",
+                "--allow-http",
+                "--secrets-key-file",
+                str(secrets_key_file()),
                 *tls_args("webhookd"),
             ],
         ),
         Service(
             "edge",
             [
-                "--authsvc", AUTH_LISTEN,
-                "--webhookd", WEBHOOKD_LISTEN,
-                "--database", f"sqlite+aiosqlite:///{VAR / 'edge.db'}",
+                "--authsvc",
+                AUTH_LISTEN,
+                "--webhookd",
+                WEBHOOKD_LISTEN,
+                "--database",
+                f"sqlite+aiosqlite:///{VAR / 'edge.db'}",
                 *tls_args("edge"),
-                "--idempotency-key-file", str(secrets_key_file("edge-idempotency.key")),
+                "--idempotency-key-file",
+                str(secrets_key_file("edge-idempotency.key")),
             ],
         ),
         Service(
             "portal",
             [
-                "--authsvc", AUTH_LISTEN,
-                "--webhookd", WEBHOOKD_LISTEN,
+                "--authsvc",
+                AUTH_LISTEN,
+                "--webhookd",
+                WEBHOOKD_LISTEN,
                 *tls_args("portal"),
-                "--csrf-key-file", str(secrets_key_file("portal-csrf.key")),
+                "--csrf-key-file",
+                str(secrets_key_file("portal-csrf.key")),
             ],
         ),
     ]
@@ -123,19 +143,26 @@ def start(svc: Service) -> None:
     raise SystemExit(f"{svc.module} exited before it was ready; see {VAR / (svc.module + '.log')}")
 
 
-async def demo_key(running: list[Service]) -> str | None:
-    """Create (once) a demo account and a sandbox key, so the printed examples work."""
-    state = VAR / "demo.json"
-    if state.exists():
-        return str(json.loads(state.read_text())["secret"])
+async def demo_key(running: list[Service]) -> dict[str, Any]:
+    """A fresh sandbox key for the demo account (made on the first run), so the printed examples work.
+
+    var/demo.json remembers the account and key ids only, never the secret (no secret at rest outside
+    the hashed column that owns it): each run rolls the previous demo key and prints the new secret.
+    """
     from svcctl.client import create_demo_key
     from svckit.devca import files
     from svckit.tls import Tls
 
-    demo = await create_demo_key(AUTH_LISTEN, Tls.from_files(*files(TLS, "svcctl")))
-    state.write_text(json.dumps(demo))
-    state.chmod(0o600)
-    return str(demo["secret"])
+    state = VAR / "demo.json"
+    known = json.loads(state.read_text()) if state.exists() else {}
+    demo = await create_demo_key(
+        AUTH_LISTEN,
+        Tls.from_files(*files(TLS, "svcctl")),
+        account_id=str(known.get("account_id", "")),
+        replaces=str(known.get("key_id", "")),
+    )
+    state.write_text(json.dumps({"account_id": demo["account_id"], "key_id": demo["key_id"]}))
+    return demo
 
 
 def portal_sign_in(account_id: str, portal_url: str) -> str:
@@ -211,10 +238,10 @@ def main() -> int:
                 start(svc)
                 running.append(svc)
                 print(f"started {svc.module}: {json.dumps(svc.ports)}  (log: var/{svc.module}.log)")
-        secret = asyncio.run(demo_key(running))
+        demo = asyncio.run(demo_key(running))
+        secret, account = str(demo["secret"]), str(demo["account_id"])
         print()
-        print("Demo sandbox key (stored in var/demo.json):", secret)
-        account = json.loads((VAR / "demo.json").read_text())["account_id"]
+        print("Demo sandbox key (shown once; a new one each run, the previous one rolled):", secret)
         print(f"Admin CLI:    .venv/bin/svcctl --authsvc {AUTH_LISTEN} keys list --account {account}")
         portal = next((s for s in running if s.module == "portal"), None)
         if portal is not None:
