@@ -293,11 +293,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _secrets_key(args: argparse.Namespace) -> bytes | None:
+    """The key sealing signing secrets at rest. Required: only a development run that says so
+    (--insecure-dev) may keep them in the clear."""
     env_text = os.environ.get(env_name(SERVICE, "secrets_key"), "")
     try:
-        return key_from(args.secrets_key_file or "", env_text, "--secrets-key-file", SecretsKeyError)
+        key = key_from(args.secrets_key_file or "", env_text, "--secrets-key-file", SecretsKeyError)
     except SecretsKeyError as exc:
         raise SystemExit(f"webhookd: {exc.message}") from None
+    if key is None and not args.insecure_dev:
+        raise SystemExit(
+            "webhookd: signing secrets are sealed at rest: give --secrets-key-file or WEBHOOKD_SECRETS_KEY "
+            "(make one with `python -m webhookd new-secrets-key`), or --insecure-dev for a development run"
+        )
+    return key
 
 
 def config_from_args(args: argparse.Namespace) -> Config:

@@ -25,6 +25,7 @@ from websockets.exceptions import ConnectionClosed
 
 from edge.testing import SANDBOX_HOST, edge_args
 from svcctl.client import create_demo_key
+from svckit.secretbox import new_key
 from svckit.tls import channel
 from tests.support import ROOT, ServiceProcess, sqlite_url, start_service, tls_args, tls_of
 from travel.auth.v1 import auth_pb2, auth_pb2_grpc
@@ -48,12 +49,14 @@ class Stack:
 @pytest.fixture
 def stack(tmp_path: pathlib.Path, pki: pathlib.Path) -> Iterator[Stack]:
     receiver, ca_file = trusted_receiver(tmp_path)
+    secrets_key = tmp_path / "webhookd-secrets.key"
+    secrets_key.write_text(new_key())
     procs: list[ServiceProcess] = []
     try:
         webhookd = start_service(
             "webhookd", tmp_path, sqlite_url(tmp_path, "webhookd.db"),
             "--allow-private-targets", "--ca-bundle", str(ca_file), "--poll-seconds", "0.2",
-            tls=tls_args(pki, "webhookd"),
+            "--secrets-key-file", str(secrets_key), tls=tls_args(pki, "webhookd"),
         )  # fmt: skip
         procs.append(webhookd)
         authsvc = start_service(

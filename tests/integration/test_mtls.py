@@ -17,7 +17,7 @@ from authsvc.testing import ACTOR
 from svckit.devca import files, stem
 from svckit.errors import type_from_rpc_error
 from svckit.tls import Tls, TlsError, channel
-from tests.support import ROOT, tls_of
+from tests.support import ROOT, tls_args, tls_of
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
@@ -276,3 +276,24 @@ def test_svcctl_certs_init_makes_a_ca_and_a_certificate_per_identity(
     assert main(["certs", "init", "--dir", str(directory)]) == 0
     assert "nothing written" in capsys.readouterr().out
     assert (directory / "edge.pem").read_bytes() == before
+
+
+def test_webhookd_without_a_secrets_key_starts_only_as_an_insecure_dev_run(
+    pki: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Signing secrets are never stored in the clear by a production run: no key, no start."""
+    from svckit.secretbox import new_key
+    from webhookd._server import build_parser, config_from_args
+
+    monkeypatch.delenv("WEBHOOKD_SECRETS_KEY", raising=False)
+    monkeypatch.delenv("WEBHOOKD_SECRETS_KEY_FILE", raising=False)
+    monkeypatch.delenv("WEBHOOKD_INSECURE_DEV", raising=False)
+    base = ["serve", "--database", f"sqlite+aiosqlite:///{tmp_path / 'w.db'}", *tls_args(pki, "webhookd")]
+    with pytest.raises(SystemExit, match="--secrets-key-file"):
+        config_from_args(build_parser().parse_args(base))
+    key_file = tmp_path / "secrets.key"
+    key_file.write_text(new_key())
+    sealed = config_from_args(build_parser().parse_args([*base, "--secrets-key-file", str(key_file)]))
+    assert sealed.secrets_key is not None
+    dev = ["serve", "--database", f"sqlite+aiosqlite:///{tmp_path / 'w.db'}", "--insecure-dev"]
+    assert config_from_args(build_parser().parse_args(dev)).secrets_key is None
