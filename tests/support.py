@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pathlib
@@ -13,6 +14,8 @@ import sys
 import time
 from collections.abc import Sequence
 from typing import Any
+
+import websockets
 
 from svckit.devca import files, flags
 from svckit.tls import Tls
@@ -95,6 +98,16 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+async def close_code(stream: Any, frame_timeout: float) -> int | None:
+    """Receive from a WebSocket until the server closes it (each frame within ``frame_timeout``): the close
+    code the server sent, None if it sent no close frame."""
+    try:
+        while True:
+            await asyncio.wait_for(stream.recv(), frame_timeout)
+    except websockets.ConnectionClosed as closed:
+        return None if closed.rcvd is None else closed.rcvd.code
 
 
 def sqlite_url(directory: pathlib.Path, name: str) -> str:
