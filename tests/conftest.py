@@ -3,9 +3,12 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+import redis.asyncio as aioredis
+
+from tests.support import REDIS_URL
 
 PG_HOST, PG_PORT, PG_DB = "127.0.0.1", 5432, "test"
 PG_BASE = f"postgresql+asyncpg://postgres@{PG_HOST}:{PG_PORT}/{PG_DB}"
@@ -107,3 +110,15 @@ def other_pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     directory = tmp_path_factory.mktemp("other-pki")
     init_dir(directory, ("svcctl", "authsvc"))
     return directory
+
+
+@pytest.fixture
+async def redis_prefix() -> AsyncIterator[str]:
+    """A Redis key prefix of the test's own (at REDIS_URL); its keys are deleted afterwards."""
+    prefix = f"test:{uuid.uuid4().hex}:"
+    yield prefix
+    client = aioredis.Redis.from_url(REDIS_URL)
+    keys = [k async for k in client.scan_iter(match=prefix + "*")]
+    if keys:
+        await client.delete(*keys)
+    await client.aclose()

@@ -21,6 +21,7 @@ from svckit.devca import files, flags
 from svckit.tls import Tls
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
 class ServiceProcess:

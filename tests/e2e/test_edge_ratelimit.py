@@ -8,35 +8,20 @@ import json
 import pathlib
 import time
 import urllib.request
-import uuid
-from collections.abc import AsyncIterator
 
 import grpc
 import httpx
-import pytest
 import redis.asyncio as aioredis
 from google.protobuf import field_mask_pb2
 
 from edge.testing import edge_args
-from tests.e2e.test_edge_processes import ACTOR, authsvc, free_port, h
-from tests.support import ServiceProcess
+from tests.e2e.test_edge_processes import ACTOR, authsvc, h
+from tests.support import REDIS_URL, ServiceProcess, free_port
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 RATE = 5  # the key's own limit: bursts of 10 (edge.ratelimit.BURST_SECONDS)
 BURST = 2 * RATE
-
-
-@pytest.fixture
-async def prefix() -> AsyncIterator[str]:
-    prefix = f"test:rl-e2e:{uuid.uuid4().hex}:"
-    yield prefix
-    client = aioredis.Redis.from_url(REDIS_URL)
-    keys = [k async for k in client.scan_iter(match=prefix + "*")]
-    if keys:
-        await client.delete(*keys)
-    await client.aclose()
 
 
 async def limited_key(target: str, rate: int) -> tuple[str, str]:
@@ -73,7 +58,7 @@ def metrics(edge: ServiceProcess) -> dict[str, float]:
     return out
 
 
-async def test_two_edges_share_one_keys_limit_in_redis(tmp_path: pathlib.Path, prefix: str) -> None:
+async def test_two_edges_share_one_keys_limit_in_redis(tmp_path: pathlib.Path, redis_prefix: str) -> None:
     auth = authsvc(tmp_path, f"sqlite+aiosqlite:///{tmp_path / 'a.db'}")
     # The environment default (25/s) is far above the key's own limit: the key's own must be what counts.
     edges = [
@@ -81,7 +66,7 @@ async def test_two_edges_share_one_keys_limit_in_redis(tmp_path: pathlib.Path, p
             "edge",
             edge_args(auth.grpc_target, "127.0.0.1:1", f"sqlite+aiosqlite:///{tmp_path / f'e{i}.db'}"),
             # A loaded test machine must not look like a Redis outage here.
-            env={"EDGE_REDIS": REDIS_URL, "EDGE_REDIS_PREFIX": prefix, "EDGE_REDIS_TIMEOUT": "5"},
+            env={"EDGE_REDIS": REDIS_URL, "EDGE_REDIS_PREFIX": redis_prefix, "EDGE_REDIS_TIMEOUT": "5"},
         ).start(tmp_path / f"edge{i}.log")
         for i in range(2)
     ]
@@ -104,7 +89,7 @@ async def test_two_edges_share_one_keys_limit_in_redis(tmp_path: pathlib.Path, p
         assert BURST <= allowed <= RATE * elapsed + BURST, (allowed, elapsed)
         client = aioredis.Redis.from_url(REDIS_URL)
         try:
-            assert 0 < await client.pttl(f"{prefix}{key_id}") <= BURST / RATE * 1000  # nothing stale
+            assert 0 < await client.pttl(f"{redis_prefix}{key_id}") <= BURST / RATE * 1000  # nothing stale
         finally:
             await client.aclose()
     finally:

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
-import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio as aioredis
@@ -18,26 +15,14 @@ from edge.gcra import SCRIPT, SCRIPT_SHA, Limit, limit_for
 from edge.ratelimit import RateLimiter
 from edge.sharedlimit import SharedLimiter
 from tests.gcra_cases import CASES, IDS
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
-
-
-@pytest.fixture
-async def prefix() -> AsyncIterator[str]:
-    prefix = f"test:rl:{uuid.uuid4().hex}:"
-    yield prefix
-    client = aioredis.Redis.from_url(REDIS_URL)
-    keys = [k async for k in client.scan_iter(match=prefix + "*")]
-    if keys:
-        await client.delete(*keys)
-    await client.aclose()
+from tests.support import REDIS_URL, free_port
 
 
 @pytest.mark.parametrize(
     ("name", "tat", "now", "limit", "allowed", "after", "retry", "remaining"), CASES, ids=IDS
 )
 async def test_script_runs_the_gcra_table(
-    prefix: str,
+    redis_prefix: str,
     name: str,
     tat: int | None,
     now: int,
@@ -49,7 +34,7 @@ async def test_script_runs_the_gcra_table(
 ) -> None:
     client = aioredis.Redis.from_url(REDIS_URL)
     try:
-        key = prefix + "key_x"
+        key = redis_prefix + "key_x"
         if tat is not None:
             await client.set(key, tat)
         got = await client.eval(SCRIPT, 1, key, now, limit.period, limit.tolerance)
@@ -63,28 +48,28 @@ async def test_script_runs_the_gcra_table(
         await client.aclose()
 
 
-async def test_script_takes_many_keys_and_the_time_from_redis(prefix: str) -> None:
+async def test_script_takes_many_keys_and_the_time_from_redis(redis_prefix: str) -> None:
     client = aioredis.Redis.from_url(REDIS_URL)
     try:
         limit = limit_for(1.0)  # bursts of two
         # One call over several keys, a key repeated: its requests count in order.
-        keys = [prefix + "k", prefix + "k", prefix + "other", prefix + "k"]
+        keys = [redis_prefix + "k", redis_prefix + "k", redis_prefix + "other", redis_prefix + "k"]
         args = [limit.period, limit.tolerance] * len(keys)
         answer = await client.eval(SCRIPT, len(keys), *keys, "", *args)
         triples = [answer[i : i + 3] for i in range(0, len(answer), 3)]
         assert [t[0] for t in triples] == [1, 1, 1, 0]
         assert 0 < triples[3][1] <= 1_000_000
-        assert 0 < await client.pttl(prefix + "k") <= 2_000
+        assert 0 < await client.pttl(redis_prefix + "k") <= 2_000
     finally:
         await client.aclose()
 
 
-async def test_limiters_share_one_limit_in_batched_calls(prefix: str) -> None:
+async def test_limiters_share_one_limit_in_batched_calls(redis_prefix: str) -> None:
     """Two limiters (two edges) on one key: 100/s allows a burst of 200 across both, however the
     requests are spread; the checks of one loop iteration go out as one script call."""
     # A generous timeout: a loaded test machine must not look like a Redis outage here.
-    a = SharedLimiter(REDIS_URL, RateLimiter(), prefix=prefix, timeout=5)
-    b = SharedLimiter(REDIS_URL, RateLimiter(), prefix=prefix, timeout=5)
+    a = SharedLimiter(REDIS_URL, RateLimiter(), prefix=redis_prefix, timeout=5)
+    b = SharedLimiter(REDIS_URL, RateLimiter(), prefix=redis_prefix, timeout=5)
     try:
         waits = await asyncio.gather(
             *(lim.check("key_shared", 100.0, 0.0) for _ in range(150) for lim in (a, b))
@@ -104,12 +89,10 @@ def _fallbacks() -> float:
 
 
 async def test_unreachable_redis_falls_back_to_the_local_bucket(
-    prefix: str, caplog: pytest.LogCaptureFixture
+    redis_prefix: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    limiter = SharedLimiter(f"redis://127.0.0.1:{port}/0", RateLimiter(), prefix=prefix)
+    port = free_port()  # nobody listens on it
+    limiter = SharedLimiter(f"redis://127.0.0.1:{port}/0", RateLimiter(), prefix=redis_prefix)
     before = _fallbacks()
     try:
         with caplog.at_level(logging.INFO, logger="edge.sharedlimit"):
