@@ -149,6 +149,23 @@ def start(
     raise SystemExit(f"{module} did not start; see {log}")
 
 
+def start_authsvc(tmp: pathlib.Path, procs: list[subprocess.Popen[str]]) -> str:
+    """authsvc on SQLite in ``tmp``, appended to ``procs``: its gRPC target."""
+    auth_args = ["--listen", "127.0.0.1:0", "--metrics-listen", "", "--log-level", "WARNING",
+                 "--database", f"sqlite+aiosqlite:///{tmp / 'a.db'}"]  # fmt: skip
+    auth, ap = start("authsvc", auth_args, tmp / "authsvc.log")
+    procs.append(auth)
+    return f"127.0.0.1:{ap['grpc_port']}"
+
+
+def edge_flags(target: str, tmp: pathlib.Path) -> list[str]:
+    """``edge serve`` flags: sandbox Host ``HOST``, authsvc at ``target``, no webhookd, SQLite in ``tmp``."""
+    return ["--live-listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0", "--authsvc", target,
+            "--sandbox-hosts", HOST,
+            "--webhookd", "127.0.0.1:1", "--metrics-listen", "", "--log-level", "WARNING",
+            "--database", f"sqlite+aiosqlite:///{tmp / 'e.db'}"]  # fmt: skip
+
+
 def stop_all(procs: list[subprocess.Popen[str]], tmp: pathlib.Path) -> None:
     """SIGTERM every process (the last started first), SIGKILL any still up after 10 s; remove ``tmp``."""
     for p in reversed(procs):
@@ -245,16 +262,9 @@ def main() -> int:
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="bench_edge_"))
     procs: list[subprocess.Popen[str]] = []
     try:
-        auth_args = ["--listen", "127.0.0.1:0", "--metrics-listen", "", "--log-level", "WARNING",
-                     "--database", f"sqlite+aiosqlite:///{tmp / 'a.db'}"]  # fmt: skip
-        auth, ap = start("authsvc", auth_args, tmp / "authsvc.log")
-        procs.append(auth)
-        target = f"127.0.0.1:{ap['grpc_port']}"
-        edge_cmd = ["--live-listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0", "--authsvc", target,
-                    "--sandbox-hosts", HOST,
-                    "--webhookd", "127.0.0.1:1", "--metrics-listen", "", "--log-level", "WARNING",
-                    "--database", f"sqlite+aiosqlite:///{tmp / 'e.db'}",
-                    "--rate-limit-sandbox", "0"]  # fmt: skip  (one key at full speed: no per-key limit)
+        target = start_authsvc(tmp, procs)
+        # One key at full speed: no per-key limit.
+        edge_cmd = [*edge_flags(target, tmp), "--rate-limit-sandbox", "0"]
         e1, p1 = start("edge", edge_cmd, tmp / "edge1.log")
         procs.append(e1)
         e2, p2 = start("edge", edge_cmd, tmp / "edge2.log")

@@ -31,7 +31,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_edge import HOST, make_key, pct, start, stop_all  # noqa: E402
+from bench_edge import HOST, edge_flags, make_key, pct, start, start_authsvc, stop_all  # noqa: E402
 
 
 def made_up_key(valid_checksum: bool) -> str:
@@ -120,16 +120,8 @@ def main() -> int:
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="bench_keyflood_"))
     procs: list[subprocess.Popen[str]] = []
     try:
-        auth_args = ["--listen", "127.0.0.1:0", "--metrics-listen", "", "--log-level", "WARNING",
-                     "--database", f"sqlite+aiosqlite:///{tmp / 'a.db'}"]  # fmt: skip
-        auth, ap = start("authsvc", auth_args, tmp / "authsvc.log")
-        procs.append(auth)
-        target = f"127.0.0.1:{ap['grpc_port']}"
-        edge_cmd = ["--live-listen", "127.0.0.1:0", "--sandbox-listen", "127.0.0.1:0", "--authsvc", target,
-                    "--sandbox-hosts", HOST,
-                    "--webhookd", "127.0.0.1:1", "--metrics-listen", "", "--log-level", "WARNING",
-                    "--database", f"sqlite+aiosqlite:///{tmp / 'e.db'}"]  # fmt: skip
-        edge, ep = start("edge", edge_cmd, tmp / "edge.log")
+        target = start_authsvc(tmp, procs)
+        edge, ep = start("edge", edge_flags(target, tmp), tmp / "edge.log")
         procs.append(edge)
         url = f"http://127.0.0.1:{ep['sandbox_port']}/v1/account"
         phases: list[tuple[str, bool | None]] = [
