@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authsvc._errors import Conflict, NotFound
 from authsvc._model import Actor, AuditEvent
-from authsvc._sql import SqlRepository, metadata
+from authsvc._sql import SqlRepository, _dt, _req_dt, metadata
 from svckit.db import is_postgres
 
 # In authsvc's one MetaData (authsvc/migrations/env.py imports this module).
@@ -116,10 +116,6 @@ class Session:
     user_agent: str
 
 
-def _t(value: float) -> dt.datetime:
-    return dt.datetime.fromtimestamp(value, dt.UTC)
-
-
 def _user(r: Mapping[Any, Any]) -> User:
     return User(
         id=r["id"],
@@ -130,8 +126,8 @@ def _user(r: Mapping[Any, Any]) -> User:
         totp_seed=r["totp_seed"],
         totp_pending_seed=r["totp_pending_seed"],
         totp_last_step=int(r["totp_last_step"] or 0),
-        created_at=_t(r["created_at"]),
-        last_sign_in_at=_t(r["last_sign_in_at"]) if r["last_sign_in_at"] is not None else None,
+        created_at=_req_dt(r["created_at"]),
+        last_sign_in_at=_dt(r["last_sign_in_at"]),
     )
 
 
@@ -141,9 +137,9 @@ def _invite(r: Mapping[Any, Any]) -> Invite:
         account_id=r["account_id"],
         email=r["email"],
         role=r["role"],
-        created_at=_t(r["created_at"]),
-        expires_at=_t(r["expires_at"]),
-        accepted_at=_t(r["accepted_at"]) if r["accepted_at"] is not None else None,
+        created_at=_req_dt(r["created_at"]),
+        expires_at=_req_dt(r["expires_at"]),
+        accepted_at=_dt(r["accepted_at"]),
     )
 
 
@@ -151,8 +147,8 @@ def _session(r: Mapping[Any, Any]) -> Session:
     return Session(
         id=r["id"],
         user_id=r["user_id"],
-        created_at=_t(r["created_at"]),
-        last_seen_at=_t(r["last_seen_at"]),
+        created_at=_req_dt(r["created_at"]),
+        last_seen_at=_req_dt(r["last_seen_at"]),
         source_address=r["source_address"],
         user_agent=r["user_agent"],
     )
@@ -467,7 +463,7 @@ class IdentityRepository:
             by_address = await conn.execute(
                 sa.select(failures.c.at).where(failures.c.source_address == address, failures.c.at > t)
             )
-            return [_t(r[0]) for r in by_email], [_t(r[0]) for r in by_address]
+            return [_req_dt(r[0]) for r in by_email], [_req_dt(r[0]) for r in by_address]
 
     async def record_failure(
         self, email: str, address: str, now: dt.datetime, purge_before: dt.datetime
