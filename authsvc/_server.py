@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import uuid
 
 import grpc
@@ -116,8 +117,6 @@ async def run_server(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    import os
-
     add_serve_args(
         parser,
         "authsvc",
@@ -154,8 +153,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _secrets_key(path: str) -> bytes | None:
-    import os
-
     return key_from(path, os.environ.get("AUTHSVC_SECRETS_KEY", ""), "--secrets-key-file")
 
 
