@@ -9,6 +9,7 @@ throttled attempt alike, so nothing tells whether an address has an account.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import hashlib
 import logging
@@ -147,13 +148,10 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
             user = await self.repo.get_user(session.user_id)
         except NotFound:
             raise SessionExpired("session_token: the session has ended; sign in again") from None
-        seen = session.last_seen_at
-        if rules.needs_touch(seen, now):
+        if rules.needs_touch(session.last_seen_at, now):
             await self.repo.touch_session(session.id, now)
-            seen = now
-        return user, Session(
-            session.id, session.user_id, session.created_at, seen, session.source_address, session.user_agent
-        )
+            session = dataclasses.replace(session, last_seen_at=now)
+        return user, session
 
     def _may(self, user: User, action: roles.Action) -> None:
         if not roles.allowed(user.role, action):
