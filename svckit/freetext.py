@@ -21,6 +21,11 @@ def free_text_problem(value: str, *, max_len: int) -> str | None:
     """What is wrong with free text ``value`` (the end of an error message naming the field), or None."""
     if len(value) > max_len:
         return f"at most {max_len} characters"
+    return content_problem(value)
+
+
+def content_problem(value: str) -> str | None:
+    """``free_text_problem`` without the length bound (for text whose length another rule bounds)."""
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
         return "control characters are not allowed"
     if contains_secret(value):

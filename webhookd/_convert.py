@@ -8,7 +8,7 @@ from typing import Any
 
 from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
 
-from svckit.freetext import contains_secret, free_text_problem
+from svckit.freetext import content_problem, free_text_problem
 from svckit.webhook_status import DeliveryStatus, EndpointStatus, proto_values
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from webhookd._errors import InvalidRequest
@@ -67,10 +67,9 @@ def scope(request: Any) -> tuple[str, str]:
 def url(value: str) -> str:
     """An endpoint URL is listed and logged: a key or secret pasted into it (a query parameter) is refused,
     and so are control characters (a NUL would reach the resolver and the database)."""
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise InvalidRequest("url: control characters are not allowed")
-    if contains_secret(value):
-        raise InvalidRequest("url: must not contain an API key or signing secret")
+    problem = content_problem(value)
+    if problem:
+        raise InvalidRequest(f"url: {problem}")
     return value
 
 
