@@ -167,6 +167,17 @@ class Fields:
         return [str(v) for v in (getlist(name) or [])] if getlist else []
 
 
+def _period_seconds(form: Fields, name: str) -> int:
+    """A key's grace or a signing secret's overlap, asked for in hours (default 24, at most 7 days)."""
+    try:
+        hours = float(form.get(name, "24"))
+    except ValueError:
+        hours = -1
+    if not 0 <= hours <= 168:
+        raise PortalError(400, "invalid_request", "choose between 0 and 168 hours (7 days)", name)
+    return int(hours * 3600)
+
+
 def role_of(name: str) -> Any:
     return ROLE_VALUES.get(name, ipb.USER_ROLE_UNSPECIFIED)
 
@@ -488,22 +499,14 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
         need(request, "keys.write")
         key = await get_key(request, key_id)
         try:
-            hours = float(fields(request).get("grace_hours", "24"))
-        except ValueError:
-            hours = -1
-        if not 0 <= hours <= 168:
-            return render(
-                request,
-                "key.html",
-                status=400,
-                key=key,
-                errors={"grace_hours": "choose between 0 and 168 hours (7 days)"},
-            )
+            grace = _period_seconds(fields(request), "grace_hours")
+        except PortalError as exc:
+            return render(request, "key.html", status=400, key=key, errors={exc.field: exc.message})
         rotated = await peers.call(
             peers.auth.RotateKey,
             apb.RotateKeyRequest(
                 key_id=key.id,
-                grace_period=duration_pb2.Duration(seconds=int(hours * 3600)),
+                grace_period=duration_pb2.Duration(seconds=grace),
                 actor=actor(request),
             ),
         )
@@ -729,19 +732,10 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
                 )
                 return response.redirect(f"/{env}/deliveries/{sent.delivery.id}", status=303)
             elif action == "rotate":
-                try:
-                    hours = float(form.get("overlap_hours", "24"))
-                except ValueError:
-                    hours = -1
-                if not 0 <= hours <= 168:
-                    raise PortalError(
-                        400, "invalid_request", "choose between 0 and 168 hours (7 days)", "overlap_hours"
-                    )
+                overlap = _period_seconds(form, "overlap_hours")
                 rotated = await peers.call(
                     peers.webhooks.RotateSigningSecret,
-                    wpb.RotateSigningSecretRequest(
-                        **ref, overlap=duration_pb2.Duration(seconds=int(hours * 3600))
-                    ),
+                    wpb.RotateSigningSecretRequest(**ref, overlap=duration_pb2.Duration(seconds=overlap)),
                 )
                 # The new secret is shown below, once; the record says only that it changed.
                 await audit_webhook(
@@ -749,7 +743,7 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
                     "webhook_endpoint.secret_rotated",
                     endpoint_id,
                     after={
-                        "overlap_seconds": int(hours * 3600),
+                        "overlap_seconds": overlap,
                         "old_signatures_until": _fmt(_ts(rotated.endpoint.previous_secret_expires_at)),
                     },
                 )
