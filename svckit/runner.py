@@ -17,6 +17,11 @@ def env_name(service: str, flag: str) -> str:
     return f"{service.upper()}_{flag.upper().replace('-', '_')}"
 
 
+def env_flag_on(service: str, flag: str) -> bool:
+    """The environment fallback of an on/off flag: ``<SERVICE>_<FLAG>`` set to 1, true, yes or on."""
+    return os.environ.get(env_name(service, flag), "").lower() in ("1", "true", "yes", "on")
+
+
 def add_serve_args(
     parser: argparse.ArgumentParser, service: str, *, listen: str, metrics: str, database: str | None
 ) -> None:

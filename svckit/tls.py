@@ -21,10 +21,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 
-from svckit.runner import env_name
+from svckit.runner import env_flag_on, env_name
 
 DEV_DIR = "var/tls"
-TRUE = ("1", "true", "yes", "on")
 
 
 class TlsError(Exception):
@@ -112,7 +111,7 @@ def add_tls_args(parser: argparse.ArgumentParser, service: str) -> None:
     parser.add_argument(
         "--insecure-dev",
         action="store_true",
-        default=os.environ.get(env, "").lower() in TRUE,
+        default=env_flag_on(service, "insecure_dev"),
         help=f"plaintext gRPC with no caller authentication, for development only (env {env})",
     )
 

@@ -20,7 +20,7 @@ from svckit.db import is_postgres
 from svckit.grpc_server import start_server, stop_server
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
-from svckit.runner import add_serve_args, env_name, print_ready, run_until_signal
+from svckit.runner import add_serve_args, env_flag_on, env_name, print_ready, run_until_signal
 from svckit.secretbox import key_from
 from svckit.tls import Tls, add_tls_args, tls_from_args
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
@@ -220,19 +220,16 @@ def build_parser() -> argparse.ArgumentParser:
     def env(flag: str, default: str = "") -> str:
         return os.environ.get(env_name(SERVICE, flag), default)
 
-    def flag_on(flag: str) -> bool:
-        return env(flag).lower() in ("1", "true", "yes", "on")
-
     serve.add_argument(
         "--allow-private-targets",
         action="store_true",
-        default=flag_on("allow_private_targets"),
+        default=env_flag_on(SERVICE, "allow_private_targets"),
         help="allow private, loopback and link-local targets (development and tests only)",
     )
     serve.add_argument(
         "--allow-http",
         action="store_true",
-        default=flag_on("allow_http"),
+        default=env_flag_on(SERVICE, "allow_http"),
         help="allow plain http:// endpoint URLs (development and tests only)",
     )
     serve.add_argument(
