@@ -168,6 +168,18 @@ def join(browser: Any, stack: Stack, email: str, role: int) -> Any:
     return context, page
 
 
+def enrol_totp(page: Any, stack: Stack) -> pyotp.TOTP:
+    """Turn on two-factor sign-in for the signed-in live user from /live/me: the authenticator it set up
+    (its setup key is shown beside the QR code)."""
+    page.goto(f"{stack.portal}/live/me")
+    page.click("text=Set up an authenticator app")
+    totp = pyotp.TOTP(page.text_content("[data-testid=totp-key]").strip())
+    page.fill("input[name=code]", totp.now())
+    page.click("text=Turn on")
+    page.wait_for_selector("text=Two-factor sign-in: on")
+    return totp
+
+
 def shot(page: Any, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
@@ -444,13 +456,7 @@ def test_invitation_by_mail_and_totp_sign_in(browser: Any, stack: Stack) -> None
     assert "not valid" in page.text_content("[data-field=token]")
 
     # TOTP: enrol from the QR page (the setup key is shown beside it), then sign-in asks for the code.
-    page.goto(f"{stack.portal}/live/me")
-    page.click("text=Set up an authenticator app")
-    seed = page.text_content("[data-testid=totp-key]").strip()
-    totp = pyotp.TOTP(seed)
-    page.fill("input[name=code]", totp.now())
-    page.click("text=Turn on")
-    page.wait_for_selector("text=Two-factor sign-in: on")
+    totp = enrol_totp(page, stack)
     page.click("text=Sign out")
     page.fill("input[name=email]", "newdev@acme.example")
     page.fill("input[name=password]", PASSWORD)
@@ -563,13 +569,7 @@ def test_no_portal_secret_is_found_in_any_file_log_or_the_audit_trail(browser: A
         return next(c["value"] for c in context.cookies() if c["name"] == "portal_session")
 
     sessions = [session()]
-    page.goto(f"{stack.portal}/live/me")
-    page.click("text=Set up an authenticator app")
-    seed = page.text_content("[data-testid=totp-key]").strip()
-    totp = pyotp.TOTP(seed)
-    page.fill("input[name=code]", totp.now())
-    page.click("text=Turn on")
-    page.wait_for_selector("text=Two-factor sign-in: on")
+    totp = enrol_totp(page, stack)
     page.fill("input[name=current_password]", first)
     page.fill("input[name=new_password]", second)
     page.click("text=Change password")
@@ -613,7 +613,7 @@ def test_no_portal_secret_is_found_in_any_file_log_or_the_audit_trail(browser: A
     trail = page.content().encode() + _audit_trail(stack)
     context.close()
 
-    issued = {"session token": sessions, "invite token": [invite_token], "TOTP seed": [seed]}
+    issued = {"session token": sessions, "invite token": [invite_token], "TOTP seed": [totp.secret]}
     issued |= {"password": [first, second], "API key": [api_key], "signing secret": [signing_secret]}
     files = [p for p in stack.tmp.rglob("*") if p.is_file()]
     names = {p.name for p in files}
