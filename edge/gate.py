@@ -27,7 +27,7 @@ import grpc
 from sanic import Request
 from sanic.response import HTTPResponse
 
-from edge.authcache import Caller
+from edge.authcache import Answer, Caller
 from edge.authorizer import ENV_PB, UNREACHABLE, Authorizer, key_digest
 from edge.config import EdgeConfig
 from edge.credentials import key_from_authorization
@@ -158,15 +158,9 @@ class Gate:
         answer = await self.authorizer.answer(
             api_key, env, scope, source, is_write, request.ctx.rid, digest=digest
         )
-        if answer.caller is not None:
-            # Deprecation/Sunset also go on the refusals a rotated-out key gets.
-            request.ctx.caller = answer.caller
-        if not answer.allowed or answer.caller is None:
-            raise EdgeError(
-                answer.error_message or "the API key was refused", type=answer.error_type or "invalid_api_key"
-            )
-        await self.limit(answer.caller)
-        return answer.caller, source
+        caller = admitted(request, answer)
+        await self.limit(caller)
+        return caller, source
 
     def credential(self, request: Request) -> tuple[Environment, str, bytes]:
         """Environment, key and key digest of a request, remembered per connection: a keep-alive
@@ -209,14 +203,7 @@ class Gate:
         answer = self.authorizer.cached(digest, env, scope, source, is_write)
         if answer is None:
             answer = await self.authorizer.answer(api_key, env, scope, source, is_write, rid, digest=digest)
-        caller = answer.caller
-        if caller is not None:
-            # Deprecation/Sunset also go on the refusals a rotated-out key gets.
-            rctx.caller = caller
-        if not answer.allowed or caller is None:
-            raise EdgeError(
-                answer.error_message or "the API key was refused", type=answer.error_type or "invalid_api_key"
-            )
+        caller = admitted(request, answer)
         if self.shared is None:
             self.limit_here(caller)
         else:
@@ -358,6 +345,19 @@ class Gate:
                 log.exception("could not store the idempotent response")
                 await self.store.release(caller.account_id, env, key)
         return self.finish(response, ctx)
+
+
+def admitted(request: Request, answer: Answer) -> Caller:
+    """The caller of an allowed answer; a refusal is raised. The caller is also kept on ``request.ctx``
+    when known, refusals included: Deprecation/Sunset also go on the refusals a rotated-out key gets."""
+    caller = answer.caller
+    if caller is not None:
+        request.ctx.caller = caller
+    if not answer.allowed or caller is None:
+        raise EdgeError(
+            answer.error_message or "the API key was refused", type=answer.error_type or "invalid_api_key"
+        )
+    return caller
 
 
 def _stored_headers(response: HTTPResponse) -> dict[str, str]:
