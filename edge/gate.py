@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -43,6 +42,7 @@ from edge.samples import STATES, low_balance, quota_threshold
 from edge.sharedlimit import SharedLimiter
 from edge.sources import source_address
 from edge.triggers import FORCED_MESSAGES, RouteKind, Trigger, decide
+from svckit.clock import utcnow
 from svckit.errors import type_from_rpc_error
 from travel.auth.v1 import auth_pb2
 
@@ -275,7 +275,7 @@ class Gate:
         if trigger.warn_event and self.publisher is not None:
             caller = ctx.caller
             if trigger.warn_event == "search_quota.threshold":
-                data = quota_threshold(caller.daily_search_allowance, _today())
+                data = quota_threshold(caller.daily_search_allowance, utcnow().date())
             else:
                 data = low_balance()
             await self.publisher.publish(
@@ -366,10 +366,6 @@ def _stored_headers(response: HTTPResponse) -> dict[str, str]:
     if retry_after:
         headers["Retry-After"] = retry_after
     return headers
-
-
-def _today() -> dt.date:
-    return dt.datetime.now(dt.UTC).date()
 
 
 def _now() -> float:
