@@ -16,14 +16,10 @@ import smtplib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
-from typing import TYPE_CHECKING
 
 from svckit.clock import Clock
 from webhookd import _metrics as metrics
 from webhookd._repository import Alert, Repository
-
-if TYPE_CHECKING:
-    from svckit.tls import Tls
 
 log = logging.getLogger("webhookd.mailer")
 
@@ -159,10 +155,3 @@ class Mailer:
                     await self._wake.wait()
             except TimeoutError:
                 pass
-
-
-def authsvc_lookup(target: str, tls: Tls | None = None) -> AdminLookup:
-    """admin_emails of an account, from authsvc's GetAccount (mutual TLS unless ``tls`` is None)."""
-    from webhookd._accounts import Accounts
-
-    return Accounts(target, tls).admin_emails

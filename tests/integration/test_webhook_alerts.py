@@ -20,7 +20,8 @@ from svckit.migrations import downgrade
 from svckit.webhook_status import EndpointStatus
 from tests.support import free_port
 from travel.auth.v1 import auth_pb2, auth_pb2_grpc
-from webhookd._mailer import Mailer, SmtpConfig, authsvc_lookup
+from webhookd._accounts import Accounts
+from webhookd._mailer import Mailer, SmtpConfig
 from webhookd._repository import EndpointRecord, Outcome, SigningSecret
 from webhookd._sql import SqlRepository
 from webhookd.migrations import SCHEMA
@@ -84,7 +85,7 @@ async def test_alert_goes_to_authsvc_admins_else_fallback(
         assert len(await repo.pending_alerts(10)) == 2
         mailer = Mailer(
             repo, FakeClock(NOW), SmtpConfig("127.0.0.1", smtp[1], "webhooks@svc.test"),
-            lookup=authsvc_lookup(f"127.0.0.1:{auth.port}"), fallback=["oncall@svc.test"],
+            lookup=Accounts(f"127.0.0.1:{auth.port}").admin_emails, fallback=["oncall@svc.test"],
         )  # fmt: skip
         assert await mailer.send_pending() == 2
         by_endpoint = {m["Subject"].split()[2]: (rcpts, m) for rcpts, m in smtp[0].messages}
