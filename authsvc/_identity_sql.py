@@ -168,17 +168,19 @@ class IdentityRepository:
         action: str,
         actor: Actor,
         now: dt.datetime,
-        **fields: Any,
-    ) -> None:
-        await self.keys._audit(
+        before: dict[str, Any] | None = None,
+        after: dict[str, Any] | None = None,
+    ) -> str:
+        """One record of the account's audit trail (no key); returns its id."""
+        return await self.keys._audit(
             conn,
             account_id=account_id,
             key_id="",
             action=action,
             actor=actor,
             now=now,
-            before=fields.get("before", {}),
-            after=fields.get("after", {}),
+            before=before or {},
+            after=after or {},
         )
 
     async def record_event(
@@ -193,10 +195,7 @@ class IdentityRepository:
         """An operation done in another service, written to the account's audit trail
         (RecordAuditEvent)."""
         async with self.engine.begin() as conn:
-            event_id = await self.keys._audit(
-                conn, account_id=account_id, key_id="", action=action, actor=actor, now=now,
-                before=before, after=after,
-            )  # fmt: skip
+            event_id = await self._audit(conn, account_id, action, actor, now, before, after)
         return AuditEvent(event_id, account_id, "", action, actor, now, before, after)
 
     # -- users -----------------------------------------------------------------------------------
@@ -447,8 +446,15 @@ class IdentityRepository:
                     .where(settings.c.account_id == account_id)
                     .values(require_totp=required, updated_at=now.timestamp())
                 )
-            change = {"before": {"require_totp": bool(before)}, "after": {"require_totp": required}}
-            await self._audit(conn, account_id, "account.totp_requirement_changed", actor, now, **change)
+            await self._audit(
+                conn,
+                account_id,
+                "account.totp_requirement_changed",
+                actor,
+                now,
+                before={"require_totp": bool(before)},
+                after={"require_totp": required},
+            )
 
     # -- throttling ------------------------------------------------------------------------------
 
