@@ -30,8 +30,10 @@ import timeit
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 import grpc  # noqa: E402
+from bench_edge import cpu_seconds  # noqa: E402
 
 from authsvc import AccessRequest, KeyGrant, authorize  # noqa: E402
 from authsvc._model import Account, ApiKey  # noqa: E402
@@ -104,12 +106,6 @@ def serve_bare(answer_hex: str) -> None:
         await server.wait_for_termination()
 
     uvloop.run(serve())
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time a process has used so far (Linux /proc)."""
-    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def make_request(port: int) -> pb.AuthorizeRequest:
