@@ -8,6 +8,7 @@ import enum
 from collections.abc import Iterable
 
 from edge.exceptions import EdgeError
+from svckit.apikeys import PREFIX_LENGTH, PREFIXES
 
 
 class Environment(enum.StrEnum):
@@ -15,7 +16,8 @@ class Environment(enum.StrEnum):
     SANDBOX = "sandbox"
 
 
-KEY_PREFIX = {Environment.LIVE: "svc_live_", Environment.SANDBOX: "svc_test_"}
+# A key's prefix -> the environment it is for (the prefixes are svckit.apikeys').
+_KEY_ENVIRONMENT = {prefix: Environment(env) for env, prefix in PREFIXES.items()}
 
 
 class HostMap:
@@ -75,11 +77,7 @@ def listen_hosts(listen_host: str, port: int) -> list[str]:
 
 
 def key_environment(api_key: str) -> Environment | None:
-    if api_key.startswith("svc_live_"):
-        return Environment.LIVE
-    if api_key.startswith("svc_test_"):
-        return Environment.SANDBOX
-    return None
+    return _KEY_ENVIRONMENT.get(api_key[:PREFIX_LENGTH])
 
 
 def deprecation_headers(
