@@ -3,6 +3,7 @@ whether it is a search, and the upstream base URL per environment. Pure."""
 
 from __future__ import annotations
 
+import functools
 import json
 import pathlib
 import re
@@ -85,9 +86,10 @@ class ProductRoute:
     params: tuple[str, ...] = field(default=())
     regex: re.Pattern[str] = field(default=re.compile(""), compare=False)
 
-    @property
+    @functools.cached_property
     def builtin_action(self) -> str:
-        """What the built-in simulator does on this route ("" when the sandbox upstream is a URL)."""
+        """What the built-in simulator does on this route ("" when the sandbox upstream is a URL); worked
+        out on first use and kept, as every product request asks."""
         if self.upstream[Environment.SANDBOX] != BUILTIN:
             return ""
         return BUILTIN_SHAPES[(self.method, _PARAM.sub("{}", self.path))]
