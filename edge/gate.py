@@ -71,12 +71,16 @@ class Ctx:
 Handler = Callable[..., Awaitable[HTTPResponse]]
 
 
-def environment_mismatch(key_env: Environment) -> EdgeError:
+def check_key_environment(api_key: str, env: Environment) -> None:
+    """401 environment_mismatch when the key's prefix names another environment than the Host's."""
+    key_env = key_environment(api_key)
+    if key_env is None or key_env is env:
+        return
     if key_env is Environment.SANDBOX:
         msg = "A test key (svc_test_) was used on the live host; use it on the sandbox host."
     else:
         msg = "A live key (svc_live_) was used on the sandbox host; use a test key there."
-    return EdgeError(msg, type="environment_mismatch")
+    raise EdgeError(msg, type="environment_mismatch")
 
 
 class Gate:
@@ -151,9 +155,7 @@ class Gate:
         is_write: bool,
         digest: bytes | None = None,
     ) -> tuple[Caller, str]:
-        key_env = key_environment(api_key)
-        if key_env is not None and key_env is not env:
-            raise environment_mismatch(key_env)
+        check_key_environment(api_key, env)
         source = self.source(request)
         answer = await self.authorizer.answer(
             api_key, env, scope, source, is_write, request.ctx.rid, digest=digest
@@ -177,9 +179,7 @@ class Gate:
         env = self.hosts.environment(host)
         check_accept(headers.get("accept"))
         api_key = key_from_authorization(raw)
-        key_env = key_environment(api_key)
-        if key_env is not None and key_env is not env:
-            raise environment_mismatch(key_env)
+        check_key_environment(api_key, env)
         found = (env, api_key, key_digest(api_key))
         if conn is not None:
             conn.edge_credential = (raw, host, found)
