@@ -14,6 +14,8 @@ Rules, in order (the first that fails answers):
      (a product's :write -- bookings, orders, changes, cancellations, spend; see business_write)
   otherwise allow.
 An answer may be cached for at most 60 s and never past the key's expiry.
+
+``reusable`` says when authsvc may keep an answer and give it again for the same key and request.
 """
 
 from __future__ import annotations
@@ -72,6 +74,17 @@ def _ttl(grant: KeyGrant | None, now: dt.datetime) -> float:
 
 def _deny(error_type: str, message: str, ttl: float) -> Decision:
     return Decision(False, error_type, message, ttl)
+
+
+def reusable(grant: KeyGrant) -> bool:
+    """May the decision for ``grant`` and a request be kept and given again for the same request?
+
+    Only when time cannot change it: a key never revoked and with no expiry (not rotated out) is
+    decided the same way, with the same ``cache_ttl`` and the same status, whatever ``now`` is. Everything
+    else the decision reads (the key, its account, the allow list) belongs to the grant, and any change
+    to them makes a new grant (the key cache is invalidated), so a kept answer is checked against the
+    grant it was decided for. A revoked or expiring key is decided afresh on every call."""
+    return grant.key.revoked_at is None and grant.key.expires_at is None
 
 
 def authorize(grant: KeyGrant | None, request: AccessRequest, now: dt.datetime) -> Decision:

@@ -1,4 +1,8 @@
-"""last_used_at without a database write per request: remembered in memory, flushed in batches."""
+"""last_used_at without a database write per request: remembered in memory, flushed in batches.
+
+A use is remembered to the whole second (docs/authentication.md: accurate to about a minute), so the
+last use an answer shows changes at most once a second and Authorize can give the same answer between.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ from authsvc._repository import Repository
 
 log = logging.getLogger(__name__)
 
+_SECOND = dt.timedelta(seconds=1)
+
 
 class LastUsed:
     def __init__(self, repo: Repository, interval: float = 30.0) -> None:
@@ -21,8 +27,8 @@ class LastUsed:
 
     def touch(self, key_id: str, now: dt.datetime) -> None:
         prev = self.pending.get(key_id)
-        if prev is None or prev < now:
-            self.pending[key_id] = now
+        if prev is None or now - prev >= _SECOND:
+            self.pending[key_id] = now.replace(microsecond=0)
 
     def seen(self, key_id: str) -> dt.datetime | None:
         return self.pending.get(key_id)

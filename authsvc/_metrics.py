@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from prometheus_client import Counter
 
-AUTHORIZE_DECISIONS = Counter(
+from svckit.metrics import LoopCounter
+
+# Bumped on every Authorize: loop counters (svckit.metrics).
+AUTHORIZE_DECISIONS = LoopCounter(
     "authsvc_authorize_decisions_total",
     "Authorize answers, by decision and error type",
     ["decision", "error_type"],
 )
-KEY_CACHE = Counter("authsvc_key_cache_total", "Key look-ups by secret digest, by result", ["result"])
+KEY_CACHE = LoopCounter("authsvc_key_cache_total", "Key look-ups by secret digest, by result", ["result"])
 OUTBOX_PUBLISHED = Counter("authsvc_outbox_published_total", "Outbox events accepted by webhookd", ["type"])
 OUTBOX_FAILURES = Counter("authsvc_outbox_publish_failures_total", "Failed outbox publish attempts", ["type"])
 KEY_CHANGES = Counter("authsvc_key_changes_total", "Key and account changes fanned out to watchers", ["kind"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import datetime as dt
 import functools
 import logging
@@ -17,7 +18,7 @@ from authsvc import _convert as cv
 from authsvc import _validate as v
 from authsvc._allowlist import parse_source, validate_allowlist
 from authsvc._cache import KeyCache
-from authsvc._decision import AccessRequest, Credential, Decision, authorize
+from authsvc._decision import AccessRequest, Credential, Decision, authorize, reusable
 from authsvc._errors import InvalidApiKey, InvalidRequest, MissingApiKey
 from authsvc._keys import environment_of, generate_secret, hash_secret, hashes_equal, hint
 from authsvc._lastused import LastUsed
@@ -36,6 +37,7 @@ from authsvc._model import (
 from authsvc._repository import Repository
 from authsvc._scopes import is_scope, validate_scopes
 from authsvc._watch import ChangeHub
+from svckit.apikeys import SECRET_LENGTH
 from svckit.clock import Clock, SystemClock
 from svckit.ids import new_id
 from svckit.logs import redact
@@ -61,6 +63,21 @@ def _duration(seconds: float) -> duration_pb2.Duration:
     return duration_pb2.Duration(seconds=int(seconds), nanos=int((seconds % 1) * 1e9))
 
 
+@dataclasses.dataclass(slots=True)
+class _Answer:
+    """An Authorize answer: the grant it was decided for (None for no key or an unknown one), the decision
+    and the response but for the key's last use; and the response with the last use it last showed."""
+
+    grant: KeyGrant | None
+    decision: Decision
+    response: pb.AuthorizeResponse
+    shown_use: dt.datetime | None = None
+    stamped: pb.AuthorizeResponse | None = None
+
+
+# Kept Authorize answers (one per key and request shape: environment, scope, source, write); past this
+# many they are all dropped and rebuilt as calls come.
+MAX_KEPT_ANSWERS = 10_000
 DEFAULT_GRACE = dt.timedelta(hours=24)
 MAX_GRACE = dt.timedelta(days=7)
 # Shortest WatchKeyChanges heartbeat interval a watcher may ask for (seconds).
@@ -132,8 +149,8 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         self.last_used = last_used or LastUsed(repo)
         self.outbox_wakeup = outbox_wakeup
         hub.on_change(self.cache.invalidate)
-        # Protobuf forms of cached grants, rebuilt whenever the cache hands out a different grant.
-        self._pb_memo: dict[str, tuple[KeyGrant, pb.ApiKey, pb.Account]] = {}
+        # Authorize answers kept for reuse (decision.reusable), by secret hash and request fields.
+        self._answers: dict[tuple[str, int, str, str, bool], _Answer] = {}
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -151,27 +168,6 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             out.last_used_at.FromDatetime(seen)
         return out
 
-    def _fill_grant(self, out: pb.AuthorizeResponse, grant: KeyGrant, now: dt.datetime) -> None:
-        """The key and account of ``grant`` into ``out``, from their protobuf forms built once per grant;
-        the key's status and last use as of ``now``."""
-        memo = self._pb_memo.get(grant.key.secret_hash)
-        if memo is None or memo[0] is not grant:
-            if len(self._pb_memo) >= self.cache.max_entries:
-                self._pb_memo.clear()
-            memo = (grant, cv.api_key(grant.key, now), cv.account(grant.account))
-            self._pb_memo[grant.key.secret_hash] = memo
-        key_pb = out.key
-        key_pb.CopyFrom(memo[1])
-        out.account.CopyFrom(memo[2])
-        status = cv.KEY_STATUS_TO_PB[grant.key.status(now)]
-        if key_pb.status != status:
-            key_pb.status = status
-        seen = self.last_used.seen(grant.key.id)
-        if seen is not None and (grant.key.last_used_at is None or seen > grant.key.last_used_at):
-            since = seen - _EPOCH
-            key_pb.last_used_at.seconds = since.days * 86_400 + since.seconds
-            key_pb.last_used_at.nanos = since.microseconds * 1000
-
     async def _grant(self, secret: str) -> KeyGrant | None:
         """The key for a well-formed secret: from the cache, else one indexed look-up by hash."""
         digest = hash_secret(secret)
@@ -179,6 +175,10 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         if grant is not None:
             _CACHE_HIT.inc()
             return grant
+        return await self._look_up(digest)
+
+    async def _look_up(self, digest: str) -> KeyGrant | None:
+        """The key whose secret hashes to ``digest`` from the store, kept in the cache."""
         _CACHE_MISS.inc()
         generation = self.cache.generation
         found = await self.repo.grant_by_hash(digest)
@@ -210,25 +210,60 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
     async def Authorize(
         self, request: pb.AuthorizeRequest, context: grpc.aio.ServicerContext
     ) -> pb.AuthorizeResponse:
+        secret = request.api_key
+        # Only a secret of the right length is worth hashing; its shape is checked below unless cached.
+        digest = hash_secret(secret) if len(secret) == SECRET_LENGTH else ""
+        cached = self.cache.get(digest) if digest else None
+        if cached is not None:
+            _CACHE_HIT.inc()
+            kept = self._answers.get(
+                (
+                    digest,
+                    request.environment,
+                    request.required_scope,
+                    request.source_address,
+                    request.is_write,
+                )
+            )
+            if kept is not None and kept.grant is cached:
+                return self._reply(kept, self.clock.now())
         env = cv.environment(request.environment)
         if request.required_scope and not is_scope(request.required_scope):
             raise InvalidRequest(f"required_scope: unknown scope {redact(request.required_scope[:40])!r}")
         if request.source_address and parse_source(request.source_address) is None:
             raise InvalidRequest("source_address: not an IP address")
-        secret = request.api_key
-        grant: KeyGrant | None = None
-        if not secret:
+        grant: KeyGrant | None = cached
+        if cached is not None:
+            credential = Credential.WELL_FORMED  # its secret passed environment_of when it was cached
+        elif not secret:
             credential = Credential.MISSING
-        elif environment_of(secret) is None:
+        elif not digest or environment_of(secret) is None:
             credential = Credential.MALFORMED
         else:
             credential = Credential.WELL_FORMED
-            grant = await self._grant(secret)
+            grant = await self._look_up(digest)
         now = self.clock.now()
         access = AccessRequest(
             env, request.required_scope, request.source_address, request.is_write, credential
         )
         decision: Decision = authorize(grant, access, now)
+        answer = _Answer(grant, decision, self._response(decision, grant, now))
+        if grant is not None and reusable(grant):
+            if len(self._answers) >= MAX_KEPT_ANSWERS:
+                self._answers.clear()
+            self._answers[
+                (
+                    digest,
+                    request.environment,
+                    request.required_scope,
+                    request.source_address,
+                    request.is_write,
+                )
+            ] = answer
+        return self._reply(answer, now)
+
+    def _response(self, decision: Decision, grant: KeyGrant | None, now: dt.datetime) -> pb.AuthorizeResponse:
+        """The answer to Authorize but the key's last use, which ``_reply`` adds."""
         out = pb.AuthorizeResponse(
             decision=pb.DECISION_ALLOW if decision.allowed else pb.DECISION_DENY,
             error_type=decision.error_type,
@@ -236,9 +271,34 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             cache_ttl=_duration(decision.cache_ttl),
         )
         if grant is not None:
-            self._fill_grant(out, grant, now)
-            if grant.key.status(now) not in ("revoked", "expired"):
-                self.last_used.touch(grant.key.id, now)
+            out.key.CopyFrom(cv.api_key(grant.key, now))
+            out.account.CopyFrom(cv.account(grant.account))
+        return out
+
+    def _reply(self, answer: _Answer, now: dt.datetime) -> pb.AuthorizeResponse:
+        """``answer`` with the key's last use before this call; this call counted as a use.
+
+        The message returned is shared by every call that shows the same last use (a use is remembered to
+        the second): nothing changes it after it is made, and grpc serialises it as the handler returns."""
+        decision, grant = answer.decision, answer.grant
+        seen = None
+        if grant is not None:
+            key = grant.key
+            seen = self.last_used.seen(key.id)
+            if key.last_used_at is not None and seen is not None and seen <= key.last_used_at:
+                seen = None  # the stored use is the later one, and the response already has it
+            if key.status(now) not in ("revoked", "expired"):
+                self.last_used.touch(key.id, now)
+        out = answer.stamped
+        if out is None or answer.shown_use != seen:
+            out = pb.AuthorizeResponse()
+            out.CopyFrom(answer.response)
+            if seen is not None:
+                since = seen - _EPOCH
+                used = out.key.last_used_at
+                used.seconds = since.days * 86_400 + since.seconds
+                used.nanos = since.microseconds * 1000
+            answer.shown_use, answer.stamped = seen, out
         _decisions(decision.allowed, decision.error_type).inc()
         if not decision.allowed:
             log.debug(

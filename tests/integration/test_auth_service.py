@@ -59,6 +59,8 @@ async def test_key_lifecycle(db_url: str) -> None:
         assert dt.timedelta(minutes=59) < expires - dt.datetime.now(dt.UTC) <= dt.timedelta(hours=1)
         for s in (secret, rotated.secret):
             assert (await stub.Authorize(authz(s))).decision == pb.DECISION_ALLOW
+        # The old key's answer kept before the rotation is not given again: it now shows the expiry.
+        assert (await stub.Authorize(authz(secret))).key.status == pb.KEY_STATUS_EXPIRING
         old_ttl = (await stub.Authorize(authz(secret))).cache_ttl.ToTimedelta().total_seconds()
         assert old_ttl <= 60
 
@@ -259,7 +261,8 @@ async def test_update_key_audits_changes_and_invalidates_the_cache(db_url: str) 
     async with running_authsvc(db_url) as (_server, stub):
         account = await new_account(stub)
         created = await new_key(stub, account.id)
-        assert (await stub.Authorize(authz(created.secret))).decision == pb.DECISION_ALLOW  # now cached
+        for _ in range(2):  # the second answer is the one kept from the first
+            assert (await stub.Authorize(authz(created.secret))).decision == pb.DECISION_ALLOW
         updated = await stub.UpdateKey(
             pb.UpdateKeyRequest(
                 key_id=created.key.id,
@@ -271,6 +274,8 @@ async def test_update_key_audits_changes_and_invalidates_the_cache(db_url: str) 
             )
         )
         assert updated.key.name == "batch" and list(updated.key.scopes) == ["esim:read"]
+        again = await stub.Authorize(authz(created.secret))  # the very request whose answer was kept
+        assert again.error_type == "ip_not_allowed" and again.key.name == "batch"
         assert (
             await stub.Authorize(authz(created.secret, source="2001:db8::1"))
         ).error_type == "missing_scope"

@@ -8,6 +8,7 @@ import datetime as dt
 import pytest
 
 from authsvc import AccessRequest, Credential, authorize
+from authsvc._decision import reusable
 from authsvc._model import Account, ApiKey, KeyGrant
 
 NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
@@ -197,6 +198,36 @@ def test_decision_table(
         assert NOW + dt.timedelta(seconds=d.cache_ttl) <= g.key.expires_at
     if not allowed:
         assert d.error_message
+
+
+REUSABLE = [
+    # (name, grant, may authsvc keep and give again its decision?)
+    ("plain key", grant(), True),
+    ("allow list and read-only account", grant("read_only", allowed_sources=V4), True),
+    ("rotated out, expiring later", grant(expires_at=NOW + 3600 * SEC), False),
+    ("expiring within the cache ttl", grant(expires_at=NOW + 30 * SEC), False),
+    ("expired", grant(expires_at=NOW - SEC), False),
+    ("revoked", grant(revoked_at=NOW - SEC), False),
+    ("revoked in the future", grant(revoked_at=NOW + SEC), False),
+]
+
+
+@pytest.mark.parametrize(("name", "g", "expected"), REUSABLE, ids=[c[0] for c in REUSABLE])
+def test_reusable_table(name: str, g: KeyGrant, expected: bool) -> None:
+    assert reusable(g) is expected
+
+
+def test_a_reusable_decision_is_the_same_at_any_time() -> None:
+    """What makes keeping an answer safe: for every case of the table whose grant is reusable, the
+    decision is the same a second, an hour and ten years either side of NOW."""
+    kept = [c for c in CASES if c[1] is not None and reusable(c[1])]
+    assert len(kept) >= 5
+    for name, g, r, *_ in kept:
+        assert g is not None
+        d = authorize(g, r, NOW)
+        for shift in (SEC, 3600 * SEC, dt.timedelta(days=3650)):
+            assert authorize(g, r, NOW + shift) == d, name
+            assert authorize(g, r, NOW - shift) == d, name
 
 
 def test_invalid_api_key_has_one_message_whatever_the_reason() -> None:
