@@ -37,7 +37,7 @@ from edge.jsonbody import JsonProblem, parse_json
 from edge.metrics import SANDBOX_TRIGGERS, count_response
 from edge.negotiation import check_accept, check_customer_ref, check_idempotency_key, check_json_content_type
 from edge.ratelimit import RateLimiter
-from edge.responses import error_response, new_request_id
+from edge.responses import EdgeResponse, error_response, new_request_id
 from edge.samples import STATES, low_balance, quota_threshold
 from edge.sharedlimit import SharedLimiter
 from edge.sources import source_address
@@ -313,7 +313,7 @@ class Gate:
         )
         stored = await self.store.claim(caller.account_id, env, key, fingerprint, _now())
         if stored is not None:
-            replay = HTTPResponse(stored.body, status=stored.status, headers=stored.headers)
+            replay = EdgeResponse(stored.body, status=stored.status, headers=stored.headers)
             replay.headers["Idempotent-Replayed"] = "true"
             return self.finish(replay, ctx)
         try:

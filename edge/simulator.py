@@ -23,11 +23,11 @@ from typing import Any
 
 from sanic import Request
 from sanic.response import HTTPResponse
-from sanic.response import json as json_response
 
 from edge.exceptions import EdgeError
 from edge.gate import Ctx
 from edge.publisher import Publisher
+from edge.responses import json_response
 from edge.routetable import ProductRoute
 from edge.samples import SAMPLE_DATA_BYTES, STATES, event_data, suffix
 

@@ -13,13 +13,13 @@ from urllib.parse import unquote
 import grpc
 from sanic import Blueprint, Request
 from sanic.response import HTTPResponse
-from sanic.response import json as json_response
 
 from edge.authorizer import ENV_PB
 from edge.convert import iso
 from edge.environments import Environment
 from edge.gate import Ctx, guarded, rpc_error
 from edge.negotiation import check_customer_ref
+from edge.responses import EdgeResponse, json_response
 from travel.auth.v1 import auth_pb2
 
 bp = Blueprint("account")
@@ -126,7 +126,7 @@ async def get_account(request: Request, ctx: Ctx) -> HTTPResponse:
         if len(bodies) > 10_000:
             bodies.clear()
         bodies[slot] = (ctx.caller, usage, body)
-    return HTTPResponse(body, content_type="application/json")
+    return EdgeResponse(body, content_type="application/json")
 
 
 @bp.delete("/v1/customers/<ref:str>")

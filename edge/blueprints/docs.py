@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from sanic import Blueprint, Request
 from sanic.response import HTTPResponse
-from sanic.response import json as json_response
 
 from edge.negotiation import check_accept
 from edge.openapi import build_openapi
+from edge.responses import json_response
 
 bp = Blueprint("docs")
 

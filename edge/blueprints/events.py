@@ -8,12 +8,12 @@ from typing import Any
 
 from sanic import Blueprint, Request
 from sanic.response import HTTPResponse
-from sanic.response import json as json_response
 
 from edge import convert
 from edge.blueprints.webhooks import call, scope_of
 from edge.exceptions import EdgeError
 from edge.gate import Ctx, guarded
+from edge.responses import json_response
 from edge.streamfilter import may_read, readable_kinds, unknown_patterns, wanted
 from svckit.events import EVENT_KINDS
 from travel.webhooks.v1 import webhooks_pb2

@@ -13,6 +13,7 @@ from edge.authorizer import ENV_PB
 from edge.environments import Environment
 from edge.exceptions import EdgeError, UpstreamUnavailable
 from edge.gate import Ctx, Gate, rpc_error
+from edge.responses import EdgeResponse
 from edge.routetable import ProductRoute, path_problem
 from travel.auth.v1 import auth_pb2
 
@@ -76,7 +77,7 @@ async def proxy(route: ProductRoute, request: Request, ctx: Ctx, **params: str) 
         raise UpstreamUnavailable(
             f"the {route.scope.split(':')[0]} service cannot be reached; retry later"
         ) from exc
-    return HTTPResponse(
+    return EdgeResponse(
         resp.content,
         status=resp.status_code,
         content_type=resp.headers.get("content-type", "application/json"),

@@ -11,12 +11,12 @@ import datetime as dt
 
 from sanic import Blueprint, Request
 from sanic.response import HTTPResponse
-from sanic.response import json as json_response
 
 from edge import convert
 from edge.environments import Environment
 from edge.exceptions import EdgeError
 from edge.gate import Ctx, guarded
+from edge.responses import json_response
 from edge.samples import sample
 from svckit.events import EVENT_KINDS, mode_refusal
 

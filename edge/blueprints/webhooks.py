@@ -9,12 +9,12 @@ import grpc
 from google.protobuf import duration_pb2, field_mask_pb2
 from sanic import Blueprint, Request
 from sanic.response import HTTPResponse
-from sanic.response import json as json_response
 
 from edge import convert
 from edge.convert import WH_ENV
 from edge.exceptions import EdgeError
 from edge.gate import Ctx, guarded, rpc_error
+from edge.responses import json_response
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 
 bp = Blueprint("webhooks")
