@@ -24,17 +24,19 @@ log = logging.getLogger(__name__)
 REQUEST_ID_HEADER = "x-request-id"
 
 
-def _request_id(context: grpc.aio.ServicerContext) -> str:
-    for key, value in context.invocation_metadata() or ():
+def request_id_of(metadata: Iterable[tuple[str, Any]] | None) -> str:
+    """The caller's ``x-request-id`` (1-128 characters), else a new one."""
+    for key, value in metadata or ():
         if key == REQUEST_ID_HEADER and isinstance(value, str) and 0 < len(value) <= 128:
             return value
     return new_request_id()
 
 
 def observe(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
-    """``handler`` of ``method`` setting the request id for logs, mapping stray ServiceErrors to statuses,
-    counting and timing its calls. Built once per method, with its metric children bound, when the server
-    registers it (``Registering``): a call pays for no interceptor and no label look-up."""
+    """``handler`` of ``method`` mapping stray ServiceErrors to statuses, counting and timing its calls.
+    Built once per method, with its metric children bound, when the server registers it
+    (``Registering``): a call pays for no interceptor and no label look-up. The request id for logs is
+    set when the call is routed (``_WrappedGeneric.service``)."""
     name = method.rsplit("/", 1)[-1]
     latency = GRPC_LATENCY.labels(name)
     handled: dict[object, Any] = {None: GRPC_HANDLED.labels(name, "OK")}
@@ -51,7 +53,6 @@ def observe(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandle
         inner_uu = handler.unary_unary
 
         async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            token = request_id_var.set(_request_id(context))
             start = perf_counter()
             try:
                 return await inner_uu(request, context)
@@ -60,7 +61,6 @@ def observe(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandle
             finally:
                 latency.observe(perf_counter() - start)
                 count(context)
-                request_id_var.reset(token)
 
         return grpc.unary_unary_rpc_method_handler(
             unary_unary,
@@ -71,7 +71,6 @@ def observe(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandle
         inner_us = handler.unary_stream
 
         async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            token = request_id_var.set(_request_id(context))
             start = perf_counter()
             try:
                 async for item in inner_us(request, context):
@@ -81,7 +80,6 @@ def observe(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandle
             finally:
                 latency.observe(perf_counter() - start)
                 count(context)
-                request_id_var.reset(token)
 
         return grpc.unary_stream_rpc_method_handler(
             unary_stream,
@@ -95,7 +93,10 @@ Wrap = Callable[[str, grpc.RpcMethodHandler], grpc.RpcMethodHandler]
 
 
 class _WrappedGeneric(grpc.GenericRpcHandler):
-    """A generic handler whose method handlers come wrapped, each wrapped once."""
+    """A generic handler whose method handlers come wrapped, each wrapped once; routing a call here sets
+    its request id for logs, from the metadata grpc has already read for routing. grpc.aio routes a call
+    in the task that then runs its handler, and each task has its own copy of the context, so the id
+    needs no reset and never leaks into another call."""
 
     def __init__(self, inner: grpc.GenericRpcHandler, wrap: Wrap) -> None:
         self._inner = inner
@@ -111,6 +112,7 @@ class _WrappedGeneric(grpc.GenericRpcHandler):
         hit = self._wrapped.get(method)
         if hit is None or hit[0] is not handler:
             hit = self._wrapped[method] = (handler, self._wrap(method, handler))
+        request_id_var.set(request_id_of(handler_call_details.invocation_metadata))  # type: ignore[attr-defined]
         return hit[1]
 
 

@@ -4,6 +4,7 @@ counts), wrapped once at registration. A real aio server on port 0."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import grpc
@@ -31,11 +32,20 @@ async def _registered(request: bytes, context: grpc.aio.ServicerContext) -> byte
     return _echo(request, context)
 
 
+async def _slow(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    await asyncio.sleep(0.01)  # other calls run meanwhile
+    return _echo(request, context)
+
+
 def _register(server: grpc.aio.Server) -> None:
     server.add_generic_rpc_handlers(
         (
             grpc.method_handlers_generic_handler(
-                SERVICE, {"Generic": grpc.unary_unary_rpc_method_handler(_generic)}
+                SERVICE,
+                {
+                    "Generic": grpc.unary_unary_rpc_method_handler(_generic),
+                    "Slow": grpc.unary_unary_rpc_method_handler(_slow),
+                },
             ),
         )
     )
@@ -75,3 +85,12 @@ async def test_every_call_is_observed(channel: grpc.aio.Channel, method: str) ->
     assert type_from_rpc_error(refused.value) == ("not_found", "no such thing")
     assert _count(method, "OK") == ok + 3
     assert _count(method, "NOT_FOUND") == not_found + 1
+
+
+async def test_concurrent_calls_each_keep_their_own_request_id(channel: grpc.aio.Channel) -> None:
+    call = channel.unary_unary(f"/{SERVICE}/Slow")
+    ids = [f"req_concurrent{i:02d}" for i in range(20)]
+    answers = await asyncio.gather(*(call(b"x", metadata=(("x-request-id", r),), timeout=10) for r in ids))
+    assert [a.decode() for a in answers] == ids
+    minted = await asyncio.gather(*(call(b"x", timeout=10) for _ in range(5)))
+    assert len({m.decode() for m in minted}) == 5
