@@ -7,8 +7,10 @@ import base64
 import dataclasses
 import datetime as dt
 import functools
+import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable
+from time import monotonic
 from typing import Any
 
 import grpc
@@ -37,10 +39,10 @@ from authsvc._model import (
 from authsvc._repository import Repository
 from authsvc._scopes import is_scope, validate_scopes
 from authsvc._watch import ChangeHub
-from svckit.apikeys import SECRET_LENGTH
 from svckit.clock import Clock, SystemClock
 from svckit.ids import new_id
 from svckit.logs import redact
+from svckit.metrics import LoopCount
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 
@@ -49,6 +51,7 @@ log = logging.getLogger(__name__)
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _CACHE_HIT = KEY_CACHE.labels("hit")
 _CACHE_MISS = KEY_CACHE.labels("miss")
+_KEPT = KEY_CACHE.labels("kept")
 
 
 @functools.cache
@@ -66,18 +69,38 @@ def _duration(seconds: float) -> duration_pb2.Duration:
 @dataclasses.dataclass(slots=True)
 class _Answer:
     """An Authorize answer: the grant it was decided for (None for no key or an unknown one), the decision
-    and the response but for the key's last use; and the response with the last use it last showed."""
+    and the response but for the key's last use; the response with the last use it last showed. A kept
+    answer (``reusable``) also holds the key cache generation it was decided in, until when (monotonic)
+    it may be given, and when it next records a use of the key."""
 
     grant: KeyGrant | None
     decision: Decision
     response: pb.AuthorizeResponse
+    counted: LoopCount
     shown_use: dt.datetime | None = None
     stamped: pb.AuthorizeResponse | None = None
+    generation: int = -1
+    until: float = 0.0
+    touch_at: float = 0.0
+
+
+def _shape(request: pb.AuthorizeRequest) -> tuple[bytes, int, str, str, bool]:
+    """What an Authorize answer is kept by: the key's BLAKE2b digest (never the key; BLAKE2 is Python's own,
+    which under load costs half of OpenSSL's SHA-256 per call) and the other request fields."""
+    return (
+        hashlib.blake2b(request.api_key.encode(), digest_size=32).digest(),
+        request.environment,
+        request.required_scope,
+        request.source_address,
+        request.is_write,
+    )
 
 
 # Kept Authorize answers (one per key and request shape: environment, scope, source, write); past this
 # many they are all dropped and rebuilt as calls come.
 MAX_KEPT_ANSWERS = 10_000
+# A kept answer records a use of its key at most this often (seconds); uses are remembered to the second.
+TOUCH_INTERVAL = 1.0
 DEFAULT_GRACE = dt.timedelta(hours=24)
 MAX_GRACE = dt.timedelta(days=7)
 # Shortest WatchKeyChanges heartbeat interval a watcher may ask for (seconds).
@@ -149,8 +172,8 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         self.last_used = last_used or LastUsed(repo)
         self.outbox_wakeup = outbox_wakeup
         hub.on_change(self.cache.invalidate)
-        # Authorize answers kept for reuse (decision.reusable), by secret hash and request fields.
-        self._answers: dict[tuple[str, int, str, str, bool], _Answer] = {}
+        # Authorize answers kept for reuse (decision.reusable), by request shape (_shape).
+        self._answers: dict[tuple[bytes, int, str, str, bool], _Answer] = {}
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -175,10 +198,6 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         if grant is not None:
             _CACHE_HIT.inc()
             return grant
-        return await self._look_up(digest)
-
-    async def _look_up(self, digest: str) -> KeyGrant | None:
-        """The key whose secret hashes to ``digest`` from the store, kept in the cache."""
         _CACHE_MISS.inc()
         generation = self.cache.generation
         found = await self.repo.grant_by_hash(digest)
@@ -210,57 +229,49 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
     async def Authorize(
         self, request: pb.AuthorizeRequest, context: grpc.aio.ServicerContext
     ) -> pb.AuthorizeResponse:
-        secret = request.api_key
-        # Only a secret of the right length is worth hashing; its shape is checked below unless cached.
-        digest = hash_secret(secret) if len(secret) == SECRET_LENGTH else ""
-        cached = self.cache.get(digest) if digest else None
-        if cached is not None:
-            _CACHE_HIT.inc()
-            kept = self._answers.get(
-                (
-                    digest,
-                    request.environment,
-                    request.required_scope,
-                    request.source_address,
-                    request.is_write,
-                )
-            )
-            if kept is not None and kept.grant is cached:
-                return self._reply(kept, self.clock.now())
+        shape = _shape(request)
+        kept = self._answers.get(shape)
+        if kept is not None and kept.generation == self.cache.generation:
+            t = monotonic()
+            if t < kept.until:
+                _KEPT.inc()
+                if t < kept.touch_at:
+                    kept.counted.inc()
+                    return kept.stamped  # type: ignore[return-value]
+                return self._reply(kept, self.clock.now(), t)
+        # Read before any look-up: an answer decided across a key change must not be kept (as KeyCache.put).
+        generation = self.cache.generation
         env = cv.environment(request.environment)
         if request.required_scope and not is_scope(request.required_scope):
             raise InvalidRequest(f"required_scope: unknown scope {redact(request.required_scope[:40])!r}")
         if request.source_address and parse_source(request.source_address) is None:
             raise InvalidRequest("source_address: not an IP address")
-        grant: KeyGrant | None = cached
-        if cached is not None:
-            credential = Credential.WELL_FORMED  # its secret passed environment_of when it was cached
-        elif not secret:
+        secret = request.api_key
+        grant: KeyGrant | None = None
+        if not secret:
             credential = Credential.MISSING
-        elif not digest or environment_of(secret) is None:
+        elif environment_of(secret) is None:
             credential = Credential.MALFORMED
         else:
             credential = Credential.WELL_FORMED
-            grant = await self._look_up(digest)
+            grant = await self._grant(secret)
         now = self.clock.now()
         access = AccessRequest(
             env, request.required_scope, request.source_address, request.is_write, credential
         )
         decision: Decision = authorize(grant, access, now)
-        answer = _Answer(grant, decision, self._response(decision, grant, now))
+        answer = _Answer(
+            grant,
+            decision,
+            self._response(decision, grant, now),
+            _decisions(decision.allowed, decision.error_type),
+        )
         if grant is not None and reusable(grant):
             if len(self._answers) >= MAX_KEPT_ANSWERS:
                 self._answers.clear()
-            self._answers[
-                (
-                    digest,
-                    request.environment,
-                    request.required_scope,
-                    request.source_address,
-                    request.is_write,
-                )
-            ] = answer
-        return self._reply(answer, now)
+            answer.generation, answer.until = generation, monotonic() + self.cache.ttl
+            self._answers[shape] = answer
+        return self._reply(answer, now, monotonic())
 
     def _response(self, decision: Decision, grant: KeyGrant | None, now: dt.datetime) -> pb.AuthorizeResponse:
         """The answer to Authorize but the key's last use, which ``_reply`` adds."""
@@ -275,11 +286,11 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             out.account.CopyFrom(cv.account(grant.account))
         return out
 
-    def _reply(self, answer: _Answer, now: dt.datetime) -> pb.AuthorizeResponse:
-        """``answer`` with the key's last use before this call; this call counted as a use.
+    def _reply(self, answer: _Answer, now: dt.datetime, t: float) -> pb.AuthorizeResponse:
+        """``answer`` with the key's last use before this call; this call recorded as a use.
 
-        The message returned is shared by every call that shows the same last use (a use is remembered to
-        the second): nothing changes it after it is made, and grpc serialises it as the handler returns."""
+        The message returned is shared by every call that shows the same last use: nothing changes it after
+        it is made, and grpc serialises it as the handler returns."""
         decision, grant = answer.decision, answer.grant
         seen = None
         if grant is not None:
@@ -289,6 +300,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
                 seen = None  # the stored use is the later one, and the response already has it
             if key.status(now) not in ("revoked", "expired"):
                 self.last_used.touch(key.id, now)
+        answer.touch_at = t + TOUCH_INTERVAL
         out = answer.stamped
         if out is None or answer.shown_use != seen:
             out = pb.AuthorizeResponse()
@@ -299,7 +311,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
                 used.seconds = since.days * 86_400 + since.seconds
                 used.nanos = since.microseconds * 1000
             answer.shown_use, answer.stamped = seen, out
-        _decisions(decision.allowed, decision.error_type).inc()
+        answer.counted.inc()
         if not decision.allowed:
             log.debug(
                 "authorize denied",
