@@ -60,5 +60,7 @@ class Accounts:
         return mode
 
     async def close(self) -> None:
+        """Close the channel to authsvc, if one was opened (webhookd's stop)."""
         if self._channel is not None:
-            await self._channel.close()
+            channel, self._channel = self._channel, None
+            await channel.close()

@@ -88,6 +88,7 @@ class Webhookd:
     client: httpx.AsyncClient
     tasks: list[asyncio.Task[None]]
     owns_client: bool
+    accounts: Accounts | None = None
 
     async def stop(self, grace: float = 5.0) -> None:
         await stop_server(self.server, self.health, grace)
@@ -99,6 +100,8 @@ class Webhookd:
         await asyncio.gather(*self.tasks, return_exceptions=True)
         if self.owns_client:
             await self.client.aclose()
+        if self.accounts is not None:
+            await self.accounts.close()
         await self.repo.close()
 
 
@@ -194,7 +197,7 @@ async def run_server(
             "mtls": config.tls is not None,
         },
     )
-    return Webhookd(server, port, health, repo, service, worker, mailer, client, tasks, owns_client)
+    return Webhookd(server, port, health, repo, service, worker, mailer, client, tasks, owns_client, accounts)
 
 
 def _host_port(value: str, flag: str) -> tuple[str, int]:
