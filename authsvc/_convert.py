@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
-
-from google.protobuf import struct_pb2, timestamp_pb2
 
 from authsvc._errors import InvalidRequest
 from authsvc._keys import Environment
 from authsvc._model import Account, ApiKey, AuditEvent, KeyChange, Usage
+from svckit.protos import struct
+from svckit.protos import timestamp as ts
 from travel.auth.v1 import auth_pb2 as pb
 
 ENV_TO_PB = {"live": pb.ENVIRONMENT_LIVE, "sandbox": pb.ENVIRONMENT_SANDBOX}
@@ -36,14 +35,6 @@ def environment(value: int, field: str = "environment") -> Environment:
     if env is None:
         raise InvalidRequest(f"{field}: must be ENVIRONMENT_LIVE or ENVIRONMENT_SANDBOX")
     return env
-
-
-def ts(value: dt.datetime | None) -> timestamp_pb2.Timestamp | None:
-    if value is None:
-        return None
-    out = timestamp_pb2.Timestamp()
-    out.FromDatetime(value)
-    return out
 
 
 def account(a: Account) -> pb.Account:
@@ -78,12 +69,6 @@ def api_key(k: ApiKey, now: dt.datetime) -> pb.ApiKey:
         rate_limit=k.rate_limit,
         rotated_at=ts(k.rotated_at),
     )
-
-
-def struct(values: dict[str, Any]) -> struct_pb2.Struct:
-    out = struct_pb2.Struct()
-    out.update(values)
-    return out
 
 
 def audit_event(e: AuditEvent) -> pb.AuditEvent:

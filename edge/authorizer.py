@@ -23,6 +23,7 @@ from edge.environments import Environment
 from edge.exceptions import EdgeError, UpstreamUnavailable
 from svckit.clock import utcnow
 from svckit.errors import type_from_rpc_error
+from svckit.protos import datetime_of
 from travel.auth.v1 import auth_pb2, auth_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -45,12 +46,6 @@ HEARTBEAT_INTERVAL = 0.2
 ChangeListener = Callable[[int, str, str], None]
 
 
-def _ts(ts: Any) -> dt.datetime | None:
-    if ts is None or (ts.seconds == 0 and ts.nanos == 0):
-        return None
-    return ts.ToDatetime(tzinfo=dt.UTC)  # type: ignore[no-any-return]
-
-
 def key_digest(api_key: str) -> bytes:
     """What the cache is keyed by: the key's SHA-256, never the plaintext."""
     return hashlib.sha256(api_key.encode()).digest()
@@ -60,13 +55,13 @@ def caller_from(resp: auth_pb2.AuthorizeResponse, env: Environment) -> Caller | 
     if not resp.HasField("key"):
         return None
     key, account = resp.key, resp.account
-    expires = _ts(key.expires_at) if key.HasField("expires_at") else None
+    expires = datetime_of(key.expires_at) if key.HasField("expires_at") else None
     status = KEY_STATUS.get(key.status, "active")
     headers: tuple[tuple[str, str], ...] = ()
     if status == "expiring" and expires is not None:
         from edge.environments import deprecation_headers
 
-        rotated = _ts(key.rotated_at) if key.HasField("rotated_at") else None
+        rotated = datetime_of(key.rotated_at) if key.HasField("rotated_at") else None
         headers = tuple(deprecation_headers(True, rotated, expires).items())
     return Caller(
         key_id=key.id,

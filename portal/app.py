@@ -45,6 +45,7 @@ from portal.web import (
     set_cookie,
 )
 from svckit.events import EVENT_KINDS
+from svckit.protos import datetime_of, struct, timestamp
 from svckit.tls import Tls
 from svckit.webhook_status import DeliveryStatus, proto_values
 from travel.auth.v1 import auth_pb2 as apb
@@ -84,18 +85,6 @@ class PortalConfig:
     csrf_key: bytes | None = field(default=None, repr=False)
 
 
-def _ts(value: timestamp_pb2.Timestamp | None) -> dt.datetime | None:
-    if value is None or (value.seconds == 0 and value.nanos == 0):
-        return None
-    return value.ToDatetime(dt.UTC)
-
-
-def _stamp(when: dt.datetime) -> timestamp_pb2.Timestamp:
-    out = timestamp_pb2.Timestamp()
-    out.FromDatetime(when)
-    return out
-
-
 def _when(text: str, field: str) -> timestamp_pb2.Timestamp | None:
     if not text:
         return None
@@ -105,7 +94,7 @@ def _when(text: str, field: str) -> timestamp_pb2.Timestamp | None:
         raise PortalError(
             400, "invalid_request", "expected a date and time like 2026-11-23T10:00", field
         ) from None
-    return _stamp(parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC))
+    return timestamp(parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC))
 
 
 def _fmt(value: dt.datetime | None) -> str:
@@ -135,12 +124,6 @@ def _details(value: struct_pb2.Struct) -> str:
         return v
 
     return json.dumps(plain(MessageToDict(value)), ensure_ascii=False, sort_keys=True) if value.fields else ""
-
-
-def _struct(values: dict[str, Any]) -> struct_pb2.Struct:
-    out = struct_pb2.Struct()
-    out.update(values)
-    return out
 
 
 def _endpoint_fields(endpoint: wpb.Endpoint) -> dict[str, Any]:
@@ -198,7 +181,7 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
             "no --csrf-key-file / PORTAL_CSRF_KEY: CSRF tokens use a key of this process only, so forms "
             "opened before a restart (or served by another portal process) are refused once"
         )
-    filters: dict[str, Any] = {"fmt": _fmt, "countdown": _countdown, "ts": _ts, "details": _details}
+    filters: dict[str, Any] = {"fmt": _fmt, "countdown": _countdown, "ts": datetime_of, "details": _details}
 
     from portal.web import templates
 
@@ -405,8 +388,8 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
                 wpb.GetAttemptStatsRequest(
                     account_id=account_id,
                     environment=WENV_PB[env],
-                    since=_stamp(now - dt.timedelta(days=30)),
-                    recent_since=_stamp(now - dt.timedelta(hours=24)),
+                    since=timestamp(now - dt.timedelta(days=30)),
+                    recent_since=timestamp(now - dt.timedelta(hours=24)),
                 ),
             ),
         )
@@ -647,8 +630,8 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
                 ipb.RecordAuditEventRequest(
                     session_token=request.ctx.viewer.session_token,
                     action=action,
-                    before=_struct(before or {}),
-                    after=_struct({**target, **(after or {})}),
+                    before=struct(before or {}),
+                    after=struct({**target, **(after or {})}),
                     source_address=request.ip or "",
                 ),
             )
@@ -710,7 +693,7 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
                     request, "webhook_endpoint.enabled", endpoint_id, after={"status": "enabled"}
                 )
             elif action == "recover":
-                since = _when(form.get("since", ""), "since") or _stamp(
+                since = _when(form.get("since", ""), "since") or timestamp(
                     dt.datetime.now(dt.UTC) - dt.timedelta(days=1)
                 )
                 recovered = await peers.call(
@@ -720,7 +703,7 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
                     request,
                     "webhook_endpoint.recovered",
                     endpoint_id,
-                    after={"since": _fmt(_ts(since)), "recovered": recovered.recovered_count},
+                    after={"since": _fmt(datetime_of(since)), "recovered": recovered.recovered_count},
                 )
             elif action == "test":
                 sent = await peers.call(peers.webhooks.SendTestEvent, wpb.SendTestEventRequest(**ref))
@@ -744,7 +727,9 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
                     endpoint_id,
                     after={
                         "overlap_seconds": overlap,
-                        "old_signatures_until": _fmt(_ts(rotated.endpoint.previous_secret_expires_at)),
+                        "old_signatures_until": _fmt(
+                            datetime_of(rotated.endpoint.previous_secret_expires_at)
+                        ),
                     },
                 )
                 return render(
@@ -778,7 +763,7 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
         viewer = need(request, "webhooks.read")
         a = request.args
         q = {k: a.get(k, "") for k in ("endpoint_id", "event_kind", "status", "since", "until")}
-        default_since = _stamp(dt.datetime.now(dt.UTC) - dt.timedelta(days=30))
+        default_since = timestamp(dt.datetime.now(dt.UTC) - dt.timedelta(days=30))
         return await listing(
             request,
             "deliveries.html",

@@ -6,9 +6,10 @@ import base64
 import datetime as dt
 from typing import Any
 
-from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
+from google.protobuf import duration_pb2, struct_pb2, timestamp_pb2
 
 from svckit.freetext import content_problem, free_text_problem
+from svckit.protos import timestamp as ts
 from svckit.webhook_status import DeliveryStatus, EndpointStatus, proto_values
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from webhookd._errors import InvalidRequest
@@ -106,32 +107,8 @@ def parse_page_token(token: str) -> tuple[dt.datetime, str] | None:
 def time_or_none(msg: Any, field: str) -> dt.datetime | None:
     if not msg.HasField(field):
         return None
-    ts: timestamp_pb2.Timestamp = getattr(msg, field)
-    return dt.datetime.fromtimestamp(ts.seconds + ts.nanos / 1e9, dt.UTC)
-
-
-def ts(when: dt.datetime | None) -> timestamp_pb2.Timestamp | None:
-    if when is None:
-        return None
-    out = timestamp_pb2.Timestamp()
-    out.FromMicroseconds(us(when))
-    return out
-
-
-def _ints(value: Any) -> Any:
-    # protobuf Struct carries every number as a double: give integral ones back as JSON integers.
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _ints(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_ints(v) for v in value]
-    return value
-
-
-def struct_to_dict(value: struct_pb2.Struct) -> dict[str, Any]:
-    out: dict[str, Any] = _ints(json_format.MessageToDict(value))
-    return out
+    value: timestamp_pb2.Timestamp = getattr(msg, field)
+    return value.ToDatetime(tzinfo=dt.UTC)
 
 
 def endpoint_pb(e: EndpointRecord, now: dt.datetime) -> pb.Endpoint:

@@ -18,6 +18,7 @@ from svckit.clock import Clock
 from svckit.events import MODE_ONLY, mode_refusal
 from svckit.ids import new_id, sortable_id
 from svckit.peers import identity_of, may_publish, refuse
+from svckit.protos import struct_to_dict
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
@@ -381,7 +382,7 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
             environment=_env_enum(env),
             account_id=account_id,
             state=state,
-            data=cv.struct_to_dict(request.data),
+            data=struct_to_dict(request.data),
         )
         event = EventRecord(event_id, account_id, env, request.type, state, now, envelope)
         stored, count = await self.repo.publish(event, key, now)
