@@ -12,10 +12,13 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterator, Sequence
+from typing import Generic, TypeVar
 
 from prometheus_client import REGISTRY, Counter, start_http_server
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
+
+C = TypeVar("C")
 
 
 class LoopCount:
@@ -30,7 +33,33 @@ class LoopCount:
         self.value += amount
 
 
-class LoopCounter(Collector):
+class _LoopFamily(Collector, Generic[C]):
+    """A metric family whose children are created on first use and bumped from one thread only."""
+
+    def __init__(
+        self, name: str, documentation: str, labelnames: Sequence[str], registry: CollectorRegistry | None
+    ) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = tuple(labelnames)
+        self._children: dict[tuple[str, ...], C] = {}
+        if registry is not None:
+            registry.register(self)
+
+    def _new_child(self) -> C:
+        raise NotImplementedError
+
+    def labels(self, *values: str) -> C:
+        """The child of ``values``; look it up once and keep it where the path is hot."""
+        if len(values) != len(self.labelnames):
+            raise ValueError(f"{self.name}: expected labels {self.labelnames}, got {values}")
+        child = self._children.get(values)
+        if child is None:
+            child = self._children.setdefault(tuple(str(v) for v in values), self._new_child())
+        return child
+
+
+class LoopCounter(_LoopFamily[LoopCount]):
     """A counter for the per-request path, bumped from one thread only (the event loop's)."""
 
     def __init__(
@@ -40,21 +69,10 @@ class LoopCounter(Collector):
         labelnames: Sequence[str] = (),
         registry: CollectorRegistry | None = REGISTRY,
     ) -> None:
-        self.name = name.removesuffix("_total")
-        self.documentation = documentation
-        self.labelnames = tuple(labelnames)
-        self._children: dict[tuple[str, ...], LoopCount] = {}
-        if registry is not None:
-            registry.register(self)
+        super().__init__(name.removesuffix("_total"), documentation, labelnames, registry)
 
-    def labels(self, *values: str) -> LoopCount:
-        """The child of ``values``; look it up once and keep it where the path is hot."""
-        if len(values) != len(self.labelnames):
-            raise ValueError(f"{self.name}: expected labels {self.labelnames}, got {values}")
-        child = self._children.get(values)
-        if child is None:
-            child = self._children.setdefault(tuple(str(v) for v in values), LoopCount())
-        return child
+    def _new_child(self) -> LoopCount:
+        return LoopCount()
 
     def inc(self, amount: int = 1) -> None:
         """Bump the counter of a metric without labels."""
@@ -82,7 +100,7 @@ class LoopTimes:
         self.sum += amount
 
 
-class LoopHistogram(Collector):
+class LoopHistogram(_LoopFamily[LoopTimes]):
     """A histogram for the per-request path, observed from one thread only (the event loop's)."""
 
     def __init__(
@@ -93,21 +111,11 @@ class LoopHistogram(Collector):
         buckets: Sequence[float],
         registry: CollectorRegistry | None = REGISTRY,
     ) -> None:
-        self.name = name
-        self.documentation = documentation
-        self.labelnames = tuple(labelnames)
         self.bounds = (*sorted(float(b) for b in buckets if b != math.inf), math.inf)
-        self._children: dict[tuple[str, ...], LoopTimes] = {}
-        if registry is not None:
-            registry.register(self)
+        super().__init__(name, documentation, labelnames, registry)
 
-    def labels(self, *values: str) -> LoopTimes:
-        if len(values) != len(self.labelnames):
-            raise ValueError(f"{self.name}: expected labels {self.labelnames}, got {values}")
-        child = self._children.get(values)
-        if child is None:
-            child = self._children.setdefault(tuple(str(v) for v in values), LoopTimes(self.bounds))
-        return child
+    def _new_child(self) -> LoopTimes:
+        return LoopTimes(self.bounds)
 
     def collect(self) -> Iterator[HistogramMetricFamily]:
         family = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
