@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections import Counter as Tally
-from collections.abc import Iterator
+from prometheus_client import Counter, Gauge
 
-from prometheus_client import REGISTRY, Counter, Gauge
-from prometheus_client.core import CounterMetricFamily
-from prometheus_client.registry import Collector
+from svckit.metrics import LoopCount, LoopCounter
 
 REFUSALS = Counter("edge_refusals_total", "Refused requests by error type", ["type"])
 SANDBOX_TRIGGERS = Counter("edge_sandbox_triggers_total", "Sandbox requests carrying a trigger", ["trigger"])
@@ -23,22 +20,12 @@ RATELIMIT_REDIS_UP = Gauge(
 )
 STREAMS = Gauge("edge_streams_open", "Open /v1/stream WebSocket connections")
 
-# Responses are counted in a plain dict on the hot path (no lock) and exported at scrape time.
-_responses: Tally[int] = Tally()
+RESPONSES = LoopCounter("edge_http_responses_total", "HTTP responses by status code", ["status"])
+_by_status: dict[int, LoopCount] = {}
 
 
 def count_response(status: int) -> None:
-    _responses[status] += 1
-
-
-class _ResponsesCollector(Collector):
-    def collect(self) -> Iterator[CounterMetricFamily]:
-        family = CounterMetricFamily(
-            "edge_http_responses", "HTTP responses by status code", labels=["status"]
-        )
-        for status, n in sorted(_responses.copy().items()):
-            family.add_metric([str(status)], n)
-        yield family
-
-
-REGISTRY.register(_ResponsesCollector())
+    child = _by_status.get(status)
+    if child is None:
+        child = _by_status[status] = RESPONSES.labels(str(status))
+    child.inc()
