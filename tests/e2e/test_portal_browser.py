@@ -3,17 +3,20 @@ real processes: authsvc, webhookd, edge and portal, and a trustme HTTPS webhook 
 
 One journey (sign in, create a key, use it at the edge, rotate, revoke, register an endpoint, send a
 test, resend) plus the refusals: roles, CSRF, stale sessions, XSS. Every page visited is saved as a
-screenshot in docs/portal/.
+screenshot: in a temporary folder, or in the folder ``PORTAL_SCREENSHOTS`` names (``docs/portal`` to
+refresh the documentation's), so a test run leaves the checkout as it was.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import pathlib
 import re
 import secrets
 import socket
 import ssl
+import tempfile
 import time
 from base64 import b32decode, b64encode, urlsafe_b64decode, urlsafe_b64encode
 from collections.abc import Iterator
@@ -39,7 +42,12 @@ from travel.auth.v1 import identity_pb2 as ipb
 from webhookd.testing import Receiver
 
 CHROMIUM = pathlib.Path("/usr/bin/chromium")
-SHOTS = ROOT / "docs" / "portal"
+# A relative PORTAL_SCREENSHOTS is taken from the project root.
+SHOTS = (
+    ROOT / os.environ["PORTAL_SCREENSHOTS"]
+    if os.environ.get("PORTAL_SCREENSHOTS")
+    else pathlib.Path(tempfile.gettempdir()) / "portal-shots"
+)
 PASSWORD = "a long enough passphrase"
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="no system Chromium at /usr/bin/chromium")
