@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Generate the Python gRPC stubs of proto/ into ./travel (never edited by hand, not committed)."""
+
 from __future__ import annotations
 
 import pathlib
