@@ -40,6 +40,7 @@ from authsvc._model import Actor
 from svckit import roles
 from svckit.clock import Clock, SystemClock
 from svckit.ids import new_id
+from svckit.pages import BAD_PAGE_TOKEN, page_parts, page_token
 from svckit.secretbox import SecretBox
 from travel.auth.v1 import identity_pb2 as pb
 from travel.auth.v1 import identity_pb2_grpc
@@ -312,16 +313,16 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
         size = v.page_size(request.page_size)
         after: tuple[float, str] | None = None
         if request.page_token:
-            created, _, user_id = request.page_token.partition("~")
             try:
+                created, user_id = page_parts(request.page_token, 2)
                 after = (float(created), user_id)
-            except ValueError:
-                raise InvalidRequest("page_token: not a token returned by this service") from None
+            except ValueError:  # BadPageToken included
+                raise InvalidRequest(BAD_PAGE_TOKEN) from None
         rows = await self.repo.list_users(user.account_id, size + 1, after)
         out = pb.ListUsersResponse(users=[user_pb(u) for u in rows[:size]])
         if len(rows) > size:
             last = rows[size - 1]
-            out.next_page_token = f"{last.created_at.timestamp()!r}~{last.id}"
+            out.next_page_token = page_token(repr(last.created_at.timestamp()), last.id)
         return out
 
     async def _change_user(self, token: str, user_id: str, role: str | None, source: str) -> User:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import dataclasses
 import datetime as dt
 import functools
@@ -43,6 +42,7 @@ from svckit.clock import Clock, SystemClock
 from svckit.ids import new_id
 from svckit.logs import redact
 from svckit.metrics import LoopCount
+from svckit.pages import BAD_PAGE_TOKEN, BadPageToken, page_parts, page_token
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 
@@ -131,18 +131,11 @@ def allowance_of(value: int) -> int:
     return value or DEFAULT_DAILY_SEARCH_ALLOWANCE
 
 
-def _token(*parts: object) -> str:
-    return base64.urlsafe_b64encode("|".join(str(p) for p in parts).encode()).decode()
-
-
 def _untoken(token: str, n: int) -> list[str]:
     try:
-        parts = base64.urlsafe_b64decode(token.encode()).decode().split("|")
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidRequest("page_token: not a token returned by this service") from None
-    if len(parts) != n:
-        raise InvalidRequest("page_token: not a token returned by this service")
-    return parts
+        return page_parts(token, n)
+    except BadPageToken as exc:
+        raise InvalidRequest(str(exc)) from None
 
 
 def _peer_address(context: grpc.aio.ServicerContext) -> str:
@@ -447,13 +440,13 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             try:
                 after = (float(created), key_id)
             except ValueError:
-                raise InvalidRequest("page_token: not a token returned by this service") from None
+                raise InvalidRequest(BAD_PAGE_TOKEN) from None
         rows = await self.repo.list_keys(account_id, env, request.include_revoked, size + 1, after)
         now = self.clock.now()
         out = pb.ListKeysResponse(keys=[self._key_pb(k, now) for k in rows[:size]])
         if len(rows) > size:
             last = rows[size - 1]
-            out.next_page_token = _token(repr(last.created_at.timestamp()), last.id)
+            out.next_page_token = page_token(repr(last.created_at.timestamp()), last.id)
         return out
 
     async def UpdateKey(
@@ -548,7 +541,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         if request.page_token:
             (seq,) = _untoken(request.page_token, 1)
             if not seq.isdigit():
-                raise InvalidRequest("page_token: not a token returned by this service")
+                raise InvalidRequest(BAD_PAGE_TOKEN)
             after = int(seq)
         filters = AuditFilter(
             actor_user_id=v.ident(request.actor_user_id, "actor_user_id", "usr")
@@ -561,7 +554,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         rows = await self.repo.list_audit(account_id, key_id, size + 1, after, filters)
         out = pb.ListAuditEventsResponse(events=[cv.audit_event(e) for _, e in rows[:size]])
         if len(rows) > size:
-            out.next_page_token = _token(rows[size - 1][0])
+            out.next_page_token = page_token(rows[size - 1][0])
         return out
 
     async def WatchKeyChanges(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 from typing import Any
 
 from google.protobuf import duration_pb2, struct_pb2, timestamp_pb2
 
+from svckit import pages
 from svckit.freetext import content_problem, free_text_problem
 from svckit.protos import timestamp as ts
 from svckit.webhook_status import DeliveryStatus, EndpointStatus, proto_values
@@ -20,7 +20,7 @@ from webhookd._repository import (
     EventRecord,
 )
 from webhookd._retry import Outcome
-from webhookd._times import from_us, us
+from webhookd._times import at_us, us
 
 ENVIRONMENTS = {pb.ENVIRONMENT_LIVE: "live", pb.ENVIRONMENT_SANDBOX: "sandbox"}
 ENV_TO_PB = {v: k for k, v in ENVIRONMENTS.items()}
@@ -88,20 +88,17 @@ def page_size(value: int) -> int:
 
 
 def page_token(created: dt.datetime, row_id: str) -> str:
-    micros = us(created)
-    return base64.urlsafe_b64encode(f"{micros}|{row_id}".encode()).decode()
+    return pages.page_token(us(created), row_id)
 
 
 def parse_page_token(token: str) -> tuple[dt.datetime, str] | None:
     if not token:
         return None
     try:
-        micros, row_id = base64.urlsafe_b64decode(token.encode()).decode().split("|")
-        when = from_us(int(micros))
-        assert when is not None
-        return when, row_id
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidRequest("page_token: not a token returned by this service") from None
+        micros, row_id = pages.page_parts(token, 2)
+        return at_us(int(micros)), row_id
+    except (ValueError, OverflowError):  # BadPageToken included
+        raise InvalidRequest(pages.BAD_PAGE_TOKEN) from None
 
 
 def time_or_none(msg: Any, field: str) -> dt.datetime | None:
