@@ -12,7 +12,11 @@ AUTHORIZE_DECISIONS = LoopCounter(
     "Authorize answers, by decision and error type",
     ["decision", "error_type"],
 )
-KEY_CACHE = LoopCounter("authsvc_key_cache_total", "Key look-ups by secret digest, by result", ["result"])
+KEY_CACHE = LoopCounter(
+    "authsvc_key_cache_total",
+    "Key look-ups by result: hit or miss in the key cache, or kept (an Authorize answer given again)",
+    ["result"],
+)
 OUTBOX_PUBLISHED = Counter("authsvc_outbox_published_total", "Outbox events accepted by webhookd", ["type"])
 OUTBOX_FAILURES = Counter("authsvc_outbox_publish_failures_total", "Failed outbox publish attempts", ["type"])
 KEY_CHANGES = Counter("authsvc_key_changes_total", "Key and account changes fanned out to watchers", ["kind"])
