@@ -7,6 +7,9 @@ In one run:
    server's CPU per request (from /proc, steadier than req/s on a busy machine);
    then the same on an edge whose per-key limits are shared in Redis (``--redis``; a limit high enough
    never to refuse, so every request pays the script's round trip);
+   then a proxied product GET on the live host (``GET /v1/hotels/offers/{id}``, the bare server as the
+   hotels upstream) against the same GET sent to the bare server directly, with the edge's CPU per
+   proxied request;
 2. revocation-to-refusal latency p50/p99 across two edge processes (RevokeKey at t0; each edge is polled
    until it answers 401).
 
@@ -35,6 +38,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 HOST = "127.0.0.1:8081"  # a sandbox Host value the edge knows
+LIVE_HOST = "127.0.0.1:8080"  # a live one
 
 
 # -- the bare Sanic route, served like the edge ------------------------------------------------------
@@ -52,6 +56,12 @@ def serve_bare() -> None:
     @app.get("/v1/account")
     async def account(request: object) -> object:
         return json_response({"object": "account", "id": "acct_bare"})
+
+    @app.get("/v1/hotels/offers/<offer_id:str>")  # also the hotels upstream of the proxied GET
+    async def offer(request: object, offer_id: str) -> object:
+        return json_response(
+            {"object": "hotel_offer", "id": offer_id, "price": {"amount": 120, "currency": "EUR"}}
+        )
 
     async def main() -> None:
         running = await start(app, ["127.0.0.1:0"])
@@ -178,7 +188,7 @@ def stop_all(procs: list[subprocess.Popen[str]], tmp: pathlib.Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-async def make_key(target: str, scopes: list[str]) -> tuple[str, str]:
+async def make_key(target: str, scopes: list[str], live: bool = False) -> tuple[str, str]:
     import grpc
 
     from travel.auth.v1 import auth_pb2 as pb
@@ -190,7 +200,7 @@ async def make_key(target: str, scopes: list[str]) -> tuple[str, str]:
         key = await stub.CreateKey(
             pb.CreateKeyRequest(
                 account_id=acct.account.id,
-                environment=pb.ENVIRONMENT_SANDBOX,
+                environment=pb.ENVIRONMENT_LIVE if live else pb.ENVIRONMENT_SANDBOX,
                 scopes=scopes,
                 actor=pb.Actor(user="bench"),
             )
@@ -263,14 +273,20 @@ def main() -> int:
     procs: list[subprocess.Popen[str]] = []
     try:
         target = start_authsvc(tmp, procs)
+        bare, pb_ = start("bare", [], tmp / "bare.log")
+        procs.append(bare)
+        routes = tmp / "routes.json"
+        upstream = {"live": f"http://127.0.0.1:{pb_['port']}", "sandbox": "builtin"}
+        offer_route = {"method": "GET", "path": "/v1/hotels/offers/{offer_id}", "scope": "hotels:read",
+                       "upstream": upstream}  # fmt: skip
+        routes.write_text(json.dumps({"routes": [offer_route]}))
         # One key at full speed: no per-key limit.
-        edge_cmd = [*edge_flags(target, tmp), "--rate-limit-sandbox", "0"]
+        edge_cmd = [*edge_flags(target, tmp), "--rate-limit-sandbox", "0", "--rate-limit-live", "0",
+                    "--live-hosts", LIVE_HOST, "--routes", str(routes)]  # fmt: skip
         e1, p1 = start("edge", edge_cmd, tmp / "edge1.log")
         procs.append(e1)
         e2, p2 = start("edge", edge_cmd, tmp / "edge2.log")
         procs.append(e2)
-        bare, pb_ = start("bare", [], tmp / "bare.log")
-        procs.append(bare)
         redis_url = ""
         if args.redis:
             # The last --rate-limit-sandbox wins: so high it never refuses, yet checked in Redis each time.
@@ -318,6 +334,33 @@ def main() -> int:
                 "   (--redis)"
             )
             print(f"ratio Redis edge/bare : {r_rps / b_rps:10.2f}")
+        _, live_secret = asyncio.run(make_key(target, ["hotels:read"], live=True))
+        live_headers = {"Host": LIVE_HOST, "Authorization": f"Svc {live_secret}"}
+        proxied_url = f"http://127.0.0.1:{p1['live_port']}/v1/hotels/offers/off_bench"
+        direct_url = f"http://127.0.0.1:{pb_['port']}/v1/hotels/offers/off_bench"
+        load(proxied_url, live_headers, 1, args.connections)
+        direct_runs, proxied_runs = [], []
+        for _ in range(args.rounds):
+            direct_runs.append(
+                measured(load, bare.pid, direct_url, live_headers, args.seconds, args.connections)
+            )
+            cpu0 = cpu_seconds(bare.pid)
+            proxied_runs.append(
+                measured(load, e1.pid, proxied_url, live_headers, args.seconds, args.connections)
+            )
+            upstream_cpu = cpu_seconds(bare.pid) - cpu0
+        d_rps, d_p99, _ = max(direct_runs)
+        x_rps, x_p99, _ = max(proxied_runs)
+        x_us = min(r[2] for r in proxied_runs)
+        print(f"bare GET offer, direct: {d_rps:10.0f} req/s   p99 {d_p99:7.2f} ms")
+        up_us = upstream_cpu / max(1.0, x_rps * args.seconds) * 1e6
+        print(
+            f"edge proxied GET offer: {x_rps:10.0f} req/s   p99 {x_p99:7.2f} ms   CPU {x_us:5.0f} us/req"
+            f"   (live host, upstream = the bare server, {up_us:.0f} us/req there)"
+        )
+        print(
+            f"ratio proxied/direct  : {x_rps / d_rps:10.2f}   (the edge adds authentication and one HTTP hop)"
+        )
         urls = [edge_url, f"http://127.0.0.1:{p2['sandbox_port']}/v1/account"]
         samples, rpc = asyncio.run(revocation_latency(target, urls, args.revocations))
         ms = [s * 1000 for s in samples]
