@@ -116,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
         str(EdgeConfig.body_timeout),
         "seconds a client has to send a request's whole body, counted from the end of its head",
     )
+    add(
+        "upstream-timeout",
+        str(EdgeConfig.upstream_timeout),
+        "seconds a product upstream has to answer before the request is answered 503",
+    )
     add("sandbox-confirm-seconds", "0.5", "seconds between a sandbox booking's 202 and its outcome event")
     add("log-level", "INFO", "DEBUG, INFO, WARNING or ERROR")
     add("shutdown-grace", "5", "seconds running requests may finish after SIGTERM")
@@ -155,6 +160,7 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         keep_alive_timeout=float(args.keep_alive_timeout),
         header_timeout=float(args.header_timeout),
         body_timeout=float(args.body_timeout),
+        upstream_timeout=float(args.upstream_timeout),
         tls=tls_from_args(args),
         idempotency_key=key_from(
             args.idempotency_key_file, _env("idempotency-key", ""), "--idempotency-key-file"

@@ -13,7 +13,6 @@ import logging
 import time
 from typing import Any
 
-import httpx
 from sanic import Request, Sanic
 from sanic.exceptions import (
     BadRequest,
@@ -39,6 +38,7 @@ from edge.responses import error_response, new_request_id
 from edge.simulator import Simulator
 from svckit.db import create_engine
 from svckit.errors import ServiceError
+from svckit.http import PooledTransport, system_addresses
 from svckit.logs import request_id_var
 from svckit.secretbox import SecretBox
 from svckit.tls import channel
@@ -151,8 +151,9 @@ def create_app(config: EdgeConfig) -> Sanic:
                 "downstream)"
             )
         await app.ctx.store.migrate()
-        app.ctx.http = httpx.AsyncClient(
-            transport=cfg.upstream_transport, timeout=cfg.upstream_timeout, follow_redirects=False
+        # The product upstreams' transport: httpx's own pool cost a proxied GET 1.25 ms of CPU (svckit.http).
+        app.ctx.http = cfg.upstream_transport or PooledTransport(
+            system_addresses, max_body=cfg.upstream_max_body, refuse_longer=True
         )
         app.ctx.publisher = Publisher(app.ctx.webhooks, cfg.webhookd_timeout)
         app.ctx.gate = Gate(cfg, app.ctx.authorizer, app.ctx.store, app.ctx.publisher)

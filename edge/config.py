@@ -54,6 +54,8 @@ class EdgeConfig:
     denial_cache_size: int = DENIAL_CACHE_SIZE
     webhookd_timeout: float = 10.0
     upstream_timeout: float = 30.0
+    # A product upstream's answer longer than this is refused (503), never cut.
+    upstream_max_body: int = 16 * 1024 * 1024
     stream_ping_seconds: float = 20.0
     # An idle keep-alive connection is closed after this long; a request head (and a new connection's
     # first one, counted from connect) must be complete this long after it started; a request body

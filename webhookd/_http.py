@@ -1,116 +1,18 @@
-"""A lean HTTP/1.1 transport for httpx: keep-alive connection pool per origin, SSRF-guarded connects,
-responses parsed by h11.
-
-Why not httpx's default transport: httpcore's pool rescans every connection on every request
-(quadratic in pool size) and each request passes several anyio layers; on a small machine that capped
-deliveries at a few hundred per second. This transport keeps its own pool and connect: it resolves and
-checks the target itself (``_ssrf.resolve_checked``) and connects only to a checked address, with TLS
-SNI, certificate verification and Host still using the URL's name. Responses are parsed by h11 (one
-``h11.Connection`` per pooled connection, reused with ``start_next_cycle``), which handles interim 1xx
-responses, chunked and close-delimited bodies and refuses conflicting ``Content-Length`` headers. A
-connection goes back to the pool only when h11 says both sides are done, nothing unread follows the
-response and nothing arrived while it was idle, so no response can be read by the wrong request.
-"""
+"""webhookd's HTTP transport: svckit.http's pooled h11 transport connecting only to addresses the SSRF
+guard (``_ssrf.resolve_checked``) has checked."""
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import ssl
-import time
-from collections import defaultdict
-from typing import cast
-from urllib.parse import urlsplit
-
-import h11
 import httpx
 
+from svckit.http import MAX_BODY_READ, PooledTransport
 from webhookd._errors import UnsafeTarget
 from webhookd._ssrf import Policy, Resolver, resolve_checked, system_resolver
 
-MAX_HEAD = 64 * 1024
-# Read at most this much of a response body (keeping only what the caller asked for); a longer body is
-# cut here and its connection closed instead of reused.
-MAX_BODY_READ = 1024 * 1024
-
-Origin = tuple[str, str, int]
-Headers = list[tuple[bytes, bytes]]  # as received (h11 raw_items: names in their own case)
-
-# The delivery path formats its own request bytes (a POST with Content-Length, no Expect, no
-# ``Connection: close``) and tells h11 about it with this one pre-validated event of the same framing:
-# building and validating an h11.Request per delivery would cost more than the rest of the send.
-_POST = h11.Request(method=b"POST", target=b"/", headers=[(b"host", b"-"), (b"content-length", b"0")])
-_END = h11.EndOfMessage()
+__all__ = ["MAX_BODY_READ", "FastTransport"]
 
 
-class _Conn(asyncio.Protocol):
-    """One pooled connection: the socket's bytes go straight into its h11 state machine."""
-
-    def __init__(self) -> None:
-        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
-        self.transport: asyncio.Transport | None = None
-        self.received = 0  # bytes received since the current request was written
-        self.lost = False
-        self.idle_since = 0.0
-        self._waiter: asyncio.Future[None] | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def data_received(self, data: bytes) -> None:
-        self.received += len(data)
-        self.h11.receive_data(data)
-        self._wake()
-
-    def eof_received(self) -> bool:
-        self.h11.receive_data(b"")
-        self._wake()
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.lost = True
-        self.h11.receive_data(b"")
-        self._wake()
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def wait(self) -> None:
-        self._waiter = asyncio.get_running_loop().create_future()
-        try:
-            await self._waiter
-        finally:
-            self._waiter = None
-
-    def reusable(self) -> bool:
-        """Open and quiet: h11 is ready for a new request and no byte arrived since the last response."""
-        h = self.h11
-        return not self.lost and h.our_state is h11.IDLE and not h.trailing_data[0]
-
-    def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
-
-
-@functools.lru_cache(maxsize=4096)
-def _split(url: str) -> tuple[str, str, int, str]:
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https") or not parts.hostname:
-        raise httpx.UnsupportedProtocol(f"not an http(s) URL: {url[:100]!r}")
-    target = parts.path or "/"
-    if parts.query:
-        target += "?" + parts.query
-    return scheme, parts.hostname, parts.port or (443 if scheme == "https" else 80), target
-
-
-class _Reused(Exception):
-    """A pooled connection turned out to be closed by the peer before answering."""
-
-
-class FastTransport(httpx.AsyncBaseTransport):
+class FastTransport(PooledTransport):
     def __init__(
         self,
         policy: Policy,
@@ -122,177 +24,15 @@ class FastTransport(httpx.AsyncBaseTransport):
     ) -> None:
         self.policy = policy
         self.resolver = resolver
-        self.ssl_context = ssl.create_default_context(cafile=ca_bundle)
-        self.max_idle = max_idle_per_origin
-        self.keepalive_expiry = keepalive_expiry
-        self._idle: dict[Origin, list[_Conn]] = defaultdict(list)
-        self.connections_opened = 0
+        super().__init__(
+            self._checked,
+            ca_bundle=ca_bundle,
+            max_idle_per_origin=max_idle_per_origin,
+            keepalive_expiry=keepalive_expiry,
+        )
 
-    async def post(
-        self, url: str, headers: dict[str, str], body: bytes, keep: int = MAX_BODY_READ
-    ) -> tuple[int, Headers, bytes]:
-        """The delivery fast path: one POST without the httpx layers (same pool, same guard).
-
-        Returns (status, response headers, the first ``keep`` bytes of the body as received, de-chunked);
-        raises httpx errors like the transport.
-        """
-        scheme, host, port, target = _split(url)
-        name = f"[{host}]" if ":" in host else host
-        head = [f"POST {target} HTTP/1.1\r\nHost: {name if port in (80, 443) else f'{name}:{port}'}\r\n"]
-        head.append(f"Content-Length: {len(body)}\r\n")
-        for name, value in headers.items():
-            head.append(f"{name}: {value}\r\n")
-        head.append("\r\n")
-        return await self._send((scheme, host, port), None, "".join(head).encode() + body, keep)
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        url = request.url
-        scheme = url.scheme
-        if scheme not in ("http", "https"):
-            raise httpx.UnsupportedProtocol(f"unsupported scheme {scheme!r}")
-        origin: Origin = (scheme, url.host, url.port or (443 if scheme == "https" else 80))
-        body = await request.aread()
+    async def _checked(self, host: str, port: int) -> list[str]:
         try:
-            event = h11.Request(method=request.method, target=url.raw_path, headers=request.headers.raw)
-        except h11.LocalProtocolError as exc:
-            raise httpx.LocalProtocolError(str(exc)) from None
-        status, headers, content = await self._send(origin, event, body, MAX_BODY_READ)
-        # The body is handed over as received (de-chunked, never decompressed).
-        kept = [(k, v) for k, v in headers if k.lower() not in (b"transfer-encoding", b"content-encoding")]
-        return httpx.Response(status, headers=kept, content=content, request=request)
-
-    async def _send(
-        self, origin: Origin, event: h11.Request | None, payload: bytes, keep: int
-    ) -> tuple[int, Headers, bytes]:
-        """``event`` None: ``payload`` is a whole POST formatted by ``post``; else h11 formats ``event``
-        with ``payload`` as its body."""
-        conn = self._take(origin)
-        if conn is not None:
-            try:
-                return await self._exchange(conn, origin, event, payload, keep, reused=True)
-            except _Reused:
-                pass  # the server had closed the idle connection: one fresh try
-        conn = await self._connect(origin)
-        return await self._exchange(conn, origin, event, payload, keep, reused=False)
-
-    def _take(self, origin: Origin) -> _Conn | None:
-        pool = self._idle.get(origin)
-        now = time.monotonic()
-        while pool:
-            conn = pool.pop()
-            if now - conn.idle_since < self.keepalive_expiry and conn.reusable():
-                return conn
-            conn.close()
-        return None
-
-    def _give_back(self, origin: Origin, conn: _Conn) -> None:
-        pool = self._idle[origin]
-        if len(pool) >= self.max_idle:
-            conn.close()
-            return
-        conn.idle_since = time.monotonic()
-        pool.append(conn)
-
-    async def _connect(self, origin: Origin) -> _Conn:
-        scheme, host, port = origin
-        try:
-            addresses = await resolve_checked(host, port, self.policy, self.resolver)
+            return await resolve_checked(host, port, self.policy, self.resolver)
         except UnsafeTarget as exc:
             raise httpx.ConnectError(exc.message) from None
-        loop = asyncio.get_running_loop()
-        last: Exception | None = None
-        for addr in addresses:
-            try:
-                if scheme == "https":
-                    _t, conn = await loop.create_connection(
-                        _Conn, addr, port, ssl=self.ssl_context, server_hostname=host
-                    )
-                else:
-                    _t, conn = await loop.create_connection(_Conn, addr, port)
-            except ssl.SSLError as exc:
-                raise httpx.ConnectError(f"TLS handshake with {host} failed: {exc}") from None
-            except OSError as exc:
-                last = exc
-                continue
-            self.connections_opened += 1
-            return conn
-        raise httpx.ConnectError(f"could not connect to {host}:{port}: {last}")
-
-    async def _exchange(
-        self,
-        conn: _Conn,
-        origin: Origin,
-        event: h11.Request | None,
-        payload: bytes,
-        keep: int,
-        *,
-        reused: bool,
-    ) -> tuple[int, Headers, bytes]:
-        h = conn.h11
-        reuse = False
-        try:
-            if event is None:
-                h.send(_POST)
-                h.send(_END)
-            else:
-                parts = [h.send(event), h.send(h11.Data(data=payload)) if payload else b"", h.send(_END)]
-                payload = b"".join(p for p in parts if p)
-            conn.received = 0
-            assert conn.transport is not None
-            conn.transport.write(payload)
-            if not conn.lost:
-                await conn.wait()  # nothing can be buffered yet (``reusable``): skip h11's first NEED_DATA
-            response: h11.Response | None = None
-            body: bytes | bytearray = b""
-            length = 0
-            while True:
-                ev = h.next_event()
-                kind = type(ev)
-                if kind is h11.Data:
-                    data = cast(h11.Data, ev).data
-                    if length < keep:
-                        body = data if not length else bytes(body) + data[: keep - length]
-                    length += len(data)
-                    if length > MAX_BODY_READ:
-                        break  # cut off here; the connection is closed below
-                elif ev is h11.NEED_DATA:
-                    if conn.lost:  # h11 has seen the end of the stream; never wait for more
-                        raise h11.RemoteProtocolError("connection closed before a response", 0)
-                    await conn.wait()
-                elif kind is h11.Response:
-                    response = cast(h11.Response, ev)
-                elif kind is h11.EndOfMessage:
-                    reuse = h.our_state is h11.DONE and h.their_state is h11.DONE
-                    break
-                elif kind is h11.ConnectionClosed:
-                    raise h11.RemoteProtocolError("connection closed before a response", 0)
-                # else h11.InformationalResponse (1xx): the final response follows.
-            assert response is not None
-            if reuse and not h.trailing_data[0]:
-                h.start_next_cycle()
-            else:
-                reuse = False  # closed by the server, cut off, or bytes no request asked for
-            return (
-                response.status_code,
-                response.headers.raw_items(),
-                bytes(body if len(body) <= keep else body[:keep]),
-            )
-        except h11.RemoteProtocolError as exc:
-            if reused and not conn.received:
-                raise _Reused() from None
-            raise httpx.RemoteProtocolError(f"invalid response: {exc}") from None
-        except ConnectionError as exc:
-            if reused and not conn.received:
-                raise _Reused() from None
-            raise httpx.ReadError(f"connection lost: {exc}") from None
-        finally:
-            if reuse:
-                self._give_back(origin, conn)
-            else:
-                conn.close()
-
-    async def aclose(self) -> None:
-        for pool in self._idle.values():
-            for conn in pool:
-                conn.close()
-        self._idle.clear()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 
 import grpc
@@ -54,6 +55,7 @@ async def proxy(route: ProductRoute, request: Request, ctx: Ctx, **params: str) 
         url += "?" + request.query_string
     headers = {
         "Accept": "application/json",
+        "Accept-Encoding": "identity",  # the body is passed on as received
         "X-Request-Id": ctx.request_id,
         "X-Account-Id": caller.account_id,
         "X-Key-Id": caller.key_id,
@@ -70,10 +72,15 @@ async def proxy(route: ProductRoute, request: Request, ctx: Ctx, **params: str) 
         value = request.headers.get(name)
         if value:
             headers[name.title()] = value
-    client: httpx.AsyncClient = app_ctx.http
+    # Straight to the transport: httpx's client would add a cookie jar shared by every partner's
+    # requests, redirects and auth, none of which a proxy wants.
+    upstream: httpx.AsyncBaseTransport = app_ctx.http
+    outgoing = httpx.Request(request.method, url, content=request.body or None, headers=headers)
     try:
-        resp = await client.request(request.method, url, content=request.body or None, headers=headers)
-    except httpx.HTTPError as exc:
+        async with asyncio.timeout(app_ctx.config.upstream_timeout):
+            resp = await upstream.handle_async_request(outgoing)
+            await resp.aread()
+    except (httpx.HTTPError, TimeoutError) as exc:
         raise UpstreamUnavailable(
             f"the {route.scope.split(':')[0]} service cannot be reached; retry later"
         ) from exc

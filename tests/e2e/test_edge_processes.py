@@ -306,3 +306,34 @@ async def test_revocation_holds_when_the_watched_authsvc_is_killed(
         second.terminate()
         live_up.close()
         sandbox_up.close()
+
+
+async def test_a_product_upstream_slower_than_the_upstream_timeout_is_answered_503(
+    tmp_path: pathlib.Path,
+) -> None:
+    live_up, sandbox_up = Upstream("live"), Upstream("sandbox")
+    routes = write_route_table(tmp_path / "routes.json", live_up, sandbox_up)
+    db = f"sqlite+aiosqlite:///{tmp_path / 'a.db'}"
+    auth = authsvc(tmp_path, db)
+    edge = ServiceProcess(
+        "edge",
+        [
+            *edge_args(auth.grpc_target, "127.0.0.1:1", f"sqlite+aiosqlite:///{tmp_path / 'e.db'}", routes),
+            "--upstream-timeout",
+            "0.5",
+        ],
+    ).start(tmp_path / "edge.log")
+    try:
+        _, secret = await sandbox_key(auth.grpc_target, ["hotels:read"])
+        url = f"http://127.0.0.1:{edge.ports['sandbox_port']}/v1/hotels/search"
+        async with httpx.AsyncClient(timeout=30) as c:
+            assert (await c.get(url, headers=h(secret))).status_code == 200  # through the pooled transport
+            slow = await c.get(url + "?sleep=5", headers=h(secret))  # answered 200 after 5 s, if waited for
+            assert slow.status_code == 503, slow.text
+            assert slow.json()["error"]["type"] == "service_unavailable"
+            assert (await c.get(url, headers=h(secret))).status_code == 200  # and the edge goes on
+    finally:
+        edge.terminate()
+        auth.terminate()
+        live_up.close()
+        sandbox_up.close()

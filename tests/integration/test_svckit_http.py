@@ -1,0 +1,77 @@
+"""svckit.http's pooled transport against a real loopback server: keep-alive reuse, and a body longer
+than ``max_body`` cut (webhookd reads at most so much) or refused (the edge passes answers on whole)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from svckit.http import PooledTransport, system_addresses
+
+BODY = b"x" * 5000
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[tuple[str, list[int]]]:
+    """An HTTP/1.1 keep-alive server answering every request with BODY; counts its connections."""
+    connections: list[int] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        try:
+            while await reader.readuntil(b"\r\n\r\n"):
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%b" % (len(BODY), BODY))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    srv = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = srv.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/thing", connections
+    finally:
+        srv.close()
+        await srv.wait_closed()
+
+
+async def _get(transport: PooledTransport, url: str) -> httpx.Response:
+    response = await transport.handle_async_request(httpx.Request("GET", url))
+    await response.aread()
+    return response
+
+
+async def test_whole_bodies_on_one_kept_alive_connection(server: tuple[str, list[int]]) -> None:
+    url, connections = server
+    transport = PooledTransport(system_addresses, max_body=len(BODY), refuse_longer=True)
+    try:
+        for _ in range(3):
+            response = await _get(transport, url)
+            assert response.status_code == 200 and response.content == BODY
+        assert len(connections) == 1
+    finally:
+        await transport.aclose()
+
+
+async def test_a_longer_body_is_refused_when_asked_and_cut_otherwise(server: tuple[str, list[int]]) -> None:
+    url, _ = server
+    refusing = PooledTransport(system_addresses, max_body=1000, refuse_longer=True)
+    cutting = PooledTransport(system_addresses, max_body=1000)
+    try:
+        with pytest.raises(httpx.ReadError, match="larger than 1000 bytes"):
+            await _get(refusing, url)
+        cut = await _get(cutting, url)
+        assert cut.status_code == 200 and 0 < len(cut.content) <= len(BODY) and BODY.startswith(cut.content)
+    finally:
+        await refusing.aclose()
+        await cutting.aclose()
+
+
+async def test_an_unresolvable_host_is_a_connect_error() -> None:
+    transport = PooledTransport(system_addresses)
+    with pytest.raises(httpx.ConnectError):
+        await _get(transport, "http://no-such-host.invalid/x")
