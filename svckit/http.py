@@ -37,7 +37,8 @@ MAX_BODY_READ = 1024 * 1024
 
 Origin = tuple[str, str, int]
 Headers = list[tuple[bytes, bytes]]  # as received (h11 raw_items: names in their own case)
-# (host, port) -> the addresses to try, in order; raises httpx.ConnectError to refuse the host.
+# (host, port) -> the addresses to try, in order; raises httpx.ConnectError to refuse the host, OSError
+# when it does not resolve.
 Addresses = Callable[[str, int], Awaitable[list[str]]]
 
 # The POST fast path formats its own request bytes (a POST with Content-Length, no Expect, no
@@ -48,12 +49,9 @@ _END = h11.EndOfMessage()
 
 
 async def system_addresses(host: str, port: int) -> list[str]:
-    """The system resolver's addresses of ``host``, each once, in its order."""
+    """The system resolver's addresses of ``host``, each once, in its order; OSError if none."""
     loop = asyncio.get_running_loop()
-    try:
-        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        raise httpx.ConnectError(f"could not resolve {host}: {exc}") from None
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     out: list[str] = []
     for _family, _type, _proto, _canon, sockaddr in infos:
         addr = str(sockaddr[0]).split("%", 1)[0]
@@ -220,7 +218,10 @@ class PooledTransport(httpx.AsyncBaseTransport):
 
     async def _connect(self, origin: Origin) -> _Conn:
         scheme, host, port = origin
-        addresses = await self.addresses(host, port)
+        try:
+            addresses = await self.addresses(host, port)
+        except OSError as exc:
+            raise httpx.ConnectError(f"could not resolve {host}: {exc}") from None
         loop = asyncio.get_running_loop()
         last: Exception | None = None
         for addr in addresses:

@@ -8,13 +8,12 @@ rebinding).
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
-import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from svckit.http import system_addresses as system_resolver
 from webhookd._errors import InvalidRequest, UnsafeTarget
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -155,17 +154,6 @@ def check_url(url: str, policy: Policy, field: str = "url") -> Target:
         if reason:
             raise UnsafeTarget(f"{field}: target {host} is {reason}")
     return Target(scheme, host, port or (443 if scheme == "https" else 80), literal)
-
-
-async def system_resolver(host: str, port: int) -> list[str]:
-    loop = asyncio.get_running_loop()
-    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    out: list[str] = []
-    for _family, _type, _proto, _canon, sockaddr in infos:
-        addr = str(sockaddr[0]).split("%", 1)[0]
-        if addr not in out:
-            out.append(addr)
-    return out
 
 
 async def resolve_checked(
