@@ -15,12 +15,13 @@ from authsvc._errors import (
     SearchQuotaExhausted,
 )
 from authsvc._keys import environment_of, generate_secret, hash_secret, hint
-from authsvc._model import Account, ApiKey, KeyGrant
+from authsvc._model import THRESHOLD_PERCENT, Account, ApiKey, KeyGrant
 from authsvc._scopes import ALL_SCOPES, validate_scopes
 from authsvc._server import AuthServer, run_server, serve
 
 __all__ = [
     "ALL_SCOPES",
+    "THRESHOLD_PERCENT",
     "AccessRequest",
     "Account",
     "ApiKey",

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from markupsafe import Markup, escape
 
+from authsvc import THRESHOLD_PERCENT
+
 WIDTH = 320
 
 
 def usage_bar(used: int, allowance: int) -> Markup:
     share = 0.0 if allowance <= 0 else min(1.0, used / allowance)
-    fill = "#c0392b" if share >= 0.8 else "#2e7d32"
+    # Red from the share at which authsvc sends search_quota.threshold.
+    fill = "#c0392b" if allowance > 0 and used * 100 >= THRESHOLD_PERCENT * allowance else "#2e7d32"
     label = f"{used:,} of {allowance:,} searches today ({share:.0%})"
     return Markup(
         f'<svg class="chart" width="{WIDTH}" height="22" role="img" aria-label="{escape(label)}">'
