@@ -81,9 +81,9 @@ def reusable(grant: KeyGrant) -> bool:
 
     Only when time cannot change it: a key never revoked and with no expiry (not rotated out) is
     decided the same way, with the same ``cache_ttl`` and the same status, whatever ``now`` is. Everything
-    else the decision reads (the key, its account, the allow list) belongs to the grant, and any change
-    to them makes a new grant (the key cache is invalidated), so a kept answer is checked against the
-    grant it was decided for. A revoked or expiring key is decided afresh on every call."""
+    else the decision reads (the key, its account, the allow list) can change only through a key or
+    account change, which invalidates the key cache, so a kept answer is given only while the cache's
+    generation is the one it was decided in. A revoked or expiring key is decided afresh on every call."""
     return grant.key.revoked_at is None and grant.key.expires_at is None
 
 

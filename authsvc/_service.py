@@ -48,7 +48,6 @@ from travel.auth.v1 import auth_pb2_grpc
 
 log = logging.getLogger(__name__)
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _CACHE_HIT = KEY_CACHE.labels("hit")
 _CACHE_MISS = KEY_CACHE.labels("miss")
 _KEPT = KEY_CACHE.labels("kept")
@@ -177,10 +176,17 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
     def _changed(self, change: KeyChange) -> None:
         self.hub.publish(change)
 
-    def _key_pb(self, key: ApiKey, now: dt.datetime) -> pb.ApiKey:
+    def _newer_use(self, key: ApiKey) -> dt.datetime | None:
+        """The key's last use remembered in memory when later than the stored ``last_used_at``."""
         seen = self.last_used.seen(key.id)
-        out = cv.api_key(key, now)
         if seen is not None and (key.last_used_at is None or seen > key.last_used_at):
+            return seen
+        return None
+
+    def _key_pb(self, key: ApiKey, now: dt.datetime) -> pb.ApiKey:
+        out = cv.api_key(key, now)
+        seen = self._newer_use(key)
+        if seen is not None:
             out.last_used_at.FromDatetime(seen)
         return out
 
@@ -288,9 +294,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         seen = None
         if grant is not None:
             key = grant.key
-            seen = self.last_used.seen(key.id)
-            if key.last_used_at is not None and seen is not None and seen <= key.last_used_at:
-                seen = None  # the stored use is the later one, and the response already has it
+            seen = self._newer_use(key)  # else the stored use, which the response already has
             if key.status(now) not in ("revoked", "expired"):
                 self.last_used.touch(key.id, now)
         answer.touch_at = t + TOUCH_INTERVAL
@@ -299,10 +303,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             out = pb.AuthorizeResponse()
             out.CopyFrom(answer.response)
             if seen is not None:
-                since = seen - _EPOCH
-                used = out.key.last_used_at
-                used.seconds = since.days * 86_400 + since.seconds
-                used.nanos = since.microseconds * 1000
+                out.key.last_used_at.FromDatetime(seen)
             answer.shown_use, answer.stamped = seen, out
         answer.counted.inc()
         if not decision.allowed:
