@@ -20,7 +20,6 @@ import pyotp
 import qrcode
 import qrcode.image.svg
 from google.protobuf import duration_pb2, field_mask_pb2, struct_pb2, timestamp_pb2
-from google.protobuf.json_format import MessageToDict
 from markupsafe import Markup
 from prometheus_client import Counter
 from sanic import Request, Sanic, response
@@ -45,7 +44,7 @@ from portal.web import (
     set_cookie,
 )
 from svckit.events import EVENT_KINDS
-from svckit.protos import datetime_of, struct, timestamp
+from svckit.protos import datetime_of, struct, struct_to_dict, timestamp
 from svckit.tls import Tls
 from svckit.webhook_status import DeliveryStatus, proto_values
 from travel.auth.v1 import auth_pb2 as apb
@@ -113,17 +112,7 @@ def _countdown(value: dt.datetime | None) -> str:
 
 def _details(value: struct_pb2.Struct) -> str:
     """An audit record's before or after as compact JSON (whole numbers without ".0")."""
-
-    def plain(v: Any) -> Any:
-        if isinstance(v, float) and v.is_integer():
-            return int(v)
-        if isinstance(v, list):
-            return [plain(x) for x in v]
-        if isinstance(v, dict):
-            return {k: plain(x) for k, x in v.items()}
-        return v
-
-    return json.dumps(plain(MessageToDict(value)), ensure_ascii=False, sort_keys=True) if value.fields else ""
+    return json.dumps(struct_to_dict(value), ensure_ascii=False, sort_keys=True) if value.fields else ""
 
 
 def _endpoint_fields(endpoint: wpb.Endpoint) -> dict[str, Any]:
