@@ -154,7 +154,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
     async def post(
         self, url: str, headers: dict[str, str], body: bytes, keep: int = MAX_BODY_READ
     ) -> tuple[int, Headers, bytes]:
-        """The delivery fast path: one POST without the httpx layers (same pool, same guard).
+        """The webhook delivery fast path: one POST without the httpx layers (same pool, same addresses).
 
         Returns (status, response headers, the first ``keep`` bytes of the body as received, de-chunked);
         raises httpx errors like the transport.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-__all__ = ["BadPageToken", "page_parts", "page_token"]
+__all__ = ["BAD_PAGE_TOKEN", "BadPageToken", "page_parts", "page_token"]
 
 BAD_PAGE_TOKEN = "page_token: not a token returned by this service"
 
