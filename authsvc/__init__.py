@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from authsvc._allowlist import source_allowed, validate_allowlist
 from authsvc._decision import AccessRequest, Credential, Decision, authorize
 from authsvc._errors import (
     AuthError,
@@ -15,13 +14,13 @@ from authsvc._errors import (
     SearchQuotaExhausted,
 )
 from authsvc._keys import environment_of, generate_secret, hash_secret, hint
-from authsvc._model import THRESHOLD_PERCENT, Account, ApiKey, KeyGrant
-from authsvc._scopes import ALL_SCOPES, validate_scopes
+from authsvc._model import Account, ApiKey, KeyGrant
 from authsvc._server import AuthServer, run_server, serve
+from svckit.allowlist import source_allowed, validate_allowlist
+from svckit.scopes import ALL_SCOPES, validate_scopes
 
 __all__ = [
     "ALL_SCOPES",
-    "THRESHOLD_PERCENT",
     "AccessRequest",
     "Account",
     "ApiKey",

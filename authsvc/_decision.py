@@ -24,9 +24,9 @@ import dataclasses
 import datetime as dt
 import enum
 
-from authsvc._allowlist import source_allowed
 from authsvc._keys import Environment
 from authsvc._model import KeyGrant
+from svckit.allowlist import source_allowed
 from svckit.apikeys import INVALID_API_KEY_MESSAGE
 
 MAX_CACHE_TTL = 60.0

@@ -20,7 +20,7 @@ Messages never contain a secret.
 
 from __future__ import annotations
 
-from svckit.errors import ServiceError
+from svckit.errors import InvalidInput, ServiceError
 
 
 class AuthError(ServiceError):
@@ -28,7 +28,7 @@ class AuthError(ServiceError):
     domain = "auth.travel"
 
 
-class InvalidRequest(AuthError):
+class InvalidRequest(AuthError, InvalidInput):
     type = "invalid_request"
 
 

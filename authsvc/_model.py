@@ -6,8 +6,8 @@ import dataclasses
 import datetime as dt
 from typing import Any, Literal
 
-from authsvc._allowlist import Network, compile_allowlist
 from authsvc._keys import Environment
+from svckit.allowlist import Network, compile_allowlist
 from svckit.peers import caller_var
 
 AccountStatus = Literal["active", "read_only"]
@@ -15,7 +15,6 @@ AccountMode = Literal["a", "b"]
 KeyStatus = Literal["active", "expiring", "expired", "revoked"]
 
 DEFAULT_DAILY_SEARCH_ALLOWANCE = 10_000
-THRESHOLD_PERCENT = 80
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -17,7 +17,6 @@ from google.protobuf import duration_pb2
 
 from authsvc import _convert as cv
 from authsvc import _validate as v
-from authsvc._allowlist import parse_source, validate_allowlist
 from authsvc._cache import KeyCache
 from authsvc._decision import AccessRequest, Credential, Decision, authorize, reusable
 from authsvc._errors import InvalidApiKey, InvalidRequest, MissingApiKey
@@ -36,13 +35,14 @@ from authsvc._model import (
     KeyGrant,
 )
 from authsvc._repository import Repository
-from authsvc._scopes import is_scope, validate_scopes
 from authsvc._watch import ChangeHub
+from svckit.allowlist import parse_source, validate_allowlist
 from svckit.clock import Clock, SystemClock
 from svckit.ids import new_id
 from svckit.logs import redact
 from svckit.metrics import LoopCount
 from svckit.pages import BAD_PAGE_TOKEN, BadPageToken, page_parts, page_token
+from svckit.scopes import is_scope, validate_scopes
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 

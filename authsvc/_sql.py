@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,7 +19,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from authsvc._errors import Conflict, NotFound, SearchQuotaExhausted
 from authsvc._keys import Environment
 from authsvc._model import (
-    THRESHOLD_PERCENT,
     Account,
     AccountStatus,
     Actor,
@@ -35,6 +33,7 @@ from authsvc.migrations import SCHEMA
 from svckit.db import is_postgres
 from svckit.ids import new_id
 from svckit.migrations import upgrade
+from svckit.quota import THRESHOLD_PERCENT, threshold_of
 
 metadata = sa.MetaData()
 
@@ -212,10 +211,6 @@ def _audit_event(row: Mapping[Any, Any]) -> AuditEvent:
         before=json.loads(row["before"]),
         after=json.loads(row["after"]),
     )
-
-
-def threshold_of(allowance: int) -> int:
-    return max(1, math.ceil(allowance * THRESHOLD_PERCENT / 100))
 
 
 class SqlRepository:

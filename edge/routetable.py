@@ -14,10 +14,9 @@ from urllib.parse import unquote
 
 from edge.environments import Environment
 from edge.triggers import RouteKind
+from svckit.scopes import ACTIONS, ROUTE_RESOURCES, ROUTE_SCOPES
 
 METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE"}
-PRODUCTS = {"hotels", "flights", "esim"}
-_SCOPE = re.compile(r"(hotels|flights|esim|account):(read|write)")
 _PARAM = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
 _SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
 TRAVELLER_MODES = {"none", "optional", "required"}
@@ -134,9 +133,9 @@ def parse_route(raw: Mapping[str, Any]) -> ProductRoute:
         raise RouteTableError(f"route {raw!r} lacks {exc}") from None
     if method not in METHODS:
         raise RouteTableError(f"route {path!r}: method {method!r} is not one of {sorted(METHODS)}")
-    if not _SCOPE.fullmatch(scope):
+    if scope not in ROUTE_SCOPES:
         raise RouteTableError(
-            f"route {path!r}: scope {scope!r} is not <hotels|flights|esim|account>:<read|write>"
+            f"route {path!r}: scope {scope!r} is not <{'|'.join(ROUTE_RESOURCES)}>:<{'|'.join(ACTIONS)}>"
         )
     if not isinstance(upstream_raw, Mapping):
         raise RouteTableError(f"route {path!r}: upstream must map live/sandbox to base URLs")

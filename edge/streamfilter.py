@@ -6,8 +6,8 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from svckit.events import EVENT_KINDS
+from svckit.scopes import PRODUCTS
 
-PRODUCTS = ("hotels", "flights", "esim")
 _FAMILIES = {k.split(".", 1)[0] for k in EVENT_KINDS}
 
 

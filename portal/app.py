@@ -25,7 +25,6 @@ from prometheus_client import Counter
 from sanic import Request, Sanic, response
 from sanic.response import HTTPResponse
 
-from authsvc import ALL_SCOPES, InvalidRequest, validate_allowlist
 from portal import charts
 from portal.peers import Peers, PortalError
 from portal.web import (
@@ -43,8 +42,11 @@ from portal.web import (
     render,
     set_cookie,
 )
+from svckit.allowlist import validate_allowlist
+from svckit.errors import InvalidInput
 from svckit.events import EVENT_KINDS
 from svckit.protos import datetime_of, struct, struct_to_dict, timestamp
+from svckit.scopes import ALL_SCOPES
 from svckit.tls import Tls
 from svckit.webhook_status import DeliveryStatus, proto_values
 from travel.auth.v1 import auth_pb2 as apb
@@ -425,7 +427,7 @@ def create_app(config: PortalConfig, name: str = "portal") -> Sanic:
         need(request, "keys.write")
         try:
             validate_allowlist(_lines(fields(request).get("allowed_sources", "")))
-        except InvalidRequest as exc:
+        except InvalidInput as exc:
             return response.html(f'<span class="field-error">{Markup.escape(exc.message)}</span>')
         return response.html('<span class="field-ok">✓ valid</span>')
 

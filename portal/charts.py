@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from markupsafe import Markup, escape
 
-from authsvc import THRESHOLD_PERCENT
+from svckit.quota import THRESHOLD_PERCENT
 
 WIDTH = 320
 

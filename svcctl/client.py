@@ -8,7 +8,7 @@ from typing import Any
 import grpc
 from google.protobuf.duration_pb2 import Duration
 
-from authsvc._scopes import ALL_SCOPES
+from svckit.scopes import ALL_SCOPES
 from svckit.tls import Tls, channel, tls_from_args
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc

@@ -99,6 +99,13 @@ class ServiceError(Exception):
         return f"{type(self).__name__}(type={self.type!r}, message={self.message!r})"
 
 
+class InvalidInput(ServiceError):
+    """Bad input found by a rule every process shares (scopes, allow lists); the message names the field.
+    Each service's own ``invalid_request`` error derives from it."""
+
+    type = "invalid_request"
+
+
 def http_status(error_type: str) -> int:
     return ERROR_KINDS.get(error_type, ERROR_KINDS["internal_error"]).http_status
 

@@ -20,11 +20,11 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from authsvc._scopes import ALL_SCOPES
 from edge.routetable import DEFAULT_ROUTES
 from edge.testing import LIVE_HOST, SANDBOX_HOST, edge_args
 from edge.triggers import NAMES as SIX
 from svckit.events import EVENT_KINDS, mode_refusal
+from svckit.scopes import ALL_SCOPES
 from tests.support import ServiceProcess, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc

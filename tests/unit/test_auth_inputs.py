@@ -8,16 +8,17 @@ import string
 
 import pytest
 
-from authsvc import InvalidCustomerRef, InvalidRequest
-from authsvc._allowlist import MAX_ENTRIES, validate_allowlist
+from authsvc import InvalidCustomerRef
 from authsvc._cache import KeyCache
 from authsvc._keys import generate_secret, hash_secret, hint
 from authsvc._model import Account, ApiKey, KeyChange, KeyGrant
 from authsvc._outbox import backoff
-from authsvc._scopes import ALL_SCOPES, validate_scopes
-from authsvc._sql import threshold_of
 from authsvc._validate import partner_ref
+from svckit.allowlist import MAX_ENTRIES, validate_allowlist
 from svckit.apikeys import CHECKSUM_LENGTH, RANDOM_LENGTH, SECRET_LENGTH, checksum, environment_of
+from svckit.errors import InvalidInput
+from svckit.quota import threshold_of
+from svckit.scopes import ALL_SCOPES, validate_scopes
 
 BASE62 = set(string.digits + string.ascii_letters)
 
@@ -76,12 +77,12 @@ def test_scopes_validated_and_canonical() -> None:
     "bad", ["hotels", "hotels:delete", "cars:read", "Hotels:read", " hotels:read", "*", ""]
 )
 def test_unknown_scopes_refused(bad: str) -> None:
-    with pytest.raises(InvalidRequest, match="scopes"):
+    with pytest.raises(InvalidInput, match="scopes"):
         validate_scopes([bad])
 
 
 def test_at_least_one_scope() -> None:
-    with pytest.raises(InvalidRequest, match="at least one"):
+    with pytest.raises(InvalidInput, match="at least one"):
         validate_scopes([])
 
 
@@ -113,14 +114,14 @@ def test_allowlist_entries(entry: str, stored: str) -> None:
     ],
 )
 def test_allowlist_bad_entries(entry: str, message: str) -> None:
-    with pytest.raises(InvalidRequest, match=message):
+    with pytest.raises(InvalidInput, match=message):
         validate_allowlist([entry])
 
 
 def test_allowlist_size_limit() -> None:
     ok = [f"10.0.{i}.0/24" for i in range(MAX_ENTRIES)]
     assert len(validate_allowlist(ok)) == MAX_ENTRIES
-    with pytest.raises(InvalidRequest, match=f"at most {MAX_ENTRIES}"):
+    with pytest.raises(InvalidInput, match=f"at most {MAX_ENTRIES}"):
         validate_allowlist([*ok, "192.0.2.1"])
 
 

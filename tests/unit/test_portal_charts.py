@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from authsvc._sql import threshold_of
 from portal.charts import usage_bar
+from svckit.quota import threshold_of
 
 RED = "#c0392b"
 

@@ -11,7 +11,7 @@ import functools
 import ipaddress
 from collections.abc import Iterable, Sequence
 
-from authsvc._errors import InvalidRequest
+from svckit.errors import InvalidInput
 from svckit.logs import redact
 
 MAX_ENTRIES = 50
@@ -21,18 +21,18 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 def normalise_entry(entry: str, field: str = "allowed_sources") -> str:
     text = entry.strip()
     if not text or len(text) > 64:
-        raise InvalidRequest(f"{field}: {redact(entry[:64])!r} is not an IP address or CIDR range")
+        raise InvalidInput(f"{field}: {redact(entry[:64])!r} is not an IP address or CIDR range")
     try:
         if "/" in text:
             return str(ipaddress.ip_network(text, strict=True))
         return str(ipaddress.ip_address(text))
     except ValueError as exc:
         if "host bits set" in str(exc):
-            raise InvalidRequest(
+            raise InvalidInput(
                 f"{field}: {text!r} has host bits set; use the network address, e.g. "
                 f"{ipaddress.ip_network(text, strict=False)}"
             ) from None
-        raise InvalidRequest(f"{field}: {redact(text)!r} is not an IP address or CIDR range") from None
+        raise InvalidInput(f"{field}: {redact(text)!r} is not an IP address or CIDR range") from None
 
 
 def validate_allowlist(entries: Iterable[str], field: str = "allowed_sources") -> tuple[str, ...]:
@@ -42,7 +42,7 @@ def validate_allowlist(entries: Iterable[str], field: str = "allowed_sources") -
         if norm not in out:
             out.append(norm)
         if len(out) > MAX_ENTRIES:
-            raise InvalidRequest(f"{field}: at most {MAX_ENTRIES} entries are allowed")
+            raise InvalidInput(f"{field}: at most {MAX_ENTRIES} entries are allowed")
     return tuple(out)
 
 
