@@ -5,22 +5,14 @@ from __future__ import annotations
 import datetime as dt
 
 from authsvc._errors import InvalidRequest
-from authsvc._keys import Environment
 from authsvc._model import Account, ApiKey, AuditEvent, KeyChange, Usage
 from svckit.protos import struct
 from svckit.protos import timestamp as ts
+from svckit.prototables import ACCOUNT_MODE, ACCOUNT_STATUS, AUTH_ENVIRONMENT, KEY_STATUS
+from svckit.vocabulary import Environment
 from travel.auth.v1 import auth_pb2 as pb
 
-ENV_TO_PB = {"live": pb.ENVIRONMENT_LIVE, "sandbox": pb.ENVIRONMENT_SANDBOX}
-ENV_FROM_PB: dict[int, Environment] = {pb.ENVIRONMENT_LIVE: "live", pb.ENVIRONMENT_SANDBOX: "sandbox"}
-STATUS_TO_PB = {"active": pb.ACCOUNT_STATUS_ACTIVE, "read_only": pb.ACCOUNT_STATUS_READ_ONLY}
-MODE_TO_PB = {"a": pb.ACCOUNT_MODE_A, "b": pb.ACCOUNT_MODE_B}
-KEY_STATUS_TO_PB = {
-    "active": pb.KEY_STATUS_ACTIVE,
-    "expiring": pb.KEY_STATUS_EXPIRING,
-    "expired": pb.KEY_STATUS_EXPIRED,
-    "revoked": pb.KEY_STATUS_REVOKED,
-}
+# Key change kinds have no word in svckit.vocabulary: they are authsvc's own.
 CHANGE_TO_PB = {
     "sync": pb.KEY_CHANGE_KIND_SYNC,
     "revoked": pb.KEY_CHANGE_KIND_REVOKED,
@@ -31,18 +23,19 @@ CHANGE_TO_PB = {
 
 
 def environment(value: int, field: str = "environment") -> Environment:
-    env = ENV_FROM_PB.get(value)
-    if env is None:
-        raise InvalidRequest(f"{field}: must be ENVIRONMENT_LIVE or ENVIRONMENT_SANDBOX")
-    return env
+    """The environment of a request's proto number; InvalidRequest for UNSPECIFIED or an unknown one."""
+    try:
+        return AUTH_ENVIRONMENT.word(value)
+    except ValueError:
+        raise InvalidRequest(f"{field}: must be ENVIRONMENT_LIVE or ENVIRONMENT_SANDBOX") from None
 
 
 def account(a: Account) -> pb.Account:
     return pb.Account(
         id=a.id,
         name=a.name,
-        mode=MODE_TO_PB[a.mode],
-        status=STATUS_TO_PB[a.status],
+        mode=ACCOUNT_MODE.pb(a.mode),
+        status=ACCOUNT_STATUS.pb(a.status),
         admin_emails=list(a.admin_emails),
         daily_search_allowance=a.daily_search_allowance,
         created_at=ts(a.created_at),
@@ -54,12 +47,12 @@ def api_key(k: ApiKey, now: dt.datetime) -> pb.ApiKey:
     return pb.ApiKey(
         id=k.id,
         account_id=k.account_id,
-        environment=ENV_TO_PB[k.environment],
+        environment=AUTH_ENVIRONMENT.pb(k.environment),
         name=k.name,
         scopes=list(k.scopes),
         allowed_sources=list(k.allowed_sources),
         hint=k.hint,
-        status=KEY_STATUS_TO_PB[k.status(now)],
+        status=KEY_STATUS.pb(k.status(now)),
         created_at=ts(k.created_at),
         expires_at=ts(k.expires_at),
         revoked_at=ts(k.revoked_at),

@@ -24,10 +24,10 @@ import dataclasses
 import datetime as dt
 import enum
 
-from authsvc._keys import Environment
 from authsvc._model import KeyGrant
 from svckit.allowlist import source_allowed
 from svckit.apikeys import INVALID_API_KEY_MESSAGE
+from svckit.vocabulary import AccountStatus, Environment
 
 MAX_CACHE_TTL = 60.0
 # What a read-only account (after an unattended failed settlement charge) may still change: its
@@ -101,7 +101,7 @@ def authorize(grant: KeyGrant | None, request: AccessRequest, now: dt.datetime) 
         return _deny("invalid_api_key", INVALID_API_KEY_MESSAGE, MAX_CACHE_TTL)
     ttl = _ttl(grant, now)
     if key.environment != request.environment:
-        if key.environment == "sandbox":
+        if key.environment == Environment.SANDBOX:
             msg = "A test key (svc_test_) was used on the live host; use it on the sandbox host."
         else:
             msg = "A live key (svc_live_) was used on the sandbox host; use a test key there."
@@ -115,7 +115,7 @@ def authorize(grant: KeyGrant | None, request: AccessRequest, now: dt.datetime) 
             f"This API key lacks the scope {request.required_scope} required for this request.",
             ttl,
         )
-    if account.status == "read_only" and business_write(request.required_scope, request.is_write):
+    if account.status == AccountStatus.READ_ONLY and business_write(request.required_scope, request.is_write):
         return _deny(
             "account_read_only",
             "The account is read-only after a failed settlement charge: bookings, orders, changes and "

@@ -41,20 +41,15 @@ from svckit import roles
 from svckit.clock import Clock, SystemClock
 from svckit.ids import new_id
 from svckit.pages import BAD_PAGE_TOKEN, page_parts, page_token
+from svckit.prototables import USER_ROLE
 from svckit.secretbox import SecretBox
+from svckit.vocabulary import UserRole
 from travel.auth.v1 import identity_pb2 as pb
 from travel.auth.v1 import identity_pb2_grpc
 
 log = logging.getLogger(__name__)
 
 INVITE_TTL = dt.timedelta(days=7)
-ROLE_TO_PB = {
-    "owner": pb.USER_ROLE_OWNER,
-    "admin": pb.USER_ROLE_ADMIN,
-    "developer": pb.USER_ROLE_DEVELOPER,
-    "viewer": pb.USER_ROLE_VIEWER,
-}
-ROLE_FROM_PB: dict[int, str] = {int(n): r for r, n in ROLE_TO_PB.items()}
 SIGN_IN_REFUSED = "Incorrect e-mail address or password, or too many attempts; try again in a few minutes."
 TOTP_ISSUER = "svc portal"
 
@@ -65,16 +60,16 @@ def token_hash(token: str) -> str:
 
 def _email(value: str) -> str:
     email = value.strip().lower()
-    if len(email) > 254 or not v.EMAIL.match(email):
+    if len(email) > v.MAX_EMAIL or not v.EMAIL.match(email):
         raise InvalidRequest("email: not an e-mail address")
     return email
 
 
-def _role(value: int) -> str:
-    role = ROLE_FROM_PB.get(value)
-    if role is None:
-        raise InvalidRequest("role: must be one of USER_ROLE_OWNER, _ADMIN, _DEVELOPER, _VIEWER")
-    return role
+def _role(value: int) -> UserRole:
+    try:
+        return USER_ROLE.word(value)
+    except ValueError:
+        raise InvalidRequest("role: must be one of USER_ROLE_OWNER, _ADMIN, _DEVELOPER, _VIEWER") from None
 
 
 def user_pb(u: User) -> pb.User:
@@ -82,7 +77,7 @@ def user_pb(u: User) -> pb.User:
         id=u.id,
         account_id=u.account_id,
         email=u.email,
-        role=ROLE_TO_PB[u.role],
+        role=USER_ROLE.pb(u.role),
         totp_enabled=u.totp_seed is not None,
         created_at=cv.ts(u.created_at),
         last_sign_in_at=cv.ts(u.last_sign_in_at),
@@ -116,7 +111,7 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
 
     def _new_session(self, user: User, source: str, agent: str, now: dt.datetime) -> tuple[Session, str]:
         token = "ps_" + secrets.token_urlsafe(32)
-        session = Session(new_id("ses"), user.id, now, now, source[:100], agent[:300])
+        session = Session(new_id("ses"), user.id, now, now, source[: v.MAX_SOURCE], agent[: v.MAX_USER_AGENT])
         return session, token
 
     async def _verify(self, password_hash: str, password: str) -> bool:
@@ -160,7 +155,7 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
 
     @staticmethod
     def _actor(user: User, source: str) -> Actor:
-        return Actor(user.email, source[:100], user.id)
+        return Actor(user.email, source[: v.MAX_SOURCE], user.id)
 
     def _seal(self, seed: str, user_id: str) -> str:
         if self.box is None:
@@ -205,7 +200,7 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
                 id=invite.id,
                 account_id=account_id,
                 email=email,
-                role=ROLE_TO_PB[role],
+                role=USER_ROLE.pb(role),
                 created_at=cv.ts(now),
                 expires_at=cv.ts(invite.expires_at),
             ),
@@ -240,8 +235,8 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
     # -- sign-in ---------------------------------------------------------------------------------
 
     async def SignIn(self, request: pb.SignInRequest, context: grpc.aio.ServicerContext) -> pb.SignInResponse:
-        email = request.email.strip().lower()[:254]
-        address = request.source_address[:100]
+        email = request.email.strip().lower()[: v.MAX_EMAIL]
+        address = request.source_address[: v.MAX_SOURCE]
         now = self.clock.now()
         by_email, by_address = await self.repo.recent_failures(email, address, now - rules.THROTTLE_WINDOW)
         verdict = rules.sign_in_throttle(by_email, by_address, now)

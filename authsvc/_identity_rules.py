@@ -19,6 +19,8 @@ from typing import Literal
 
 import pyotp
 
+from svckit.vocabulary import UserRole
+
 IDLE_TIMEOUT = dt.timedelta(minutes=30)
 ABSOLUTE_TIMEOUT = dt.timedelta(hours=12)
 TOUCH_INTERVAL = dt.timedelta(minutes=1)
@@ -93,7 +95,7 @@ def sign_in_throttle(
     return Throttle(True) if not waits else Throttle(False, max(waits))
 
 
-TOTP_ROLES = ("owner", "admin")
+TOTP_ROLES = (UserRole.OWNER, UserRole.ADMIN)
 
 
 def totp_enrolment_required(account_requires_totp: bool, role: str, enrolled: bool) -> bool:

@@ -14,10 +14,13 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from authsvc import _validate as v
 from authsvc._errors import Conflict, NotFound
 from authsvc._model import Actor, AuditEvent
-from authsvc._sql import SqlRepository, _dt, _req_dt, metadata
+from authsvc._sql import SqlRepository
+from authsvc._sql_tables import metadata, required_time_of, time_of
 from svckit.db import is_postgres
+from svckit.vocabulary import UserRole
 
 # In authsvc's one MetaData (authsvc/migrations/env.py imports this module).
 users = sa.Table(
@@ -25,7 +28,7 @@ users = sa.Table(
     metadata,
     sa.Column("id", sa.String(40), primary_key=True),
     sa.Column("account_id", sa.String(40), nullable=False),
-    sa.Column("email", sa.String(254), nullable=False, unique=True),
+    sa.Column("email", sa.String(v.MAX_EMAIL), nullable=False, unique=True),
     sa.Column("role", sa.String(16), nullable=False),
     sa.Column("password_hash", sa.String(200), nullable=False),
     sa.Column("totp_seed", sa.String(200)),
@@ -41,7 +44,7 @@ invites = sa.Table(
     metadata,
     sa.Column("id", sa.String(40), primary_key=True),
     sa.Column("account_id", sa.String(40), nullable=False),
-    sa.Column("email", sa.String(254), nullable=False),
+    sa.Column("email", sa.String(v.MAX_EMAIL), nullable=False),
     sa.Column("role", sa.String(16), nullable=False),
     sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
     sa.Column("created_at", sa.Float, nullable=False),
@@ -57,16 +60,16 @@ sessions = sa.Table(
     sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("last_seen_at", sa.Float, nullable=False),
-    sa.Column("source_address", sa.String(100), nullable=False),
-    sa.Column("user_agent", sa.String(300), nullable=False),
+    sa.Column("source_address", sa.String(v.MAX_SOURCE), nullable=False),
+    sa.Column("user_agent", sa.String(v.MAX_USER_AGENT), nullable=False),
 )
 
 failures = sa.Table(
     "auth_portal_signin_failures",
     metadata,
     sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("email", sa.String(254), nullable=False),
-    sa.Column("source_address", sa.String(100), nullable=False),
+    sa.Column("email", sa.String(v.MAX_EMAIL), nullable=False),
+    sa.Column("source_address", sa.String(v.MAX_SOURCE), nullable=False),
     sa.Column("at", sa.Float, nullable=False),
     sa.Index("auth_portal_failures_email", "email", "at"),
     sa.Index("auth_portal_failures_address", "source_address", "at"),
@@ -126,8 +129,8 @@ def _user(r: Mapping[Any, Any]) -> User:
         totp_seed=r["totp_seed"],
         totp_pending_seed=r["totp_pending_seed"],
         totp_last_step=int(r["totp_last_step"] or 0),
-        created_at=_req_dt(r["created_at"]),
-        last_sign_in_at=_dt(r["last_sign_in_at"]),
+        created_at=required_time_of(r["created_at"]),
+        last_sign_in_at=time_of(r["last_sign_in_at"]),
     )
 
 
@@ -137,9 +140,9 @@ def _invite(r: Mapping[Any, Any]) -> Invite:
         account_id=r["account_id"],
         email=r["email"],
         role=r["role"],
-        created_at=_req_dt(r["created_at"]),
-        expires_at=_req_dt(r["expires_at"]),
-        accepted_at=_dt(r["accepted_at"]),
+        created_at=required_time_of(r["created_at"]),
+        expires_at=required_time_of(r["expires_at"]),
+        accepted_at=time_of(r["accepted_at"]),
     )
 
 
@@ -147,8 +150,8 @@ def _session(r: Mapping[Any, Any]) -> Session:
     return Session(
         id=r["id"],
         user_id=r["user_id"],
-        created_at=_req_dt(r["created_at"]),
-        last_seen_at=_req_dt(r["last_seen_at"]),
+        created_at=required_time_of(r["created_at"]),
+        last_seen_at=required_time_of(r["last_seen_at"]),
         source_address=r["source_address"],
         user_agent=r["user_agent"],
     )
@@ -221,7 +224,9 @@ class IdentityRepository:
             return [_user(r) for r in (await conn.execute(stmt)).mappings()]
 
     async def count_owners(self, conn: AsyncConnection, account_id: str) -> int:
-        stmt = sa.select(sa.func.count()).where(users.c.account_id == account_id, users.c.role == "owner")
+        stmt = sa.select(sa.func.count()).where(
+            users.c.account_id == account_id, users.c.role == UserRole.OWNER
+        )
         return int((await conn.execute(stmt)).scalar_one())
 
     async def change_user(
@@ -469,7 +474,7 @@ class IdentityRepository:
             by_address = await conn.execute(
                 sa.select(failures.c.at).where(failures.c.source_address == address, failures.c.at > t)
             )
-            return [_req_dt(r[0]) for r in by_email], [_req_dt(r[0]) for r in by_address]
+            return [required_time_of(r[0]) for r in by_email], [required_time_of(r[0]) for r in by_address]
 
     async def record_failure(
         self, email: str, address: str, now: dt.datetime, purge_before: dt.datetime

@@ -8,14 +8,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from svckit.apikeys import PREFIXES, RANDOM_LENGTH, Environment, checksum, environment_of
+from svckit.apikeys import PREFIX_LENGTH, PREFIXES, RANDOM_LENGTH, checksum, environment_of
 from svckit.ids import random_base62
+from svckit.vocabulary import Environment
 
 __all__ = ["Environment", "environment_of", "generate_secret", "hash_secret", "hashes_equal", "hint"]
 
 
 def generate_secret(environment: Environment) -> str:
-    body = PREFIXES[environment] + random_base62(RANDOM_LENGTH)
+    # PREFIXES is keyed by svckit.apikeys' literal words, which the members equal.
+    body = PREFIXES[environment] + random_base62(RANDOM_LENGTH)  # type: ignore[index]
     return body + checksum(body)
 
 
@@ -29,5 +31,5 @@ def hashes_equal(a: str, b: str) -> bool:
 
 def hint(secret: str) -> str:
     env = environment_of(secret)
-    prefix = PREFIXES[env] if env else secret[:9]
+    prefix = PREFIXES[env] if env else secret[:PREFIX_LENGTH]
     return f"{prefix}...{secret[-4:]}"

@@ -15,11 +15,14 @@ from authsvc._repository import Repository
 
 log = logging.getLogger(__name__)
 
-_SECOND = dt.timedelta(seconds=1)
+# Uses are remembered to this resolution (the whole second).
+RESOLUTION = dt.timedelta(seconds=1)
+# Seconds between flushes to the database (authsvc's --last-used-flush default).
+FLUSH_INTERVAL = 30.0
 
 
 class LastUsed:
-    def __init__(self, repo: Repository, interval: float = 30.0) -> None:
+    def __init__(self, repo: Repository, interval: float = FLUSH_INTERVAL) -> None:
         self.repo = repo
         self.interval = interval
         self.pending: dict[str, dt.datetime] = {}
@@ -27,7 +30,7 @@ class LastUsed:
 
     def touch(self, key_id: str, now: dt.datetime) -> None:
         prev = self.pending.get(key_id)
-        if prev is None or now - prev >= _SECOND:
+        if prev is None or now - prev >= RESOLUTION:
             self.pending[key_id] = now.replace(microsecond=0)
 
     def seen(self, key_id: str) -> dt.datetime | None:

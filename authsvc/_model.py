@@ -6,13 +6,26 @@ import dataclasses
 import datetime as dt
 from typing import Any, Literal
 
-from authsvc._keys import Environment
 from svckit.allowlist import Network, compile_allowlist
 from svckit.peers import caller_var
+from svckit.vocabulary import AccountMode, AccountStatus, Environment, KeyStatus
 
-AccountStatus = Literal["active", "read_only"]
-AccountMode = Literal["a", "b"]
-KeyStatus = Literal["active", "expiring", "expired", "revoked"]
+__all__ = [
+    "DEFAULT_DAILY_SEARCH_ALLOWANCE",
+    "Account",
+    "AccountMode",
+    "AccountStatus",
+    "Actor",
+    "ApiKey",
+    "AuditEvent",
+    "AuditFilter",
+    "Environment",
+    "KeyChange",
+    "KeyGrant",
+    "KeyStatus",
+    "OutboxEvent",
+    "Usage",
+]
 
 DEFAULT_DAILY_SEARCH_ALLOWANCE = 10_000
 
@@ -63,10 +76,10 @@ class ApiKey:
 
     def status(self, now: dt.datetime) -> KeyStatus:
         if self.revoked_at is not None:
-            return "revoked"
+            return KeyStatus.REVOKED
         if self.expires_at is not None:
-            return "expired" if self.expires_at <= now else "expiring"
-        return "active"
+            return KeyStatus.EXPIRED if self.expires_at <= now else KeyStatus.EXPIRING
+        return KeyStatus.ACTIVE
 
     def public_fields(self) -> dict[str, Any]:
         """Fields shown in audit before/after: never the secret or its hash."""

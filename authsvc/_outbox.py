@@ -20,13 +20,17 @@ from authsvc._metrics import OUTBOX_FAILURES, OUTBOX_PUBLISHED
 from authsvc._model import OutboxEvent
 from authsvc._repository import Repository
 from svckit.clock import Clock, SystemClock
+from svckit.prototables import HOOKS_ENVIRONMENT
 from svckit.tls import Tls, channel
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 
 log = logging.getLogger(__name__)
 
-ENV = {"live": webhooks_pb2.ENVIRONMENT_LIVE, "sandbox": webhooks_pb2.ENVIRONMENT_SANDBOX}
 PUBLISH_TIMEOUT = 10.0
+# Defaults of the relay (and of authsvc's flags): seconds between polls when idle, and the retry backoff.
+POLL_INTERVAL = 1.0
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 30.0
 # Sent rows are kept a week for inspection, then deleted (hourly).
 SENT_RETENTION = dt.timedelta(days=7)
 PURGE_EVERY = 3600.0
@@ -42,7 +46,7 @@ def publish_request(event: OutboxEvent) -> webhooks_pb2.PublishEventRequest:
     data.update(event.data)
     return webhooks_pb2.PublishEventRequest(
         account_id=event.account_id,
-        environment=ENV[event.environment],
+        environment=HOOKS_ENVIRONMENT.pb(event.environment),
         type=event.type,
         state=event.state,
         data=data,
@@ -58,9 +62,9 @@ class OutboxRelay:
         *,
         tls: Tls | None = None,
         clock: Clock | None = None,
-        poll_interval: float = 1.0,
-        backoff_base: float = 0.5,
-        backoff_cap: float = 30.0,
+        poll_interval: float = POLL_INTERVAL,
+        backoff_base: float = BACKOFF_BASE,
+        backoff_cap: float = BACKOFF_CAP,
         lease: float = PUBLISH_TIMEOUT + 5,
     ) -> None:
         self.repo = repo

@@ -6,8 +6,11 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from authsvc._keys import Environment
 from authsvc._model import Account, AccountStatus, Actor, ApiKey, AuditEvent, AuditFilter, OutboxEvent, Usage
+from svckit.vocabulary import Environment
+
+# Outbox rows claimed in one pass of the relay.
+OUTBOX_BATCH = 50
 
 
 class Repository(Protocol):
@@ -63,7 +66,9 @@ class Repository(Protocol):
     ) -> Usage: ...
     async def get_usage(self, account_id: str, day: str) -> Usage: ...
 
-    async def claim_outbox(self, now: dt.datetime, lease: float, limit: int = 50) -> list[OutboxEvent]: ...
+    async def claim_outbox(
+        self, now: dt.datetime, lease: float, limit: int = OUTBOX_BATCH
+    ) -> list[OutboxEvent]: ...
     async def mark_sent(self, event_id: str, now: dt.datetime) -> None: ...
     async def mark_failed(self, event_id: str, error: str, retry_at: dt.datetime) -> None: ...
     async def purge_outbox(self, sent_before: dt.datetime) -> int: ...

@@ -14,8 +14,8 @@ from grpc_health.v1.health import aio as health_aio
 
 from authsvc._identity import IdentityServicer
 from authsvc._identity_sql import IdentityRepository
-from authsvc._lastused import LastUsed
-from authsvc._outbox import OutboxRelay
+from authsvc._lastused import FLUSH_INTERVAL, LastUsed
+from authsvc._outbox import BACKOFF_CAP, POLL_INTERVAL, OutboxRelay
 from authsvc._service import AuthServicer
 from authsvc._sql import SqlRepository
 from authsvc._watch import ChangeHub, PgListener, channel_name
@@ -64,9 +64,9 @@ async def run_server(
     webhookd: str = "",
     tls: Tls | None = None,
     clock: Clock | None = None,
-    last_used_interval: float = 30.0,
-    outbox_backoff_cap: float = 30.0,
-    outbox_poll_interval: float = 1.0,
+    last_used_interval: float = FLUSH_INTERVAL,
+    outbox_backoff_cap: float = BACKOFF_CAP,
+    outbox_poll_interval: float = POLL_INTERVAL,
     secrets_key: bytes | None = None,
 ) -> AuthServer:
     """Migrate, start the background tasks and serve. Returns the running server (port bound).
@@ -134,7 +134,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--outbox-backoff-cap",
         type=float,
-        default=float(os.environ.get("AUTHSVC_OUTBOX_BACKOFF_CAP", "30")),
+        default=float(os.environ.get("AUTHSVC_OUTBOX_BACKOFF_CAP", BACKOFF_CAP)),
         help="longest wait in seconds between outbox publish retries (env AUTHSVC_OUTBOX_BACKOFF_CAP)",
     )
     parser.add_argument(
@@ -147,7 +147,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--last-used-flush",
         type=float,
-        default=float(os.environ.get("AUTHSVC_LAST_USED_FLUSH", "30")),
+        default=float(os.environ.get("AUTHSVC_LAST_USED_FLUSH", FLUSH_INTERVAL)),
         help="seconds between last_used_at flushes (env AUTHSVC_LAST_USED_FLUSH)",
     )
 

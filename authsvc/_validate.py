@@ -11,6 +11,12 @@ from svckit.freetext import free_text_problem
 
 MAX_NAME = 200
 MAX_ACTOR = 200
+# A source address as recorded (actor.source_address, a session's address, the peer's).
+MAX_SOURCE = 100
+MAX_EMAIL = 254
+MAX_USER_AGENT = 300
+# An audit action ("key.revoked"), as stored and as a ListAuditEvents filter.
+MAX_ACTION = 64
 MAX_ID = 64
 MAX_REASON = 500
 MAX_EMAILS = 20
@@ -50,7 +56,7 @@ def ident(value: str, field: str, prefix: str) -> str:
 
 def actor(user: str, source_address: str, user_id: str = "") -> Actor:
     u = text(user, "actor.user", max_len=MAX_ACTOR, required=True)
-    s = text(source_address, "actor.source_address", max_len=100)
+    s = text(source_address, "actor.source_address", max_len=MAX_SOURCE)
     i = ident(user_id, "actor.user_id", "usr") if user_id else ""
     return Actor(u, s, i)
 
@@ -59,7 +65,7 @@ def emails(values: list[str]) -> tuple[str, ...]:
     if len(values) > MAX_EMAILS:
         raise InvalidRequest(f"admin_emails: at most {MAX_EMAILS} addresses")
     for v in values:
-        if len(v) > 254 or not EMAIL.match(v):
+        if len(v) > MAX_EMAIL or not EMAIL.match(v):
             raise InvalidRequest(f"admin_emails: {v[:60]!r} is not an e-mail address")
     return tuple(values)
 

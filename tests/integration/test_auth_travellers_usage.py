@@ -7,8 +7,8 @@ import json
 
 import grpc
 
-from authsvc._sql import threshold_of
 from authsvc.testing import error_of, new_account, new_key, running_authsvc
+from svckit.quota import threshold_of
 from travel.auth.v1 import auth_pb2 as pb
 
 LIVE, SANDBOX = pb.ENVIRONMENT_LIVE, pb.ENVIRONMENT_SANDBOX

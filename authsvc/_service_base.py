@@ -1,0 +1,116 @@
+"""What every group of AuthService RPCs shares: the servicer's state and its helpers (the actor of a call,
+key look-up through the cache, a key's proto with its newest use), and the update_mask check."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from authsvc import _convert as cv
+from authsvc import _validate as v
+from authsvc._cache import KeyCache
+from authsvc._errors import InvalidRequest
+from authsvc._keys import hash_secret, hashes_equal
+from authsvc._lastused import LastUsed
+from authsvc._metrics import KEY_CACHE
+from authsvc._model import Actor, ApiKey, KeyChange, KeyGrant
+from authsvc._repository import Repository
+from authsvc._service_answers import Answer, Shape
+from authsvc._watch import ChangeHub
+from svckit.clock import Clock, SystemClock
+from svckit.logs import redact
+from travel.auth.v1 import auth_pb2 as pb
+from travel.auth.v1 import auth_pb2_grpc
+
+_CACHE_HIT = KEY_CACHE.labels("hit")
+_CACHE_MISS = KEY_CACHE.labels("miss")
+
+
+def masked_changes(mask: Any, fields: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+    """The fields an update_mask names, each checked by its own function (``fields``: path -> check);
+    an empty mask or an unknown path is invalid_request."""
+    names = ", ".join(fields)
+    paths = list(mask.paths)
+    if not paths:
+        raise InvalidRequest(f"update_mask: name at least one of {names}")
+    changes: dict[str, Any] = {}
+    for path in paths:
+        check = fields.get(path)
+        if check is None:
+            raise InvalidRequest(f"update_mask: unknown path {redact(path[:40])!r}; use {names}")
+        changes[path] = check()
+    return changes
+
+
+def peer_address(context: grpc.aio.ServicerContext) -> str:
+    peer = context.peer() or ""
+    if peer.startswith("ipv4:"):
+        return peer[5:].rsplit(":", 1)[0]
+    if peer.startswith("ipv6:"):
+        return peer[5:].rsplit(":", 1)[0].strip("[]")
+    return peer[: v.MAX_SOURCE]
+
+
+class ServicerBase(auth_pb2_grpc.AuthServiceServicer):
+    def __init__(
+        self,
+        repo: Repository,
+        hub: ChangeHub,
+        *,
+        clock: Clock | None = None,
+        cache: KeyCache | None = None,
+        last_used: LastUsed | None = None,
+        outbox_wakeup: asyncio.Event | None = None,
+    ) -> None:
+        self.repo = repo
+        self.hub = hub
+        self.clock: Clock = clock or SystemClock()
+        self.cache = cache or KeyCache()
+        self.last_used = last_used or LastUsed(repo)
+        self.outbox_wakeup = outbox_wakeup
+        hub.on_change(self.cache.invalidate)
+        # Authorize answers kept for reuse (decision.reusable), by request shape (shape_of).
+        self._answers: dict[Shape, Answer] = {}
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _actor(self, actor: pb.Actor, context: grpc.aio.ServicerContext) -> Actor:
+        a = v.actor(actor.user, actor.source_address, actor.user_id)
+        return a if a.source_address else Actor(a.user, peer_address(context), a.user_id)
+
+    def _changed(self, change: KeyChange) -> None:
+        self.hub.publish(change)
+
+    def _newer_use(self, key: ApiKey) -> dt.datetime | None:
+        """The key's last use remembered in memory when later than the stored ``last_used_at``."""
+        seen = self.last_used.seen(key.id)
+        if seen is not None and (key.last_used_at is None or seen > key.last_used_at):
+            return seen
+        return None
+
+    def _key_pb(self, key: ApiKey, now: dt.datetime) -> pb.ApiKey:
+        out = cv.api_key(key, now)
+        seen = self._newer_use(key)
+        if seen is not None:
+            out.last_used_at.FromDatetime(seen)
+        return out
+
+    async def _grant(self, secret: str) -> KeyGrant | None:
+        """The key for a well-formed secret: from the cache, else one indexed look-up by hash."""
+        digest = hash_secret(secret)
+        grant = self.cache.get(digest)
+        if grant is not None:
+            _CACHE_HIT.inc()
+            return grant
+        _CACHE_MISS.inc()
+        generation = self.cache.generation
+        found = await self.repo.grant_by_hash(digest)
+        if found is None or not hashes_equal(found[0].secret_hash, digest):
+            return None
+        grant = KeyGrant.of(*found)
+        self.cache.put(digest, grant, generation)
+        return grant

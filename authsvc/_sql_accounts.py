@@ -1,0 +1,110 @@
+"""Storage of partner accounts: creation, status (active / read-only) and the editable fields."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from authsvc._model import Account, AccountStatus, Actor, KeyChange
+from authsvc._sql_base import SqlBase
+from authsvc._sql_tables import accounts
+
+
+class AccountStorage(SqlBase):
+    async def create_account(self, account: Account, actor: Actor) -> Account:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                accounts.insert().values(
+                    id=account.id,
+                    name=account.name,
+                    mode=account.mode,
+                    status=account.status,
+                    admin_emails=json.dumps(list(account.admin_emails)),
+                    daily_search_allowance=account.daily_search_allowance,
+                    created_at=account.created_at.timestamp(),
+                    updated_at=account.updated_at.timestamp(),
+                )
+            )
+            await self._audit(
+                conn,
+                account_id=account.id,
+                key_id="",
+                action="account.created",
+                actor=actor,
+                now=account.created_at,
+                before={},
+                after={
+                    "name": account.name,
+                    "mode": account.mode,
+                    "status": account.status,
+                    "daily_search_allowance": account.daily_search_allowance,
+                },
+            )
+        return account
+
+    async def get_account(self, account_id: str) -> Account:
+        async with self.engine.connect() as conn:
+            return await self._get_account(conn, account_id)
+
+    async def set_account_status(
+        self, account_id: str, status: AccountStatus, actor: Actor, now: dt.datetime
+    ) -> tuple[Account, bool]:
+        async with self.engine.begin() as conn:
+            before = await self._get_account(conn, account_id, lock=True)
+            if before.status == status:
+                return before, False
+            await conn.execute(
+                accounts.update()
+                .where(accounts.c.id == account_id)
+                .values(status=status, updated_at=now.timestamp())
+            )
+            await self._audit(
+                conn,
+                account_id=account_id,
+                key_id="",
+                action="account.status_changed",
+                actor=actor,
+                now=now,
+                before={"status": before.status},
+                after={"status": status},
+            )
+            await self._notify(conn, KeyChange("account_updated", "", account_id, now))
+            return await self._get_account(conn, account_id), True
+
+    async def update_account(
+        self, account_id: str, changes: dict[str, Any], actor: Actor, now: dt.datetime
+    ) -> Account:
+        """Change ``name``, ``admin_emails`` or ``daily_search_allowance``; audited with the changed fields
+        before and after. Fields given with their current value are no change; no change writes nothing."""
+        async with self.engine.begin() as conn:
+            before = await self._get_account(conn, account_id, lock=True)
+            old = {
+                "name": before.name,
+                "admin_emails": list(before.admin_emails),
+                "daily_search_allowance": before.daily_search_allowance,
+            }
+            new = {f: list(v) if f == "admin_emails" else v for f, v in changes.items()}
+            changed = sorted(f for f, v in new.items() if old[f] != v)
+            if not changed:
+                return before
+            values: dict[str, Any] = {f: new[f] for f in changed}
+            if "admin_emails" in values:
+                values["admin_emails"] = json.dumps(values["admin_emails"])
+            await conn.execute(
+                accounts.update()
+                .where(accounts.c.id == account_id)
+                .values(**values, updated_at=now.timestamp())
+            )
+            await self._audit(
+                conn,
+                account_id=account_id,
+                key_id="",
+                action="account.updated",
+                actor=actor,
+                now=now,
+                before={f: old[f] for f in changed},
+                after={f: new[f] for f in changed},
+            )
+            await self._notify(conn, KeyChange("account_updated", "", account_id, now))
+            return await self._get_account(conn, account_id)

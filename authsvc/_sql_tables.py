@@ -1,0 +1,195 @@
+"""authsvc's tables (one MetaData, which the Alembic revisions in authsvc/migrations must match) and the
+conversions between their rows and the model. Times are stored as unix seconds."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+
+from authsvc import _validate as v
+from authsvc._model import Account, AccountMode, AccountStatus, Actor, ApiKey, AuditEvent
+from svckit.vocabulary import Environment
+
+# The longest outbox publish error kept (auth_outbox.last_error).
+MAX_ERROR = 500
+
+metadata = sa.MetaData()
+
+accounts = sa.Table(
+    "auth_accounts",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("name", sa.String(v.MAX_NAME), nullable=False),
+    sa.Column("mode", sa.String(8), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("admin_emails", sa.Text, nullable=False),
+    sa.Column("daily_search_allowance", sa.BigInteger, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+keys = sa.Table(
+    "auth_keys",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("account_id", sa.String(40), sa.ForeignKey("auth_accounts.id"), nullable=False),
+    sa.Column("environment", sa.String(8), nullable=False),
+    sa.Column("name", sa.String(v.MAX_NAME), nullable=False),
+    sa.Column("scopes", sa.Text, nullable=False),
+    sa.Column("allowed_sources", sa.Text, nullable=False),
+    sa.Column("hint", sa.String(40), nullable=False),
+    sa.Column("secret_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float),
+    sa.Column("revoked_at", sa.Float),
+    sa.Column("revoke_reason", sa.String(v.MAX_REASON)),
+    sa.Column("last_used_at", sa.Float),
+    sa.Column("rotated_to_key_id", sa.String(40), nullable=False, server_default=""),
+    sa.Column("rate_limit", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("rotated_from_key_id", sa.String(40), nullable=False, server_default=""),
+    sa.Column("rotated_at", sa.Float),
+    sa.Index("auth_keys_account", "account_id", "created_at", "id"),
+)
+
+audit = sa.Table(
+    "auth_audit_events",
+    metadata,
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("id", sa.String(40), nullable=False, unique=True),
+    sa.Column("account_id", sa.String(40), nullable=False),
+    sa.Column("key_id", sa.String(40), nullable=False),
+    sa.Column("action", sa.String(v.MAX_ACTION), nullable=False),
+    sa.Column("actor_user", sa.String(v.MAX_ACTOR), nullable=False),
+    sa.Column("actor_source", sa.String(v.MAX_SOURCE), nullable=False),
+    # Revision 0002 (portal users); "" for operators and services.
+    sa.Column("actor_user_id", sa.String(40), nullable=False, server_default=""),
+    sa.Column("actor_service", sa.String(100), nullable=False, server_default=""),
+    sa.Column("occurred_at", sa.Float, nullable=False),
+    sa.Column("before", sa.Text, nullable=False),
+    sa.Column("after", sa.Text, nullable=False),
+    sa.Index("auth_audit_account", "account_id", "seq"),
+)
+
+travellers = sa.Table(
+    "auth_travellers",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("account_id", sa.String(40), nullable=False),
+    sa.Column("environment", sa.String(8), nullable=False),
+    sa.Column("partner_ref", sa.String(v.MAX_PARTNER_REF), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("account_id", "environment", "partner_ref", name="auth_travellers_ref"),
+)
+
+usage = sa.Table(
+    "auth_search_usage",
+    metadata,
+    sa.Column("account_id", sa.String(40), primary_key=True),
+    sa.Column("day", sa.String(10), primary_key=True),
+    sa.Column("used", sa.BigInteger, nullable=False),
+    sa.Column("threshold_sent", sa.Boolean, nullable=False),
+)
+
+outbox = sa.Table(
+    "auth_outbox",
+    metadata,
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("id", sa.String(40), nullable=False, unique=True),
+    sa.Column("account_id", sa.String(40), nullable=False),
+    sa.Column("environment", sa.String(8), nullable=False),
+    sa.Column("type", sa.String(64), nullable=False),
+    sa.Column("state", sa.String(64), nullable=False),
+    sa.Column("data", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("sent_at", sa.Float),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("next_attempt_at", sa.Float, nullable=False),
+    sa.Column("last_error", sa.String(MAX_ERROR), nullable=False, server_default=""),
+    sa.Index("auth_outbox_pending", "sent_at", "next_attempt_at"),
+)
+
+
+def seconds_of(value: dt.datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def time_of(value: float | None) -> dt.datetime | None:
+    return dt.datetime.fromtimestamp(value, dt.UTC) if value is not None else None
+
+
+def required_time_of(value: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(value, dt.UTC)
+
+
+def account_of(row: Mapping[Any, Any]) -> Account:
+    return Account(
+        id=row["id"],
+        name=row["name"],
+        mode=AccountMode(row["mode"]),
+        status=AccountStatus(row["status"]),
+        admin_emails=tuple(json.loads(row["admin_emails"])),
+        daily_search_allowance=int(row["daily_search_allowance"]),
+        created_at=required_time_of(row["created_at"]),
+        updated_at=required_time_of(row["updated_at"]),
+    )
+
+
+def key_of(row: Mapping[Any, Any]) -> ApiKey:
+    return ApiKey(
+        id=row["id"],
+        account_id=row["account_id"],
+        environment=Environment(row["environment"]),
+        name=row["name"],
+        scopes=tuple(json.loads(row["scopes"])),
+        allowed_sources=tuple(json.loads(row["allowed_sources"])),
+        hint=row["hint"],
+        secret_hash=row["secret_hash"],
+        created_at=required_time_of(row["created_at"]),
+        expires_at=time_of(row["expires_at"]),
+        revoked_at=time_of(row["revoked_at"]),
+        last_used_at=time_of(row["last_used_at"]),
+        rotated_at=time_of(row["rotated_at"]),
+        rotated_to_key_id=row["rotated_to_key_id"] or "",
+        rotated_from_key_id=row["rotated_from_key_id"] or "",
+        rate_limit=int(row["rate_limit"]),
+    )
+
+
+def key_row(key: ApiKey) -> dict[str, Any]:
+    return {
+        "id": key.id,
+        "account_id": key.account_id,
+        "environment": key.environment,
+        "name": key.name,
+        "scopes": json.dumps(list(key.scopes)),
+        "allowed_sources": json.dumps(list(key.allowed_sources)),
+        "hint": key.hint,
+        "secret_hash": key.secret_hash,
+        "created_at": seconds_of(key.created_at),
+        "expires_at": seconds_of(key.expires_at),
+        "revoked_at": seconds_of(key.revoked_at),
+        "last_used_at": seconds_of(key.last_used_at),
+        "rotated_at": seconds_of(key.rotated_at),
+        "rotated_to_key_id": key.rotated_to_key_id,
+        "rotated_from_key_id": key.rotated_from_key_id,
+        "rate_limit": key.rate_limit,
+    }
+
+
+def audit_event_of(row: Mapping[Any, Any]) -> AuditEvent:
+    return AuditEvent(
+        id=row["id"],
+        account_id=row["account_id"],
+        key_id=row["key_id"],
+        action=row["action"],
+        actor=Actor(
+            row["actor_user"], row["actor_source"], row["actor_user_id"] or "", row["actor_service"] or ""
+        ),
+        occurred_at=required_time_of(row["occurred_at"]),
+        before=json.loads(row["before"]),
+        after=json.loads(row["after"]),
+    )
