@@ -10,7 +10,7 @@ from google.protobuf import duration_pb2, struct_pb2, timestamp_pb2
 from svckit import pages
 from svckit.freetext import content_problem, free_text_problem
 from svckit.protos import timestamp as ts
-from svckit.webhook_status import DeliveryStatus, EndpointStatus, proto_values
+from svckit.prototables import ATTEMPT_OUTCOME, DELIVERY_STATUS, ENDPOINT_STATUS, HOOKS_ENVIRONMENT
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from webhookd._errors import InvalidRequest
 from webhookd._repository import (
@@ -19,24 +19,10 @@ from webhookd._repository import (
     EndpointRecord,
     EventRecord,
 )
-from webhookd._retry import Outcome
 from webhookd._times import at_us, us
 
-ENVIRONMENTS = {pb.ENVIRONMENT_LIVE: "live", pb.ENVIRONMENT_SANDBOX: "sandbox"}
-ENV_TO_PB = {v: k for k, v in ENVIRONMENTS.items()}
-# The proto enums name the same statuses: DELIVERY_STATUS_<NAME>, ENDPOINT_STATUS_<NAME>.
-DELIVERY_STATUS = proto_values(DeliveryStatus, pb.DeliveryStatus, "DELIVERY_STATUS_")
-DELIVERY_STATUS_TO_PB = {v: k for k, v in DELIVERY_STATUS.items()}
-ENDPOINT_STATUS_TO_PB = {
-    v: k for k, v in proto_values(EndpointStatus, pb.EndpointStatus, "ENDPOINT_STATUS_").items()
-}
-OUTCOMES = {
-    pb.ATTEMPT_OUTCOME_SUCCEEDED: Outcome.SUCCEEDED.value,
-    pb.ATTEMPT_OUTCOME_HTTP_ERROR: Outcome.HTTP_ERROR.value,
-    pb.ATTEMPT_OUTCOME_TIMEOUT: Outcome.TIMEOUT.value,
-    pb.ATTEMPT_OUTCOME_NETWORK_ERROR: Outcome.NETWORK_ERROR.value,
-}
-OUTCOME_TO_PB = {v: k for k, v in OUTCOMES.items()}
+# The proto enums <-> the stored words: svckit.prototables' tables (HOOKS_ENVIRONMENT, DELIVERY_STATUS,
+# ENDPOINT_STATUS, ATTEMPT_OUTCOME), derived from the names.
 
 MAX_ID = 64
 MAX_DESCRIPTION = 1024
@@ -46,8 +32,8 @@ MAX_PAGE = 500
 
 def environment(value: int) -> str:
     try:
-        return ENVIRONMENTS[value]  # type: ignore[index]
-    except KeyError:
+        return HOOKS_ENVIRONMENT.word(value).value
+    except ValueError:
         raise InvalidRequest("environment: must be ENVIRONMENT_LIVE or ENVIRONMENT_SANDBOX") from None
 
 
@@ -112,11 +98,11 @@ def endpoint_pb(e: EndpointRecord, now: dt.datetime) -> pb.Endpoint:
     return pb.Endpoint(
         id=e.id,
         account_id=e.account_id,
-        environment=ENV_TO_PB[e.environment],
+        environment=HOOKS_ENVIRONMENT.pb(e.environment),
         url=e.url,
         events=e.events,
         description=e.description,
-        status=ENDPOINT_STATUS_TO_PB[e.status],
+        status=ENDPOINT_STATUS.pb(e.status),
         disabled_reason=e.disabled_reason,
         created_at=ts(e.created_at),
         updated_at=ts(e.updated_at),
@@ -131,7 +117,7 @@ def event_pb(e: EventRecord) -> pb.Event:
         id=e.id,
         type=e.type,
         account_id=e.account_id,
-        environment=ENV_TO_PB[e.environment],
+        environment=HOOKS_ENVIRONMENT.pb(e.environment),
         state=e.state,
         data=data,
         created_at=ts(e.created_at),
@@ -145,12 +131,20 @@ def delivery_pb(d: DeliveryRecord) -> pb.Delivery:
         endpoint_id=d.endpoint_id,
         event_id=d.event_id,
         event_type=d.event_type,
-        status=DELIVERY_STATUS_TO_PB[d.status],
+        status=DELIVERY_STATUS.pb(d.status),
         attempt_count=d.attempt_count,
         next_attempt_at=ts(d.next_attempt_at),
         created_at=ts(d.created_at),
         updated_at=ts(d.updated_at),
     )
+
+
+def outcome_pb(word: str) -> Any:
+    """An attempt's stored outcome as the proto's, UNSPECIFIED for a word this release does not know."""
+    try:
+        return ATTEMPT_OUTCOME.pb(word)
+    except ValueError:
+        return pb.ATTEMPT_OUTCOME_UNSPECIFIED
 
 
 def attempt_pb(a: AttemptRecord) -> pb.Attempt:
@@ -162,7 +156,7 @@ def attempt_pb(a: AttemptRecord) -> pb.Attempt:
         endpoint_id=a.endpoint_id,
         event_id=a.event_id,
         attempt_number=a.attempt_number,
-        outcome=OUTCOME_TO_PB.get(a.outcome, pb.ATTEMPT_OUTCOME_UNSPECIFIED),
+        outcome=outcome_pb(a.outcome),
         response_status=a.response_status,
         response_body=a.response_body,
         request_headers=a.request_headers,

@@ -23,19 +23,13 @@ from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd import _metrics as metrics
 from webhookd._events import TEST_EVENT_KIND
 from webhookd._http import FastTransport
-from webhookd._repository import (
-    Alert,
-    AttemptRecord,
-    Claim,
-    Outcome,
-    Repository,
-)
-from webhookd._retry import Action, next_attempt
-from webhookd._retry import Outcome as Result
+from webhookd._queue import Queue
+from webhookd._repository import Alert, AttemptRecord, Claim, DeliveryResult
+from webhookd._retry import Action, Outcome, next_attempt
 from webhookd._signing import SIGNATURE_HEADER, sign
 
 log = logging.getLogger("webhookd.delivery")
-_ATTEMPTS = {r: metrics.ATTEMPTS.labels(r.value) for r in Result}
+_ATTEMPTS = {r: metrics.ATTEMPTS.labels(r.value) for r in Outcome}
 
 USER_AGENT = "Svc-Webhooks/1.0 (+https://docs.svc.travel/webhooks)"
 DELIVERY_TIMEOUT = 10.0
@@ -46,7 +40,7 @@ WATCH_EVERY = 0.25  # a send is cut off at most this long after its timeout
 
 @dataclass(slots=True)
 class SendResult:
-    result: Result
+    result: Outcome
     status: int
     body: str
     headers: dict[str, str]
@@ -136,13 +130,13 @@ class Sender:
                 if task not in self._expired or task.uncancel() > 0:
                     raise
                 raise TimeoutError from None
-            result = Result.SUCCEEDED if 200 <= status < 300 else Result.HTTP_ERROR
-            if result is Result.HTTP_ERROR:
+            result = Outcome.SUCCEEDED if 200 <= status < 300 else Outcome.HTTP_ERROR
+            if result is Outcome.HTTP_ERROR:
                 error = f"endpoint answered HTTP {status}"
         except (TimeoutError, httpx.TimeoutException):
-            result, error = Result.TIMEOUT, f"no response within {self.timeout:g} s"
+            result, error = Outcome.TIMEOUT, f"no response within {self.timeout:g} s"
         except httpx.HTTPError as exc:
-            result, error = Result.NETWORK_ERROR, f"{type(exc).__name__}: {exc}"[:500]
+            result, error = Outcome.NETWORK_ERROR, f"{type(exc).__name__}: {exc}"[:500]
         finally:
             del self._deadlines[task]
             self._expired.discard(task)
@@ -169,13 +163,15 @@ class Sender:
             )
 
 
-def decide(claim: Claim, sent: SendResult | None, attempted_at: dt.datetime, manual: bool = False) -> Outcome:
+def decide(
+    claim: Claim, sent: SendResult | None, attempted_at: dt.datetime, manual: bool = False
+) -> DeliveryResult:
     """Pure: the stored outcome of one claimed delivery (``sent`` is None when nothing was sent)."""
     d = claim.delivery
     if claim.endpoint is None:
-        return Outcome(d.id, d.endpoint_id, None, DeliveryStatus.FAILED, None, counts_attempt=False)
+        return DeliveryResult(d.id, d.endpoint_id, None, DeliveryStatus.FAILED, None, counts_attempt=False)
     if sent is None:
-        return Outcome(d.id, d.endpoint_id, None, DeliveryStatus.HELD, None, counts_attempt=False)
+        return DeliveryResult(d.id, d.endpoint_id, None, DeliveryStatus.HELD, None, counts_attempt=False)
     attempt = AttemptRecord(
         id=sortable_id("att", attempted_at),
         delivery_id=d.id,
@@ -197,11 +193,13 @@ def decide(claim: Claim, sent: SendResult | None, attempted_at: dt.datetime, man
     decision = next_attempt(d.schedule_count + 1, sent.result, attempted_at)
     if d.event_type == TEST_EVENT_KIND and decision.action is not Action.DONE:
         # A test send is one attempt: it reports, it never retries and never disables the endpoint.
-        return Outcome(d.id, d.endpoint_id, attempt, DeliveryStatus.FAILED, None, counts_attempt=True)
+        return DeliveryResult(d.id, d.endpoint_id, attempt, DeliveryStatus.FAILED, None, counts_attempt=True)
     if decision.action is Action.DONE:
-        return Outcome(d.id, d.endpoint_id, attempt, DeliveryStatus.SUCCEEDED, None, counts_attempt=True)
+        return DeliveryResult(
+            d.id, d.endpoint_id, attempt, DeliveryStatus.SUCCEEDED, None, counts_attempt=True
+        )
     if decision.action is Action.RETRY:
-        return Outcome(
+        return DeliveryResult(
             d.id,
             d.endpoint_id,
             attempt,
@@ -209,7 +207,7 @@ def decide(claim: Claim, sent: SendResult | None, attempted_at: dt.datetime, man
             decision.next_attempt_at,
             counts_attempt=True,
         )
-    return Outcome(
+    return DeliveryResult(
         d.id,
         d.endpoint_id,
         attempt,
@@ -232,7 +230,7 @@ class WorkerConfig:
 class DeliveryWorker:
     def __init__(
         self,
-        repo: Repository,
+        queue: Queue,
         sender: Sender,
         clock: Clock,
         config: WorkerConfig | None = None,
@@ -241,7 +239,7 @@ class DeliveryWorker:
         on_alerts: Callable[[list[Alert]], None] | None = None,
         on_sent: Callable[[Claim, float], None] | None = None,
     ) -> None:
-        self.repo = repo
+        self.queue = queue
         self.sender = sender
         self.clock = clock
         self.config = config or WorkerConfig()
@@ -249,7 +247,7 @@ class DeliveryWorker:
         self.on_alerts = on_alerts
         self.on_sent = on_sent
         self._wake = asyncio.Event()
-        self._results: list[Outcome] = []  # sent, waiting for the next group commit
+        self._results: list[DeliveryResult] = []  # sent, waiting for the next group commit
         self._ready: collections.deque[Claim] = collections.deque()  # claimed, waiting for a send slot
         self._sending = 0
         self._stopping = False
@@ -262,7 +260,7 @@ class DeliveryWorker:
 
     # One claimed delivery
 
-    async def _attempt(self, claim: Claim) -> Outcome:
+    async def _attempt(self, claim: Claim) -> DeliveryResult:
         ep = claim.endpoint
         now = self.clock.now()
         if ep is None or ep.status != EndpointStatus.ENABLED:
@@ -325,7 +323,7 @@ class DeliveryWorker:
         Tests drive the schedule with a FakeClock through this; ``run`` is the pipelined version.
         """
         now = self.clock.now()
-        claims = await self.repo.claim_due(
+        claims = await self.queue.claim_due(
             now,
             limit or self.config.batch_size,
             now + dt.timedelta(seconds=self.config.lease_seconds),
@@ -334,7 +332,7 @@ class DeliveryWorker:
         if not claims:
             return 0
         outcomes = await asyncio.gather(*(self._attempt(c) for c in claims))
-        self._alerted(await self.repo.record_outcomes(list(outcomes), self.owner, self.clock.now()))
+        self._alerted(await self.queue.record_outcomes(list(outcomes), self.owner, self.clock.now()))
         return len(claims)
 
     # The pipelined loop. One cycle = one storage round trip that commits every result finished since the
@@ -359,7 +357,7 @@ class DeliveryWorker:
             batch, self._results = self._results + unsent, []
             if batch:
                 try:
-                    self._alerted(await self.repo.record_outcomes(batch, self.owner, self.clock.now()))
+                    self._alerted(await self.queue.record_outcomes(batch, self.owner, self.clock.now()))
                 except Exception:
                     log.exception("writing %d delivery results failed; their leases will run out", len(batch))
 
@@ -385,7 +383,7 @@ class DeliveryWorker:
             now = self.clock.now()
             self._wake.clear()
             try:
-                alerts, claims = await self.repo.record_and_claim(
+                alerts, claims = await self.queue.record_and_claim(
                     batch, self.owner, now, limit, now + dt.timedelta(seconds=cfg.lease_seconds)
                 )
             except Exception:
@@ -415,7 +413,7 @@ class DeliveryWorker:
     async def _idle(self, now: dt.datetime, claimed: bool) -> None:
         wait = self.config.poll_seconds
         try:
-            due = await self.repo.next_due()
+            due = await self.queue.next_due()
         except Exception:
             due = None
         if due is not None:
@@ -460,7 +458,7 @@ class DeliveryWorker:
             self._wake.set()
 
 
-def _unclaimed(claim: Claim) -> Outcome:
+def _unclaimed(claim: Claim) -> DeliveryResult:
     """Hands a claimed delivery back unsent: due when it was due, no attempt counted."""
     d = claim.delivery
-    return Outcome(d.id, d.endpoint_id, None, d.status, d.next_attempt_at, counts_attempt=False)
+    return DeliveryResult(d.id, d.endpoint_id, None, d.status, d.next_attempt_at, counts_attempt=False)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import enum
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from svckit.events import EVENT_KINDS
+from svckit.vocabulary import Environment
 from webhookd._errors import InvalidRequest, PayloadTooLarge
 
 # Sent only by SendTestEvent, only to the endpoint under test; never published, never streamed.
@@ -18,10 +18,16 @@ TEST_EVENT_KIND = "webhook.test"
 MAX_PAYLOAD_BYTES = 256 * 1024
 MAX_STATE_LENGTH = 64
 
-
-class Environment(enum.Enum):
-    LIVE = "live"
-    SANDBOX = "sandbox"
+__all__ = [
+    "EVENT_KINDS",
+    "MAX_PAYLOAD_BYTES",
+    "MAX_STATE_LENGTH",
+    "TEST_EVENT_KIND",
+    "Environment",
+    "build_envelope",
+    "check_event_kinds",
+    "rfc3339",
+]
 
 
 def check_event_kinds(kinds: Iterable[str], field: str = "events") -> list[str]:

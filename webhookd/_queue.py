@@ -1,53 +1,258 @@
-"""The delivery queue port, and the one place that picks its store (as svix-server's ``queue::new_pair``).
+"""The delivery queue: the worker's port (``Queue``) and what every store shares (``StatementQueue``).
 
-The worker's storage cycle (write the finished results, claim what is due) runs through a ``Queue``;
-``new_queue`` picks ``SqliteQueue`` or ``PostgresQueue`` once, from the engine, at start. Both run the
-named statements of ``webhookd._queue_sql``.
+Every write to the deliveries table is a named statement of ``webhookd._queue_sql`` run by a queue, as
+procrastinate's job manager runs the named queries of its ``queries.sql`` through whichever connector it
+was given. Each step (a cycle's record then claim, a fan-out, a recovery...) is written once here, as a
+generator that yields ``(statement name, parameters)`` and is sent what the statement answers; a store
+only runs named statements:
+
+- ``SqliteQueue`` runs a whole step inside its own thread, one hop per step (``drive``);
+- ``PostgresQueue`` awaits each statement on its own asyncpg connection (``drive_async``);
+- ``MemoryQueue`` runs each name's Python twin on dicts, so the worker's cycle is tested without a database.
+
+Fan-out, an endpoint's deletion and a hold by hand are written in the repository's own transaction (the
+event or endpoint they go with commits with them): ``conn`` is that SQLAlchemy connection, and the same
+named statements run on it. The store is picked once, at start (``webhookd._queues.new_queue``).
 """
 
 from __future__ import annotations
 
+import abc
 import datetime as dt
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from typing import Any, Protocol, TypeVar
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from webhookd._pg_queue import PostgresQueue
-from webhookd._repository import Alert, Claim, EndpointRecord, Outcome
-from webhookd._sqlite_queue import SqliteQueue
+from webhookd import _queue_sql as q
+from webhookd._repository import (
+    Alert,
+    AttemptRecord,
+    Claim,
+    DeliveryRecord,
+    DeliveryResult,
+    EndpointRecord,
+    Stats,
+)
+from webhookd._rows import DeliveryRow, EndpointRow, attempt_row, delivery_of, delivery_row
+from webhookd._times import from_us, us
+
+T = TypeVar("T")
+# A step: yields (statement name, parameters), is sent each statement's answer, returns its own.
+Step = Generator[tuple[str, Any], Any, T]
 
 
 class Queue(Protocol):
+    """What the delivery worker needs of storage."""
+
     async def record_and_claim(
         self,
-        outcomes: Sequence[Outcome],
+        outcomes: Sequence[DeliveryResult],
         owner: str,
         now: dt.datetime,
         limit: int,
         lease_until: dt.datetime,
     ) -> tuple[list[Alert], list[Claim]]:
         """One cycle, one transaction: write ``outcomes`` (their leases held by ``owner``), then lease up
-        to ``limit`` due deliveries to ``owner`` until ``lease_until``."""
+        to ``limit`` due deliveries to ``owner`` until ``lease_until`` (none when ``limit`` is 0)."""
         ...
 
-    async def release_leases(self, now: dt.datetime) -> int:
-        """At start: hand back leases no live process can hold (the store decides which)."""
-        ...
+    async def claim_due(
+        self, now: dt.datetime, limit: int, lease_until: dt.datetime, owner: str
+    ) -> list[Claim]: ...
 
-    def statement(self, text: str) -> str:
-        """A ``webhookd._queue_sql`` statement as this store's driver takes it (for the repository's own
-        transactions, through SQLAlchemy's ``exec_driver_sql``)."""
-        ...
+    async def record_outcomes(
+        self, outcomes: Sequence[DeliveryResult], owner: str, now: dt.datetime
+    ) -> list[Alert]: ...
 
+    async def next_due(self) -> dt.datetime | None: ...
+
+
+def drive(step: Step[T], run: Callable[[str, Any], Any]) -> T:
+    """Run ``step`` to its end, each statement by ``run(name, params)``."""
+    try:
+        request = next(step)
+        while True:
+            request = step.send(run(*request))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def drive_async(step: Step[T], run: Callable[[str, Any], Awaitable[Any]]) -> T:
+    """``drive`` with a statement runner that awaits."""
+    try:
+        request = next(step)
+        while True:
+            request = step.send(await run(*request))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+# The steps, written once.
+
+
+def one(name: str, params: Any) -> Step[Any]:
+    """A single statement."""
+    return (yield name, params)
+
+
+def record(rows: q.ResultRows, owner: str) -> Step[list[tuple[Any, ...]]]:
+    """Write a cycle's results; the new alerts as ``insert_alert``'s rows."""
+    if rows.attempts:
+        yield "record_attempts", ((), rows.attempts)
+    yield "record_deliveries", ((rows.t, owner), rows.deliveries)
+    alerts: list[tuple[Any, ...]] = []
+    for endpoint_id, reason in rows.disabling:
+        disabled = yield "disable_endpoint", (reason, rows.t, endpoint_id)
+        if disabled is not None:
+            alert = q.alert_row(endpoint_id, reason, disabled, rows.t)
+            yield "insert_alert", alert
+            alerts.append(alert)
+    if rows.failing:
+        yield "hold", rows.holds()
+    return alerts
+
+
+def cycle(
+    rows: q.ResultRows | None, owner: str, claim: tuple[int, str, int, int] | None
+) -> Step[tuple[list[tuple[Any, ...]], q.Claimed]]:
+    """The worker's cycle: record (if there are results), then claim (if there is room)."""
+    alerts = (yield from record(rows, owner)) if rows is not None else []
+    claimed = (yield "claim", claim) if claim is not None else q.NOTHING_CLAIMED
+    return alerts, claimed
+
+
+def manual_attempt(attempt: tuple[Any, ...], delivery_id: str, succeeded: bool, now_us: int) -> Step[None]:
+    yield "record_attempts", ((), [attempt])
+    yield ("manual_succeeded" if succeeded else "manual_failed"), (now_us, delivery_id)
+
+
+def stats(now_us: int) -> Step[tuple[int, int | None]]:
+    (depth,) = yield "queue_depth", ()
+    (oldest,) = yield "oldest_due", (now_us,)
+    return int(depth), oldest
+
+
+class StatementQueue(abc.ABC):
+    """A store of the queue: runs the steps above, one transaction each, by statement name."""
+
+    dialect: str  # whose texts of the statements it runs: "sqlite", "postgresql" (or "memory")
+    single_process: bool  # True: every lease left at start is a dead predecessor's
+
+    def __init__(self, endpoint_from_row: Callable[[Any], EndpointRecord]) -> None:
+        self._endpoint_from_row = endpoint_from_row
+
+    @abc.abstractmethod
+    async def _run(self, step: Step[T], *, write: bool = True) -> T:
+        """Run ``step`` in one transaction of the store's own (``write``: one that may write)."""
+
+    @abc.abstractmethod
     async def close(self) -> None: ...
 
+    async def _run_in(self, conn: AsyncConnection | None, step: Step[T]) -> T:
+        """Run ``step`` in the caller's transaction ``conn`` (SQLAlchemy's), or in one of our own."""
+        if conn is None:
+            return await self._run(step)
 
-def new_queue(engine: AsyncEngine, endpoint_from_row: Callable[[Any], EndpointRecord]) -> Queue:
-    """The store's queue; ``endpoint_from_row`` opens an endpoint row (its sealed secrets)."""
-    if engine.dialect.name == "postgresql":
-        return PostgresQueue(engine, endpoint_from_row)
-    path = engine.url.database
-    if engine.dialect.name != "sqlite" or not path or path == ":memory:" or "mode=memory" in path:
-        raise ValueError(f"webhookd stores deliveries in a SQLite file or PostgreSQL, not {engine.url!r}")
-    return SqliteQueue(path, endpoint_from_row)
+        async def run(name: str, params: Any) -> Any:
+            statement = q.STATEMENTS[name]
+            text = statement.postgres_text() if self.dialect == "postgresql" else statement.sqlite_text()
+            if statement.kind is q.Kind.MANY:
+                if params:
+                    await conn.exec_driver_sql(text, list(params))
+                return None
+            if statement.kind is q.Kind.EXEC:
+                return int((await conn.exec_driver_sql(text, tuple(params))).rowcount or 0)
+            if statement.kind is q.Kind.ONE:
+                return (await conn.exec_driver_sql(text, tuple(params))).first()
+            raise ValueError(
+                f"{name}: a {statement.kind.value} statement runs in the queue's own transaction"
+            )
+
+        return await drive_async(step, run)
+
+    # The worker's cycle
+
+    async def record_and_claim(
+        self,
+        outcomes: Sequence[DeliveryResult],
+        owner: str,
+        now: dt.datetime,
+        limit: int,
+        lease_until: dt.datetime,
+    ) -> tuple[list[Alert], list[Claim]]:
+        # Rows are built before the store's hop and claims after it: a store does nothing but run statements.
+        rows = q.ResultRows(outcomes, us(now)) if outcomes else None
+        claim = (us(lease_until), owner, us(now), limit) if limit > 0 else None
+        if rows is None and claim is None:
+            return [], []  # no transaction for nothing
+        alert_rows, claimed = await self._run(cycle(rows, owner, claim))
+        return q.alerts_of(alert_rows, now), self._claims(claimed)
+
+    def _claims(self, claimed: q.Claimed) -> list[Claim]:
+        """Claims, oldest delivery first."""
+        endpoints = {k: self._endpoint_from_row(EndpointRow(*r)) for k, r in claimed.endpoints.items()}
+        claims = []
+        for r in claimed.rows:
+            d = delivery_of(DeliveryRow(*r[: q.DELIVERY_WIDTH]))
+            claims.append(Claim(d, bytes(claimed.bodies[d.event_id]), endpoints.get(d.endpoint_id)))
+        claims.sort(key=lambda c: c.delivery.created_at)
+        return claims
+
+    async def claim_due(
+        self, now: dt.datetime, limit: int, lease_until: dt.datetime, owner: str
+    ) -> list[Claim]:
+        _alerts, claims = await self.record_and_claim([], owner, now, limit, lease_until)
+        return claims
+
+    async def record_outcomes(
+        self, outcomes: Sequence[DeliveryResult], owner: str, now: dt.datetime
+    ) -> list[Alert]:
+        alerts, _claims = await self.record_and_claim(outcomes, owner, now, 0, now)
+        return alerts
+
+    async def release_leases(self, now: dt.datetime) -> int:
+        """At start: hand back the leases no live process can hold (with several processes, none: a
+        killed process's leases run out by themselves)."""
+        if not self.single_process:
+            return 0
+        return int(await self._run(one("release_leases", ())))
+
+    async def next_due(self) -> dt.datetime | None:
+        (value,) = await self._run(one("next_due", ()), write=False)
+        return from_us(value)
+
+    async def stats(self, now: dt.datetime) -> Stats:
+        depth, oldest = await self._run(stats(us(now)), write=False)
+        age = max(0.0, (us(now) - int(oldest)) / 1_000_000) if oldest is not None else 0.0
+        return Stats(depth, age)
+
+    # What the service writes
+
+    async def fan_out(
+        self, deliveries: Sequence[DeliveryRecord], conn: AsyncConnection | None = None
+    ) -> None:
+        """New deliveries (an event's fan-out, a test send)."""
+        await self._run_in(conn, one("insert_deliveries", [delivery_row(d) for d in deliveries]))
+
+    async def hold(self, endpoint_id: str, now: dt.datetime, conn: AsyncConnection | None = None) -> None:
+        """Keep what a disabled endpoint has waiting (nothing if it is enabled)."""
+        await self._run_in(conn, one("hold", [(us(now), endpoint_id)]))
+
+    async def fail_endpoint(
+        self, endpoint_id: str, now: dt.datetime, conn: AsyncConnection | None = None
+    ) -> int:
+        """A deleted endpoint's waiting and held deliveries fail."""
+        return int(await self._run_in(conn, one("fail_deliveries", (us(now), endpoint_id))))
+
+    async def record_manual_attempt(self, attempt: AttemptRecord, succeeded: bool, now: dt.datetime) -> None:
+        await self._run(manual_attempt(attempt_row(attempt), attempt.delivery_id, succeeded, us(now)))
+
+    async def recover(self, endpoint_id: str, since: dt.datetime | None, now: dt.datetime) -> int:
+        """Held and failed deliveries (created at or after ``since``) of the endpoint are due now."""
+        if since is None:
+            return int(await self._run(one("recover", (us(now), endpoint_id))))
+        return int(await self._run(one("recover_since", (us(now), endpoint_id, us(since)))))
+
+    async def purge_attempts(self, before: dt.datetime) -> int:
+        return int(await self._run(one("purge_attempts", (us(before),))))

@@ -1,9 +1,12 @@
-"""Each step of the delivery queue as one named statement, and the rows they take.
+"""Every step of the delivery queue as one named statement, and the rows they take.
 
-Both stores (``SqliteQueue``, ``PostgresQueue``) and the repository run these texts and no other queue
-SQL, as procrastinate keeps each queue step in its ``sql/queries.sql``. Parameters are numbered
-(``$1`` for PostgreSQL; ``sqlite`` turns them into SQLite's ``?1``, and the same tuple binds both). Where
-the dialects must differ the variants stand side by side: PostgreSQL claims with ``FOR UPDATE SKIP
+Every write to the deliveries table is one of these, run only by a ``Queue`` (``webhookd._queue``), as
+procrastinate keeps each job transition in its ``sql/queries.sql``: ``STATEMENTS`` is keyed by name, and
+each queue (SQLite, PostgreSQL, memory) runs a statement by its name. Parameters are numbered (``$1`` for
+PostgreSQL; ``sqlite`` turns them into SQLite's ``?1``, and the same tuple binds both). Column lists come
+from the tables (``webhookd._tables``).
+
+Where the dialects must differ the variants stand side by side: PostgreSQL claims with ``FOR UPDATE SKIP
 LOCKED`` (several processes share the work) and joins the event bodies and endpoints into the claim, and
 takes a cycle's results as arrays (``unnest``), one statement per table; SQLite (one process, one writer)
 has neither, so it claims, then reads bodies and endpoints, and writes multi-row ``VALUES`` lists.
@@ -15,17 +18,51 @@ out and the delivery was claimed again elsewhere cannot overwrite the newer clai
 
 from __future__ import annotations
 
-import collections
 import datetime as dt
-import json
+import enum
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from svckit.ids import new_id
 from svckit.webhook_status import DeliveryStatus as D
 from svckit.webhook_status import EndpointStatus as E
-from webhookd._repository import Alert, Claim, DeliveryRecord, EndpointRecord, Outcome
-from webhookd._times import at_us, us
+from webhookd._repository import Alert, DeliveryResult
+from webhookd._rows import attempt_row
+from webhookd._tables import (
+    ALERT_INSERT_COLUMNS,
+    ATTEMPT_COLUMNS,
+    DELIVERY_COLUMNS,
+    DELIVERY_INSERT_COLUMNS,
+    ENDPOINT_COLUMNS,
+    spelled,
+)
+from webhookd._times import us
+
+
+class Kind(enum.Enum):
+    """How a statement is run, and what it answers."""
+
+    EXEC = "exec"  # one parameter tuple -> the rows changed
+    MANY = "many"  # a list of parameter tuples -> None
+    ONE = "one"  # one parameter tuple -> the first row, or None
+    BATCH = "batch"  # (leading parameters, rows) -> None: many rows in few statements
+    CLAIM = "claim"  # (lease expiry, owner, now, limit) -> ``Claimed``
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    name: str
+    kind: Kind
+    text: str  # both dialects' ($n); "" where each has its own
+    postgres: str = ""  # PostgreSQL's own text
+    sqlite: str = ""  # SQLite's own text (a template: ``{values}``, ``{marks}``)
+
+    def postgres_text(self) -> str:
+        return self.postgres or self.text
+
+    def sqlite_text(self) -> str:
+        return self.sqlite or sqlite(self.text)
 
 
 def sqlite(statement: str) -> str:
@@ -39,19 +76,16 @@ def values_list(rows: int, width: int, first: int) -> str:
     return ",".join("(" + ",".join(f"?{next(n)}" for _ in range(width)) + ")" for _ in range(rows))
 
 
-DELIVERY_COLUMNS = (
-    "id, event_id, endpoint_id, account_id, environment, event_type, status,"
-    " attempt_count, schedule_count, due_at, created_at, updated_at"
-)
-ENDPOINT_COLUMNS = (
-    "id, account_id, environment, url, events, description, status, disabled_reason, secrets,"
-    " created_at, updated_at"
-)
-ATTEMPT_COLUMNS = (
-    "id, delivery_id, endpoint_id, event_id, account_id, environment, attempt_number, outcome,"
-    " response_status, response_body, request_headers, latency_ms, error, attempted_at, manual,"
-    " response_headers"
-)
+def _params(first: int, count: int) -> str:
+    return ", ".join(f"${i}" for i in range(first, first + count))
+
+
+_DELIVERIES = spelled(DELIVERY_COLUMNS)
+_ENDPOINTS = spelled(ENDPOINT_COLUMNS)
+_ATTEMPTS = spelled(ATTEMPT_COLUMNS)
+ATTEMPT_WIDTH = len(ATTEMPT_COLUMNS)
+DELIVERY_WIDTH = len(DELIVERY_COLUMNS)
+ENDPOINT_WIDTH = len(ENDPOINT_COLUMNS)
 
 # claim: (lease expiry, owner, now, limit) -> delivery columns [+ envelope + endpoint columns]
 _CLAIM = f"""
@@ -61,29 +95,20 @@ _CLAIM = f"""
         WHERE status = '{D.PENDING}' AND next_attempt_at <= $3
         ORDER BY next_attempt_at LIMIT $4 {{lock}}
     )
-    RETURNING {DELIVERY_COLUMNS}
+    RETURNING {_DELIVERIES}
 """
-CLAIM_SQLITE = _CLAIM.format(lock="")
 CLAIM_POSTGRES = f"""
     WITH claimed AS ({_CLAIM.format(lock="FOR UPDATE SKIP LOCKED")})
-    SELECT c.*, ev.envelope, {", ".join("ep." + c.strip() for c in ENDPOINT_COLUMNS.split(","))}
+    SELECT c.*, ev.envelope, {spelled(ENDPOINT_COLUMNS, "ep.")}
     FROM claimed c JOIN wh_events ev ON ev.id = c.event_id
     LEFT JOIN wh_endpoints ep ON ep.id = c.endpoint_id AND ep.deleted_at IS NULL
 """
 # SQLite reads what the claim needs in separate statements (no UPDATE inside WITH): ids as ``{marks}``.
 CLAIMED_EVENTS_SQLITE = "SELECT id, envelope FROM wh_events WHERE id IN ({marks})"
 CLAIMED_ENDPOINTS_SQLITE = (
-    f"SELECT {ENDPOINT_COLUMNS} FROM wh_endpoints WHERE id IN ({{marks}}) AND deleted_at IS NULL"
+    f"SELECT {_ENDPOINTS} FROM wh_endpoints WHERE id IN ({{marks}}) AND deleted_at IS NULL"
 )
 
-# record results, attempts: the 16 attempt columns (``attempt_row``), many rows at once
-RECORD_ATTEMPTS_SQLITE = f"INSERT INTO wh_attempts ({ATTEMPT_COLUMNS}) VALUES {{values}}"
-RECORD_ATTEMPTS_POSTGRES = f"""
-    INSERT INTO wh_attempts ({ATTEMPT_COLUMNS})
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-        $7::int[], $8::text[], $9::int[], $10::text[], $11::text[], $12::float8[], $13::text[],
-        $14::bigint[], $15::bool[], $16::text[])
-"""
 # record results, deliveries: (now, owner) then rows (status, next attempt, delivery id, 1 if counted else 0)
 _RECORD_DELIVERIES = """
     UPDATE wh_deliveries SET status = v.status, next_attempt_at = v.nxt, due_at = v.nxt,
@@ -92,118 +117,203 @@ _RECORD_DELIVERIES = """
     FROM ({rows}) AS v
     WHERE wh_deliveries.id = v.id AND wh_deliveries.lease_owner = $2
 """
-RECORD_DELIVERIES_SQLITE = _RECORD_DELIVERIES.format(
-    rows="SELECT column1 AS status, column2 AS nxt, column3 AS id, column4 AS inc FROM (VALUES {values})"
-)
-RECORD_DELIVERIES_POSTGRES = _RECORD_DELIVERIES.format(
-    rows="SELECT * FROM unnest($3::text[], $4::bigint[], $5::text[], $6::int[]) AS u(status, nxt, id, inc)"
-)
-# record results, the last attempt failed: (reason, now, endpoint id) -> account, environment, url
-DISABLE_ENDPOINT = f"""
+_ATTEMPT_TYPES = {
+    "attempt_number": "int",
+    "response_status": "int",
+    "latency_ms": "float8",
+    "attempted_at": "bigint",
+    "manual": "bool",
+}
+
+_ALL = [
+    Statement(
+        "claim",
+        Kind.CLAIM,
+        "",
+        postgres=CLAIM_POSTGRES,
+        sqlite=sqlite(_CLAIM.format(lock="")),
+    ),
+    # record results, attempts: rows of ``ATTEMPT_COLUMNS`` (``_rows.attempt_row``), many at once
+    Statement(
+        "record_attempts",
+        Kind.BATCH,
+        "",
+        postgres=f"INSERT INTO wh_attempts ({_ATTEMPTS}) SELECT * FROM unnest("
+        + ", ".join(
+            f"${i}::{_ATTEMPT_TYPES.get(c, 'text')}[]" for i, c in enumerate(ATTEMPT_COLUMNS, start=1)
+        )
+        + ")",
+        sqlite=f"INSERT INTO wh_attempts ({_ATTEMPTS}) VALUES {{values}}",
+    ),
+    Statement(
+        "record_deliveries",
+        Kind.BATCH,
+        "",
+        postgres=_RECORD_DELIVERIES.format(
+            rows="SELECT * FROM unnest($3::text[], $4::bigint[], $5::text[], $6::int[])"
+            " AS u(status, nxt, id, inc)"
+        ),
+        sqlite=sqlite(
+            _RECORD_DELIVERIES.format(
+                rows="SELECT column1 AS status, column2 AS nxt, column3 AS id, column4 AS inc"
+                " FROM (VALUES {values})"
+            )
+        ),
+    ),
+    # record results, the last attempt failed: (reason, now, endpoint id) -> account, environment, url
+    Statement(
+        "disable_endpoint",
+        Kind.ONE,
+        f"""
     UPDATE wh_endpoints SET status = '{E.DISABLED}', disabled_reason = $1, updated_at = $2
     WHERE id = $3 AND status = '{E.ENABLED}' RETURNING account_id, environment, url
-"""
-INSERT_ALERT = """
-    INSERT INTO wh_alerts (id, account_id, environment, endpoint_id, url, reason, created_at, sent_at, error)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, '')
-"""
-# hold: (now, endpoint id). Deliveries waiting for an endpoint that is disabled are kept, not sent; run
-# for each endpoint a cycle saw fail and when an endpoint is disabled by hand.
-HOLD = f"""
+""",
+    ),
+    # (``ALERT_INSERT_COLUMNS`` less sent_at, error)
+    Statement(
+        "insert_alert",
+        Kind.EXEC,
+        f"INSERT INTO wh_alerts ({spelled(ALERT_INSERT_COLUMNS)}) VALUES ({_params(1, 7)}, NULL, '')",
+    ),
+    # hold: (now, endpoint id). Deliveries waiting for an endpoint that is disabled are kept, not sent; run
+    # for each endpoint a cycle saw fail and when an endpoint is disabled by hand.
+    Statement(
+        "hold",
+        Kind.MANY,
+        f"""
     UPDATE wh_deliveries SET status = '{D.HELD}', updated_at = $1
     WHERE endpoint_id IN (SELECT id FROM wh_endpoints WHERE id = $2 AND status = '{E.DISABLED}')
       AND status = '{D.PENDING}' AND lease_owner IS NULL
-"""
-# release leases (SQLite at start: one process, so every lease is a dead predecessor's): ()
-RELEASE_LEASES = f"""
+""",
+    ),
+    # release leases (SQLite at start: one process, so every lease is a dead predecessor's): ()
+    Statement(
+        "release_leases",
+        Kind.EXEC,
+        f"""
     UPDATE wh_deliveries SET next_attempt_at = due_at, lease_owner = NULL
     WHERE status = '{D.PENDING}' AND lease_owner IS NOT NULL
-"""
-# purge: (before) the attempt log past its 30 days
-PURGE_ATTEMPTS = "DELETE FROM wh_attempts WHERE attempted_at < $1"
+""",
+    ),
+    # fan-out and test sends: rows of ``DELIVERY_INSERT_COLUMNS`` (``_rows.delivery_row``)
+    Statement(
+        "insert_deliveries",
+        Kind.MANY,
+        f"INSERT INTO wh_deliveries ({spelled(DELIVERY_INSERT_COLUMNS)})"
+        f" VALUES ({_params(1, len(DELIVERY_INSERT_COLUMNS))})",
+    ),
+    # an endpoint deleted: (now, endpoint id). What it still had to send fails.
+    Statement(
+        "fail_deliveries",
+        Kind.EXEC,
+        f"""
+    UPDATE wh_deliveries SET status = '{D.FAILED}', updated_at = $1, lease_owner = NULL
+    WHERE endpoint_id = $2 AND status IN ('{D.PENDING}', '{D.HELD}')
+""",
+    ),
+    # a manual attempt (its row through record_attempts): (now, delivery id)
+    Statement(
+        "manual_succeeded",
+        Kind.EXEC,
+        f"""
+    UPDATE wh_deliveries SET attempt_count = attempt_count + 1, updated_at = $1,
+        status = '{D.SUCCEEDED}', next_attempt_at = NULL, due_at = NULL
+    WHERE id = $2
+""",
+    ),
+    Statement(
+        "manual_failed",
+        Kind.EXEC,
+        "UPDATE wh_deliveries SET attempt_count = attempt_count + 1, updated_at = $1 WHERE id = $2",
+    ),
+    # recover an endpoint: (now, endpoint id[, created since]). Held and failed deliveries start a new run
+    # of the retry schedule, due now (due_at too: a lease released after a crash goes back to it).
+    Statement(
+        "recover",
+        Kind.EXEC,
+        f"""
+    UPDATE wh_deliveries SET status = '{D.PENDING}', next_attempt_at = $1, due_at = $1, schedule_count = 0,
+        lease_owner = NULL, updated_at = $1
+    WHERE endpoint_id = $2 AND status IN ('{D.HELD}', '{D.FAILED}')
+""",
+    ),
+    Statement(
+        "recover_since",
+        Kind.EXEC,
+        f"""
+    UPDATE wh_deliveries SET status = '{D.PENDING}', next_attempt_at = $1, due_at = $1, schedule_count = 0,
+        lease_owner = NULL, updated_at = $1
+    WHERE endpoint_id = $2 AND status IN ('{D.HELD}', '{D.FAILED}') AND created_at >= $3
+""",
+    ),
+    # stats: () -> (pending deliveries,); (now,) -> (oldest due and unclaimed,); () -> (next due,)
+    Statement("queue_depth", Kind.ONE, f"SELECT count(*) FROM wh_deliveries WHERE status = '{D.PENDING}'"),
+    Statement(
+        "oldest_due",
+        Kind.ONE,
+        f"""
+    SELECT min(next_attempt_at) FROM wh_deliveries
+    WHERE status = '{D.PENDING}' AND lease_owner IS NULL AND next_attempt_at <= $1
+""",
+    ),
+    Statement(
+        "next_due",
+        Kind.ONE,
+        f"SELECT min(next_attempt_at) FROM wh_deliveries WHERE status = '{D.PENDING}'",
+    ),
+    # purge: (before) the attempt log past its 30 days
+    Statement("purge_attempts", Kind.EXEC, "DELETE FROM wh_attempts WHERE attempted_at < $1"),
+]
+STATEMENTS: dict[str, Statement] = {s.name: s for s in _ALL}
+# Only these read: a store may run them without taking its write lock.
+READS = frozenset({"queue_depth", "oldest_due", "next_due"})
 
 
-class Results:
+@dataclass(slots=True)
+class Claimed:
+    """What a claim answers, as rows: deliveries (``DELIVERY_COLUMNS``), their event bodies by event id,
+    their endpoints' rows (``ENDPOINT_COLUMNS``) by endpoint id (a deleted endpoint's is missing)."""
+
+    rows: Sequence[Sequence[Any]]
+    bodies: dict[str, bytes]
+    endpoints: dict[str, Sequence[Any]]
+
+
+NOTHING_CLAIMED = Claimed((), {}, {})
+
+
+class ResultRows:
     """One cycle's results as statement parameters, built before the storage hop."""
 
     __slots__ = ("attempts", "deliveries", "disabling", "failing", "t")
 
-    def __init__(self, outcomes: Sequence[Outcome], now_us: int) -> None:
+    def __init__(self, results: Sequence[DeliveryResult], now_us: int) -> None:
         self.t = now_us
         self.attempts: list[tuple[Any, ...]] = []
         self.deliveries: list[tuple[Any, ...]] = []  # (status, next, id, inc)
         self.disabling: list[tuple[str, str]] = []  # (endpoint id, reason)
         failing: set[str] = set()
-        for o in outcomes:
-            a = o.attempt
-            if a is not None:
-                self.attempts.append(
-                    (
-                        a.id,
-                        a.delivery_id,
-                        a.endpoint_id,
-                        a.event_id,
-                        a.account_id,
-                        a.environment,
-                        a.attempt_number,
-                        a.outcome,
-                        a.response_status,
-                        a.response_body,
-                        json.dumps(a.request_headers),
-                        a.latency_ms,
-                        a.error,
-                        us(a.attempted_at),
-                        a.manual,
-                        json.dumps(a.response_headers),
-                    )
-                )
-            nxt = us(o.next_attempt_at) if o.next_attempt_at else None
-            self.deliveries.append((str(o.status), nxt, o.delivery_id, 1 if o.counts_attempt else 0))
-            if o.disable_endpoint:
-                self.disabling.append((o.endpoint_id, o.disabled_reason))
-            if o.status != D.SUCCEEDED:
-                failing.add(o.endpoint_id)
+        for r in results:
+            if r.attempt is not None:
+                self.attempts.append(attempt_row(r.attempt))
+            nxt = us(r.next_attempt_at) if r.next_attempt_at else None
+            self.deliveries.append((str(r.status), nxt, r.delivery_id, 1 if r.counts_attempt else 0))
+            if r.disable_endpoint:
+                self.disabling.append((r.endpoint_id, r.disabled_reason))
+            if r.status != D.SUCCEEDED:
+                failing.add(r.endpoint_id)
         self.failing = sorted(failing)
 
     def holds(self) -> list[tuple[int, str]]:
-        """HOLD's parameters for each endpoint that saw a failure."""
+        """``hold``'s parameters for each endpoint that saw a failure."""
         return [(self.t, endpoint_id) for endpoint_id in self.failing]
 
 
-EndpointRow = collections.namedtuple("EndpointRow", ENDPOINT_COLUMNS.replace(",", " "))  # type: ignore[misc]
-
-
-def claimed(
-    rows: Sequence[Sequence[Any]], bodies: dict[str, bytes], endpoints: dict[str, EndpointRecord]
-) -> list[Claim]:
-    """Claims from rows of ``DELIVERY_COLUMNS``, oldest delivery first."""
-    claims = []
-    for r in rows:
-        status = D(r[6])
-        d = DeliveryRecord(
-            id=r[0],
-            event_id=r[1],
-            endpoint_id=r[2],
-            account_id=r[3],
-            environment=r[4],
-            event_type=r[5],
-            status=status,
-            attempt_count=r[7],
-            schedule_count=r[8],
-            next_attempt_at=at_us(r[9]) if status is D.PENDING and r[9] is not None else None,
-            created_at=at_us(r[10]),
-            updated_at=at_us(r[11]),
-        )
-        claims.append(Claim(d, bytes(bodies[d.event_id]), endpoints.get(d.endpoint_id)))
-    claims.sort(key=lambda c: c.delivery.created_at)
-    return claims
-
-
 def alert_row(endpoint_id: str, reason: str, disabled: Sequence[Any], now_us: int) -> tuple[Any, ...]:
-    """INSERT_ALERT's parameters for an endpoint DISABLE_ENDPOINT just disabled (its returned row)."""
+    """``insert_alert``'s parameters for an endpoint ``disable_endpoint`` just disabled (its returned row)."""
     return (new_id("alrt"), disabled[0], disabled[1], endpoint_id, disabled[2], reason, now_us)
 
 
 def alerts_of(rows: Sequence[tuple[Any, ...]], now: dt.datetime) -> list[Alert]:
-    """Alerts from INSERT_ALERT's parameter rows."""
+    """Alerts from ``insert_alert``'s parameter rows."""
     return [Alert(a[0], a[1], a[2], a[3], a[4], a[5], now) for a in rows]

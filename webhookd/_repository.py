@@ -1,5 +1,6 @@
-"""What webhookd stores, as plain records, and the storage port (a Protocol) the service and the worker
-use. ``_sql.SqlRepository`` is the SQLAlchemy adapter behind it."""
+"""What webhookd stores, as plain records, and the storage port (a Protocol) the service uses.
+``_sql.SqlRepository`` is the adapter behind it; every write to the deliveries table goes through its
+``Queue`` (``webhookd._queue``), which the worker talks to directly."""
 
 from __future__ import annotations
 
@@ -110,8 +111,9 @@ class Claim:
 
 
 @dataclass(slots=True)
-class Outcome:
-    """What the worker decided for one claimed delivery, written in a batch."""
+class DeliveryResult:
+    """What the worker decided for one claimed delivery, written in a batch (``attempt.outcome`` is the
+    attempt's ``AttemptOutcome``)."""
 
     delivery_id: str
     endpoint_id: str
@@ -211,27 +213,6 @@ class Repository(Protocol):
 
     async def create_test_delivery(self, event: EventRecord, delivery: DeliveryRecord) -> None: ...
 
-    async def claim_due(
-        self, now: dt.datetime, limit: int, lease_until: dt.datetime, owner: str
-    ) -> list[Claim]: ...
-
-    async def release_leases(self, now: dt.datetime) -> int: ...
-
-    async def record_outcomes(
-        self, outcomes: Sequence[Outcome], owner: str, now: dt.datetime
-    ) -> list[Alert]: ...
-
-    async def record_and_claim(
-        self,
-        outcomes: Sequence[Outcome],
-        owner: str,
-        now: dt.datetime,
-        limit: int,
-        lease_until: dt.datetime,
-    ) -> tuple[list[Alert], list[Claim]]:
-        """The worker's cycle: ``record_outcomes`` then ``claim_due`` (skipped when ``limit`` is 0)."""
-        ...
-
     async def get_claim(self, delivery_id: str) -> Claim | None: ...
 
     async def get_attempt(
@@ -288,7 +269,5 @@ class Repository(Protocol):
         ...
 
     async def stats(self, now: dt.datetime) -> Stats: ...
-
-    async def next_due(self) -> dt.datetime | None: ...
 
     async def close(self) -> None: ...

@@ -10,6 +10,8 @@ import datetime as dt
 import enum
 from dataclasses import dataclass
 
+from svckit.vocabulary import AttemptOutcome
+
 RETRY_DELAYS: tuple[dt.timedelta, ...] = (
     dt.timedelta(minutes=1),
     dt.timedelta(minutes=5),
@@ -21,15 +23,8 @@ RETRY_DELAYS: tuple[dt.timedelta, ...] = (
 MAX_ATTEMPTS = len(RETRY_DELAYS) + 1
 
 
-class Outcome(enum.Enum):
-    SUCCEEDED = "succeeded"
-    HTTP_ERROR = "http_error"
-    TIMEOUT = "timeout"
-    NETWORK_ERROR = "network_error"
-
-    @property
-    def ok(self) -> bool:
-        return self is Outcome.SUCCEEDED
+# How an attempt ended: svckit's word, stored in the attempt log as its value.
+Outcome = AttemptOutcome
 
 
 class Action(enum.Enum):

@@ -145,7 +145,7 @@ async def run_server(
         log.info("sealed signing secrets stored in the clear", extra={"endpoints": sealed})
     if config.secrets_key is None:
         log.warning("no --secrets-key-file / WEBHOOKD_SECRETS_KEY: signing secrets are stored in the clear")
-    released = await repo.release_leases(clock.now())  # on SQLite (one process): a predecessor's
+    released = await repo.queue.release_leases(clock.now())  # on SQLite (one process): a predecessor's
     if released:
         log.info("released leases of a previous run", extra={"released": released})
     owns_client = client is None
@@ -165,7 +165,7 @@ async def run_server(
         fallback=config.alert_emails,
         retry_seconds=config.mail_retry_seconds,
     )
-    worker = DeliveryWorker(repo, sender, clock, config.worker, on_alerts=mailer.wake)
+    worker = DeliveryWorker(repo.queue, sender, clock, config.worker, on_alerts=mailer.wake)
     service = WebhookService(
         repo,
         clock,

@@ -19,6 +19,7 @@ from svckit.events import MODE_ONLY, mode_refusal
 from svckit.ids import new_id, sortable_id
 from svckit.peers import identity_of, may_publish, refuse
 from svckit.protos import struct_to_dict
+from svckit.prototables import ATTEMPT_OUTCOME, DELIVERY_STATUS
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
@@ -76,10 +77,6 @@ class EventHub:
 def check_idempotency_key(key: str) -> None:
     if len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable():
         raise InvalidRequest(f"idempotency_key: at most {MAX_IDEMPOTENCY_KEY} printable characters")
-
-
-def _env_enum(environment: str) -> Environment:
-    return Environment.LIVE if environment == "live" else Environment.SANDBOX
 
 
 class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
@@ -318,7 +315,7 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
             event_id=event_id,
             kind=TEST_EVENT_KIND,
             created=now,
-            environment=_env_enum(endpoint.environment),
+            environment=Environment(endpoint.environment),
             account_id=endpoint.account_id,
             state="test",
             data=data,
@@ -379,7 +376,7 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
             event_id=event_id,
             kind=request.type,
             created=now,
-            environment=_env_enum(env),
+            environment=Environment(env),
             account_id=account_id,
             state=state,
             data=struct_to_dict(request.data),
@@ -423,9 +420,9 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
         account_id, env = cv.scope(request)
         status = ""
         if request.status:
-            if request.status not in cv.DELIVERY_STATUS:
+            status = DELIVERY_STATUS.get(request.status)
+            if not status:
                 raise InvalidRequest("status: unknown delivery status")
-            status = cv.DELIVERY_STATUS[request.status]
         if request.event_type and request.event_type not in (*EVENT_KINDS, TEST_EVENT_KIND):
             raise InvalidRequest(
                 f"event_type: unknown event kind {request.event_type[:64]!r}; "
@@ -445,9 +442,9 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
         account_id, env = cv.scope(request)
         outcome = ""
         if request.outcome:
-            if request.outcome not in cv.OUTCOMES:
+            outcome = ATTEMPT_OUTCOME.get(request.outcome)
+            if not outcome:
                 raise InvalidRequest("outcome: unknown attempt outcome")
-            outcome = cv.OUTCOMES[request.outcome]
         flt = self._filter(request, account_id, env, delivery_id=request.delivery_id)
         size = cv.page_size(request.page_size)
         rows = await self.repo.list_attempts(flt, outcome, size + 1, cv.parse_page_token(request.page_token))

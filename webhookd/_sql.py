@@ -1,9 +1,10 @@
-"""SQLAlchemy (async Core) adapter of the Repository port (schema migrations: webhookd/migrations).
+"""The SQLAlchemy (async Core) adapter of the Repository port: endpoints, events, logs, alerts.
 
-Times are stored as integer microseconds since the epoch (UTC): exact, index-friendly, the same on
-SQLite and PostgreSQL. A claimed delivery's ``next_attempt_at`` is its lease expiry: if the worker dies,
-the delivery becomes due again when the lease runs out (on SQLite, a single process, leases are
-released at start).
+Its tables are ``webhookd._tables``' (schema migrations: webhookd/migrations), its rows become records in
+``webhookd._rows``. Every write to the deliveries table (fan-out, a test send, holding, an endpoint's
+deletion, a manual attempt, a recovery, the worker's cycles) is a named statement its ``Queue`` runs
+(``webhookd._queue``), picked once here from the engine; where such a write goes with one of the
+repository's own (an event, an endpoint), the queue runs it in the repository's transaction.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from svckit.db import create_engine
 from svckit.ids import sortable_id
 from svckit.migrations import upgrade
+from svckit.vocabulary import AttemptOutcome
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
-from webhookd import _queue_sql as q
-from webhookd._queue import new_queue
+from webhookd._queue import StatementQueue
+from webhookd._queues import new_queue
 from webhookd._repository import (
     IDEMPOTENCY_WINDOW,
     Alert,
@@ -30,241 +32,31 @@ from webhookd._repository import (
     Claim,
     DeliveryFilter,
     DeliveryRecord,
+    DeliveryResult,
     EndpointRecord,
     EventFilter,
     EventRecord,
     IdempotencyRecord,
-    Outcome,
-    SigningSecret,
     Stats,
 )
-from webhookd._retry import Outcome as AttemptOutcome
+from webhookd._rows import alert_of, attempt_of, delivery_of, endpoint_of, endpoint_values, event_of
 from webhookd._secretbox import PREFIX as SEALED_PREFIX
 from webhookd._secretbox import SecretBox
-from webhookd._times import at_us, from_us, us
+from webhookd._tables import alerts, attempts, deliveries, endpoints, events, idempotency, metadata
+from webhookd._times import us
 from webhookd.migrations import SCHEMA
 
-metadata = sa.MetaData()
-_SEQ = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-
-endpoints = sa.Table(
-    "wh_endpoints",
-    metadata,
-    sa.Column("id", sa.String(64), primary_key=True),
-    sa.Column("account_id", sa.String(64), nullable=False),
-    sa.Column("environment", sa.String(16), nullable=False),
-    sa.Column("url", sa.Text, nullable=False),
-    sa.Column("events", sa.Text, nullable=False),
-    sa.Column("description", sa.Text, nullable=False, default=""),
-    sa.Column("status", sa.String(16), nullable=False),
-    sa.Column("disabled_reason", sa.Text, nullable=False, default=""),
-    sa.Column("secrets", sa.Text, nullable=False),
-    sa.Column("created_at", sa.BigInteger, nullable=False),
-    sa.Column("updated_at", sa.BigInteger, nullable=False),
-    sa.Column("deleted_at", sa.BigInteger, nullable=True),
-    sa.Index("wh_endpoints_scope", "account_id", "environment", "created_at"),
-)
-
-events = sa.Table(
-    "wh_events",
-    metadata,
-    sa.Column("seq", _SEQ, primary_key=True, autoincrement=True),
-    sa.Column("id", sa.String(64), nullable=False, unique=True),
-    sa.Column("account_id", sa.String(64), nullable=False),
-    sa.Column("environment", sa.String(16), nullable=False),
-    sa.Column("type", sa.String(64), nullable=False),
-    sa.Column("state", sa.String(64), nullable=False),
-    sa.Column("created_at", sa.BigInteger, nullable=False),
-    sa.Column("envelope", sa.LargeBinary, nullable=False),
-    sa.Column("idempotency_key", sa.String(255), nullable=True),
-    sa.Index("wh_events_scope", "account_id", "environment", "seq"),
-    sa.Index("wh_events_idem", "account_id", "environment", "idempotency_key", unique=True),
-)
-
-deliveries = sa.Table(
-    "wh_deliveries",
-    metadata,
-    sa.Column("id", sa.String(64), primary_key=True),
-    sa.Column("event_id", sa.String(64), nullable=False),
-    sa.Column("endpoint_id", sa.String(64), nullable=False),
-    sa.Column("account_id", sa.String(64), nullable=False),
-    sa.Column("environment", sa.String(16), nullable=False),
-    sa.Column("event_type", sa.String(64), nullable=False),
-    sa.Column("status", sa.String(16), nullable=False),
-    sa.Column("attempt_count", sa.Integer, nullable=False, default=0),
-    sa.Column("schedule_count", sa.Integer, nullable=False, default=0),
-    # When the next attempt is due; next_attempt_at is that, or the lease expiry while claimed.
-    sa.Column("due_at", sa.BigInteger, nullable=True),
-    sa.Column("next_attempt_at", sa.BigInteger, nullable=True),
-    sa.Column("lease_owner", sa.String(64), nullable=True),
-    sa.Column("created_at", sa.BigInteger, nullable=False),
-    sa.Column("updated_at", sa.BigInteger, nullable=False),
-    sa.Index("wh_deliveries_due", "status", "next_attempt_at"),
-    sa.Index("wh_deliveries_endpoint", "endpoint_id", "created_at"),
-    sa.Index("wh_deliveries_event", "event_id"),
-    sa.Index("wh_deliveries_scope", "account_id", "environment", "created_at"),
-    # Revision 0005: the delivery log filtered by event kind, newest first.
-    sa.Index("wh_deliveries_scope_type", "account_id", "environment", "event_type", "created_at"),
-)
-
-attempts = sa.Table(
-    "wh_attempts",
-    metadata,
-    sa.Column("id", sa.String(64), primary_key=True),
-    sa.Column("delivery_id", sa.String(64), nullable=False),
-    sa.Column("endpoint_id", sa.String(64), nullable=False),
-    sa.Column("event_id", sa.String(64), nullable=False),
-    sa.Column("account_id", sa.String(64), nullable=False),
-    sa.Column("environment", sa.String(16), nullable=False),
-    sa.Column("attempt_number", sa.Integer, nullable=False),
-    sa.Column("outcome", sa.String(16), nullable=False),
-    sa.Column("response_status", sa.Integer, nullable=False),
-    sa.Column("response_body", sa.Text, nullable=False),
-    sa.Column("request_headers", sa.Text, nullable=False),
-    sa.Column("latency_ms", sa.Float, nullable=False),
-    sa.Column("error", sa.Text, nullable=False),
-    sa.Column("attempted_at", sa.BigInteger, nullable=False),
-    sa.Column("manual", sa.Boolean, nullable=False, default=False),
-    # JSON object (revision 0003).
-    sa.Column("response_headers", sa.Text, nullable=False, server_default="{}"),
-    sa.Index("wh_attempts_delivery", "delivery_id"),
-    # With the outcome (revision 0006), GetAttemptStats counts from the index alone.
-    sa.Index("wh_attempts_scope_outcome", "account_id", "environment", "attempted_at", "outcome"),
-    sa.Index("wh_attempts_time", "attempted_at"),
-)
-
-alerts = sa.Table(
-    "wh_alerts",
-    metadata,
-    sa.Column("id", sa.String(64), primary_key=True),
-    sa.Column("account_id", sa.String(64), nullable=False),
-    sa.Column("environment", sa.String(16), nullable=False),
-    sa.Column("endpoint_id", sa.String(64), nullable=False),
-    sa.Column("url", sa.Text, nullable=False),
-    sa.Column("reason", sa.Text, nullable=False),
-    sa.Column("created_at", sa.BigInteger, nullable=False),
-    sa.Column("sent_at", sa.BigInteger, nullable=True),
-    sa.Column("error", sa.Text, nullable=False, default=""),
-    sa.Index("wh_alerts_pending", "sent_at"),
-)
-
-
-# The idempotency keys of endpoint registrations and rotations (kept 24 h): a retry after the caller
-# lost the answer (the edge crashed after the call) gets the same endpoint instead of a second one.
-idempotency = sa.Table(
-    "wh_idempotency",
-    metadata,
-    sa.Column("account_id", sa.String(64), primary_key=True),
-    sa.Column("environment", sa.String(16), primary_key=True),
-    sa.Column("idempotency_key", sa.String(255), primary_key=True),
-    sa.Column("request_hash", sa.String(64), nullable=False),
-    sa.Column("endpoint_id", sa.String(64), nullable=False),
-    sa.Column("created_at", sa.BigInteger, nullable=False),
-)
-
-
-def _secrets_json(secrets: Sequence[SigningSecret]) -> str:
-    return json.dumps([{"s": s.secret, "exp": us(s.expires_at) if s.expires_at else None} for s in secrets])
-
-
-def _endpoint(row: Any, box: SecretBox) -> EndpointRecord:
-    return EndpointRecord(
-        id=row.id,
-        account_id=row.account_id,
-        environment=row.environment,
-        url=row.url,
-        events=json.loads(row.events),
-        description=row.description,
-        status=EndpointStatus(row.status),
-        disabled_reason=row.disabled_reason,
-        created_at=at_us(row.created_at),
-        updated_at=at_us(row.updated_at),
-        secrets=[SigningSecret(x["s"], from_us(x["exp"])) for x in json.loads(box.open(row.secrets, row.id))],
-    )
-
-
-def _event(row: Any) -> EventRecord:
-    return EventRecord(
-        id=row.id,
-        account_id=row.account_id,
-        environment=row.environment,
-        type=row.type,
-        state=row.state,
-        created_at=at_us(row.created_at),
-        envelope=bytes(row.envelope),
-        seq=row.seq,
-    )
-
-
-def _delivery(row: Any) -> DeliveryRecord:
-    return DeliveryRecord(
-        id=row.id,
-        event_id=row.event_id,
-        endpoint_id=row.endpoint_id,
-        account_id=row.account_id,
-        environment=row.environment,
-        event_type=row.event_type,
-        status=DeliveryStatus(row.status),
-        attempt_count=row.attempt_count,
-        schedule_count=row.schedule_count,
-        next_attempt_at=from_us(row.due_at) if row.status == DeliveryStatus.PENDING else None,
-        created_at=at_us(row.created_at),
-        updated_at=at_us(row.updated_at),
-    )
-
-
-def _attempt(row: Any) -> AttemptRecord:
-    return AttemptRecord(
-        id=row.id,
-        delivery_id=row.delivery_id,
-        endpoint_id=row.endpoint_id,
-        event_id=row.event_id,
-        account_id=row.account_id,
-        environment=row.environment,
-        attempt_number=row.attempt_number,
-        outcome=row.outcome,
-        response_status=row.response_status,
-        response_body=row.response_body,
-        request_headers=json.loads(row.request_headers),
-        latency_ms=row.latency_ms,
-        error=row.error,
-        attempted_at=at_us(row.attempted_at),
-        manual=bool(row.manual),
-        response_headers=json.loads(row.response_headers),
-    )
-
-
-def _attempt_row(a: AttemptRecord) -> dict[str, Any]:
-    return {
-        "id": a.id,
-        "delivery_id": a.delivery_id,
-        "endpoint_id": a.endpoint_id,
-        "event_id": a.event_id,
-        "account_id": a.account_id,
-        "environment": a.environment,
-        "attempt_number": a.attempt_number,
-        "outcome": a.outcome,
-        "response_status": a.response_status,
-        "response_body": a.response_body,
-        "request_headers": json.dumps(a.request_headers),
-        "latency_ms": a.latency_ms,
-        "error": a.error,
-        "attempted_at": us(a.attempted_at),
-        "manual": a.manual,
-        "response_headers": json.dumps(a.response_headers),
-    }
-
-
-def _alert(row: Any) -> Alert:
-    return Alert(
-        id=row.id,
-        account_id=row.account_id,
-        environment=row.environment,
-        endpoint_id=row.endpoint_id,
-        url=row.url,
-        reason=row.reason,
-        created_at=at_us(row.created_at),
-    )
+# The tables, for the scripts and tests that take them from here.
+__all__ = [
+    "SqlRepository",
+    "alerts",
+    "attempts",
+    "deliveries",
+    "endpoints",
+    "events",
+    "idempotency",
+    "metadata",
+]
 
 
 def _keyset(created_col: Any, id_col: Any, after: tuple[dt.datetime, str] | None) -> Any:
@@ -294,8 +86,8 @@ class SqlRepository:
     def __init__(self, engine: AsyncEngine, box: SecretBox | None = None) -> None:
         self.engine = engine
         self.box = box or SecretBox()
-        # The store is picked once, here: the worker's cycles go through it.
-        self.queue = new_queue(engine, self._endpoint)
+        # The store is picked once, here: every write to the deliveries table goes through it.
+        self.queue: StatementQueue = new_queue(engine, self._endpoint)
 
     @classmethod
     async def open(cls, url: str, box: SecretBox | None = None) -> SqlRepository:
@@ -304,7 +96,7 @@ class SqlRepository:
         return cls(engine, box)
 
     def _endpoint(self, row: Any) -> EndpointRecord:
-        return _endpoint(row, self.box)
+        return endpoint_of(row, self.box)
 
     async def seal_secrets(self) -> int:
         """With a key: seal every endpoint's signing secrets still stored in the clear (a database written
@@ -333,7 +125,7 @@ class SqlRepository:
     async def create_endpoint(self, endpoint: EndpointRecord, idem: IdempotencyRecord | None = None) -> bool:
         try:
             async with self.engine.begin() as conn:
-                await conn.execute(endpoints.insert().values(**self._endpoint_values(endpoint)))
+                await conn.execute(endpoints.insert().values(**endpoint_values(endpoint, self.box)))
                 await self._record_idempotency(conn, endpoint, idem)
         except IntegrityError:
             if idem is None:
@@ -390,21 +182,6 @@ class SqlRepository:
             result = await conn.execute(idempotency.delete().where(idempotency.c.created_at < us(before)))
         return int(result.rowcount or 0)
 
-    def _endpoint_values(self, e: EndpointRecord) -> dict[str, Any]:
-        return {
-            "id": e.id,
-            "account_id": e.account_id,
-            "environment": e.environment,
-            "url": e.url,
-            "events": json.dumps(e.events),
-            "description": e.description,
-            "status": e.status,
-            "disabled_reason": e.disabled_reason,
-            "secrets": self.box.seal(_secrets_json(e.secrets), e.id),
-            "created_at": us(e.created_at),
-            "updated_at": us(e.updated_at),
-        }
-
     async def get_endpoint(
         self, account_id: str, environment: str, endpoint_id: str
     ) -> EndpointRecord | None:
@@ -439,7 +216,7 @@ class SqlRepository:
             return [self._endpoint(r) for r in await conn.execute(q)]
 
     async def save_endpoint(self, endpoint: EndpointRecord, idem: IdempotencyRecord | None = None) -> bool:
-        values = self._endpoint_values(endpoint)
+        values = endpoint_values(endpoint, self.box)
         for key in ("id", "account_id", "environment", "created_at"):
             values.pop(key)
         try:
@@ -447,15 +224,12 @@ class SqlRepository:
                 await self._record_idempotency(conn, endpoint, idem)
                 await conn.execute(endpoints.update().where(endpoints.c.id == endpoint.id).values(**values))
                 if endpoint.status != EndpointStatus.ENABLED:
-                    await self._hold_pending(conn, endpoint)
+                    await self.queue.hold(endpoint.id, endpoint.updated_at, conn)
         except IntegrityError:
             if idem is None:
                 raise
             return False
         return True
-
-    async def _hold_pending(self, conn: AsyncConnection, endpoint: EndpointRecord) -> None:
-        await conn.exec_driver_sql(self.queue.statement(q.HOLD), (us(endpoint.updated_at), endpoint.id))
 
     async def delete_endpoint(self, endpoint: EndpointRecord, now: dt.datetime) -> None:
         async with self.engine.begin() as conn:
@@ -464,14 +238,7 @@ class SqlRepository:
                 .where(endpoints.c.id == endpoint.id)
                 .values(deleted_at=us(now), updated_at=us(now))
             )
-            await conn.execute(
-                deliveries.update()
-                .where(
-                    deliveries.c.endpoint_id == endpoint.id,
-                    deliveries.c.status.in_([DeliveryStatus.PENDING, DeliveryStatus.HELD]),
-                )
-                .values(status=DeliveryStatus.FAILED, updated_at=us(now), lease_owner=None)
-            )
+            await self.queue.fail_endpoint(endpoint.id, now, conn)
 
     # Events and fan-out
 
@@ -509,7 +276,7 @@ class SqlRepository:
                             .where(deliveries.c.event_id == row.id)
                         )
                     ).scalar_one()
-                    return _event(row), int(count)
+                    return event_of(row), int(count)
             result = await conn.execute(
                 events.insert().values(
                     id=event.id,
@@ -530,32 +297,29 @@ class SqlRepository:
                     endpoints.c.deleted_at.is_(None),
                 )
             )
-            t = us(now)
-            rows = [
-                {
-                    "id": sortable_id("msg", now),
-                    "event_id": event.id,
-                    "endpoint_id": r.id,
-                    "account_id": event.account_id,
-                    "environment": event.environment,
-                    "event_type": event.type,
-                    "status": DeliveryStatus.PENDING
+            new = [
+                DeliveryRecord(
+                    id=sortable_id("msg", now),
+                    event_id=event.id,
+                    endpoint_id=r.id,
+                    account_id=event.account_id,
+                    environment=event.environment,
+                    event_type=event.type,
+                    status=DeliveryStatus.PENDING
                     if r.status == EndpointStatus.ENABLED
                     else DeliveryStatus.HELD,
-                    "attempt_count": 0,
-                    "schedule_count": 0,
-                    "due_at": t,
-                    "next_attempt_at": t,
-                    "lease_owner": None,
-                    "created_at": t,
-                    "updated_at": t,
-                }
+                    attempt_count=0,
+                    schedule_count=0,
+                    next_attempt_at=now,
+                    created_at=now,
+                    updated_at=now,
+                )
                 for r in targets
                 if event.type in json.loads(r.events)
             ]
-            if rows:
-                await conn.execute(deliveries.insert(), rows)
-            return event, len(rows)
+            if new:
+                await self.queue.fan_out(new, conn)
+            return event, len(new)
 
     async def create_test_delivery(self, event: EventRecord, delivery: DeliveryRecord) -> None:
         async with self.engine.begin() as conn:
@@ -572,42 +336,23 @@ class SqlRepository:
                 )
             )
             event.seq = int(result.inserted_primary_key[0])  # type: ignore[index]
-            await conn.execute(deliveries.insert().values(**self._delivery_values(delivery)))
+            await self.queue.fan_out([delivery], conn)
 
-    @staticmethod
-    def _delivery_values(d: DeliveryRecord) -> dict[str, Any]:
-        return {
-            "id": d.id,
-            "event_id": d.event_id,
-            "endpoint_id": d.endpoint_id,
-            "account_id": d.account_id,
-            "environment": d.environment,
-            "event_type": d.event_type,
-            "status": d.status,
-            "attempt_count": d.attempt_count,
-            "schedule_count": d.schedule_count,
-            "due_at": us(d.next_attempt_at) if d.next_attempt_at else None,
-            "next_attempt_at": us(d.next_attempt_at) if d.next_attempt_at else None,
-            "lease_owner": None,
-            "created_at": us(d.created_at),
-            "updated_at": us(d.updated_at),
-        }
-
-    # The worker: its cycles go through the queue
+    # The worker's: its queue's, for callers that hold the repository
 
     async def claim_due(
         self, now: dt.datetime, limit: int, lease_until: dt.datetime, owner: str
     ) -> list[Claim]:
-        _alerts, claims = await self.queue.record_and_claim([], owner, now, limit, lease_until)
-        return claims
+        return await self.queue.claim_due(now, limit, lease_until, owner)
 
-    async def record_outcomes(self, outcomes: Sequence[Outcome], owner: str, now: dt.datetime) -> list[Alert]:
-        alerts, _claims = await self.queue.record_and_claim(outcomes, owner, now, 0, now)
-        return alerts
+    async def record_outcomes(
+        self, outcomes: Sequence[DeliveryResult], owner: str, now: dt.datetime
+    ) -> list[Alert]:
+        return await self.queue.record_outcomes(outcomes, owner, now)
 
     async def record_and_claim(
         self,
-        outcomes: Sequence[Outcome],
+        outcomes: Sequence[DeliveryResult],
         owner: str,
         now: dt.datetime,
         limit: int,
@@ -618,12 +363,15 @@ class SqlRepository:
     async def release_leases(self, now: dt.datetime) -> int:
         return await self.queue.release_leases(now)
 
+    async def next_due(self) -> dt.datetime | None:
+        return await self.queue.next_due()
+
     async def get_claim(self, delivery_id: str) -> Claim | None:
         async with self.engine.connect() as conn:
             row = (await conn.execute(sa.select(deliveries).where(deliveries.c.id == delivery_id))).first()
             if row is None:
                 return None
-            d = _delivery(row)
+            d = delivery_of(row)
             body = (
                 await conn.execute(sa.select(events.c.envelope).where(events.c.id == d.event_id))
             ).scalar_one()
@@ -647,22 +395,15 @@ class SqlRepository:
                     )
                 )
             ).first()
-        return _attempt(row) if row else None
+        return attempt_of(row) if row else None
 
     async def get_delivery(self, delivery_id: str) -> DeliveryRecord | None:
         async with self.engine.connect() as conn:
             row = (await conn.execute(sa.select(deliveries).where(deliveries.c.id == delivery_id))).first()
-        return _delivery(row) if row else None
+        return delivery_of(row) if row else None
 
     async def record_manual_attempt(self, attempt: AttemptRecord, succeeded: bool, now: dt.datetime) -> None:
-        values: dict[str, Any] = {"attempt_count": deliveries.c.attempt_count + 1, "updated_at": us(now)}
-        if succeeded:
-            values.update(status=DeliveryStatus.SUCCEEDED, next_attempt_at=None, due_at=None)
-        async with self.engine.begin() as conn:
-            await conn.execute(attempts.insert().values(**_attempt_row(attempt)))
-            await conn.execute(
-                deliveries.update().where(deliveries.c.id == attempt.delivery_id).values(**values)
-            )
+        await self.queue.record_manual_attempt(attempt, succeeded, now)
 
     # Logs
 
@@ -682,7 +423,7 @@ class SqlRepository:
             .limit(limit)
         )
         async with self.engine.connect() as conn:
-            return [_delivery(r) for r in await conn.execute(q)]
+            return [delivery_of(r) for r in await conn.execute(q)]
 
     async def list_attempts(
         self, flt: DeliveryFilter, outcome: str, limit: int, after: tuple[dt.datetime, str] | None
@@ -700,7 +441,7 @@ class SqlRepository:
             .limit(limit)
         )
         async with self.engine.connect() as conn:
-            return [_attempt(r) for r in await conn.execute(q)]
+            return [attempt_of(r) for r in await conn.execute(q)]
 
     async def attempt_stats(
         self, account_id: str, environment: str, since: dt.datetime, recent_since: dt.datetime | None = None
@@ -721,25 +462,7 @@ class SqlRepository:
         return int(total), int(succeeded), int(recent_total), int(recent_succeeded)
 
     async def recover(self, endpoint: EndpointRecord, since: dt.datetime | None, now: dt.datetime) -> int:
-        conds = [
-            deliveries.c.endpoint_id == endpoint.id,
-            deliveries.c.status.in_([DeliveryStatus.HELD, DeliveryStatus.FAILED]),
-        ]
-        if since is not None:
-            conds.append(deliveries.c.created_at >= us(since))
-        async with self.engine.begin() as conn:
-            result = await conn.execute(
-                deliveries.update()
-                .where(*conds)
-                .values(
-                    status=DeliveryStatus.PENDING,
-                    next_attempt_at=us(now),
-                    schedule_count=0,
-                    lease_owner=None,
-                    updated_at=us(now),
-                )
-            )
-        return int(result.rowcount or 0)
+        return await self.queue.recover(endpoint.id, since, now)
 
     # Stream
 
@@ -773,7 +496,7 @@ class SqlRepository:
             conds.append(events.c.type.in_(list(types)))
         q = sa.select(events).where(*conds).order_by(events.c.seq).limit(limit)
         async with self.engine.connect() as conn:
-            return [_event(r) for r in await conn.execute(q)]
+            return [event_of(r) for r in await conn.execute(q)]
 
     async def list_events(
         self, flt: EventFilter, limit: int, after: tuple[dt.datetime, str] | None
@@ -795,7 +518,7 @@ class SqlRepository:
             .limit(limit)
         )
         async with self.engine.connect() as conn:
-            return [_event(r) for r in await conn.execute(q)]
+            return [event_of(r) for r in await conn.execute(q)]
 
     async def get_event(
         self, account_id: str, environment: str, event_id: str, since: dt.datetime
@@ -809,14 +532,12 @@ class SqlRepository:
         )
         async with self.engine.connect() as conn:
             row = (await conn.execute(q)).first()
-        return _event(row) if row is not None else None
+        return event_of(row) if row is not None else None
 
     # Housekeeping
 
     async def purge_attempts(self, before: dt.datetime) -> int:
-        async with self.engine.begin() as conn:
-            result = await conn.exec_driver_sql(self.queue.statement(q.PURGE_ATTEMPTS), (us(before),))
-        return int(result.rowcount or 0)
+        return await self.queue.purge_attempts(before)
 
     async def pending_alerts(self, limit: int, after: tuple[dt.datetime, str] | None = None) -> list[Alert]:
         c = alerts.c
@@ -828,7 +549,7 @@ class SqlRepository:
             rows = await conn.execute(
                 sa.select(alerts).where(c.sent_at.is_(None), page).order_by(c.created_at, c.id).limit(limit)
             )
-            return [_alert(r) for r in rows]
+            return [alert_of(r) for r in rows]
 
     async def finish_alert(self, alert_id: str, now: dt.datetime) -> None:
         async with self.engine.begin() as conn:
@@ -837,33 +558,4 @@ class SqlRepository:
             )
 
     async def stats(self, now: dt.datetime) -> Stats:
-        c = deliveries.c
-        async with self.engine.connect() as conn:
-            depth = (
-                await conn.execute(
-                    sa.select(sa.func.count())
-                    .select_from(deliveries)
-                    .where(c.status == DeliveryStatus.PENDING)
-                )
-            ).scalar_one()
-            oldest = (
-                await conn.execute(
-                    sa.select(sa.func.min(c.next_attempt_at)).where(
-                        c.status == DeliveryStatus.PENDING,
-                        c.lease_owner.is_(None),
-                        c.next_attempt_at <= us(now),
-                    )
-                )
-            ).scalar()
-        age = max(0.0, (us(now) - int(oldest)) / 1_000_000) if oldest is not None else 0.0
-        return Stats(int(depth), age)
-
-    async def next_due(self) -> dt.datetime | None:
-        c = deliveries.c
-        async with self.engine.connect() as conn:
-            value = (
-                await conn.execute(
-                    sa.select(sa.func.min(c.next_attempt_at)).where(c.status == DeliveryStatus.PENDING)
-                )
-            ).scalar()
-        return from_us(value)
+        return await self.queue.stats(now)

@@ -1,39 +1,33 @@
-"""The delivery queue on SQLite: claims and group commits on one synchronous ``sqlite3`` connection in a
-dedicated thread.
+"""The delivery queue on SQLite: each step of ``webhookd._queue`` runs whole on one synchronous ``sqlite3``
+connection in a dedicated thread.
 
 Through SQLAlchemy and aiosqlite every statement (BEGIN, each execute, each fetch, COMMIT) hops to
-aiosqlite's thread and back, and SQLAlchemy builds parameters row by row; here a whole cycle is one hop,
-plain tuples, and SQLite's own work runs outside the event loop's thread. The statements are
-``webhookd._queue_sql``'s, as PostgreSQL's are. SQLite means one webhookd process and one writer
-(``BEGIN IMMEDIATE``).
+aiosqlite's thread and back, and SQLAlchemy builds parameters row by row; here a whole step (a worker's
+cycle: its results and its claim) is one hop, plain tuples, and SQLite's own work runs outside the event
+loop's thread. The statements are ``webhookd._queue_sql``'s, as PostgreSQL's are. SQLite means one
+webhookd process and one writer (``BEGIN IMMEDIATE``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from webhookd import _queue_sql as q
-from webhookd._repository import Alert, Claim, EndpointRecord, Outcome
-from webhookd._times import us
+from webhookd._queue import StatementQueue, Step, drive
+from webhookd._repository import EndpointRecord
 
 T = TypeVar("T")
 log = logging.getLogger("webhookd.sqlite")
 CHECKPOINT_SECONDS = 0.5
 IN_CHUNK = 500  # ids per IN (...) list, far below SQLite's host-parameter limit
 
-_CLAIM = q.sqlite(q.CLAIM_SQLITE)
-_RECORD_DELIVERIES = q.sqlite(q.RECORD_DELIVERIES_SQLITE)
-_DISABLE_ENDPOINT = q.sqlite(q.DISABLE_ENDPOINT)
-_INSERT_ALERT = q.sqlite(q.INSERT_ALERT)
-_HOLD = q.sqlite(q.HOLD)
-_RELEASE_LEASES = q.sqlite(q.RELEASE_LEASES)
+_TEXTS = {name: statement.sqlite_text() for name, statement in q.STATEMENTS.items()}
 
 
 def _pow2_chunks(rows: list[T]) -> list[list[T]]:
@@ -51,10 +45,13 @@ def _chunks(ids: list[str]) -> list[list[str]]:
     return [ids[i : i + IN_CHUNK] for i in range(0, len(ids), IN_CHUNK)]
 
 
-class SqliteQueue:
+class SqliteQueue(StatementQueue):
+    dialect = "sqlite"
+    single_process = True
+
     def __init__(self, path: str, endpoint_from_row: Callable[[Any], EndpointRecord]) -> None:
+        super().__init__(endpoint_from_row)
         self.path = path
-        self._endpoint_from_row = endpoint_from_row
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webhookd-sqlite")
         self._db: sqlite3.Connection | None = None
         self._stop_checkpoints = threading.Event()
@@ -89,14 +86,18 @@ class SqliteQueue:
         finally:
             db.close()
 
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+    async def _hop(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
-    def _transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def _run(self, step: Step[T], *, write: bool = True) -> T:
+        return await self._hop(self._transaction, step, write)
+
+    def _transaction(self, step: Step[T], write: bool) -> T:
         db = self._conn()
-        db.execute("BEGIN IMMEDIATE")
+        # A write takes the write lock at once; a read only reads (WAL: it never waits for the writer).
+        db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         try:
-            out = fn(db)
+            out = drive(step, lambda name, params: _execute(db, name, params))
         except BaseException:
             db.execute("ROLLBACK")
             raise
@@ -109,57 +110,37 @@ class SqliteQueue:
                 self._db.close()
                 self._db = None
 
-        await self._run(close)
+        await self._hop(close)
         self._pool.shutdown(wait=True)
         if self._checkpointer.is_alive():
             self._stop_checkpoints.set()
             await asyncio.to_thread(self._checkpointer.join, 10)
 
-    @staticmethod
-    def statement(text: str) -> str:
-        return q.sqlite(text)
 
-    async def release_leases(self, now: dt.datetime) -> int:
-        """At start: SQLite means one process, so every lease left is a killed predecessor's."""
-        return await self._run(self._transaction, lambda db: db.execute(_RELEASE_LEASES).rowcount)
-
-    # The worker's one hop per cycle: write the finished results, then claim what is due, in one transaction.
-    # Rows are built before the hop and claims after it, on the event loop's thread: the SQLite thread is
-    # the pipeline's serial stage, so it does nothing but run statements.
-
-    async def record_and_claim(
-        self,
-        outcomes: Sequence[Outcome],
-        owner: str,
-        now: dt.datetime,
-        limit: int,
-        lease_until: dt.datetime,
-    ) -> tuple[list[Alert], list[Claim]]:
-        results = q.Results(outcomes, us(now)) if outcomes else None
-        claim = (us(lease_until), owner, us(now), limit) if limit > 0 else None
-        if results is None and claim is None:
-            return [], []  # no write lock for nothing
-        alert_rows, (rows, bodies, eps) = await self._run(self._cycle_sync, results, owner, claim)
-        endpoints = {k: self._endpoint_from_row(q.EndpointRow(*r)) for k, r in eps.items()}
-        return q.alerts_of(alert_rows, now), q.claimed(rows, bodies, endpoints)
-
-    def _cycle_sync(
-        self, results: q.Results | None, owner: str, claim: tuple[int, str, int, int] | None
-    ) -> tuple[Any, Any]:
-        def cycle(db: sqlite3.Connection) -> tuple[Any, Any]:
-            alerts = _record(db, results, owner) if results is not None else []
-            claimed = _claim(db, claim) if claim is not None else ([], {}, {})
-            return alerts, claimed
-
-        return self._transaction(cycle)
+def _execute(db: sqlite3.Connection, name: str, params: Any) -> Any:
+    """Run the statement ``name`` as its kind says (``webhookd._queue_sql.Kind``)."""
+    kind = q.STATEMENTS[name].kind
+    text = _TEXTS[name]
+    if kind is q.Kind.EXEC:
+        return db.execute(text, params).rowcount
+    if kind is q.Kind.ONE:
+        return db.execute(text, params).fetchone()
+    if kind is q.Kind.MANY:
+        db.executemany(text, params)
+        return None
+    if kind is q.Kind.BATCH:
+        head, rows = params
+        for part in _pow2_chunks(rows):
+            sql = text.format(values=q.values_list(len(part), len(part[0]), len(head) + 1))
+            db.execute(sql, [*head, *(value for row in part for value in row)])
+        return None
+    return _claim(db, text, params)
 
 
-def _claim(
-    db: sqlite3.Connection, params: tuple[int, str, int, int]
-) -> tuple[list[Any], dict[str, bytes], dict[str, Any]]:
-    rows = db.execute(_CLAIM, params).fetchall()
+def _claim(db: sqlite3.Connection, text: str, params: tuple[int, str, int, int]) -> q.Claimed:
+    rows = db.execute(text, params).fetchall()
     if not rows:
-        return rows, {}, {}
+        return q.NOTHING_CLAIMED
     bodies: dict[str, bytes] = {}
     for chunk in _chunks(list({r[1] for r in rows})):
         bodies.update(db.execute(q.CLAIMED_EVENTS_SQLITE.format(marks=",".join("?" * len(chunk))), chunk))
@@ -167,24 +148,4 @@ def _claim(
     for chunk in _chunks(list({r[2] for r in rows})):
         for r in db.execute(q.CLAIMED_ENDPOINTS_SQLITE.format(marks=",".join("?" * len(chunk))), chunk):
             eps[r[0]] = r
-    return rows, bodies, eps
-
-
-def _record(db: sqlite3.Connection, results: q.Results, owner: str) -> list[tuple[Any, ...]]:
-    """Run the statements; the new alerts as INSERT_ALERT's rows."""
-    t = results.t
-    for part in _pow2_chunks(results.attempts):
-        sql = q.RECORD_ATTEMPTS_SQLITE.format(values=q.values_list(len(part), 16, 1))
-        db.execute(sql, [value for row in part for value in row])
-    for part in _pow2_chunks(results.deliveries):
-        sql = _RECORD_DELIVERIES.format(values=q.values_list(len(part), 4, 3))
-        db.execute(sql, [t, owner, *(value for row in part for value in row)])
-    new_alerts: list[tuple[Any, ...]] = []
-    for endpoint_id, reason in results.disabling:
-        row = db.execute(_DISABLE_ENDPOINT, (reason, t, endpoint_id)).fetchone()
-        if row is not None:
-            alert = q.alert_row(endpoint_id, reason, row, t)
-            db.execute(_INSERT_ALERT, alert)
-            new_alerts.append(alert)
-    db.executemany(_HOLD, results.holds())
-    return new_alerts
+    return q.Claimed(rows, bodies, eps)

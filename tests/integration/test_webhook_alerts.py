@@ -22,7 +22,7 @@ from tests.support import free_port
 from travel.auth.v1 import auth_pb2, auth_pb2_grpc
 from webhookd._accounts import Accounts
 from webhookd._mailer import Mailer, SmtpConfig
-from webhookd._repository import EndpointRecord, Outcome, SigningSecret
+from webhookd._repository import DeliveryResult, EndpointRecord, SigningSecret
 from webhookd._sql import SqlRepository
 from webhookd.migrations import SCHEMA
 
@@ -55,7 +55,7 @@ async def _disable(repo: SqlRepository, account_id: str, endpoint_id: str = "") 
     await repo.create_endpoint(ep)
     await repo.record_outcomes(
         [
-            Outcome(
+            DeliveryResult(
                 "msg_x", ep.id, None, "failed", None, False, disable_endpoint=True, disabled_reason="HTTP 500"
             )
         ],

@@ -180,8 +180,12 @@ def test_kept_response_headers_table(headers: list[tuple[bytes, bytes]], kept: d
 
 
 def test_statuses_and_the_proto_enums_name_each_other() -> None:
+    from svckit.prototables import DELIVERY_STATUS, ENDPOINT_STATUS
     from travel.webhooks.v1 import webhooks_pb2 as pb
-    from webhookd._convert import DELIVERY_STATUS_TO_PB, ENDPOINT_STATUS_TO_PB
+
+    # webhookd's tables are svckit's now: {stored word: proto number}, as webhookd's own were.
+    DELIVERY_STATUS_TO_PB = {word: n for n, word in DELIVERY_STATUS.names().items()}
+    ENDPOINT_STATUS_TO_PB = {word: n for n, word in ENDPOINT_STATUS.names().items()}
 
     for mapping, enum, prefix in (
         (DELIVERY_STATUS_TO_PB, pb.DeliveryStatus, "DELIVERY_STATUS_"),

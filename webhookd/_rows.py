@@ -1,0 +1,155 @@
+"""Stored rows <-> records, each written once, in the column order ``_tables`` derives from the tables.
+
+A row read may be a SQLAlchemy row or one of the named tuples below (a queue's plain tuples, named by the
+same column lists); what is stored differs from the record only where a value is encoded: times as
+microseconds (``_times.us``), header maps and event lists as JSON, signing secrets sealed.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from svckit.webhook_status import DeliveryStatus, EndpointStatus
+from webhookd._repository import (
+    Alert,
+    AttemptRecord,
+    DeliveryRecord,
+    EndpointRecord,
+    EventRecord,
+    SigningSecret,
+)
+from webhookd._secretbox import SecretBox
+from webhookd._tables import (
+    ATTEMPT_COLUMNS,
+    DELIVERY_COLUMNS,
+    DELIVERY_INSERT_COLUMNS,
+    ENDPOINT_COLUMNS,
+)
+from webhookd._times import at_us, from_us, us
+
+# Plain tuples of the queues' statements, named by their column lists.
+DeliveryRow = collections.namedtuple("DeliveryRow", DELIVERY_COLUMNS)  # type: ignore[misc]
+EndpointRow = collections.namedtuple("EndpointRow", ENDPOINT_COLUMNS)  # type: ignore[misc]
+
+# An attempt is stored field by field under its own names: a field without its column fails at import.
+if tuple(f.name for f in dataclasses.fields(AttemptRecord)) != ATTEMPT_COLUMNS:
+    raise ImportError("AttemptRecord's fields and wh_attempts' columns differ")
+
+
+def secrets_json(secrets: Sequence[SigningSecret]) -> str:
+    return json.dumps([{"s": s.secret, "exp": us(s.expires_at) if s.expires_at else None} for s in secrets])
+
+
+def endpoint_of(row: Any, box: SecretBox) -> EndpointRecord:
+    return EndpointRecord(
+        id=row.id,
+        account_id=row.account_id,
+        environment=row.environment,
+        url=row.url,
+        events=json.loads(row.events),
+        description=row.description,
+        status=EndpointStatus(row.status),
+        disabled_reason=row.disabled_reason,
+        created_at=at_us(row.created_at),
+        updated_at=at_us(row.updated_at),
+        secrets=[SigningSecret(x["s"], from_us(x["exp"])) for x in json.loads(box.open(row.secrets, row.id))],
+    )
+
+
+def endpoint_values(e: EndpointRecord, box: SecretBox) -> dict[str, Any]:
+    """An endpoint's columns (all but ``deleted_at``), its secrets sealed."""
+    return {
+        "id": e.id,
+        "account_id": e.account_id,
+        "environment": e.environment,
+        "url": e.url,
+        "events": json.dumps(e.events),
+        "description": e.description,
+        "status": e.status,
+        "disabled_reason": e.disabled_reason,
+        "secrets": box.seal(secrets_json(e.secrets), e.id),
+        "created_at": us(e.created_at),
+        "updated_at": us(e.updated_at),
+    }
+
+
+def event_of(row: Any) -> EventRecord:
+    return EventRecord(
+        id=row.id,
+        account_id=row.account_id,
+        environment=row.environment,
+        type=row.type,
+        state=row.state,
+        created_at=at_us(row.created_at),
+        envelope=bytes(row.envelope),
+        seq=row.seq,
+    )
+
+
+def delivery_of(row: Any) -> DeliveryRecord:
+    """A delivery from a row with at least ``DELIVERY_COLUMNS``: when it is pending, it is next due at
+    ``due_at`` (``next_attempt_at`` may be a lease expiry)."""
+    status = DeliveryStatus(row.status)
+    return DeliveryRecord(
+        id=row.id,
+        event_id=row.event_id,
+        endpoint_id=row.endpoint_id,
+        account_id=row.account_id,
+        environment=row.environment,
+        event_type=row.event_type,
+        status=status,
+        attempt_count=row.attempt_count,
+        schedule_count=row.schedule_count,
+        next_attempt_at=from_us(row.due_at) if status is DeliveryStatus.PENDING else None,
+        created_at=at_us(row.created_at),
+        updated_at=at_us(row.updated_at),
+    )
+
+
+def delivery_row(d: DeliveryRecord) -> tuple[Any, ...]:
+    """A new delivery's values in ``DELIVERY_INSERT_COLUMNS`` order: due when it is next due, no lease."""
+    due = us(d.next_attempt_at) if d.next_attempt_at else None
+    values = {
+        **{f.name: getattr(d, f.name) for f in dataclasses.fields(DeliveryRecord)},
+        "status": str(d.status),
+        "due_at": due,
+        "next_attempt_at": due,
+        "lease_owner": None,
+        "created_at": us(d.created_at),
+        "updated_at": us(d.updated_at),
+    }
+    return tuple(values[c] for c in DELIVERY_INSERT_COLUMNS)
+
+
+def attempt_of(row: Any) -> AttemptRecord:
+    values = {c: getattr(row, c) for c in ATTEMPT_COLUMNS}
+    values["request_headers"] = json.loads(row.request_headers)
+    values["response_headers"] = json.loads(row.response_headers)
+    values["attempted_at"] = at_us(row.attempted_at)
+    values["manual"] = bool(row.manual)
+    return AttemptRecord(**values)
+
+
+def attempt_row(a: AttemptRecord) -> tuple[Any, ...]:
+    """An attempt's values in ``ATTEMPT_COLUMNS`` order."""
+    values = {c: getattr(a, c) for c in ATTEMPT_COLUMNS}
+    values["request_headers"] = json.dumps(a.request_headers)
+    values["response_headers"] = json.dumps(a.response_headers)
+    values["attempted_at"] = us(a.attempted_at)
+    return tuple(values[c] for c in ATTEMPT_COLUMNS)
+
+
+def alert_of(row: Any) -> Alert:
+    return Alert(
+        id=row.id,
+        account_id=row.account_id,
+        environment=row.environment,
+        endpoint_id=row.endpoint_id,
+        url=row.url,
+        reason=row.reason,
+        created_at=at_us(row.created_at),
+    )

@@ -1,0 +1,153 @@
+"""webhookd's tables as SQLAlchemy ``Table`` objects (the migrations in ``webhookd/migrations`` create them;
+``tests/integration/test_migrations.py`` checks the two agree), and each table's column list, derived from
+the table: the named statements (``_queue_sql``) and the row conversions (``_rows``) spell no column.
+
+Times are stored as integer microseconds since the epoch (UTC): exact, index-friendly, the same on SQLite
+and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+_SEQ = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+endpoints = sa.Table(
+    "wh_endpoints",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("account_id", sa.String(64), nullable=False),
+    sa.Column("environment", sa.String(16), nullable=False),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("events", sa.Text, nullable=False),
+    sa.Column("description", sa.Text, nullable=False, default=""),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("disabled_reason", sa.Text, nullable=False, default=""),
+    sa.Column("secrets", sa.Text, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", sa.BigInteger, nullable=False),
+    sa.Column("deleted_at", sa.BigInteger, nullable=True),
+    sa.Index("wh_endpoints_scope", "account_id", "environment", "created_at"),
+)
+
+events = sa.Table(
+    "wh_events",
+    metadata,
+    sa.Column("seq", _SEQ, primary_key=True, autoincrement=True),
+    sa.Column("id", sa.String(64), nullable=False, unique=True),
+    sa.Column("account_id", sa.String(64), nullable=False),
+    sa.Column("environment", sa.String(16), nullable=False),
+    sa.Column("type", sa.String(64), nullable=False),
+    sa.Column("state", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("envelope", sa.LargeBinary, nullable=False),
+    sa.Column("idempotency_key", sa.String(255), nullable=True),
+    sa.Index("wh_events_scope", "account_id", "environment", "seq"),
+    sa.Index("wh_events_idem", "account_id", "environment", "idempotency_key", unique=True),
+)
+
+deliveries = sa.Table(
+    "wh_deliveries",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("event_id", sa.String(64), nullable=False),
+    sa.Column("endpoint_id", sa.String(64), nullable=False),
+    sa.Column("account_id", sa.String(64), nullable=False),
+    sa.Column("environment", sa.String(16), nullable=False),
+    sa.Column("event_type", sa.String(64), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("attempt_count", sa.Integer, nullable=False, default=0),
+    sa.Column("schedule_count", sa.Integer, nullable=False, default=0),
+    # When the next attempt is due; next_attempt_at is that, or the lease expiry while claimed.
+    sa.Column("due_at", sa.BigInteger, nullable=True),
+    sa.Column("next_attempt_at", sa.BigInteger, nullable=True),
+    sa.Column("lease_owner", sa.String(64), nullable=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", sa.BigInteger, nullable=False),
+    sa.Index("wh_deliveries_due", "status", "next_attempt_at"),
+    sa.Index("wh_deliveries_endpoint", "endpoint_id", "created_at"),
+    sa.Index("wh_deliveries_event", "event_id"),
+    sa.Index("wh_deliveries_scope", "account_id", "environment", "created_at"),
+    # Revision 0005: the delivery log filtered by event kind, newest first.
+    sa.Index("wh_deliveries_scope_type", "account_id", "environment", "event_type", "created_at"),
+)
+
+attempts = sa.Table(
+    "wh_attempts",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("delivery_id", sa.String(64), nullable=False),
+    sa.Column("endpoint_id", sa.String(64), nullable=False),
+    sa.Column("event_id", sa.String(64), nullable=False),
+    sa.Column("account_id", sa.String(64), nullable=False),
+    sa.Column("environment", sa.String(16), nullable=False),
+    sa.Column("attempt_number", sa.Integer, nullable=False),
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Column("response_status", sa.Integer, nullable=False),
+    sa.Column("response_body", sa.Text, nullable=False),
+    sa.Column("request_headers", sa.Text, nullable=False),
+    sa.Column("latency_ms", sa.Float, nullable=False),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("attempted_at", sa.BigInteger, nullable=False),
+    sa.Column("manual", sa.Boolean, nullable=False, default=False),
+    # JSON object (revision 0003).
+    sa.Column("response_headers", sa.Text, nullable=False, server_default="{}"),
+    sa.Index("wh_attempts_delivery", "delivery_id"),
+    # With the outcome (revision 0006), GetAttemptStats counts from the index alone.
+    sa.Index("wh_attempts_scope_outcome", "account_id", "environment", "attempted_at", "outcome"),
+    sa.Index("wh_attempts_time", "attempted_at"),
+)
+
+alerts = sa.Table(
+    "wh_alerts",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("account_id", sa.String(64), nullable=False),
+    sa.Column("environment", sa.String(16), nullable=False),
+    sa.Column("endpoint_id", sa.String(64), nullable=False),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("sent_at", sa.BigInteger, nullable=True),
+    sa.Column("error", sa.Text, nullable=False, default=""),
+    sa.Index("wh_alerts_pending", "sent_at"),
+)
+
+
+# The idempotency keys of endpoint registrations and rotations (kept 24 h): a retry after the caller
+# lost the answer (the edge crashed after the call) gets the same endpoint instead of a second one.
+idempotency = sa.Table(
+    "wh_idempotency",
+    metadata,
+    sa.Column("account_id", sa.String(64), primary_key=True),
+    sa.Column("environment", sa.String(16), primary_key=True),
+    sa.Column("idempotency_key", sa.String(255), primary_key=True),
+    sa.Column("request_hash", sa.String(64), nullable=False),
+    sa.Column("endpoint_id", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+)
+
+
+def columns(table: sa.Table, *, without: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The table's column names in table order, less ``without`` (each of which must be a column)."""
+    names = tuple(c.name for c in table.columns)
+    missing = set(without) - set(names)
+    if missing:
+        raise ValueError(f"{table.name} has no column {sorted(missing)}")
+    return tuple(n for n in names if n not in without)
+
+
+def spelled(names: tuple[str, ...], prefix: str = "") -> str:
+    """A column list as SQL: ``id, account_id, ...`` (each name after ``prefix``, e.g. ``ep.``)."""
+    return ", ".join(prefix + n for n in names)
+
+
+# A delivery as the worker reads it: not its lease (``next_attempt_at`` while claimed, ``lease_owner``).
+DELIVERY_COLUMNS = columns(deliveries, without=("next_attempt_at", "lease_owner"))
+# Every column: what a new delivery is inserted with.
+DELIVERY_INSERT_COLUMNS = columns(deliveries)
+# An endpoint as it is read: not its deletion time.
+ENDPOINT_COLUMNS = columns(endpoints, without=("deleted_at",))
+ATTEMPT_COLUMNS = columns(attempts)
+ALERT_INSERT_COLUMNS = columns(alerts)
