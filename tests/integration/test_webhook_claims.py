@@ -27,7 +27,7 @@ from webhookd._repository import (
     EventRecord,
     SigningSecret,
 )
-from webhookd._repository import Outcome as Stored
+from webhookd._repository import DeliveryResult as Stored
 from webhookd._sql import SqlRepository
 from webhookd._sqlite_queue import SqliteQueue
 from webhookd.migrations import SCHEMA
@@ -144,7 +144,7 @@ async def _worker(
         now = T0 + dt.timedelta(minutes=10)
         yield (
             repo,
-            DeliveryWorker(repo, Sender(client), FakeClock(now), WorkerConfig(**cfg), owner="wrk_p"),
+            DeliveryWorker(repo.queue, Sender(client), FakeClock(now), WorkerConfig(**cfg), owner="wrk_p"),
             now,
         )
     finally:
@@ -351,5 +351,36 @@ async def test_purge_deletes_only_attempts_before_the_cutoff(db_url: str) -> Non
         assert await repo.purge_attempts(now + MINUTE) == 1
         left = await repo.list_attempts(DeliveryFilter(ACCT, "live"), "", 10, None)
         assert [a.delivery_id for a in left] == [claims[1].delivery.id]
+    finally:
+        await repo.close()
+
+
+async def test_a_recovered_delivery_whose_claimer_died_is_claimed_again(db_url: str) -> None:
+    """A failed delivery recovered by hand, claimed, then its process killed: releasing the dead
+    process's leases (SQLite, at start) must make it due again, not leave it with no due time."""
+    repo = await SqlRepository.open(db_url)
+    try:
+        ep = await _setup(repo, 1)
+        now = T0 + dt.timedelta(minutes=1)
+        lease = now + dt.timedelta(seconds=60)
+        [last] = await repo.claim_due(now, 1, lease, "wrk_a")
+        failed = dc.replace(_attempt(last.delivery.id, last.delivery.event_id, now), outcome="http_error")
+        outcome = Stored(last.delivery.id, ep.id, failed, DeliveryStatus.FAILED, None, True,
+                         disable_endpoint=True, disabled_reason="the last of 7 attempts failed")  # fmt: skip
+        await repo.record_outcomes([outcome], "wrk_a", now)
+        got = await repo.get_endpoint(ACCT, "live", ep.id)
+        assert got is not None
+        got.status, got.updated_at = EndpointStatus.ENABLED, now
+        assert await repo.save_endpoint(got)
+        assert await repo.recover(got, None, now) == 1
+        [again] = await repo.claim_due(now, 1, lease, "wrk_dead")
+        assert again.delivery.id == last.delivery.id
+        assert again.delivery.next_attempt_at == now  # the due time, not the lease
+        # SQLite (one process) hands a dead predecessor's leases back at start; PostgreSQL lets them run out.
+        single = db_url.startswith("sqlite")
+        assert await repo.release_leases(now) == (1 if single else 0)
+        when = now if single else lease
+        [after] = await repo.claim_due(when, 1, when + dt.timedelta(seconds=60), "wrk_new")
+        assert after.delivery.id == last.delivery.id
     finally:
         await repo.close()
