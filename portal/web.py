@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -16,12 +15,13 @@ from sanic.handlers import ErrorHandler
 from sanic.log import error_logger
 from sanic.response import HTTPResponse
 
-from portal import csrf
+from portal import csrf, display
+from portal.context import PortalRequest, Viewer
 from portal.peers import PortalError
 from svckit import roles
 from svckit.ids import new_id
 from svckit.logs import request_id_var
-from travel.auth.v1 import identity_pb2 as ipb
+from svckit.vocabulary import Environment as Env
 
 log = logging.getLogger("portal")
 
@@ -33,14 +33,7 @@ REQUESTS = Histogram(
 )
 SESSION_COOKIE = "portal_session"
 CSRF_COOKIE = "portal_csrf"
-ENVIRONMENTS = ("live", "sandbox")
-ROLE_NAMES = {
-    ipb.USER_ROLE_OWNER: "owner",
-    ipb.USER_ROLE_ADMIN: "admin",
-    ipb.USER_ROLE_DEVELOPER: "developer",
-    ipb.USER_ROLE_VIEWER: "viewer",
-}
-ROLE_VALUES = {name: value for value, name in ROLE_NAMES.items()}
+ENVIRONMENTS = tuple(e.value for e in Env)
 SECURITY_HEADERS = {
     # No inline script or style anywhere: every script and stylesheet is a file under /static.
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; "
@@ -57,32 +50,14 @@ templates = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+templates.filters.update(display.FILTERS)
+templates.globals.update(display.GLOBALS)
 
 
-@dataclass
-class Viewer:
-    """The signed-in portal user of a request."""
-
-    user: ipb.User
-    session_token: str
-    # authsvc's id of the session (ses_...): what the CSRF token of a signed-in form is bound to.
-    session_id: str
-    # The account requires TOTP of owners and admins and this one has none: it may only enrol.
-    enrolment_required: bool = False
-    account_requires_totp: bool = False
-    role: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.role = ROLE_NAMES.get(self.user.role, "")
-
-    def can(self, action: roles.Action) -> bool:
-        return roles.allowed(self.role, action)
-
-
-def csrf_token(request: Request) -> str:
+def csrf_token(request: PortalRequest) -> str:
     """The token this request's forms carry (portal.csrf): the session's when signed in, else the one of
     the browser's nonce cookie (made now, and set on the response, when it has none)."""
-    viewer: Viewer | None = request.ctx.viewer
+    viewer = request.ctx.viewer
     if viewer is not None:
         return csrf.token(request.app.ctx.csrf_key, viewer.session_id, "")
     nonce = request.cookies.get(CSRF_COOKIE) or request.ctx.new_csrf
@@ -91,9 +66,9 @@ def csrf_token(request: Request) -> str:
     return csrf.token(request.app.ctx.csrf_key, "", nonce)
 
 
-def check_csrf(request: Request) -> None:
+def check_csrf(request: PortalRequest) -> None:
     """Every state-changing request carries its token (form field ``csrf`` or the X-CSRF-Token header)."""
-    viewer: Viewer | None = request.ctx.viewer
+    viewer = request.ctx.viewer
     sent = (request.form.get("csrf") if request.form else None) or request.headers.get("x-csrf-token", "")
     session_id = viewer.session_id if viewer is not None else ""
     nonce = "" if viewer is not None else (request.cookies.get(CSRF_COOKIE) or "")
@@ -103,14 +78,30 @@ def check_csrf(request: Request) -> None:
         )
 
 
-def need(request: Request, action: roles.Action) -> Viewer:
-    viewer: Viewer = request.ctx.viewer
+def viewer_of(request: PortalRequest) -> Viewer:
+    """The signed-in user: every route outside the public ones has one (``lifecycle.load``)."""
+    viewer = request.ctx.viewer
+    if viewer is None:
+        raise PortalError(401, "session_expired", "Your session has ended; sign in again.")
+    return viewer
+
+
+def need(request: PortalRequest, action: roles.Action) -> Viewer:
+    viewer = viewer_of(request)
     if not viewer.can(action):
         raise PortalError(403, "forbidden", f"Your role ({viewer.role}) does not allow this ({action}).")
     return viewer
 
 
-def route_of(request: Request) -> str:
+def env_of(request: PortalRequest) -> str:
+    """The environment of a page's URL (/<env>/...); any other first segment is no page."""
+    env = request.match_info.get("env", "live")
+    if env not in ENVIRONMENTS:
+        raise PortalError(404, "not_found", "No such page.")
+    return str(env)
+
+
+def route_of(request: Request[Any, Any]) -> str:
     """The route template of ``request`` ("/invite/<token:str>"): logs name it, never the path."""
     return "/" + request.route.path if request.route else "(none)"
 
@@ -128,7 +119,7 @@ class RouteErrorHandler(ErrorHandler):
         )
 
 
-def begin(request: Request) -> None:
+def begin(request: PortalRequest) -> None:
     rid = request.headers.get("x-request-id", "")
     request.ctx.rid = rid if 0 < len(rid) <= 64 and rid.isprintable() else new_id("req")
     request.ctx.token = request_id_var.set(request.ctx.rid)
@@ -137,16 +128,15 @@ def begin(request: Request) -> None:
     request.ctx.started = time.perf_counter()
 
 
-def finish(request: Request, resp: HTTPResponse, secure: bool) -> None:
+def finish(request: PortalRequest, resp: HTTPResponse, secure: bool) -> None:
     for name, value in SECURITY_HEADERS.items():
         resp.headers.setdefault(name, value)
-    rid = getattr(request.ctx, "rid", "")
-    if rid:
-        resp.headers["X-Request-Id"] = rid
-    new_csrf = getattr(request.ctx, "new_csrf", "")
-    if new_csrf:
-        set_cookie(resp, CSRF_COOKIE, new_csrf, secure)
-    started = getattr(request.ctx, "started", None)
+    ctx = request.ctx
+    if ctx.rid:
+        resp.headers["X-Request-Id"] = ctx.rid
+    if ctx.new_csrf:
+        set_cookie(resp, CSRF_COOKIE, ctx.new_csrf, secure)
+    started = ctx.started
     if started is not None:
         elapsed = time.perf_counter() - started
         route = route_of(request)
@@ -160,18 +150,24 @@ def finish(request: Request, resp: HTTPResponse, secure: bool) -> None:
                 "ms": round(elapsed * 1000, 1),
             },
         )
-    token = getattr(request.ctx, "token", None)
-    if token is not None:
-        request_id_var.reset(token)
-        request.ctx.token = None
+    if ctx.token is not None:
+        request_id_var.reset(ctx.token)
+        ctx.token = None
 
 
 def set_cookie(resp: HTTPResponse, name: str, value: str, secure: bool, max_age: int | None = None) -> None:
     resp.add_cookie(name, value, path="/", httponly=True, samesite="Lax", secure=secure, max_age=max_age)
 
 
-def render(request: Request, template: str, status: int = 200, **context: Any) -> HTTPResponse:
-    viewer: Viewer | None = request.ctx.viewer
+def signed_in(request: PortalRequest, token: str, to: str = "/live/") -> HTTPResponse:
+    """The answer to a sign-in (or a password change): the new session's cookie, then ``to``."""
+    resp = response.redirect(to, status=303)
+    set_cookie(resp, SESSION_COOKIE, token, request.app.ctx.secure)
+    return resp
+
+
+def render(request: PortalRequest, template: str, status: int = 200, **context: Any) -> HTTPResponse:
+    viewer = request.ctx.viewer
     env = context.pop("env", None) or request.match_info.get("env") or "live"
     other = "sandbox" if env == "live" else "live"
     path = request.path
@@ -190,7 +186,7 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
     return response.html(body, status=status)
 
 
-def error_page(request: Request, error: PortalError) -> HTTPResponse:
+def error_page(request: PortalRequest, error: PortalError) -> HTTPResponse:
     if request.headers.get("hx-request"):
         body = templates.get_template("_error.html").render(error=error, request_id=request.ctx.rid)
         return response.html(body, status=error.status)

@@ -1,0 +1,68 @@
+"""Reading the portal's forms: fields as strings, times, periods, lines, and words of proto enums."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from google.protobuf import timestamp_pb2
+from sanic import Request
+
+from portal.peers import PortalError
+from svckit.protos import timestamp
+from svckit.prototables import EnumTable
+
+
+class Fields:
+    """Form fields as strings ("" when absent)."""
+
+    def __init__(self, request: Request[Any, Any]) -> None:
+        self._form: Any = request.form or {}
+
+    def get(self, name: str, default: str = "") -> str:
+        value = self._form.get(name)
+        return default if value is None else str(value)
+
+    def getlist(self, name: str) -> list[str]:
+        getlist = getattr(self._form, "getlist", None)
+        return [str(v) for v in (getlist(name) or [])] if getlist else []
+
+
+def fields(request: Request[Any, Any]) -> Fields:
+    return Fields(request)
+
+
+def when(text: str, field: str) -> timestamp_pb2.Timestamp | None:
+    """A date and time typed in a form (UTC unless it says otherwise); None when empty."""
+    if not text:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise PortalError(
+            400, "invalid_request", "expected a date and time like 2026-11-23T10:00", field
+        ) from None
+    return timestamp(parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC))
+
+
+def period_seconds(form: Fields, name: str) -> int:
+    """A key's grace or a signing secret's overlap, asked for in hours (default 24, at most 7 days)."""
+    try:
+        hours = float(form.get(name, "24"))
+    except ValueError:
+        hours = -1
+    if not 0 <= hours <= 168:
+        raise PortalError(400, "invalid_request", "choose between 0 and 168 hours (7 days)", name)
+    return int(hours * 3600)
+
+
+def lines(text: str) -> list[str]:
+    return [line.strip() for line in text.replace(",", "\n").splitlines() if line.strip()]
+
+
+def number_of(table: EnumTable[Any], word: str) -> Any:
+    """The proto number of ``word``; 0 (UNSPECIFIED) for "" or a word the table lacks."""
+    try:
+        return table.pb(word)
+    except ValueError:
+        return 0

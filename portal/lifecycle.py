@@ -1,0 +1,64 @@
+"""What every request goes through: the signed-in user loaded from authsvc (or a redirect to sign in),
+the CSRF check of every POST, the TOTP enrolment rule, headers, and PortalError as a page."""
+
+from __future__ import annotations
+
+import re
+
+from sanic import response
+from sanic.response import HTTPResponse
+
+from portal.context import PortalApp, PortalRequest, Viewer
+from portal.peers import PortalError
+from portal.web import ENVIRONMENTS, SESSION_COOKIE, begin, check_csrf, error_page, finish
+from travel.auth.v1 import identity_pb2 as ipb
+
+PUBLIC = ("/signin", "/invite/", "/static/", "/healthz")
+# What a user who must enrol in TOTP may still open: its own page, the enrolment, sign-out.
+ENROLMENT_PATH = re.compile(r"^/(live|sandbox)/me(/totp|/totp-confirm)?$|^/signout$")
+
+
+async def load(request: PortalRequest) -> HTTPResponse | None:
+    begin(request)
+    if request.path.startswith(PUBLIC) or request.path == "/":
+        token = request.cookies.get(SESSION_COOKIE)
+        if request.path == "/" and not token:
+            return response.redirect("/signin")
+        if request.path == "/":
+            return response.redirect("/live/")
+        return None
+    token = request.cookies.get(SESSION_COOKIE) or ""
+    peers = request.app.ctx.peers
+    try:
+        got = await peers.call(peers.identity.GetSession, ipb.GetSessionRequest(session_token=token))
+    except PortalError as exc:
+        if exc.status == 401:
+            if request.method == "GET" and not request.headers.get("hx-request"):
+                return response.redirect("/signin")
+            raise PortalError(401, "session_expired", "Your session has ended; sign in again.") from None
+        raise
+    request.ctx.viewer = Viewer(
+        got.user, token, got.session.id, got.totp_enrolment_required, got.account_requires_totp
+    )
+    if request.method not in ("GET", "HEAD"):
+        check_csrf(request)
+    if got.totp_enrolment_required and not ENROLMENT_PATH.match(request.path):
+        if request.method == "GET":
+            env = request.path.split("/")[1]
+            return response.redirect(f"/{env if env in ENVIRONMENTS else 'live'}/me", status=303)
+        raise PortalError(403, "forbidden", "Your account requires two-factor sign-in: set it up first.")
+    return None
+
+
+async def headers(request: PortalRequest, resp: HTTPResponse) -> None:
+    finish(request, resp, request.app.ctx.secure)
+
+
+async def portal_error(request: PortalRequest, exc: PortalError) -> HTTPResponse:
+    if not request.ctx.rid:
+        begin(request)
+    return error_page(request, exc)
+
+
+async def close(app: PortalApp) -> None:
+    await app.ctx.peers.close()

@@ -1,0 +1,19 @@
+"""The portal's routes, one blueprint per resource; pages live under /<env>/ (live or sandbox)."""
+
+from __future__ import annotations
+
+from portal.routes import audit, deliveries, keys, me, overview, session, static, users, webhooks
+
+BLUEPRINTS = (
+    static.bp,
+    session.bp,
+    overview.bp,
+    keys.bp,
+    audit.bp,
+    webhooks.bp,
+    deliveries.bp,
+    users.bp,
+    me.bp,
+)
+
+__all__ = ["BLUEPRINTS"]

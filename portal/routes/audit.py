@@ -1,0 +1,40 @@
+"""GET /<env>/audit: the account's audit trail, filtered by key, user, action and time."""
+
+from __future__ import annotations
+
+from sanic import Blueprint
+from sanic.response import HTTPResponse
+
+from portal.context import PortalRequest
+from portal.forms import when
+from portal.pages import PAGE_SIZE, Listing, list_page
+from portal.web import need
+from travel.auth.v1 import auth_pb2 as apb
+
+bp = Blueprint("portal_audit")
+
+
+@bp.get("/<env:str>/audit")
+async def audit(request: PortalRequest, env: str) -> HTTPResponse:
+    viewer = need(request, "audit.read")
+    peers = request.app.ctx.peers
+    a = request.args
+    q = {k: a.get(k, "") for k in ("key_id", "user_id", "action", "since", "until")}
+
+    async def fetch() -> Listing:
+        page = await peers.call(
+            peers.auth.ListAuditEvents,
+            apb.ListAuditEventsRequest(
+                account_id=viewer.user.account_id,
+                key_id=q["key_id"],
+                actor_user_id=q["user_id"],
+                action=q["action"],
+                since=when(q["since"], "since"),
+                until=when(q["until"], "until"),
+                page_size=PAGE_SIZE,
+                page_token=a.get("page", ""),
+            ),
+        )
+        return Listing(page.events, page.next_page_token)
+
+    return await list_page(request, "audit.html", "events", fetch, q=q)

@@ -1,0 +1,146 @@
+"""The own page: password, TOTP enrolment and removal, and the user's sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sanic import Blueprint, response
+from sanic.response import HTTPResponse
+
+from portal import totp
+from portal.context import PortalRequest
+from portal.forms import fields
+from portal.pages import Listing, list_page
+from portal.peers import PortalError
+from portal.web import env_of, signed_in, viewer_of
+from travel.auth.v1 import identity_pb2 as ipb
+
+bp = Blueprint("portal_me")
+# (request, env) -> the page; None: back to the own page.
+MeAction = Callable[[PortalRequest, str], Awaitable[HTTPResponse | None]]
+
+
+async def me_page(request: PortalRequest, status: int = 200, **extra: Any) -> HTTPResponse:
+    viewer = viewer_of(request)
+    peers = request.app.ctx.peers
+
+    async def fetch() -> Listing:
+        got = await peers.call(
+            peers.identity.ListSessions, ipb.ListSessionsRequest(session_token=viewer.session_token)
+        )
+        return Listing(got.sessions, context={"current": got.current_session_id})
+
+    return await list_page(request, "me.html", "sessions", fetch, status, **extra)
+
+
+def me_action(form_name: str) -> Callable[[MeAction], Callable[..., Awaitable[HTTPResponse]]]:
+    """A form of the own page: a refusal is shown on the page (400), beside its field or else beside
+    the form ``form_name``; an ended session is not a refusal but a sign-in again."""
+
+    def decorate(handler: MeAction) -> Callable[..., Awaitable[HTTPResponse]]:
+        async def route(request: PortalRequest, env: str) -> HTTPResponse:
+            env = env_of(request)
+            try:
+                resp = await handler(request, env)
+            except PortalError as exc:
+                if exc.status not in (400, 401, 409) or exc.type == "session_expired":
+                    raise
+                return await me_page(request, 400, errors={exc.field or form_name: exc.message})
+            return response.redirect(f"/{env}/me", status=303) if resp is None else resp
+
+        route.__name__ = handler.__name__
+        route.__doc__ = handler.__doc__
+        return route
+
+    return decorate
+
+
+@bp.get("/<env:str>/me")
+async def me(request: PortalRequest, env: str) -> HTTPResponse:
+    env_of(request)
+    return await me_page(request)
+
+
+@bp.post("/<env:str>/me/password")
+@me_action("password")
+async def change_password(request: PortalRequest, env: str) -> HTTPResponse | None:
+    peers = request.app.ctx.peers
+    form = fields(request)
+    got = await peers.call(
+        peers.identity.ChangePassword,
+        ipb.ChangePasswordRequest(
+            session_token=viewer_of(request).session_token,
+            current_password=form.get("current_password", ""),
+            new_password=form.get("new_password", ""),
+            source_address=request.ip or "",
+            user_agent=request.headers.get("user-agent", "")[:300],
+        ),
+    )
+    return signed_in(request, got.session_token, f"/{env}/me")
+
+
+@bp.post("/<env:str>/me/totp")
+@me_action("totp")
+async def begin_totp(request: PortalRequest, env: str) -> HTTPResponse | None:
+    peers = request.app.ctx.peers
+    begun = await peers.call(
+        peers.identity.BeginTotpEnrollment,
+        ipb.BeginTotpEnrollmentRequest(session_token=viewer_of(request).session_token),
+    )
+    qr, totp_key = totp.enrolment(begun.provisioning_uri)
+    return await me_page(request, qr=qr, totp_key=totp_key)
+
+
+@bp.post("/<env:str>/me/totp-confirm")
+@me_action("totp-confirm")
+async def confirm_totp(request: PortalRequest, env: str) -> HTTPResponse | None:
+    peers = request.app.ctx.peers
+    await peers.call(
+        peers.identity.ConfirmTotpEnrollment,
+        ipb.ConfirmTotpEnrollmentRequest(
+            session_token=viewer_of(request).session_token, code=fields(request).get("code", "")
+        ),
+    )
+    return None
+
+
+@bp.post("/<env:str>/me/totp-remove")
+@me_action("totp-remove")
+async def remove_totp(request: PortalRequest, env: str) -> HTTPResponse | None:
+    peers = request.app.ctx.peers
+    try:
+        await peers.call(
+            peers.identity.DisableTotp,
+            ipb.DisableTotpRequest(
+                session_token=viewer_of(request).session_token,
+                password=fields(request).get("totp_password", ""),
+                source_address=request.ip or "",
+            ),
+        )
+    except PortalError as exc:
+        if exc.status not in (400, 401, 409) or exc.type == "session_expired":
+            raise
+        # The refusal's own status, beside the password field.
+        return await me_page(request, exc.status, errors={"totp_password": exc.message})
+    return None
+
+
+@bp.post("/<env:str>/me/revoke-session")
+@me_action("revoke-session")
+async def revoke_session(request: PortalRequest, env: str) -> HTTPResponse | None:
+    peers = request.app.ctx.peers
+    await peers.call(
+        peers.identity.RevokeSession,
+        ipb.RevokeSessionRequest(
+            session_token=viewer_of(request).session_token, session_id=fields(request).get("session_id", "")
+        ),
+    )
+    return None
+
+
+@bp.post("/<env:str>/me/<action:str>")
+async def no_me_action(request: PortalRequest, env: str, action: str) -> HTTPResponse:
+    """Any other form: refused as it always was."""
+    env_of(request)
+    raise PortalError(404, "not_found", "No such action.")

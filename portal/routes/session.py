@@ -1,0 +1,94 @@
+"""Signing in and out, and joining through an invitation: the only pages without a session."""
+
+from __future__ import annotations
+
+from sanic import Blueprint, response
+from sanic.response import HTTPResponse
+
+from portal.context import PortalRequest
+from portal.forms import fields
+from portal.peers import PortalError
+from portal.web import SESSION_COOKIE, check_csrf, render, signed_in, viewer_of
+from travel.auth.v1 import identity_pb2 as ipb
+
+bp = Blueprint("portal_session")
+
+
+@bp.get("/signin")
+async def signin_form(request: PortalRequest) -> HTTPResponse:
+    return render(request, "signin.html", email="", need_totp=False)
+
+
+@bp.post("/signin")
+async def signin(request: PortalRequest) -> HTTPResponse:
+    check_csrf(request)
+    peers = request.app.ctx.peers
+    form = fields(request)
+    email = form.get("email", "")
+    try:
+        got = await peers.call(
+            peers.identity.SignIn,
+            ipb.SignInRequest(
+                email=email,
+                password=form.get("password", ""),
+                totp_code=form.get("totp_code", ""),
+                source_address=request.ip or "",
+                user_agent=request.headers.get("user-agent", "")[:300],
+            ),
+        )
+    except PortalError as exc:
+        if exc.status in (400, 401, 429):
+            need_totp = exc.type == "second_factor_required"
+            errors = {"totp_code" if need_totp else "form": exc.message}
+            return render(
+                request, "signin.html", status=exc.status, email=email, need_totp=need_totp, errors=errors
+            )
+        raise
+    # A fresh session id on every sign-in; an old cookie is simply replaced.
+    old = request.cookies.get(SESSION_COOKIE)
+    if old:
+        await peers.call(peers.identity.SignOut, ipb.SignOutRequest(session_token=old))
+    return signed_in(request, got.session_token)
+
+
+@bp.post("/signout")
+async def signout(request: PortalRequest) -> HTTPResponse:
+    peers = request.app.ctx.peers
+    await peers.call(
+        peers.identity.SignOut, ipb.SignOutRequest(session_token=viewer_of(request).session_token)
+    )
+    resp = response.redirect("/signin", status=303)
+    resp.delete_cookie(SESSION_COOKIE, path="/")
+    return resp
+
+
+@bp.get("/invite/<token:str>")
+async def invite_form(request: PortalRequest, token: str) -> HTTPResponse:
+    return render(request, "invite.html", token=token)
+
+
+@bp.post("/invite/<token:str>")
+async def invite_accept(request: PortalRequest, token: str) -> HTTPResponse:
+    check_csrf(request)
+    peers = request.app.ctx.peers
+    try:
+        got = await peers.call(
+            peers.identity.AcceptInvite,
+            ipb.AcceptInviteRequest(
+                token=token,
+                password=fields(request).get("password", ""),
+                source_address=request.ip or "",
+                user_agent=request.headers.get("user-agent", "")[:300],
+            ),
+        )
+    except PortalError as exc:
+        if exc.status in (400, 401, 409):
+            return render(
+                request,
+                "invite.html",
+                status=exc.status,
+                token=token,
+                errors={exc.field or "form": exc.message},
+            )
+        raise
+    return signed_in(request, got.session_token)

@@ -1,0 +1,37 @@
+"""GET /static/<name> (the stylesheet, the script, htmx) and GET /healthz."""
+
+from __future__ import annotations
+
+import pathlib
+
+from sanic import Blueprint, response
+from sanic.response import HTTPResponse
+
+from portal.context import PortalRequest
+from portal.peers import PortalError
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+STATIC = pathlib.Path(__file__).resolve().parents[1] / "static"
+HTMX = ROOT / "node_modules" / "htmx.org" / "dist" / "htmx.min.js"
+FILES = {
+    "portal.css": (STATIC / "portal.css", "text/css"),
+    "portal.js": (STATIC / "portal.js", "text/javascript"),
+    "htmx.min.js": (HTMX, "text/javascript"),
+}
+
+bp = Blueprint("portal_static")
+
+
+@bp.get("/static/<name:str>")
+async def static(request: PortalRequest, name: str) -> HTTPResponse:
+    if name not in FILES:
+        raise PortalError(404, "not_found", "No such file.")
+    path, mime = FILES[name]
+    resp = response.raw(path.read_bytes(), content_type=mime)
+    resp.headers["Cache-Control"] = "public, max-age=300"
+    return resp
+
+
+@bp.get("/healthz")
+async def healthz(request: PortalRequest) -> HTTPResponse:
+    return response.json({"status": "ok"})

@@ -1,0 +1,157 @@
+"""The account's users: the list, the sign-in rule (TOTP for owners and admins), invitations, and a
+user's role and removal."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sanic import Blueprint, response
+from sanic.response import HTTPResponse
+
+from portal.context import PortalRequest, Viewer
+from portal.forms import fields, number_of
+from portal.mail import send_mail
+from portal.pages import PAGE_SIZE, Listing, list_page
+from portal.peers import PortalError
+from portal.web import env_of, need
+from svckit.prototables import USER_ROLE
+from svckit.vocabulary import UserRole
+from travel.auth.v1 import auth_pb2 as apb
+from travel.auth.v1 import identity_pb2 as ipb
+
+bp = Blueprint("portal_users")
+ROLES = [role.value for role in UserRole]
+# (request, the signed-in user, user_id)
+UserAction = Callable[[PortalRequest, Viewer, str], Awaitable[None]]
+
+
+async def users_page(request: PortalRequest, status: int = 200, **extra: Any) -> HTTPResponse:
+    viewer = need(request, "users.read")
+    peers = request.app.ctx.peers
+
+    async def fetch() -> Listing:
+        page = await peers.call(
+            peers.identity.ListUsers,
+            ipb.ListUsersRequest(
+                session_token=viewer.session_token,
+                page_size=PAGE_SIZE,
+                page_token=request.args.get("page", ""),
+            ),
+        )
+        return Listing(page.users, page.next_page_token)
+
+    return await list_page(request, "users.html", "users", fetch, status, roles=ROLES, **extra)
+
+
+def user_action(handler: UserAction) -> Callable[..., Awaitable[HTTPResponse]]:
+    """A change to another user (users.manage): a refusal is shown on the list, beside that user."""
+
+    async def route(request: PortalRequest, env: str, user_id: str) -> HTTPResponse:
+        env = env_of(request)
+        viewer = need(request, "users.manage")
+        try:
+            await handler(request, viewer, user_id)
+        except PortalError as exc:
+            if exc.status not in (400, 403, 409):
+                raise
+            return await users_page(request, exc.status, errors={user_id: exc.message})
+        return response.redirect(f"/{env}/users", status=303)
+
+    route.__name__ = handler.__name__
+    route.__doc__ = handler.__doc__
+    return route
+
+
+@bp.get("/<env:str>/users")
+async def users(request: PortalRequest, env: str) -> HTTPResponse:
+    env_of(request)
+    return await users_page(request)
+
+
+@bp.post("/<env:str>/users/security")
+async def security(request: PortalRequest, env: str) -> HTTPResponse:
+    env = env_of(request)
+    viewer = need(request, "account.security")
+    peers = request.app.ctx.peers
+    await peers.call(
+        peers.identity.SetTotpRequirement,
+        ipb.SetTotpRequirementRequest(
+            session_token=viewer.session_token,
+            required=fields(request).get("require_totp") == "on",
+            source_address=request.ip or "",
+        ),
+    )
+    return response.redirect(f"/{env}/users", status=303)
+
+
+@bp.post("/<env:str>/users/invite")
+async def invite(request: PortalRequest, env: str) -> HTTPResponse:
+    viewer = need(request, "users.manage")
+    config = request.app.ctx.settings
+    peers = request.app.ctx.peers
+    email = fields(request).get("email", "")
+    role = number_of(USER_ROLE, fields(request).get("role"))
+    try:
+        made = await peers.call(
+            peers.identity.CreateInvite,
+            ipb.CreateInviteRequest(
+                email=email,
+                role=role,
+                session_token=viewer.session_token,
+                actor=apb.Actor(user=viewer.user.email, source_address=request.ip or ""),
+            ),
+        )
+    except PortalError as exc:
+        if exc.status not in (400, 403, 409):
+            raise
+        return await users_page(request, exc.status, errors={exc.field or "form": exc.message})
+    link = f"{config.public_url.rstrip('/')}/invite/{made.token}"
+    if config.smtp_host:
+        await send_mail(
+            config,
+            made.invite.email,
+            "You are invited to the svc partner portal",
+            f"{viewer.user.email} invited you to the svc partner portal.\n\nSet your password here "
+            f"(the link works once, for 7 days):\n{link}\n",
+        )
+        return await users_page(request, notice=f"Invitation sent to {made.invite.email}.")
+    return await users_page(
+        request,
+        notice=f"No mail server is configured; give {made.invite.email} this link (it works once): {link}",
+    )
+
+
+@bp.post("/<env:str>/users/<user_id:str>/role")
+@user_action
+async def set_role(request: PortalRequest, viewer: Viewer, user_id: str) -> None:
+    peers = request.app.ctx.peers
+    await peers.call(
+        peers.identity.SetUserRole,
+        ipb.SetUserRoleRequest(
+            session_token=viewer.session_token,
+            user_id=user_id,
+            role=number_of(USER_ROLE, fields(request).get("role")),
+            source_address=request.ip or "",
+        ),
+    )
+
+
+@bp.post("/<env:str>/users/<user_id:str>/remove")
+@user_action
+async def remove_user(request: PortalRequest, viewer: Viewer, user_id: str) -> None:
+    peers = request.app.ctx.peers
+    await peers.call(
+        peers.identity.RemoveUser,
+        ipb.RemoveUserRequest(
+            session_token=viewer.session_token, user_id=user_id, source_address=request.ip or ""
+        ),
+    )
+
+
+@bp.post("/<env:str>/users/<user_id:str>/<action:str>")
+async def no_user_action(request: PortalRequest, env: str, user_id: str, action: str) -> HTTPResponse:
+    """Any other change: refused as it always was, after the session, CSRF and role checks."""
+    env_of(request)
+    need(request, "users.manage")
+    raise PortalError(404, "not_found", "No such action.")

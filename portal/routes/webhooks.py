@@ -1,0 +1,261 @@
+"""Webhook endpoints: the list (and a new endpoint), an endpoint's page, and one route per operation
+on it; every operation goes in the audit trail."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from google.protobuf import duration_pb2, field_mask_pb2
+from sanic import Blueprint, response
+from sanic.response import HTTPResponse
+
+from portal.context import PortalRequest
+from portal.display import fmt
+from portal.forms import fields, period_seconds, when
+from portal.pages import PAGE_SIZE, Listing, list_page
+from portal.peers import PortalError
+from portal.web import env_of, need, render, viewer_of
+from portal.webhook_audit import audit_webhook, endpoint_fields
+from svckit.events import EVENT_KINDS
+from svckit.protos import datetime_of, timestamp
+from svckit.prototables import HOOKS_ENVIRONMENT
+from travel.webhooks.v1 import webhooks_pb2 as wpb
+
+bp = Blueprint("portal_webhooks")
+# (request, env, endpoint_id, the endpoint's reference in webhookd's requests)
+EndpointAction = Callable[[PortalRequest, str, str, dict[str, Any]], Awaitable[HTTPResponse]]
+
+
+async def endpoints_page(request: PortalRequest, env: str, status: int = 200, **extra: Any) -> HTTPResponse:
+    viewer = need(request, "webhooks.read")
+    peers = request.app.ctx.peers
+
+    async def fetch() -> Listing:
+        page = await peers.call(
+            peers.webhooks.ListEndpoints,
+            wpb.ListEndpointsRequest(
+                account_id=viewer.user.account_id,
+                environment=HOOKS_ENVIRONMENT.pb(env),
+                page_size=PAGE_SIZE,
+                page_token=request.args.get("page", ""),
+            ),
+        )
+        return Listing(page.endpoints, page.next_page_token)
+
+    extra.setdefault("form", {})
+    return await list_page(request, "webhooks.html", "endpoints", fetch, status, kinds=EVENT_KINDS, **extra)
+
+
+def endpoint_ref(request: PortalRequest, env: str, endpoint_id: str) -> dict[str, Any]:
+    return {
+        "account_id": viewer_of(request).user.account_id,
+        "environment": HOOKS_ENVIRONMENT.pb(env),
+        "endpoint_id": endpoint_id,
+    }
+
+
+def endpoint_action(handler: EndpointAction) -> Callable[..., Awaitable[HTTPResponse]]:
+    """An operation on one endpoint (webhooks.write): a refusal (400) shows the endpoint's page again
+    with the error beside its field."""
+
+    async def route(request: PortalRequest, env: str, endpoint_id: str) -> HTTPResponse:
+        env = env_of(request)
+        need(request, "webhooks.write")
+        ref = endpoint_ref(request, env, endpoint_id)
+        try:
+            return await handler(request, env, endpoint_id, ref)
+        except PortalError as exc:
+            if exc.status != 400:
+                raise
+            peers = request.app.ctx.peers
+            got = await peers.call(peers.webhooks.GetEndpoint, wpb.GetEndpointRequest(**ref))
+            return render(
+                request,
+                "endpoint.html",
+                status=400,
+                endpoint=got.endpoint,
+                kinds=EVENT_KINDS,
+                errors={exc.field or "form": exc.message},
+            )
+
+    route.__name__ = handler.__name__
+    route.__doc__ = handler.__doc__
+    return route
+
+
+def back(env: str, endpoint_id: str) -> HTTPResponse:
+    return response.redirect(f"/{env}/webhooks/{endpoint_id}", status=303)
+
+
+@bp.get("/<env:str>/webhooks")
+async def webhooks(request: PortalRequest, env: str) -> HTTPResponse:
+    return await endpoints_page(request, env_of(request))
+
+
+@bp.post("/<env:str>/webhooks")
+async def create_endpoint(request: PortalRequest, env: str) -> HTTPResponse:
+    env = env_of(request)
+    viewer = need(request, "webhooks.write")
+    peers = request.app.ctx.peers
+    form = fields(request)
+    events = form.getlist("events")
+    try:
+        made = await peers.call(
+            peers.webhooks.RegisterEndpoint,
+            wpb.RegisterEndpointRequest(
+                account_id=viewer.user.account_id,
+                environment=HOOKS_ENVIRONMENT.pb(env),
+                url=form.get("url", ""),
+                events=events,
+                description=form.get("description", ""),
+            ),
+        )
+    except PortalError as exc:
+        if exc.status != 400:
+            raise
+        values = {"url": form.get("url", ""), "events": events, "description": form.get("description", "")}
+        return await endpoints_page(request, env, 400, errors={exc.field or "form": exc.message}, form=values)
+    await audit_webhook(
+        request, "webhook_endpoint.created", made.endpoint.id, after=endpoint_fields(made.endpoint)
+    )
+    return render(
+        request, "endpoint.html", endpoint=made.endpoint, secret=made.signing_secret, kinds=EVENT_KINDS
+    )
+
+
+@bp.get("/<env:str>/webhooks/<endpoint_id:str>")
+async def endpoint_page(request: PortalRequest, env: str, endpoint_id: str) -> HTTPResponse:
+    need(request, "webhooks.read")
+    peers = request.app.ctx.peers
+    got = await peers.call(
+        peers.webhooks.GetEndpoint, wpb.GetEndpointRequest(**endpoint_ref(request, env, endpoint_id))
+    )
+    return render(request, "endpoint.html", endpoint=got.endpoint, kinds=EVENT_KINDS)
+
+
+@bp.post("/<env:str>/webhooks/<endpoint_id:str>/edit")
+@endpoint_action
+async def edit_endpoint(
+    request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
+) -> HTTPResponse:
+    peers = request.app.ctx.peers
+    form = fields(request)
+    mask = field_mask_pb2.FieldMask(paths=["url", "events", "description"])
+    old = await peers.call(peers.webhooks.GetEndpoint, wpb.GetEndpointRequest(**ref))
+    new = await peers.call(
+        peers.webhooks.UpdateEndpoint,
+        wpb.UpdateEndpointRequest(
+            **ref,
+            update_mask=mask,
+            url=form.get("url", ""),
+            events=form.getlist("events"),
+            description=form.get("description", ""),
+        ),
+    )
+    before, after = endpoint_fields(old.endpoint), endpoint_fields(new.endpoint)
+    changed = [name for name in before if before[name] != after[name]]
+    await audit_webhook(
+        request,
+        "webhook_endpoint.updated",
+        endpoint_id,
+        before={name: before[name] for name in changed},
+        after={name: after[name] for name in changed},
+    )
+    return back(env, endpoint_id)
+
+
+@bp.post("/<env:str>/webhooks/<endpoint_id:str>/delete")
+@endpoint_action
+async def delete_endpoint(
+    request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
+) -> HTTPResponse:
+    peers = request.app.ctx.peers
+    gone = await peers.call(peers.webhooks.DeleteEndpoint, wpb.DeleteEndpointRequest(**ref))
+    await audit_webhook(
+        request, "webhook_endpoint.deleted", endpoint_id, before=endpoint_fields(gone.endpoint)
+    )
+    return response.redirect(f"/{env}/webhooks", status=303)
+
+
+@bp.post("/<env:str>/webhooks/<endpoint_id:str>/enable")
+@endpoint_action
+async def enable_endpoint(
+    request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
+) -> HTTPResponse:
+    peers = request.app.ctx.peers
+    await peers.call(peers.webhooks.EnableEndpoint, wpb.EnableEndpointRequest(**ref))
+    await audit_webhook(request, "webhook_endpoint.enabled", endpoint_id, after={"status": "enabled"})
+    return back(env, endpoint_id)
+
+
+@bp.post("/<env:str>/webhooks/<endpoint_id:str>/recover")
+@endpoint_action
+async def recover_endpoint(
+    request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
+) -> HTTPResponse:
+    peers = request.app.ctx.peers
+    since = when(fields(request).get("since", ""), "since") or timestamp(
+        dt.datetime.now(dt.UTC) - dt.timedelta(days=1)
+    )
+    recovered = await peers.call(
+        peers.webhooks.RecoverEndpoint, wpb.RecoverEndpointRequest(**ref, since=since)
+    )
+    await audit_webhook(
+        request,
+        "webhook_endpoint.recovered",
+        endpoint_id,
+        after={"since": fmt(datetime_of(since)), "recovered": recovered.recovered_count},
+    )
+    return back(env, endpoint_id)
+
+
+@bp.post("/<env:str>/webhooks/<endpoint_id:str>/test")
+@endpoint_action
+async def send_test_event(
+    request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
+) -> HTTPResponse:
+    peers = request.app.ctx.peers
+    sent = await peers.call(peers.webhooks.SendTestEvent, wpb.SendTestEventRequest(**ref))
+    await audit_webhook(
+        request,
+        "webhook_endpoint.test_sent",
+        endpoint_id,
+        after={"event_id": sent.event.id, "delivery_id": sent.delivery.id},
+    )
+    return response.redirect(f"/{env}/deliveries/{sent.delivery.id}", status=303)
+
+
+@bp.post("/<env:str>/webhooks/<endpoint_id:str>/rotate")
+@endpoint_action
+async def rotate_signing_secret(
+    request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
+) -> HTTPResponse:
+    peers = request.app.ctx.peers
+    overlap = period_seconds(fields(request), "overlap_hours")
+    rotated = await peers.call(
+        peers.webhooks.RotateSigningSecret,
+        wpb.RotateSigningSecretRequest(**ref, overlap=duration_pb2.Duration(seconds=overlap)),
+    )
+    # The new secret is shown below, once; the record says only that it changed.
+    await audit_webhook(
+        request,
+        "webhook_endpoint.secret_rotated",
+        endpoint_id,
+        after={
+            "overlap_seconds": overlap,
+            "old_signatures_until": fmt(datetime_of(rotated.endpoint.previous_secret_expires_at)),
+        },
+    )
+    return render(
+        request, "endpoint.html", endpoint=rotated.endpoint, secret=rotated.signing_secret, kinds=EVENT_KINDS
+    )
+
+
+@bp.post("/<env:str>/webhooks/<endpoint_id:str>/<action:str>")
+async def no_endpoint_action(request: PortalRequest, env: str, endpoint_id: str, action: str) -> HTTPResponse:
+    """Any other operation: refused as it always was, after the session, CSRF and role checks."""
+    env_of(request)
+    need(request, "webhooks.write")
+    raise PortalError(404, "not_found", "No such action.")
