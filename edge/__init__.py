@@ -1,12 +1,8 @@
 """The partner-facing HTTP and WebSocket gateway (Sanic): Host -> environment, key -> authsvc
 (through a cache kept honest by WatchKeyChanges), idempotency, webhook management over webhookd,
-/v1/stream, and product routes from a route table."""
+/v1/stream, and product routes from a route table.
 
-from __future__ import annotations
-
-from edge.app import create_app
-from edge.config import EdgeConfig
-from edge.exceptions import EdgeError, UpstreamUnavailable
-from edge.routetable import RouteTable
-
-__all__ = ["EdgeConfig", "EdgeError", "RouteTable", "UpstreamUnavailable", "create_app"]
+Importing the package loads nothing: the app is ``edge.app.create_app``, its configuration
+``edge.config.EdgeConfig``, the route table ``edge.routetable.RouteTable``, the errors in
+``edge.exceptions``.
+"""

@@ -1,49 +1,42 @@
-"""Serving the one app on two listeners (live and sandbox) in one process, without Sanic's
-multi-process manager: ``create_server`` on pre-bound sockets, lifecycle events fired once."""
+"""The edge's connection protocol: Sanic's HTTP/1.1 and WebSocket with the edge's request-head and body
+deadlines, its request-head rules, a lingering close and a tidier response head. The edge serves its app
+on its two listeners through ``svckit.webserver.start(app, socks, protocol=EdgeProtocol)``."""
 
 from __future__ import annotations
 
-import asyncio
-import socket
 from collections.abc import Sequence
-from dataclasses import dataclass
 from time import monotonic as current_time
 from typing import Any, cast
 
-from sanic import Request, Sanic
+from sanic import Request
 from sanic.exceptions import BadRequest, PayloadTooLarge, RequestTimeout
 from sanic.http import Http, Stage
-from sanic.server.async_server import AsyncioServer
-from sanic.server.protocols.http_protocol import HttpProtocol
 from sanic.server.protocols.websocket_protocol import WebSocketProtocol
 
 from edge.config import EdgeConfig
 from edge.exceptions import EdgeError
 from edge.requesthead import check_fields, check_target, escape_target, head_too_large
+from svckit.webserver import ServerProtocol
 
 _SWITCHING = b"HTTP/1.1 101 "
-_EMPTY_ALT_SVC = b"\r\nalt-svc: "  # Sanic leaves "alt-svc: " (empty) when not started by app.run
 # Sanic's status lines lack 421's reason phrase (it writes "421 UNKNOWN"); the edge answers 421 to any
 # Host it does not serve.
 _421_UNKNOWN = b"HTTP/1.1 421 UNKNOWN\r\n"
 _421 = b"HTTP/1.1 421 Misdirected Request\r\n"
 
 
-class _TidyResponseHead(HttpProtocol):
+class _TidyResponseHead(ServerProtocol):
     """Adds X-Request-Id to the 101 answer of a WebSocket handshake (which Sanic writes itself through
-    ``HttpProtocol.send``, hence a base after WebSocketProtocol), drops the empty ``alt-svc`` header
-    Sanic adds when served through create_server, and gives 421 its reason phrase."""
+    ``HttpProtocol.send``, hence a base after WebSocketProtocol) and gives 421 its reason phrase;
+    ``ServerProtocol`` then drops the empty ``alt-svc`` header Sanic adds when served through
+    create_server."""
 
     async def send(self, data: bytes) -> None:  # type: ignore[override]
         if data[:5] == b"HTTP/":
             if data[:22] == _421_UNKNOWN:
                 data = _421 + data[22:]
-            end = data.find(b"\r\n\r\n")
-            i = data.find(_EMPTY_ALT_SVC, 0, end + 2)
-            if i >= 0 and data[i + 11 : i + 13] == b"\r\n":
-                data = data[:i] + data[i + 11 :]
-                end -= 11
             if data[:13] == _SWITCHING:
+                end = data.find(b"\r\n\r\n")
                 http = getattr(self, "_http", None)
                 rid = getattr(getattr(getattr(http, "request", None), "ctx", None), "rid", None)
                 if rid and end > 0:
@@ -73,7 +66,7 @@ class EdgeHttp(Http):
             raise
         protocol._head_deadline = None
         if self.request_body:
-            # The portal serves through this server too, without an EdgeConfig: the default deadline.
+            # An app without an EdgeConfig (scripts/bench_edge.py's bare route): the default deadline.
             config = getattr(protocol.app.ctx, "config", EdgeConfig)
             protocol._body_deadline = current_time() + config.body_timeout
         target = cast(str, self.url)
@@ -199,59 +192,3 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
         if self._discarded > LINGER_BYTES and self.transport is not None:
             self.transport.abort()
         return None
-
-
-def bind(listen: str) -> socket.socket:
-    host, _, port = listen.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, int(port)))
-    sock.listen(2048)
-    sock.setblocking(False)
-    return sock
-
-
-@dataclass
-class Running:
-    app: Sanic
-    servers: list[AsyncioServer]
-    ports: list[int]
-
-    async def stop(self, grace: float = 5.0) -> None:
-        first = self.servers[0]
-        await first.before_stop()
-        for server in self.servers:
-            server.close()
-        for server in self.servers:
-            await server.wait_closed()
-        # Let handlers in flight finish (bounded), then fire after_server_stop.
-        for server in self.servers:
-            for conn in list(server.connections):
-                conn.close_if_idle()
-        deadline = asyncio.get_running_loop().time() + grace
-        # Connections have no "all closed" event to wait on.
-        while any(s.connections for s in self.servers) and asyncio.get_running_loop().time() < deadline:  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
-        for server in self.servers:
-            for conn in list(server.connections):
-                conn.abort()
-        await first.after_stop()
-
-
-async def start(app: Sanic, listens: Sequence[str | socket.socket]) -> Running:
-    """Serve ``app`` on each listen address (``HOST:PORT``) or already bound socket."""
-    socks = [bind(listen) if isinstance(listen, str) else listen for listen in listens]
-    servers: list[AsyncioServer] = []
-    for sock in socks:
-        server = await app.create_server(sock=sock, protocol=EdgeProtocol, access_log=False)
-        assert server is not None
-        servers.append(server)
-    first = servers[0]
-    await first.startup()
-    await first.before_start()
-    for server in servers:
-        await server.start_serving()
-    await first.after_start()
-    return Running(app, servers, [s.getsockname()[1] for s in socks])

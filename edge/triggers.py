@@ -24,8 +24,8 @@ import enum
 from dataclasses import dataclass
 
 from edge.environments import Environment
-
-HEADER = "X-Sandbox-Trigger"
+from svckit.events import TRIGGER_HEADER as HEADER
+from svckit.events import TRIGGER_NAMES
 
 
 class RouteKind(enum.StrEnum):
@@ -85,7 +85,8 @@ TRIGGERS: dict[str, Trigger] = {
         ),
     )
 }
-NAMES = tuple(TRIGGERS)
+# The names are vocabulary shared with the partner's CLI (svckit.events); the table above says what each does.
+NAMES = TRIGGER_NAMES
 
 # Messages of the errors a trigger forces; they say that it was forced, so nobody hunts a real outage.
 FORCED_MESSAGES = {

@@ -8,13 +8,13 @@ import logging
 import os
 import sys
 
-from edge.server import start
 from portal.app import PortalConfig, create_app
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.runner import env_name, print_ready, run_until_signal
 from svckit.secretbox import SealingKeyError, key_from, new_key
 from svckit.tls import add_tls_args, tls_from_args
+from svckit.webserver import start
 
 log = logging.getLogger("portal")
 

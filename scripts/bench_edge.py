@@ -3,8 +3,9 @@
 
 In one run:
 1. authenticated ``GET /v1/account`` requests/s and p99 on the edge versus a bare Sanic JSON route
-   served the same way (one process, ``edge.server.start`` on a pre-bound socket), their ratio and each
-   server's CPU per request (from /proc, steadier than req/s on a busy machine);
+   served the same way (one process, ``svckit.webserver.start`` with the edge's protocol on a pre-bound
+   socket), their ratio and each server's CPU per request (from /proc, steadier than req/s on a busy
+   machine);
    then the same on an edge whose per-key limits are shared in Redis (``--redis``; a limit high enough
    never to refuse, so every request pays the script's round trip);
    then a proxied product GET on the live host (``GET /v1/hotels/offers/{id}``, the bare server as the
@@ -47,8 +48,9 @@ def serve_bare() -> None:
     from sanic import Sanic
     from sanic.response import json as json_response
 
-    from edge.server import start
+    from edge.server import EdgeProtocol
     from svckit.runner import print_ready, run_until_signal
+    from svckit.webserver import start
 
     app = Sanic("bare", configure_logging=False)
     app.config.ACCESS_LOG = False
@@ -64,7 +66,7 @@ def serve_bare() -> None:
         )
 
     async def main() -> None:
-        running = await start(app, ["127.0.0.1:0"])
+        running = await start(app, ["127.0.0.1:0"], protocol=EdgeProtocol)
         print_ready("bare", port=running.ports[0])
         await run_until_signal(running.stop)
 

@@ -40,13 +40,13 @@ import trustme
 from svckit.clock import SystemClock
 from svckit.db import create_engine
 from svckit.ids import new_id, sortable_id
+from svckit.signing import new_secret, sign
 from svckit.webhook_status import EndpointStatus
 from webhookd._delivery import DeliveryWorker, Sender, SendResult, WorkerConfig
 from webhookd._events import Environment, build_envelope
 from webhookd._repository import EndpointRecord, SigningSecret
 from webhookd._retry import Outcome
 from webhookd._server import Config, make_client, make_transport
-from webhookd._signing import new_secret, sign
 from webhookd._sql import SqlRepository, deliveries, events
 from webhookd._ssrf import Policy
 from webhookd._times import us

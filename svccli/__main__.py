@@ -8,36 +8,27 @@
 The API key comes from --api-key or SVC_API_KEY and is never printed.
 """
 
+# A partner's tool: it imports svckit's vocabulary and signing and its own modules, never a service
+# package (tests/unit/test_imports.py). The network libraries load in the commands that use them, so
+# `svc --help` and `svc verify` start fast.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import json
 import os
 import sys
 import time
-import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+from svckit.events import EVENT_KINDS, TRIGGER_HEADER, TRIGGER_NAMES, TRIGGER_STATUS
+from svckit.signing import WebhookVerificationError, new_secret, verify
 
-from edge.triggers import NAMES as TRIGGERS
-from svccli.listen import Fatal, Listener
-from svckit.events import EVENT_KINDS
-from webhookd import WebhookVerificationError, new_secret, verify
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8081"
 PRODUCTS = ("hotels", "flights", "esim")
 # What a failure trigger's request answers when it works.
-EXPECTED_STATUS = {
-    "rate_limited": 429,
-    "service_unavailable": 503,
-    "search_quota_exhausted": 402,
-    "credit_exhausted": 402,
-    "booking_failed": 202,
-    "payment_failed": 202,
-}
+EXPECTED_STATUS = TRIGGER_STATUS
 
 
 def failure_request(trigger: str, product: str) -> tuple[str, str]:
@@ -84,7 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     trig = sub.add_parser("trigger", help="publish a sample event, or force a failure")
     trig.add_argument("event", nargs="?", choices=EVENT_KINDS, metavar="EVENT_TYPE", help="event kind")
-    trig.add_argument("--failure", choices=TRIGGERS, help="an X-Sandbox-Trigger to send on a product call")
+    trig.add_argument(
+        "--failure", choices=TRIGGER_NAMES, help="an X-Sandbox-Trigger to send on a product call"
+    )
     trig.add_argument("--product", choices=PRODUCTS, default="hotels", help="product of --failure's call")
     trig.add_argument("--data", default="", help="JSON object merged over the sample event's data")
 
@@ -108,6 +101,10 @@ def _describe_error(resp: httpx.Response) -> str:
 
 
 async def cmd_listen(args: argparse.Namespace) -> int:
+    import httpx
+
+    from svccli.listen import Fatal, Listener
+
     secret = args.secret or new_secret()
     print(f"Forwarding events to {args.forward_to}")
     print(f"Your webhook signing secret is {secret} (Ctrl-C to quit)", flush=True)
@@ -127,6 +124,11 @@ async def cmd_listen(args: argparse.Namespace) -> int:
 
 
 async def cmd_trigger(args: argparse.Namespace) -> int:
+    import json
+    import uuid
+
+    import httpx
+
     if bool(args.event) == bool(args.failure):
         print("svc trigger: give an event type or --failure NAME (one of them)", file=sys.stderr)
         return 2
@@ -153,14 +155,14 @@ async def cmd_trigger(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"svc trigger: {exc}", file=sys.stderr)
             return 2
-        headers = _headers(args.api_key, **{"X-Sandbox-Trigger": args.failure})
+        headers = _headers(args.api_key, **{TRIGGER_HEADER: args.failure})
         if method == "POST":
             headers.update(idem)
             headers["X-Partner-Customer-Ref"] = "svc-cli-traveller"
             resp = await http.post(path, headers=headers, json={})
         else:
             resp = await http.get(path, headers=headers)
-        print(f"{method} {path} with X-Sandbox-Trigger: {args.failure} -> HTTP {resp.status_code}")
+        print(f"{method} {path} with {TRIGGER_HEADER}: {args.failure} -> HTTP {resp.status_code}")
         print(resp.text)
         return 0 if resp.status_code == EXPECTED_STATUS[args.failure] else 1
 
@@ -187,6 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.api_key:
         print("svc: no API key: pass --api-key or set SVC_API_KEY", file=sys.stderr)
         return 2
+    import asyncio
+    import contextlib
+
+    import httpx
+
     handler = cmd_listen if args.command == "listen" else cmd_trigger
     with contextlib.suppress(KeyboardInterrupt):
         try:

@@ -1,5 +1,6 @@
 """``svc listen``: the account's events from /v1/stream, forwarded to a local URL signed exactly like a real
-delivery (webhookd's own headers and signing), so the receiver's verification code runs unchanged.
+delivery (the headers and signing webhookd uses, svckit.signing), so the receiver's verification code
+runs unchanged.
 
 After a drop it reconnects and subscribes with ``since`` = the last event it received, so nothing published
 meanwhile is missed; before any event has arrived, it first reads back (GET /v1/events) what was published
@@ -21,7 +22,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 from websockets.typing import Subprotocol
 
-from webhookd import delivery_headers
+from svckit.signing import delivery_headers
 
 # Close codes after which reconnecting cannot help: the key is no longer valid.
 FATAL_CLOSE = {4001}

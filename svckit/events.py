@@ -38,3 +38,20 @@ def mode_refusal(kind: str, mode: str) -> str:
     if wanted is None or not mode or mode.upper() == wanted:
         return ""
     return f"type: {kind} exists for mode {wanted} accounts only; this account is mode {mode.upper()}"
+
+
+# The sandbox's six forced-failure triggers (a request header, decisions.md "Sandbox"), with the HTTP status
+# a request carrying one answers where it applies: the error it forces (429, 503, 402; the warning events
+# of the 402s are published first), or 202 for the two that run the route and publish failure events
+# instead of the success ones. Where each applies and what it does is the edge's decision
+# (edge.triggers); ``svc trigger --failure`` sends them and checks the status.
+TRIGGER_HEADER = "X-Sandbox-Trigger"
+TRIGGER_STATUS: dict[str, int] = {
+    "rate_limited": 429,
+    "service_unavailable": 503,
+    "search_quota_exhausted": 402,
+    "credit_exhausted": 402,
+    "booking_failed": 202,
+    "payment_failed": 202,
+}
+TRIGGER_NAMES: tuple[str, ...] = tuple(TRIGGER_STATUS)

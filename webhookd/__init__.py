@@ -5,7 +5,7 @@ Partners verify deliveries with ``verify(raw_body, header, secrets, now)``.
 
 from __future__ import annotations
 
-from webhookd._delivery import delivery_headers
+from svckit.signing import SIGNATURE_HEADER, delivery_headers, new_secret, sign, verify
 from webhookd._errors import (
     Conflict,
     InvalidRequest,
@@ -23,7 +23,6 @@ from webhookd._errors import (
 from webhookd._events import EVENT_KINDS, MAX_PAYLOAD_BYTES, TEST_EVENT_KIND, Environment, build_envelope
 from webhookd._http import FastTransport
 from webhookd._retry import MAX_ATTEMPTS, RETRY_DELAYS, Action, Decision, Outcome, next_attempt
-from webhookd._signing import SIGNATURE_HEADER, new_secret, sign, verify
 from webhookd._ssrf import Policy, check_target, check_url, forbidden_reason
 
 __all__ = [

@@ -11,7 +11,7 @@ import collections
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ import httpx
 
 from svckit.clock import Clock
 from svckit.ids import new_id, sortable_id
+from svckit.signing import delivery_headers
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd import _metrics as metrics
 from webhookd._events import TEST_EVENT_KIND
@@ -26,12 +27,10 @@ from webhookd._http import FastTransport
 from webhookd._queue import Queue
 from webhookd._repository import Alert, AttemptRecord, Claim, DeliveryResult
 from webhookd._retry import Action, Outcome, next_attempt
-from webhookd._signing import SIGNATURE_HEADER, sign
 
 log = logging.getLogger("webhookd.delivery")
 _ATTEMPTS = {r: metrics.ATTEMPTS.labels(r.value) for r in Outcome}
 
-USER_AGENT = "Svc-Webhooks/1.0 (+https://docs.svc.travel/webhooks)"
 DELIVERY_TIMEOUT = 10.0
 RESPONSE_KEEP = 4096  # bytes of a response body kept in the attempt log
 RESPONSE_HEADERS_KEEP = 4096  # bytes of response header names and values kept in the attempt log
@@ -64,18 +63,6 @@ def kept_headers(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
         value = raw_value.decode("utf-8", "replace")
         kept[name] = f"{kept[name]}, {value}" if name in kept else value
     return kept
-
-
-def delivery_headers(
-    secrets: Sequence[str], body: bytes, event_id: str, now: dt.datetime | float
-) -> dict[str, str]:
-    """The headers of every delivery (``svc listen`` signs its local forwards with this too)."""
-    return {
-        "Content-Type": "application/json",
-        "User-Agent": USER_AGENT,
-        "X-Service-Event-Id": event_id,
-        SIGNATURE_HEADER: sign(secrets, body, now),
-    }
 
 
 class Sender:

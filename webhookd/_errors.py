@@ -11,7 +11,8 @@
         ├── Unavailable               service_unavailable
         └── SecretsKeyError           internal_error: --secrets-key missing, malformed or not the sealing key
 
-Receiver side (no gRPC involved, raised by ``verify``):
+Receiver side (no gRPC involved, raised by ``verify``), defined in ``svckit.signing`` and re-exported
+under the same names:
 
     WebhookVerificationError
     ├── SignatureFormatError          header missing or malformed
@@ -23,6 +24,30 @@ Receiver side (no gRPC involved, raised by ``verify``):
 from __future__ import annotations
 
 from svckit.errors import ServiceError
+from svckit.signing import (
+    NoMatchingSignature,
+    SignatureFormatError,
+    TimestampTooNew,
+    TimestampTooOld,
+    WebhookVerificationError,
+)
+
+__all__ = [
+    "Conflict",
+    "IdempotencyKeyReused",
+    "InvalidRequest",
+    "NoMatchingSignature",
+    "NotFound",
+    "PayloadTooLarge",
+    "SecretsKeyError",
+    "SignatureFormatError",
+    "TimestampTooNew",
+    "TimestampTooOld",
+    "Unavailable",
+    "UnsafeTarget",
+    "WebhookError",
+    "WebhookVerificationError",
+]
 
 
 class WebhookError(ServiceError):
@@ -56,26 +81,6 @@ class IdempotencyKeyReused(WebhookError):
 
 class Unavailable(WebhookError):
     type = "service_unavailable"
-
-
-class WebhookVerificationError(Exception):
-    """A delivery whose signature header does not verify. The message never contains a secret."""
-
-
-class SignatureFormatError(WebhookVerificationError):
-    pass
-
-
-class NoMatchingSignature(WebhookVerificationError):
-    pass
-
-
-class TimestampTooOld(WebhookVerificationError):
-    pass
-
-
-class TimestampTooNew(WebhookVerificationError):
-    pass
 
 
 class SecretsKeyError(WebhookError):

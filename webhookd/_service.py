@@ -20,6 +20,7 @@ from svckit.ids import new_id, sortable_id
 from svckit.peers import identity_of, may_publish, refuse
 from svckit.protos import struct_to_dict
 from svckit.prototables import ATTEMPT_OUTCOME, DELIVERY_STATUS
+from svckit.signing import new_secret
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
@@ -45,7 +46,6 @@ from webhookd._repository import (
     Repository,
     SigningSecret,
 )
-from webhookd._signing import new_secret
 from webhookd._ssrf import Policy, Resolver, check_target, system_resolver
 
 log = logging.getLogger("webhookd.service")

@@ -20,9 +20,9 @@ import pytest
 from sanic import Sanic
 
 from authsvc._server import run_server as run_authsvc
-from edge.server import start
 from portal.app import PAGE_SIZE, PortalConfig, create_app
 from portal.web import CSRF_COOKIE, SESSION_COOKIE
+from svckit.webserver import start
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import auth_pb2_grpc, identity_pb2_grpc
 from travel.auth.v1 import identity_pb2 as ipb

@@ -133,3 +133,16 @@ def test_builtin_upstream_is_sandbox_only_and_known_routes_only() -> None:
             {"method": "GET", "path": "/v1/hotels/reviews", "scope": "hotels:read",
              "upstream": {"live": "https://h.internal", "sandbox": "builtin"}}
         )  # fmt: skip
+
+
+def test_the_shared_names_and_statuses_are_the_edge_s_triggers() -> None:
+    # svckit.events holds the names and answers `svc trigger --failure` relies on; the edge's table says
+    # what each trigger does. An error trigger answers its error's status, the others run the route (202).
+    from edge.triggers import TRIGGERS
+    from svckit.errors import ERROR_KINDS
+    from svckit.events import TRIGGER_STATUS
+
+    assert tuple(TRIGGERS) == NAMES == tuple(TRIGGER_STATUS)
+    assert TRIGGER_STATUS == {
+        name: ERROR_KINDS[t.error_type].http_status if t.error_type else 202 for name, t in TRIGGERS.items()
+    }

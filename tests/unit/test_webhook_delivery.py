@@ -7,9 +7,10 @@ import datetime as dt
 import httpx
 import pytest
 
+from svckit.signing import USER_AGENT
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd import Outcome, verify
-from webhookd._delivery import RESPONSE_KEEP, USER_AGENT, Sender, decide
+from webhookd._delivery import RESPONSE_KEEP, Sender, decide
 from webhookd._repository import (
     Claim,
     DeliveryRecord,

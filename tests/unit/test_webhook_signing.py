@@ -92,3 +92,21 @@ def test_sign_and_verify_need_a_secret() -> None:
         sign([], BODY, T)
     with pytest.raises(ValueError):
         verify(BODY, f"t={T},v1={_hex(S_NEW, T, BODY)}", [], T)
+
+
+def test_webhookd_signs_with_svckit_signing() -> None:
+    # The partner's CLI signs (svc listen) and verifies (svc verify) with svckit.signing, loading no
+    # webhookd: the same functions, the same error classes, the same delivery headers.
+    import svckit.signing
+    import webhookd
+
+    assert (webhookd.sign, webhookd.verify, webhookd.new_secret) == (
+        svckit.signing.sign,
+        svckit.signing.verify,
+        svckit.signing.new_secret,
+    )
+    assert webhookd.WebhookVerificationError is svckit.signing.WebhookVerificationError
+    assert webhookd.NoMatchingSignature is svckit.signing.NoMatchingSignature
+    assert webhookd.delivery_headers([S_NEW], BODY, "evt_1", T) == svckit.signing.delivery_headers(
+        [S_NEW], BODY, "evt_1", T
+    )

@@ -1,4 +1,7 @@
-"""Signing deliveries (sender side) and verifying them (receiver side), spec section 6.
+"""Signing webhook deliveries (sender side) and verifying them (receiver side), spec section 6.
+
+Shared by webhookd (which signs every delivery), ``svc listen`` (which signs its local forwards exactly
+alike) and ``svc verify``; standard library only, so a partner's tool loads no service to use it.
 
 Header: ``X-Service-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>...]`` where each ``v1`` is
 HMAC-SHA256, keyed by one valid signing secret, over ``f"{t}.".encode() + raw_body``. During a rotation
@@ -14,11 +17,59 @@ import hmac
 import secrets as _secrets
 from collections.abc import Sequence
 
-from webhookd._errors import NoMatchingSignature, SignatureFormatError, TimestampTooNew, TimestampTooOld
-
 SIGNATURE_HEADER = "X-Service-Signature"
 SECRET_PREFIX = "whsec_"
 DEFAULT_TOLERANCE = 300
+EVENT_ID_HEADER = "X-Service-Event-Id"
+USER_AGENT = "Svc-Webhooks/1.0 (+https://docs.svc.travel/webhooks)"
+
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "EVENT_ID_HEADER",
+    "SECRET_PREFIX",
+    "SIGNATURE_HEADER",
+    "USER_AGENT",
+    "NoMatchingSignature",
+    "SignatureFormatError",
+    "TimestampTooNew",
+    "TimestampTooOld",
+    "WebhookVerificationError",
+    "compute_signature",
+    "delivery_headers",
+    "new_secret",
+    "parse_header",
+    "sign",
+    "verify",
+]
+
+
+class WebhookVerificationError(Exception):
+    """A delivery whose signature header does not verify. The message never contains a secret.
+
+    Receiver side (no gRPC involved, raised by ``verify``)::
+
+        WebhookVerificationError
+        ├── SignatureFormatError          header missing or malformed
+        ├── NoMatchingSignature           no v1= matches any of the given secrets
+        ├── TimestampTooOld               t is more than ``tolerance`` seconds in the past
+        └── TimestampTooNew               t is more than ``tolerance`` seconds in the future
+    """
+
+
+class SignatureFormatError(WebhookVerificationError):
+    pass
+
+
+class NoMatchingSignature(WebhookVerificationError):
+    pass
+
+
+class TimestampTooOld(WebhookVerificationError):
+    pass
+
+
+class TimestampTooNew(WebhookVerificationError):
+    pass
 
 
 def new_secret() -> str:
@@ -47,6 +98,18 @@ def sign(secrets: Sequence[str], raw_body: bytes, now: dt.datetime | int | float
         raise ValueError("at least one signing secret is needed")
     t = _unix(now)
     return ",".join([f"t={t}", *(f"v1={compute_signature(s, t, raw_body)}" for s in secrets)])
+
+
+def delivery_headers(
+    secrets: Sequence[str], body: bytes, event_id: str, now: dt.datetime | int | float
+) -> dict[str, str]:
+    """The headers of every delivery (``svc listen`` signs its local forwards with this too)."""
+    return {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        EVENT_ID_HEADER: event_id,
+        SIGNATURE_HEADER: sign(secrets, body, now),
+    }
 
 
 def parse_header(header: str) -> tuple[int, list[str]]:
