@@ -19,17 +19,23 @@ from authsvc._outbox import BACKOFF_CAP, POLL_INTERVAL, OutboxRelay
 from authsvc._service import AuthServicer
 from authsvc._sql import SqlRepository
 from authsvc._watch import ChangeHub, PgListener, channel_name
+from svckit import addresses
 from svckit.clock import Clock
 from svckit.db import asyncpg_dsn, create_engine, is_postgres, normalize_url, schema_of
+from svckit.flags import FlagParser, add_flag, env_name
 from svckit.grpc_server import start_server, stop_server
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
-from svckit.runner import add_serve_args, print_ready, run_until_signal
+from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal
 from svckit.secretbox import key_from
 from svckit.tls import Tls, add_tls_args, tls_from_args
 from travel.auth.v1 import auth_pb2, auth_pb2_grpc, identity_pb2, identity_pb2_grpc
 
 log = logging.getLogger(__name__)
+
+SERVICE = "authsvc"
+DATABASE = "sqlite+aiosqlite:///var/authsvc.db"
+SECRETS_KEY_ENV = "AUTHSVC_SECRETS_KEY"
 
 SERVICE_NAME = auth_pb2.DESCRIPTOR.services_by_name["AuthService"].full_name
 IDENTITY_SERVICE_NAME = identity_pb2.DESCRIPTOR.services_by_name["IdentityService"].full_name
@@ -46,7 +52,7 @@ class AuthServer:
     relay: OutboxRelay | None
     last_used: LastUsed
 
-    async def stop(self, grace: float = 5.0) -> None:
+    async def stop(self, grace: float = ServeConfig.shutdown_grace) -> None:
         self.servicer.hub.close()
         await stop_server(self.server, self.health, grace)
         if self.relay is not None:
@@ -117,43 +123,47 @@ async def run_server(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``serve``, each falling back to ``AUTHSVC_<FLAG>`` in the environment."""
     add_serve_args(
-        parser,
-        "authsvc",
-        listen="127.0.0.1:50051",
-        metrics="127.0.0.1:9101",
-        database="sqlite+aiosqlite:///var/authsvc.db",
+        parser, SERVICE, listen=addresses.AUTHSVC, metrics=addresses.AUTHSVC_METRICS, database=DATABASE
     )
-    add_tls_args(parser, "authsvc")
-    parser.add_argument(
+    add_tls_args(parser, SERVICE)
+    add_flag(
+        parser,
         "--webhookd",
-        default=os.environ.get("AUTHSVC_WEBHOOKD", ""),
-        help="webhookd gRPC address HOST:PORT for outbox events (env AUTHSVC_WEBHOOKD); empty keeps "
+        env=env_name(SERVICE, "webhookd"),
+        default="",
+        help=f"webhookd gRPC address HOST:PORT for outbox events (e.g. {addresses.WEBHOOKD}); empty keeps "
         "events pending in the outbox",
     )
-    parser.add_argument(
+    add_flag(
+        parser,
         "--outbox-backoff-cap",
+        env=env_name(SERVICE, "outbox_backoff_cap"),
         type=float,
-        default=float(os.environ.get("AUTHSVC_OUTBOX_BACKOFF_CAP", BACKOFF_CAP)),
-        help="longest wait in seconds between outbox publish retries (env AUTHSVC_OUTBOX_BACKOFF_CAP)",
+        default=BACKOFF_CAP,
+        help="longest wait in seconds between outbox publish retries",
     )
-    parser.add_argument(
+    add_flag(
+        parser,
         "--secrets-key-file",
-        default=os.environ.get("AUTHSVC_SECRETS_KEY_FILE", ""),
+        env=env_name(SERVICE, "secrets_key_file"),
+        default="",
         help="file holding the base64url AES-256 key that seals portal users' TOTP seeds at rest "
-        "(env AUTHSVC_SECRETS_KEY_FILE, or the key itself in AUTHSVC_SECRETS_KEY); without it TOTP "
-        "enrolment is refused",
+        f"(or the key itself in {SECRETS_KEY_ENV}); without it TOTP enrolment is refused",
     )
-    parser.add_argument(
+    add_flag(
+        parser,
         "--last-used-flush",
+        env=env_name(SERVICE, "last_used_flush"),
         type=float,
-        default=float(os.environ.get("AUTHSVC_LAST_USED_FLUSH", FLUSH_INTERVAL)),
-        help="seconds between last_used_at flushes (env AUTHSVC_LAST_USED_FLUSH)",
+        default=FLUSH_INTERVAL,
+        help="seconds between last_used_at flushes",
     )
 
 
 def _secrets_key(path: str) -> bytes | None:
-    return key_from(path, os.environ.get("AUTHSVC_SECRETS_KEY", ""), "--secrets-key-file")
+    return key_from(path, os.environ.get(SECRETS_KEY_ENV, ""), "--secrets-key-file")
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -175,7 +185,7 @@ async def serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m authsvc", description="The partner key authority")
+    parser = FlagParser(prog="python -m authsvc", description="The partner key authority")
     sub = parser.add_subparsers(dest="command", required=True)
     serve_parser = sub.add_parser("serve", help="serve travel.auth.v1 over gRPC")
     add_arguments(serve_parser)

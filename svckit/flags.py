@@ -93,8 +93,9 @@ def add_flag(
     ``repeat``: the flag may be given several times and the variable holds a comma-separated list;
     the value is a list of converted entries.
     """
-    raw = next((os.environ[name] for name in (env, *also_env) if name in os.environ), None)
-    variable = next((name for name in (env, *also_env) if name in os.environ), env)
+    # An empty variable counts as unset, so the next one (or the default) applies.
+    variable = next((name for name in (env, *also_env) if os.environ.get(name)), env)
+    raw = os.environ.get(variable) or None
     shown_env = " or ".join((env, *also_env))
     if switch:
         parser.add_argument(

@@ -10,42 +10,95 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
+from svckit.flags import TRUE_WORDS, add_flag, config_default, env_name
 
-def env_name(service: str, flag: str) -> str:
-    return f"{service.upper()}_{flag.upper().replace('-', '_')}"
+__all__ = [
+    "ServeConfig",
+    "add_serve_args",
+    "env_flag_on",
+    "env_name",
+    "or_default",
+    "print_ready",
+    "run_until_signal",
+    "wait_for_signal",
+]
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Defaults of the flags every ``serve`` command takes besides its addresses and database."""
+
+    log_level: str = "INFO"
+    shutdown_grace: float = 5.0  # seconds running calls may finish after SIGTERM
+
+
+def or_default(default: str) -> Callable[[str], str]:
+    """A flag's text, an empty one meaning ``default``: for flags whose empty environment variable has
+    always meant "not set" (the database URL, the TLS files)."""
+
+    def text(value: str) -> str:
+        return value or default
+
+    return text
 
 
 def env_flag_on(service: str, flag: str) -> bool:
-    """The environment fallback of an on/off flag: ``<SERVICE>_<FLAG>`` set to 1, true, yes or on."""
-    return os.environ.get(env_name(service, flag), "").lower() in ("1", "true", "yes", "on")
+    """The environment fallback of an on/off flag: ``<SERVICE>_<FLAG>`` set to 1, true, yes or on.
+
+    For parsers that are not ``svckit.flags.FlagParser``s; those take ``add_flag(..., switch=True)``,
+    which refuses a word that is neither on nor off."""
+    return os.environ.get(env_name(service, flag), "").strip().lower() in TRUE_WORDS
 
 
 def add_serve_args(
     parser: argparse.ArgumentParser, service: str, *, listen: str, metrics: str, database: str | None
 ) -> None:
-    """Flags every service takes; each falls back to ``<SERVICE>_<FLAG>`` in the environment."""
+    """Flags every service takes; each falls back to ``<SERVICE>_<FLAG>`` in the environment (the
+    database then to DATABASE_URL). ``listen``, ``metrics``: default addresses (``svckit.addresses``)."""
 
-    def add(flag: str, default: str | None, help: str) -> None:
-        env = env_name(service, flag)
-        parser.add_argument(f"--{flag}", default=os.environ.get(env, default), help=f"{help} (env {env})")
+    def env(flag: str) -> str:
+        return env_name(service, flag)
 
-    add("listen", listen, f"gRPC listen address HOST:PORT, port 0 picks one; default {listen}")
+    add_flag(
+        parser,
+        "--listen",
+        env=env("listen"),
+        default=listen,
+        help="gRPC listen address HOST:PORT, port 0 picks one",
+    )
     if database is not None:
-        env = env_name(service, "database")
-        parser.add_argument(
+        add_flag(
+            parser,
             "--database",
-            default=os.environ.get(env) or os.environ.get("DATABASE_URL") or database,
-            help=f"SQLAlchemy URL (sqlite+aiosqlite:///path or postgresql+asyncpg://...) "
-            f"(env {env}, then DATABASE_URL); default {database}",
+            env=env("database"),
+            also_env=("DATABASE_URL",),
+            type=or_default(database),
+            default=database,
+            help="SQLAlchemy URL (sqlite+aiosqlite:///path or postgresql+asyncpg://...)",
         )
-    add("metrics-listen", metrics, "Prometheus /metrics address HOST:PORT, empty to disable")
-    add("log-level", "INFO", "DEBUG, INFO, WARNING or ERROR")
-    parser.add_argument(
+    add_flag(
+        parser,
+        "--metrics-listen",
+        env=env("metrics-listen"),
+        default=metrics,
+        help="Prometheus /metrics address HOST:PORT, empty to disable",
+    )
+    add_flag(
+        parser,
+        "--log-level",
+        env=env("log-level"),
+        default=config_default(ServeConfig, "log_level"),
+        help="DEBUG, INFO, WARNING or ERROR",
+    )
+    add_flag(
+        parser,
         "--shutdown-grace",
+        env=env("shutdown-grace"),
         type=float,
-        default=float(os.environ.get(env_name(service, "shutdown_grace"), "5")),
+        default=config_default(ServeConfig, "shutdown_grace"),
         help="seconds running calls may finish after SIGTERM",
     )
 

@@ -11,7 +11,6 @@ Plaintext is only possible with an explicit ``--insecure-dev``.
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +20,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 
-from svckit.runner import env_flag_on, env_name
+from svckit.flags import FlagParser, add_flag, env_name
+from svckit.runner import env_flag_on, or_default
 
 DEV_DIR = "var/tls"
 
@@ -97,22 +97,33 @@ def channel(
 
 def add_tls_args(parser: argparse.ArgumentParser, service: str) -> None:
     """``--tls-ca``, ``--tls-cert``, ``--tls-key`` and ``--insecure-dev``, each with an environment
-    fallback; the files default to the development certificates ``svcctl certs init`` makes."""
+    fallback ``<SERVICE>_<FLAG>``; the files default to the development certificates ``svcctl certs
+    init`` makes. On a ``svckit.flags.FlagParser`` a word in ``<SERVICE>_INSECURE_DEV`` that is neither
+    on nor off is a usage error; on a plain ArgumentParser only an on-word turns plaintext on."""
     files = (
         ("ca", "ca.pem", "the CA certificate peers must chain to"),
         ("cert", f"{service}.pem", "this process's certificate"),
         ("key", f"{service}.key", "its private key"),
     )
     for flag, name, what in files:
-        env = env_name(service, f"tls_{flag}")
-        default = os.environ.get(env) or f"{DEV_DIR}/{name}"
-        parser.add_argument(f"--tls-{flag}", default=default, help=f"PEM file: {what} (env {env})")
-    env = env_name(service, "insecure_dev")
+        default = f"{DEV_DIR}/{name}"
+        add_flag(
+            parser,
+            f"--tls-{flag}",
+            env=env_name(service, f"tls_{flag}"),
+            type=or_default(default),
+            default=default,
+            help=f"PEM file: {what}",
+        )
+    what = "plaintext gRPC with no caller authentication, for development only"
+    if isinstance(parser, FlagParser):
+        add_flag(parser, "--insecure-dev", env=env_name(service, "insecure_dev"), switch=True, help=what)
+        return
     parser.add_argument(
         "--insecure-dev",
         action="store_true",
         default=env_flag_on(service, "insecure_dev"),
-        help=f"plaintext gRPC with no caller authentication, for development only (env {env})",
+        help=f"{what} (env {env_name(service, 'insecure_dev')})",
     )
 
 

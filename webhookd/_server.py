@@ -10,17 +10,20 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 import httpx
 from grpc_health.v1.health import aio as health_aio
 
+from svckit import addresses
 from svckit.clock import Clock, SystemClock
 from svckit.db import is_postgres
+from svckit.flags import ArgumentError, FlagParser, add_flag, config_default, env_name
 from svckit.grpc_server import start_server, stop_server
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
-from svckit.runner import add_serve_args, env_flag_on, env_name, print_ready, run_until_signal
+from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal
 from svckit.secretbox import key_from
 from svckit.tls import Tls, add_tls_args, tls_from_args
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
@@ -39,6 +42,7 @@ from webhookd._ssrf import Policy, Resolver, system_resolver
 log = logging.getLogger("webhookd")
 
 SERVICE = "webhookd"
+SECRETS_KEY_ENV = env_name(SERVICE, "secrets_key")
 SERVICE_NAME = webhooks_pb2.DESCRIPTOR.services_by_name["WebhookService"].full_name
 ATTEMPT_RETENTION = dt.timedelta(days=30)
 
@@ -46,7 +50,7 @@ ATTEMPT_RETENTION = dt.timedelta(days=30)
 @dataclass
 class Config:
     database: str = "sqlite+aiosqlite:///var/webhookd.db"
-    listen: str = "127.0.0.1:50052"
+    listen: str = addresses.WEBHOOKD
     policy: Policy = field(default_factory=Policy)
     ca_bundle: str | None = None
     smtp: SmtpConfig | None = None
@@ -90,7 +94,7 @@ class Webhookd:
     owns_client: bool
     accounts: Accounts | None = None
 
-    async def stop(self, grace: float = 5.0) -> None:
+    async def stop(self, grace: float = ServeConfig.shutdown_grace) -> None:
         await stop_server(self.server, self.health, grace)
         await self.worker.stop(grace)
         await self.mailer.stop()
@@ -207,85 +211,101 @@ def _host_port(value: str, flag: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _smtp_address(text: str) -> str:
+    """``--smtp``: HOST:PORT, or empty for no mail."""
+    host, _, port = text.rpartition(":")
+    if text and (not host or not port.isdigit()):
+        raise ArgumentError("expected HOST:PORT")
+    return text
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds more than 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise ArgumentError("expected a number of seconds more than 0")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m webhookd", description="Webhook delivery service")
+    """``serve`` and ``new-secrets-key``; every ``serve`` flag falls back to ``WEBHOOKD_<FLAG>`` in the
+    environment and defaults to the field of ``Config`` (or ``WorkerConfig``, ``SmtpConfig``) it sets."""
+    parser = FlagParser(prog="python -m webhookd", description="Webhook delivery service")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve travel.webhooks.v1 over gRPC and deliver webhooks")
     add_serve_args(
         serve,
         SERVICE,
-        listen="127.0.0.1:50052",
-        metrics="127.0.0.1:9102",
-        database="sqlite+aiosqlite:///var/webhookd.db",
+        listen=config_default(Config, "listen"),
+        metrics=addresses.WEBHOOKD_METRICS,
+        database=config_default(Config, "database"),
     )
     add_tls_args(serve, SERVICE)
 
-    def env(flag: str, default: str = "") -> str:
-        return os.environ.get(env_name(SERVICE, flag), default)
+    def flag(name: str, **kwargs: Any) -> None:
+        add_flag(serve, f"--{name}", env=env_name(SERVICE, name), **kwargs)
 
-    serve.add_argument(
-        "--allow-private-targets",
-        action="store_true",
-        default=env_flag_on(SERVICE, "allow_private_targets"),
+    flag(
+        "allow-private-targets",
+        switch=True,
         help="allow private, loopback and link-local targets (development and tests only)",
     )
-    serve.add_argument(
-        "--allow-http",
-        action="store_true",
-        default=env_flag_on(SERVICE, "allow_http"),
-        help="allow plain http:// endpoint URLs (development and tests only)",
-    )
-    serve.add_argument(
-        "--ca-bundle",
-        default=env("ca_bundle") or None,
+    flag("allow-http", switch=True, help="allow plain http:// endpoint URLs (development and tests only)")
+    flag(
+        "ca-bundle",
+        default=config_default(Config, "ca_bundle"),
         help="PEM file of CAs to verify endpoints against (default: the system store)",
     )
-    serve.add_argument("--smtp", default=env("smtp"), help="SMTP server HOST:PORT for disable alerts")
-    serve.add_argument(
-        "--smtp-from", default=env("smtp_from", "webhooks@svc.travel"), help="alert sender address"
+    flag("smtp", type=_smtp_address, default="", help="SMTP server HOST:PORT for disable alerts")
+    flag("smtp-from", default=config_default(SmtpConfig, "sender"), help="alert sender address")
+    flag(
+        "authsvc",
+        default=config_default(Config, "authsvc"),
+        help=f"authsvc gRPC HOST:PORT (e.g. {addresses.AUTHSVC}), to look up an account's admin_emails "
+        "for alerts",
     )
-    serve.add_argument(
-        "--authsvc",
-        default=env("authsvc"),
-        help="authsvc gRPC HOST:PORT, to look up an account's admin_emails for alerts",
+    flag(
+        "alert-email",
+        repeat=True,
+        default=config_default(Config, "alert_emails"),
+        help="address(es) alerted when authsvc is not configured or knows no admin",
     )
-    serve.add_argument(
-        "--alert-email",
-        action="append",
-        default=[a for a in env("alert_email").split(",") if a],
-        help="address(es) alerted when authsvc is not configured or knows no admin (repeatable)",
-    )
-    serve.add_argument(
-        "--secrets-key-file",
-        default=env("secrets_key_file") or None,
+    flag(
+        "secrets-key-file",
         help="file holding the key that seals signing secrets at rest (or the key itself in env "
-        "WEBHOOKD_SECRETS_KEY); make one with `python -m webhookd new-secrets-key`",
+        f"{SECRETS_KEY_ENV}); make one with `python -m webhookd new-secrets-key`",
     )
-    serve.add_argument(
-        "--concurrency", type=int, default=int(env("concurrency", "64")), help="deliveries in flight at once"
-    )
-    serve.add_argument(
-        "--batch-size",
+    flag(
+        "concurrency",
         type=int,
-        default=int(env("batch_size", "200")),
+        default=config_default(WorkerConfig, "concurrency"),
+        help="deliveries in flight at once",
+    )
+    flag(
+        "batch-size",
+        type=int,
+        default=config_default(WorkerConfig, "batch_size"),
         help="deliveries claimed per transaction",
     )
-    serve.add_argument(
-        "--lease-seconds",
+    flag(
+        "lease-seconds",
         type=float,
-        default=float(env("lease_seconds", "60")),
+        default=config_default(WorkerConfig, "lease_seconds"),
         help="how long a claimed delivery stays reserved to this process",
     )
-    serve.add_argument(
-        "--poll-seconds",
+    flag(
+        "poll-seconds",
         type=float,
-        default=float(env("poll_seconds", "0.25")),
+        default=config_default(WorkerConfig, "poll_seconds"),
         help="longest wait between looks for due deliveries",
     )
-    serve.add_argument(
-        "--delivery-timeout",
-        type=float,
-        default=float(env("delivery_timeout", "10")),
+    flag(
+        "delivery-timeout",
+        type=_seconds,
+        default=config_default(Config, "delivery_timeout"),
         help="seconds to wait for an endpoint's response",
     )
     commands.add_parser("new-secrets-key", help="print a new key for --secrets-key-file")
@@ -295,14 +315,14 @@ def build_parser() -> argparse.ArgumentParser:
 def _secrets_key(args: argparse.Namespace) -> bytes | None:
     """The key sealing signing secrets at rest. Required: only a development run that says so
     (--insecure-dev) may keep them in the clear."""
-    env_text = os.environ.get(env_name(SERVICE, "secrets_key"), "")
+    env_text = os.environ.get(SECRETS_KEY_ENV, "")
     try:
         key = key_from(args.secrets_key_file or "", env_text, "--secrets-key-file", SecretsKeyError)
     except SecretsKeyError as exc:
         raise SystemExit(f"webhookd: {exc.message}") from None
     if key is None and not args.insecure_dev:
         raise SystemExit(
-            "webhookd: signing secrets are sealed at rest: give --secrets-key-file or WEBHOOKD_SECRETS_KEY "
+            f"webhookd: signing secrets are sealed at rest: give --secrets-key-file or {SECRETS_KEY_ENV} "
             "(make one with `python -m webhookd new-secrets-key`), or --insecure-dev for a development run"
         )
     return key
@@ -313,15 +333,13 @@ def config_from_args(args: argparse.Namespace) -> Config:
     if args.smtp:
         host, port = _host_port(args.smtp, "--smtp")
         smtp = SmtpConfig(host, port, args.smtp_from)
-    if args.delivery_timeout <= 0:
-        raise SystemExit("--delivery-timeout must be more than 0 seconds")
     if args.lease_seconds <= args.delivery_timeout:
         raise SystemExit("--lease-seconds must be longer than --delivery-timeout")
     return Config(
         database=args.database,
         listen=args.listen,
         policy=Policy(allow_http=args.allow_http, allow_private=args.allow_private_targets),
-        ca_bundle=args.ca_bundle,
+        ca_bundle=args.ca_bundle or None,
         smtp=smtp,
         authsvc=args.authsvc,
         alert_emails=list(args.alert_email),

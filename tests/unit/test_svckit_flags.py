@@ -61,6 +61,8 @@ def parser() -> FlagParser:
         ({"T_ALERT_EMAIL": "a@x"}, ["--alert-email", "c@x"], {"alert_email": ["c@x"]}),
         ({"T_URL": "pg://u"}, [], {"database": "pg://u"}),
         ({"T_URL": "pg://u", "T_DATABASE": "pg://d"}, [], {"database": "pg://d"}),
+        ({"T_URL": "pg://u", "T_DATABASE": ""}, [], {"database": "pg://u"}),
+        ({"T_BATCH_SIZE": ""}, [], {"batch_size": 200}),
     ],
 )
 def test_precedence(
