@@ -12,18 +12,19 @@ import uvloop
 
 from edge.app import create_app
 from edge.authcache import DENIAL_CACHE_SIZE
-from edge.channels import authsvc_target
 from edge.config import DEFAULT_LIVE_LISTEN, DEFAULT_SANDBOX_LISTEN, MAX_BODY_BYTES, EdgeConfig
 from edge.environments import listen_hosts
 from edge.routetable import RouteTable, RouteTableError
-from edge.server import bind, start
+from edge.server import EdgeProtocol
 from edge.sources import parse_networks
+from svckit.clients.auth import auth_target
 from svckit.db import normalize_url
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.runner import env_name, print_ready, run_until_signal
 from svckit.secretbox import SealingKeyError, key_from, new_key
 from svckit.tls import add_tls_args, tls_from_args
+from svckit.webserver import bind, start
 
 log = logging.getLogger("edge")
 
@@ -138,7 +139,7 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
     live_port, sandbox_port = ports or [int(listen.rpartition(":")[2]) for listen in listens]
     routes = RouteTable.load(args.routes) if args.routes else EdgeConfig().routes
     addresses = args.authsvc or [_env("authsvc", "127.0.0.1:50051")]
-    authsvc_target(addresses)  # a bad address list stops the start here, with its message
+    auth_target(addresses)  # a bad address list stops the start here, with its message
     return EdgeConfig(
         authsvc=",".join(addresses),
         webhookd=args.webhookd,
@@ -172,7 +173,7 @@ async def serve(args: argparse.Namespace) -> None:
     socks = [bind(args.live_listen), bind(args.sandbox_listen)]
     config = config_from(args, [s.getsockname()[1] for s in socks])
     app = create_app(config)
-    running = await start(app, socks)
+    running = await start(app, socks, protocol=EdgeProtocol)
     metrics_port = serve_metrics(args.metrics_listen) if args.metrics_listen else None
     log.info("edge serving", extra={"live_port": running.ports[0], "sandbox_port": running.ports[1]})
     print_ready("edge", live_port=running.ports[0], sandbox_port=running.ports[1], metrics_port=metrics_port)

@@ -1,7 +1,9 @@
 """create_app(config): the Sanic application of the edge.
 
-Channels to authsvc and webhookd, the idempotency database and the upstream HTTP client are opened in
-``before_server_start`` onto ``app.ctx`` and closed in ``after_server_stop``.
+The clients of authsvc and webhookd (``app.ctx.auth``: svckit.clients.AuthClient, ``app.ctx.hooks``:
+HooksClient), the idempotency database and the upstream HTTP client are opened in ``before_server_start``
+onto ``app.ctx`` and closed in ``after_server_stop``. A peer's error a handler lets through
+(svckit.clients.ClientError) is answered as ``edge.exceptions.edge_error`` makes it.
 """
 
 from __future__ import annotations
@@ -27,22 +29,20 @@ from sanic.response import HTTPResponse
 from edge.authcache import AuthCache
 from edge.authorizer import Authorizer
 from edge.blueprints import account, docs, events, products, sandbox, stream, webhooks
-from edge.channels import authsvc_service_config, authsvc_target
 from edge.config import EdgeConfig
-from edge.exceptions import EdgeError, RateLimited
+from edge.exceptions import EdgeError, RateLimited, edge_error
 from edge.gate import Gate
 from edge.idempotency import SqlIdempotencyStore
 from edge.metrics import REFUSALS, count_response
 from edge.publisher import Publisher
 from edge.responses import error_response, new_request_id
 from edge.simulator import Simulator
+from svckit.clients import AuthClient, ClientError, HooksClient
 from svckit.db import create_engine
 from svckit.errors import ServiceError
 from svckit.http import PooledTransport, system_addresses
 from svckit.logs import request_id_var
 from svckit.secretbox import SecretBox
-from svckit.tls import channel
-from travel.webhooks.v1 import webhooks_pb2_grpc
 
 log = logging.getLogger(__name__)
 _names = itertools.count()
@@ -57,6 +57,8 @@ GRPC_OPTIONS = [
 
 
 def _classify(request: Request | None, exc: BaseException) -> tuple[str, str]:
+    if isinstance(exc, ClientError):
+        exc = edge_error(exc)
     if isinstance(exc, ServiceError):
         return exc.type, exc.message
     if isinstance(exc, NotFound | MethodNotAllowed):
@@ -125,23 +127,13 @@ def create_app(config: EdgeConfig) -> Sanic:
     @app.before_server_start
     async def open_resources(app: Sanic) -> None:
         cfg: EdgeConfig = app.ctx.config
-        app.ctx.auth_channel = channel(
-            authsvc_target([cfg.authsvc]),
-            cfg.tls,
-            "authsvc",
-            [
-                *GRPC_OPTIONS,
-                ("grpc.service_config", authsvc_service_config()),
-                ("grpc.enable_retries", 1),
-            ],
+        auth = app.ctx.auth = AuthClient(
+            cfg.authsvc, cfg.tls, timeout=cfg.authsvc_timeout, options=GRPC_OPTIONS
         )
-        app.ctx.webhooks_channel = channel(cfg.webhookd, cfg.tls, "webhookd", GRPC_OPTIONS)
-        app.ctx.webhooks = webhooks_pb2_grpc.WebhookServiceStub(app.ctx.webhooks_channel)
-        app.ctx.authorizer = Authorizer(
-            app.ctx.auth_channel,
-            cache=AuthCache(max_denials=cfg.denial_cache_size),
-            timeout=cfg.authsvc_timeout,
+        hooks = app.ctx.hooks = HooksClient(
+            cfg.webhookd, cfg.tls, timeout=cfg.webhookd_timeout, options=GRPC_OPTIONS
         )
+        app.ctx.authorizer = Authorizer(auth, cache=AuthCache(max_denials=cfg.denial_cache_size))
         app.ctx.engine = create_engine(cfg.database)
         app.ctx.store = SqlIdempotencyStore(app.ctx.engine, SecretBox(cfg.idempotency_key))
         if cfg.idempotency_key is None:
@@ -155,7 +147,7 @@ def create_app(config: EdgeConfig) -> Sanic:
         app.ctx.http = cfg.upstream_transport or PooledTransport(
             system_addresses, max_body=cfg.upstream_max_body, refuse_longer=True
         )
-        app.ctx.publisher = Publisher(app.ctx.webhooks, cfg.webhookd_timeout)
+        app.ctx.publisher = Publisher(hooks)
         app.ctx.gate = Gate(cfg, app.ctx.authorizer, app.ctx.store, app.ctx.publisher)
         app.ctx.simulator = Simulator(app.ctx.publisher, cfg.sandbox_confirm_seconds)
         app.ctx.tasks = [
@@ -183,10 +175,10 @@ def create_app(config: EdgeConfig) -> Sanic:
             await app.ctx.http.aclose()
         with contextlib.suppress(Exception):
             await app.ctx.gate.aclose()
-        for name in ("auth_channel", "webhooks_channel"):
-            channel = getattr(app.ctx, name, None)
-            if channel is not None:
-                await channel.close()
+        for name in ("auth", "hooks"):
+            client = getattr(app.ctx, name, None)
+            if client is not None:
+                await client.close()
         engine = getattr(app.ctx, "engine", None)
         if engine is not None:
             await engine.dispose()

@@ -2,8 +2,8 @@
 honest. The cache is consulted first only while the watch stream is up; while it is down every request
 asks authsvc, and a still-valid cached answer is used only if authsvc cannot be reached and the watch
 broke no more than WATCH_GRACE ago (edge.authcache.cache_use). Otherwise the edge fails closed (503
-service_unavailable). Several authsvc addresses share one channel (edge.channels): calls and the watch
-go to whichever is connected."""
+service_unavailable). Several authsvc addresses share the AuthClient's one channel
+(svckit.clients.channels): calls and the watch go to whichever is connected."""
 
 from __future__ import annotations
 
@@ -13,31 +13,19 @@ import hashlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
-import grpc
 from google.protobuf import duration_pb2
 
 from edge.authcache import WATCH_SILENCE, Answer, AuthCache, CacheUse, Caller, cache_use, ttl_for
 from edge.environments import Environment
-from edge.exceptions import EdgeError, UpstreamUnavailable
+from edge.exceptions import EdgeError, UpstreamUnavailable, edge_error
+from svckit.clients import AuthClient, ClientError, PeerUnavailable, ResponseStream, request_id_context
 from svckit.clock import utcnow
-from svckit.errors import type_from_rpc_error
 from svckit.protos import datetime_of
-from travel.auth.v1 import auth_pb2, auth_pb2_grpc
+from svckit.prototables import ACCOUNT_MODE, ACCOUNT_STATUS, AUTH_ENVIRONMENT, KEY_STATUS
+from travel.auth.v1 import auth_pb2
 
 log = logging.getLogger(__name__)
-
-UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
-ENV_PB = {Environment.LIVE: auth_pb2.ENVIRONMENT_LIVE, Environment.SANDBOX: auth_pb2.ENVIRONMENT_SANDBOX}
-KEY_STATUS = {
-    auth_pb2.KEY_STATUS_ACTIVE: "active",
-    auth_pb2.KEY_STATUS_EXPIRING: "expiring",
-    auth_pb2.KEY_STATUS_EXPIRED: "expired",
-    auth_pb2.KEY_STATUS_REVOKED: "revoked",
-}
-MODES = {auth_pb2.ACCOUNT_MODE_A: "A", auth_pb2.ACCOUNT_MODE_B: "B"}
-ACCOUNT_STATUS = {auth_pb2.ACCOUNT_STATUS_ACTIVE: "active", auth_pb2.ACCOUNT_STATUS_READ_ONLY: "read_only"}
 
 # Silence after which authsvc sends a heartbeat on the watch (well under WATCH_SILENCE).
 HEARTBEAT_INTERVAL = 0.2
@@ -72,7 +60,7 @@ def caller_from(resp: auth_pb2.AuthorizeResponse, env: Environment) -> Caller | 
         key_hint=key.hint,
         expires_at=expires,
         account_name=account.name,
-        account_mode=MODES.get(account.mode, ""),
+        account_mode=ACCOUNT_MODE.get(account.mode, "").upper(),  # the API shows "A"/"B"
         account_status=ACCOUNT_STATUS.get(account.status, ""),
         daily_search_allowance=account.daily_search_allowance,
         rate_limit=float(key.rate_limit),
@@ -83,16 +71,14 @@ def caller_from(resp: auth_pb2.AuthorizeResponse, env: Environment) -> Caller | 
 class Authorizer:
     def __init__(
         self,
-        channel: grpc.aio.Channel,
+        auth: AuthClient,
         *,
         cache: AuthCache | None = None,
-        timeout: float = 2.0,
         monotonic: Callable[[], float] = time.monotonic,
         wall: Callable[[], dt.datetime] = utcnow,
     ) -> None:
-        self.stub = auth_pb2_grpc.AuthServiceStub(channel)
+        self.auth = auth
         self.cache = cache if cache is not None else AuthCache()
-        self.timeout = timeout
         self.monotonic = monotonic
         self.wall = wall
         self._listeners: set[ChangeListener] = set()
@@ -176,33 +162,31 @@ class Authorizer:
         scope: str,
         source: str,
         is_write: bool,
-        request_id: str,
+        rid: str,
     ) -> Answer:
         cache = self.cache
         generation = cache.generation
         try:
-            resp = await self.stub.Authorize(
-                auth_pb2.AuthorizeRequest(
-                    api_key=api_key,
-                    environment=ENV_PB[env],
-                    required_scope=scope,
-                    source_address=source,
-                    is_write=is_write,
-                ),
-                timeout=self.timeout,
-                metadata=(("x-request-id", request_id),),
-            )
-        except grpc.aio.AioRpcError as exc:
-            if exc.code() in UNREACHABLE:
-                stale = cache.get(ck, self.monotonic()) if self.cache_use() is not CacheUse.NEVER else None
-                if stale is not None:
-                    return stale
-                log.warning("authsvc unreachable: failing closed", extra={"code": exc.code().name})
-                raise UpstreamUnavailable(
-                    "the authorisation service cannot be reached; the request was refused (fail closed)"
-                ) from None
-            etype, message = type_from_rpc_error(exc)
-            raise EdgeError(message, type=etype) from None
+            with request_id_context(rid):
+                resp = await self.auth.authorize(
+                    auth_pb2.AuthorizeRequest(
+                        api_key=api_key,
+                        environment=AUTH_ENVIRONMENT.pb(env),
+                        required_scope=scope,
+                        source_address=source,
+                        is_write=is_write,
+                    )
+                )
+        except PeerUnavailable as exc:
+            stale = cache.get(ck, self.monotonic()) if self.cache_use() is not CacheUse.NEVER else None
+            if stale is not None:
+                return stale
+            log.warning("authsvc unreachable: failing closed", extra={"code": exc.code.name})
+            raise UpstreamUnavailable(
+                "the authorisation service cannot be reached; the request was refused (fail closed)"
+            ) from None
+        except ClientError as exc:
+            raise edge_error(exc) from None
         caller = caller_from(resp, env)
         if resp.decision == auth_pb2.DECISION_ALLOW:
             answer = Answer(True, caller=caller)
@@ -256,7 +240,7 @@ class Authorizer:
     async def watch_forever(self) -> None:
         delay = 0.1
         while True:
-            call = self.stub.WatchKeyChanges(
+            call = self.auth.watch_key_changes(
                 auth_pb2.WatchKeyChangesRequest(
                     heartbeat_interval=duration_pb2.Duration(nanos=int(HEARTBEAT_INTERVAL * 1e9))
                 )
@@ -267,10 +251,10 @@ class Authorizer:
             except asyncio.CancelledError:
                 call.cancel()
                 raise
-            except grpc.aio.AioRpcError as exc:
+            except ClientError as exc:
                 log.warning(
                     "WatchKeyChanges broke; the cache is no longer trusted first",
-                    extra={"code": exc.code().name},
+                    extra={"code": exc.code.name},
                 )
             except TimeoutError:
                 log.warning(
@@ -290,13 +274,13 @@ class Authorizer:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
 
-    async def _follow(self, call: Any) -> AsyncIterator[None]:
+    async def _follow(self, call: ResponseStream[auth_pb2.WatchKeyChangesResponse]) -> AsyncIterator[None]:
         """Applies the stream's messages, yielding after each; raises TimeoutError once a stream that
         heartbeats stays silent for WATCH_SILENCE."""
         while True:
             timeout = WATCH_SILENCE if self.watch_heard is not None else None
             msg = await asyncio.wait_for(call.read(), timeout)
-            if msg is grpc.aio.EOF:
+            if msg is None:
                 return
             if msg.kind == auth_pb2.KEY_CHANGE_KIND_HEARTBEAT or self.watch_heard is not None:
                 self.watch_heard = self.monotonic()

@@ -23,7 +23,7 @@ MAX_BODY_BYTES = 1024 * 1024
 
 @dataclass
 class EdgeConfig:
-    # One gRPC target, or several IP:PORT addresses comma-separated (edge.channels.authsvc_target).
+    # One gRPC target, or several IP:PORT addresses comma-separated (svckit.clients.channels.target).
     authsvc: str = "127.0.0.1:50051"
     webhookd: str = "127.0.0.1:50052"
     database: str = "sqlite+aiosqlite:///var/edge.db"

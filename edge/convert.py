@@ -8,15 +8,10 @@ from typing import Any
 
 from google.protobuf import timestamp_pb2
 
-from edge.environments import Environment
 from edge.exceptions import EdgeError
 from svckit.webhook_status import DeliveryStatus, EndpointStatus, proto_values
 from travel.webhooks.v1 import webhooks_pb2
 
-WH_ENV = {
-    Environment.LIVE: webhooks_pb2.ENVIRONMENT_LIVE,
-    Environment.SANDBOX: webhooks_pb2.ENVIRONMENT_SANDBOX,
-}
 ENDPOINT_STATUS = proto_values(EndpointStatus, webhooks_pb2.EndpointStatus, "ENDPOINT_STATUS_")
 DELIVERY_STATUS = proto_values(DeliveryStatus, webhooks_pb2.DeliveryStatus, "DELIVERY_STATUS_")
 DELIVERY_STATUS_BY_NAME = {v: k for k, v in DELIVERY_STATUS.items()}

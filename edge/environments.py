@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import email.utils
-import enum
 from collections.abc import Iterable
 
 from edge.exceptions import EdgeError
 from svckit.apikeys import PREFIX_LENGTH, PREFIXES
-
-
-class Environment(enum.StrEnum):
-    LIVE = "live"
-    SANDBOX = "sandbox"
-
+from svckit.vocabulary import Environment  # the one the edge uses, re-exported
 
 # A key's prefix -> the environment it is for (the prefixes are svckit.apikeys').
 _KEY_ENVIRONMENT = {prefix: Environment(env) for env, prefix in PREFIXES.items()}

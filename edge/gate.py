@@ -20,34 +20,33 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import grpc
 from sanic import Request
 from sanic.response import HTTPResponse
 
 from edge.authcache import Answer, Caller
-from edge.authorizer import ENV_PB, UNREACHABLE, Authorizer, key_digest
+from edge.authorizer import Authorizer, key_digest
 from edge.config import EdgeConfig
 from edge.credentials import key_from_authorization
 from edge.environments import Environment, HostMap, key_environment
-from edge.exceptions import EdgeError, RateLimited, UpstreamUnavailable
+from edge.exceptions import EdgeError, RateLimited, edge_error
 from edge.idempotency import IdempotencyStore, fingerprint_headers, request_hash
 from edge.jsonbody import JsonProblem, parse_json
 from edge.metrics import SANDBOX_TRIGGERS, count_response
 from edge.negotiation import check_accept, check_customer_ref, check_idempotency_key, check_json_content_type
+from edge.publisher import Publisher
 from edge.ratelimit import RateLimiter
 from edge.responses import EdgeResponse, error_response, new_request_id
 from edge.samples import STATES, low_balance, quota_threshold
 from edge.sharedlimit import SharedLimiter
 from edge.sources import source_address
 from edge.triggers import FORCED_MESSAGES, RouteKind, Trigger, decide
+from svckit.clients import ClientError
 from svckit.clock import utcnow
-from svckit.errors import type_from_rpc_error
+from svckit.logs import request_id_var
+from svckit.prototables import AUTH_ENVIRONMENT
 from travel.auth.v1 import auth_pb2
-
-if TYPE_CHECKING:
-    from edge.publisher import Publisher
 
 log = logging.getLogger(__name__)
 
@@ -197,28 +196,35 @@ class Gate:
     ) -> HTTPResponse:
         rctx = request.ctx
         rid = rctx.rid = new_request_id()
-        env, api_key, digest = self.credential(request)
-        source = self.source(request)
-        # The cache's answer without a coroutine when it may answer first (edge.authcache.cache_use).
-        answer = self.authorizer.cached(digest, env, scope, source, is_write)
-        if answer is None:
-            answer = await self.authorizer.answer(api_key, env, scope, source, is_write, rid, digest=digest)
-        caller = admitted(request, answer)
-        if self.shared is None:
-            self.limit_here(caller)
-        else:
-            await self.limit(caller)
-        ctx = Ctx(rid, env, caller, source)
-        if request.method == "POST":
-            return await self._idempotent(request, handler, ctx, traveller, params, kind)
-        if request.body:
-            ctx.body = self._parse_body(request)
-        if traveller != "none":
-            await self._traveller(request, ctx, traveller)
-        if request.headers.get("x-sandbox-trigger") is not None:  # decide() has nothing to say without
-            await self._trigger(request, ctx, kind)
-        response = await handler(request, ctx, **params)
-        return self.finish(response, ctx)
+        # Every call to authsvc and webhookd from here on carries it (svckit.clients.interceptors).
+        token = request_id_var.set(rid)
+        try:
+            env, api_key, digest = self.credential(request)
+            source = self.source(request)
+            # The cache's answer without a coroutine when it may answer first (edge.authcache.cache_use).
+            answer = self.authorizer.cached(digest, env, scope, source, is_write)
+            if answer is None:
+                answer = await self.authorizer.answer(
+                    api_key, env, scope, source, is_write, rid, digest=digest
+                )
+            caller = admitted(request, answer)
+            if self.shared is None:
+                self.limit_here(caller)
+            else:
+                await self.limit(caller)
+            ctx = Ctx(rid, env, caller, source)
+            if request.method == "POST":
+                return await self._idempotent(request, handler, ctx, traveller, params, kind)
+            if request.body:
+                ctx.body = self._parse_body(request)
+            if traveller != "none":
+                await self._traveller(request, ctx, traveller)
+            if request.headers.get("x-sandbox-trigger") is not None:  # decide() has nothing to say without
+                await self._trigger(request, ctx, kind)
+            response = await handler(request, ctx, **params)
+            return self.finish(response, ctx)
+        finally:
+            request_id_var.reset(token)
 
     def finish(self, response: HTTPResponse, ctx: Ctx) -> HTTPResponse:
         response.headers["X-Request-Id"] = ctx.request_id
@@ -248,16 +254,13 @@ class Gate:
                 )
             return
         ref = check_customer_ref(raw)
-        try:
-            resp = await self.authorizer.stub.ResolveTraveller(
-                auth_pb2.ResolveTravellerRequest(
-                    account_id=ctx.caller.account_id, environment=ENV_PB[ctx.environment], partner_ref=ref
-                ),
-                timeout=self.config.authsvc_timeout,
-                metadata=(("x-request-id", ctx.request_id),),
+        resp = await self.authorizer.auth.resolve_traveller(
+            auth_pb2.ResolveTravellerRequest(
+                account_id=ctx.caller.account_id,
+                environment=AUTH_ENVIRONMENT.pb(ctx.environment),
+                partner_ref=ref,
             )
-        except grpc.aio.AioRpcError as exc:
-            raise rpc_error(exc) from None
+        )
         ctx.customer_ref = ref
         ctx.traveller_id = resp.traveller_id
 
@@ -321,7 +324,8 @@ class Gate:
                 await self._traveller(request, ctx, traveller)
                 await self._trigger(request, ctx, kind)
                 response = await handler(request, ctx, **params)
-            except EdgeError as exc:
+            except (EdgeError, ClientError) as caught:
+                exc = edge_error(caught) if isinstance(caught, ClientError) else caught
                 retry = (("Retry-After", str(exc.retry_after)),) if isinstance(exc, RateLimited) else ()
                 response = error_response(exc.type, exc.message, ctx.request_id, self.docs, retry)
         except BaseException:
@@ -372,13 +376,6 @@ def _now() -> float:
     import time
 
     return time.time()
-
-
-def rpc_error(exc: grpc.aio.AioRpcError) -> EdgeError:
-    if exc.code() in UNREACHABLE:
-        return UpstreamUnavailable("a backend service cannot be reached; retry later")
-    etype, message = type_from_rpc_error(exc)
-    return EdgeError(message, type=etype)
 
 
 def guarded(

@@ -6,20 +6,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import grpc
 from google.protobuf import struct_pb2
 
-from edge.convert import WH_ENV
 from edge.environments import Environment
-from edge.gate import rpc_error
 from edge.metrics import SANDBOX_EVENTS
-from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
+from svckit.clients import HooksClient, request_id_context
+from svckit.prototables import HOOKS_ENVIRONMENT
+from travel.webhooks.v1 import webhooks_pb2
 
 
 class Publisher:
-    def __init__(self, stub: webhooks_pb2_grpc.WebhookServiceStub, timeout: float) -> None:
-        self.stub = stub
-        self.timeout = timeout
+    def __init__(self, hooks: HooksClient) -> None:
+        self.hooks = hooks
 
     async def publish(
         self,
@@ -32,23 +30,20 @@ class Publisher:
         key: str = "",
         request_id: str = "",
     ) -> webhooks_pb2.PublishEventResponse:
-        """``key``: a retried publish with the same key returns the first event instead of a new one."""
+        """``key``: a retried publish with the same key returns the first event instead of a new one.
+        A peer's error is raised as a ``ClientError`` (the edge answers it as edge.exceptions.edge_error)."""
         payload = struct_pb2.Struct()
         payload.update(dict(data))
-        try:
-            resp = await self.stub.PublishEvent(
+        with request_id_context(request_id):
+            resp = await self.hooks.publish_event(
                 webhooks_pb2.PublishEventRequest(
                     account_id=account_id,
-                    environment=WH_ENV[environment],
+                    environment=HOOKS_ENVIRONMENT.pb(environment),
                     type=kind,
                     state=state,
                     data=payload,
                     idempotency_key=key,
-                ),
-                timeout=self.timeout,
-                metadata=(("x-request-id", request_id),) if request_id else (),
+                )
             )
-        except grpc.aio.AioRpcError as exc:
-            raise rpc_error(exc) from None
         SANDBOX_EVENTS.labels(kind).inc()
         return resp

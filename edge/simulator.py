@@ -30,6 +30,7 @@ from edge.publisher import Publisher
 from edge.responses import json_response
 from edge.routetable import ProductRoute
 from edge.samples import SAMPLE_DATA_BYTES, STATES, event_data, suffix
+from svckit.clients import ClientError
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +157,7 @@ class Simulator:
                 try:
                     await self._publish(ctx, kind, subject)
                     break
-                except EdgeError as exc:
+                except ClientError as exc:
                     if exc.type != "service_unavailable" or delay is None:
                         raise
                     await asyncio.sleep(delay)

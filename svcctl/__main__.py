@@ -14,9 +14,7 @@ import importlib
 import os
 import sys
 
-import grpc
-
-from svckit.errors import type_from_rpc_error
+from svckit.clients import ClientError
 from svckit.tls import add_tls_args
 
 COMMAND_MODULES = ("svcctl.auth_commands", "svcctl.webhook_commands", "svcctl.certs_commands")
@@ -56,9 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(asyncio.run(args.handler(args)))
-    except grpc.RpcError as exc:
-        error_type, message = type_from_rpc_error(exc)
-        print(f"error: {error_type}: {message}", file=sys.stderr)
+    except ClientError as exc:
+        print(f"error: {exc.type}: {exc.detail}", file=sys.stderr)
         return 1
 
 

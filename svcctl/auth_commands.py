@@ -15,9 +15,9 @@ from typing import Any
 from google.protobuf import duration_pb2, field_mask_pb2, json_format
 from google.protobuf.message import Message
 
-from svcctl.client import connect
+from svcctl.client import auth_client
+from svckit.clients import AuthClient
 from travel.auth.v1 import auth_pb2 as pb
-from travel.auth.v1 import auth_pb2_grpc
 
 ENVIRONMENTS = {
     "live": pb.ENVIRONMENT_LIVE,
@@ -33,7 +33,7 @@ MODES = {"a": pb.ACCOUNT_MODE_A, "b": pb.ACCOUNT_MODE_B}
 RATE_LIMIT_HELP = (
     "requests a second across all edges; 0: the environment's default (the edge's --rate-limit-live/-sandbox)"
 )
-Handler = Callable[[auth_pb2_grpc.AuthServiceStub, argparse.Namespace], Awaitable[Message]]
+Handler = Callable[[AuthClient, argparse.Namespace], Awaitable[Message]]
 
 
 def _print(message: Message) -> None:
@@ -56,8 +56,8 @@ def _actor(args: argparse.Namespace) -> pb.Actor:
 
 def _run(handler: Handler) -> Callable[[argparse.Namespace], Awaitable[int]]:
     async def run(args: argparse.Namespace) -> int:
-        async with connect(args, "authsvc") as channel:
-            _print(await handler(auth_pb2_grpc.AuthServiceStub(channel), args))
+        async with auth_client(args) as auth:
+            _print(await handler(auth, args))
         return 0
 
     return run
@@ -72,8 +72,8 @@ def _cmd(sub: Any, name: str, help: str, handler: Handler) -> argparse.ArgumentP
 # -- accounts ------------------------------------------------------------------------------------
 
 
-async def _account_create(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
-    return await stub.CreateAccount(
+async def _account_create(auth: AuthClient, a: argparse.Namespace) -> Message:
+    return await auth.create_account(
         pb.CreateAccountRequest(
             name=a.name,
             mode=MODES[a.mode],
@@ -84,17 +84,17 @@ async def _account_create(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Names
     )
 
 
-async def _account_get(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
-    return await stub.GetAccount(pb.GetAccountRequest(account_id=a.account_id))
+async def _account_get(auth: AuthClient, a: argparse.Namespace) -> Message:
+    return await auth.get_account(pb.GetAccountRequest(account_id=a.account_id))
 
 
-async def _account_status(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
-    return await stub.SetAccountStatus(
+async def _account_status(auth: AuthClient, a: argparse.Namespace) -> Message:
+    return await auth.set_account_status(
         pb.SetAccountStatusRequest(account_id=a.account_id, status=STATUSES[a.status], actor=_actor(a))
     )
 
 
-async def _account_update(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+async def _account_update(auth: AuthClient, a: argparse.Namespace) -> Message:
     paths = [
         path
         for path, given in (
@@ -108,7 +108,7 @@ async def _account_update(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Names
         raise SystemExit(
             "accounts update: give --name, --admin-email, --clear-admin-emails or --daily-search-allowance"
         )
-    return await stub.UpdateAccount(
+    return await auth.update_account(
         pb.UpdateAccountRequest(
             account_id=a.account_id,
             update_mask=field_mask_pb2.FieldMask(paths=paths),
@@ -123,8 +123,8 @@ async def _account_update(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Names
 # -- keys ----------------------------------------------------------------------------------------
 
 
-async def _key_create(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
-    return await stub.CreateKey(
+async def _key_create(auth: AuthClient, a: argparse.Namespace) -> Message:
+    return await auth.create_key(
         pb.CreateKeyRequest(
             account_id=a.account,
             environment=ENVIRONMENTS[a.environment],
@@ -137,11 +137,11 @@ async def _key_create(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace
     )
 
 
-async def _key_get(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
-    return await stub.GetKey(pb.GetKeyRequest(key_id=a.key_id))
+async def _key_get(auth: AuthClient, a: argparse.Namespace) -> Message:
+    return await auth.get_key(pb.GetKeyRequest(key_id=a.key_id))
 
 
-async def _key_list(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+async def _key_list(auth: AuthClient, a: argparse.Namespace) -> Message:
     env = ENVIRONMENTS[a.environment] if a.environment else pb.ENVIRONMENT_UNSPECIFIED
     request = pb.ListKeysRequest(
         account_id=a.account,
@@ -151,17 +151,17 @@ async def _key_list(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) 
         page_token=a.page_token,
     )
     if not a.all:
-        return await stub.ListKeys(request)
+        return await auth.list_keys(request)
     out = pb.ListKeysResponse()
     while True:
-        page = await stub.ListKeys(request)
+        page = await auth.list_keys(request)
         out.keys.extend(page.keys)
         if not page.next_page_token:
             return out
         request.page_token = page.next_page_token
 
 
-async def _key_update(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+async def _key_update(auth: AuthClient, a: argparse.Namespace) -> Message:
     paths: list[str] = []
     if a.name is not None:
         paths.append("name")
@@ -173,7 +173,7 @@ async def _key_update(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace
         paths.append("rate_limit")
     if not paths:
         raise SystemExit("keys update: give --name, --scope, --allow, --clear-allow or --rate-limit")
-    return await stub.UpdateKey(
+    return await auth.update_key(
         pb.UpdateKeyRequest(
             key_id=a.key_id,
             update_mask=field_mask_pb2.FieldMask(paths=paths),
@@ -186,51 +186,51 @@ async def _key_update(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace
     )
 
 
-async def _key_rotate(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+async def _key_rotate(auth: AuthClient, a: argparse.Namespace) -> Message:
     request = pb.RotateKeyRequest(key_id=a.key_id, actor=_actor(a))
     if a.grace is not None:
         request.grace_period.CopyFrom(a.grace)
-    return await stub.RotateKey(request)
+    return await auth.rotate_key(request)
 
 
-async def _key_revoke(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
-    return await stub.RevokeKey(pb.RevokeKeyRequest(key_id=a.key_id, reason=a.reason, actor=_actor(a)))
+async def _key_revoke(auth: AuthClient, a: argparse.Namespace) -> Message:
+    return await auth.revoke_key(pb.RevokeKeyRequest(key_id=a.key_id, reason=a.reason, actor=_actor(a)))
 
 
 # -- audit, travellers, usage --------------------------------------------------------------------
 
 
-async def _audit_list(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
-    return await stub.ListAuditEvents(
+async def _audit_list(auth: AuthClient, a: argparse.Namespace) -> Message:
+    return await auth.list_audit_events(
         pb.ListAuditEventsRequest(
             account_id=a.account, key_id=a.key or "", page_size=a.page_size, page_token=a.page_token
         )
     )
 
 
-async def _traveller_resolve(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
-    return await stub.ResolveTraveller(
+async def _traveller_resolve(auth: AuthClient, a: argparse.Namespace) -> Message:
+    return await auth.resolve_traveller(
         pb.ResolveTravellerRequest(
             account_id=a.account, environment=ENVIRONMENTS[a.environment], partner_ref=a.partner_ref
         )
     )
 
 
-async def _traveller_delete(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
-    return await stub.DeleteTraveller(
+async def _traveller_delete(auth: AuthClient, a: argparse.Namespace) -> Message:
+    return await auth.delete_traveller(
         pb.DeleteTravellerRequest(
             account_id=a.account, environment=ENVIRONMENTS[a.environment], partner_ref=a.partner_ref
         )
     )
 
 
-async def _usage_get(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
-    return await stub.GetUsage(pb.GetUsageRequest(account_id=a.account, date=a.date))
+async def _usage_get(auth: AuthClient, a: argparse.Namespace) -> Message:
+    return await auth.get_usage(pb.GetUsageRequest(account_id=a.account, date=a.date))
 
 
-async def _usage_consume(stub: auth_pb2_grpc.AuthServiceStub, a: argparse.Namespace) -> Message:
+async def _usage_consume(auth: AuthClient, a: argparse.Namespace) -> Message:
     env = ENVIRONMENTS[a.environment] if a.environment else pb.ENVIRONMENT_UNSPECIFIED
-    return await stub.ConsumeSearch(
+    return await auth.consume_search(
         pb.ConsumeSearchRequest(account_id=a.account, environment=env, key_id=a.key or "", count=a.count)
     )
 

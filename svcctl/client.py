@@ -1,25 +1,30 @@
-"""Small async helpers over travel.auth.v1 for scripts and the admin CLI."""
+"""svcctl's clients of authsvc and webhookd (svckit.clients), and a helper for scripts."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-import grpc
 from google.protobuf.duration_pb2 import Duration
 
+from svckit.clients import AuthClient, ClientError, HooksClient
 from svckit.scopes import ALL_SCOPES
-from svckit.tls import Tls, channel, tls_from_args
+from svckit.tls import Tls, tls_from_args
 from travel.auth.v1 import auth_pb2 as pb
-from travel.auth.v1 import auth_pb2_grpc
 
 DEMO_ACTOR = "svc:run_stack"
+# An operator's command may wait on a busy service longer than a partner request would.
+TIMEOUT = 30.0
 
 
-def connect(args: argparse.Namespace, service: str) -> grpc.aio.Channel:
-    """The channel to ``service`` ("authsvc" or "webhookd") at the address its flag names, with svcctl's
-    certificate (or plaintext with --insecure-dev)."""
-    return channel(getattr(args, service), tls_from_args(args), service)
+def auth_client(args: argparse.Namespace) -> AuthClient:
+    """authsvc at ``--authsvc``, with svcctl's certificate (or plaintext with --insecure-dev)."""
+    return AuthClient(args.authsvc, tls_from_args(args), timeout=TIMEOUT)
+
+
+def hooks_client(args: argparse.Namespace) -> HooksClient:
+    """webhookd at ``--webhookd``, with svcctl's certificate (or plaintext with --insecure-dev)."""
+    return HooksClient(args.webhookd, tls_from_args(args), timeout=TIMEOUT)
 
 
 async def create_demo_key(
@@ -31,28 +36,25 @@ async def create_demo_key(
 
     Returns ``{"account_id", "key_id", "secret"}``; the secret is shown only here.
     """
-    async with channel(authsvc_target, tls, "authsvc") as auth:
-        stub = auth_pb2_grpc.AuthServiceStub(auth)
+    async with AuthClient(authsvc_target, tls, timeout=TIMEOUT) as auth:
         actor = pb.Actor(user=DEMO_ACTOR)
         if not account_id:
             account_id = (
-                await stub.CreateAccount(
+                await auth.create_account(
                     pb.CreateAccountRequest(name="Demo Partner", mode=pb.ACCOUNT_MODE_A, actor=actor),
                     wait_for_ready=True,
-                    timeout=30,
                 )
             ).account.id
         if replaces:
             try:
-                rolled = await stub.RotateKey(
+                rolled = await auth.rotate_key(
                     pb.RotateKeyRequest(key_id=replaces, grace_period=Duration(seconds=0), actor=actor),
                     wait_for_ready=True,
-                    timeout=30,
                 )
                 return {"account_id": account_id, "key_id": rolled.new_key.id, "secret": rolled.secret}
-            except grpc.aio.AioRpcError:
+            except ClientError:
                 pass  # revoked or gone meanwhile (in the portal, say): a new key instead
-        created = await stub.CreateKey(
+        created = await auth.create_key(
             pb.CreateKeyRequest(
                 account_id=account_id,
                 environment=pb.ENVIRONMENT_SANDBOX,
@@ -61,6 +63,5 @@ async def create_demo_key(
                 actor=actor,
             ),
             wait_for_ready=True,
-            timeout=30,
         )
     return {"account_id": account_id, "key_id": created.key.id, "secret": created.secret}

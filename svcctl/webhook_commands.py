@@ -16,10 +16,10 @@ from typing import Any
 from google.protobuf import duration_pb2, field_mask_pb2, json_format, struct_pb2, timestamp_pb2
 from google.protobuf.message import Message
 
-from svcctl.client import connect
+from svcctl.client import hooks_client
+from svckit.clients import HooksClient
 from svckit.webhook_status import DeliveryStatus, proto_values
 from travel.webhooks.v1 import webhooks_pb2 as pb
-from travel.webhooks.v1 import webhooks_pb2_grpc
 
 ENVIRONMENTS = {
     "live": pb.ENVIRONMENT_LIVE,
@@ -35,8 +35,7 @@ OUTCOMES = {
     "timeout": pb.ATTEMPT_OUTCOME_TIMEOUT,
     "network_error": pb.ATTEMPT_OUTCOME_NETWORK_ERROR,
 }
-Stub = webhooks_pb2_grpc.WebhookServiceStub
-Handler = Callable[[Stub, argparse.Namespace], Awaitable[Message | None]]
+Handler = Callable[[HooksClient, argparse.Namespace], Awaitable[Message | None]]
 
 
 def _print(message: Message, indent: int | None = 2) -> None:
@@ -92,8 +91,8 @@ def _scope(a: argparse.Namespace) -> dict[str, Any]:
 
 def _run(handler: Handler) -> Callable[[argparse.Namespace], Awaitable[int]]:
     async def run(args: argparse.Namespace) -> int:
-        async with connect(args, "webhookd") as channel:
-            answer = await handler(webhooks_pb2_grpc.WebhookServiceStub(channel), args)
+        async with hooks_client(args) as hooks:
+            answer = await handler(hooks, args)
             if answer is not None:
                 _print(answer)
         return 0
@@ -109,29 +108,29 @@ def _cmd(sub: Any, name: str, help: str, handler: Handler) -> argparse.ArgumentP
     return parser
 
 
-async def _register(stub: Stub, a: argparse.Namespace) -> Message:
-    return await stub.RegisterEndpoint(
+async def _register(hooks: HooksClient, a: argparse.Namespace) -> Message:
+    return await hooks.register_endpoint(
         pb.RegisterEndpointRequest(**_scope(a), url=a.url, events=a.event or [], description=a.description)
     )
 
 
-async def _get(stub: Stub, a: argparse.Namespace) -> Message:
-    return await stub.GetEndpoint(pb.GetEndpointRequest(**_scope(a), endpoint_id=a.endpoint_id))
+async def _get(hooks: HooksClient, a: argparse.Namespace) -> Message:
+    return await hooks.get_endpoint(pb.GetEndpointRequest(**_scope(a), endpoint_id=a.endpoint_id))
 
 
-async def _list(stub: Stub, a: argparse.Namespace) -> Message:
-    return await stub.ListEndpoints(
+async def _list(hooks: HooksClient, a: argparse.Namespace) -> Message:
+    return await hooks.list_endpoints(
         pb.ListEndpointsRequest(**_scope(a), page_size=a.page_size, page_token=a.page_token)
     )
 
 
-async def _update(stub: Stub, a: argparse.Namespace) -> Message:
+async def _update(hooks: HooksClient, a: argparse.Namespace) -> Message:
     paths = [
         p for p, v in (("url", a.url), ("events", a.event), ("description", a.description)) if v is not None
     ]
     if not paths:
         raise SystemExit("update: give at least one of --url, --event, --description")
-    return await stub.UpdateEndpoint(
+    return await hooks.update_endpoint(
         pb.UpdateEndpointRequest(
             **_scope(a),
             endpoint_id=a.endpoint_id,
@@ -143,39 +142,39 @@ async def _update(stub: Stub, a: argparse.Namespace) -> Message:
     )
 
 
-async def _delete(stub: Stub, a: argparse.Namespace) -> Message:
-    return await stub.DeleteEndpoint(pb.DeleteEndpointRequest(**_scope(a), endpoint_id=a.endpoint_id))
+async def _delete(hooks: HooksClient, a: argparse.Namespace) -> Message:
+    return await hooks.delete_endpoint(pb.DeleteEndpointRequest(**_scope(a), endpoint_id=a.endpoint_id))
 
 
-async def _enable(stub: Stub, a: argparse.Namespace) -> Message:
-    return await stub.EnableEndpoint(pb.EnableEndpointRequest(**_scope(a), endpoint_id=a.endpoint_id))
+async def _enable(hooks: HooksClient, a: argparse.Namespace) -> Message:
+    return await hooks.enable_endpoint(pb.EnableEndpointRequest(**_scope(a), endpoint_id=a.endpoint_id))
 
 
-async def _rotate(stub: Stub, a: argparse.Namespace) -> Message:
+async def _rotate(hooks: HooksClient, a: argparse.Namespace) -> Message:
     request = pb.RotateSigningSecretRequest(**_scope(a), endpoint_id=a.endpoint_id)
     if a.overlap is not None:
         request.overlap.CopyFrom(a.overlap)
-    return await stub.RotateSigningSecret(request)
+    return await hooks.rotate_signing_secret(request)
 
 
-async def _send_test(stub: Stub, a: argparse.Namespace) -> Message:
-    return await stub.SendTestEvent(pb.SendTestEventRequest(**_scope(a), endpoint_id=a.endpoint_id))
+async def _send_test(hooks: HooksClient, a: argparse.Namespace) -> Message:
+    return await hooks.send_test_event(pb.SendTestEventRequest(**_scope(a), endpoint_id=a.endpoint_id))
 
 
-async def _recover(stub: Stub, a: argparse.Namespace) -> Message:
+async def _recover(hooks: HooksClient, a: argparse.Namespace) -> Message:
     request = pb.RecoverEndpointRequest(**_scope(a), endpoint_id=a.endpoint_id)
     if a.since is not None:
         request.since.CopyFrom(a.since)
-    return await stub.RecoverEndpoint(request)
+    return await hooks.recover_endpoint(request)
 
 
-async def _publish(stub: Stub, a: argparse.Namespace) -> Message:
+async def _publish(hooks: HooksClient, a: argparse.Namespace) -> Message:
     request = pb.PublishEventRequest(
         **_scope(a), type=a.type, state=a.state, idempotency_key=a.idempotency_key
     )
     if a.data is not None:
         request.data.CopyFrom(a.data)
-    return await stub.PublishEvent(request)
+    return await hooks.publish_event(request)
 
 
 def _window(
@@ -188,7 +187,7 @@ def _window(
         request.until.CopyFrom(a.until)
 
 
-async def _deliveries(stub: Stub, a: argparse.Namespace) -> Message:
+async def _deliveries(hooks: HooksClient, a: argparse.Namespace) -> Message:
     request = pb.ListDeliveriesRequest(
         **_scope(a),
         endpoint_id=a.endpoint or "",
@@ -199,10 +198,10 @@ async def _deliveries(stub: Stub, a: argparse.Namespace) -> Message:
         page_token=a.page_token,
     )
     _window(request, a)
-    return await stub.ListDeliveries(request)
+    return await hooks.list_deliveries(request)
 
 
-async def _attempts(stub: Stub, a: argparse.Namespace) -> Message:
+async def _attempts(hooks: HooksClient, a: argparse.Namespace) -> Message:
     request = pb.ListAttemptsRequest(
         **_scope(a),
         endpoint_id=a.endpoint or "",
@@ -213,27 +212,27 @@ async def _attempts(stub: Stub, a: argparse.Namespace) -> Message:
         page_token=a.page_token,
     )
     _window(request, a)
-    return await stub.ListAttempts(request)
+    return await hooks.list_attempts(request)
 
 
-async def _resend(stub: Stub, a: argparse.Namespace) -> Message:
-    return await stub.ResendAttempt(pb.ResendAttemptRequest(**_scope(a), attempt_id=a.attempt_id))
+async def _resend(hooks: HooksClient, a: argparse.Namespace) -> Message:
+    return await hooks.resend_attempt(pb.ResendAttemptRequest(**_scope(a), attempt_id=a.attempt_id))
 
 
-async def _events(stub: Stub, a: argparse.Namespace) -> Message:
+async def _events(hooks: HooksClient, a: argparse.Namespace) -> Message:
     request = pb.ListEventsRequest(
         **_scope(a), types=a.type or [], page_size=a.limit, page_token=a.page_token
     )
     _window(request, a)
-    return await stub.ListEvents(request)
+    return await hooks.list_events(request)
 
 
-async def _event(stub: Stub, a: argparse.Namespace) -> Message:
-    return await stub.GetEvent(pb.GetEventRequest(**_scope(a), event_id=a.event_id))
+async def _event(hooks: HooksClient, a: argparse.Namespace) -> Message:
+    return await hooks.get_event(pb.GetEventRequest(**_scope(a), event_id=a.event_id))
 
 
-async def _stream(stub: Stub, a: argparse.Namespace) -> None:
-    call = stub.StreamEvents(
+async def _stream(hooks: HooksClient, a: argparse.Namespace) -> None:
+    call = hooks.stream_events(
         pb.StreamEventsRequest(**_scope(a), types=a.type or [], since_event_id=a.since_event)
     )
     count = 0

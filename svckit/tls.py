@@ -84,14 +84,21 @@ def _read(path: str, flag: str) -> bytes:
 
 
 def channel(
-    target: str, tls: Tls | None, server: str, options: Sequence[tuple[str, Any]] = ()
+    target: str,
+    tls: Tls | None,
+    server: str,
+    options: Sequence[tuple[str, Any]] = (),
+    interceptors: Sequence[grpc.aio.ClientInterceptor] = (),
 ) -> grpc.aio.Channel:
     """A channel to the service named ``server`` at ``target``: mutual TLS, the server's certificate
     verified to name ``server``; plaintext only when ``tls`` is None (``--insecure-dev``)."""
     if tls is None:
-        return grpc.aio.insecure_channel(target, options=list(options))
+        return grpc.aio.insecure_channel(target, options=list(options), interceptors=list(interceptors))
     return grpc.aio.secure_channel(
-        target, tls.channel_credentials(), options=[*options, ("grpc.ssl_target_name_override", server)]
+        target,
+        tls.channel_credentials(),
+        options=[*options, ("grpc.ssl_target_name_override", server)],
+        interceptors=list(interceptors),
     )
 
 

@@ -10,30 +10,24 @@ import time
 from typing import Any
 from urllib.parse import unquote
 
-import grpc
 from sanic import Blueprint, Request
 from sanic.response import HTTPResponse
 
-from edge.authorizer import ENV_PB
 from edge.convert import iso
 from edge.environments import Environment
-from edge.gate import Ctx, guarded, rpc_error
+from edge.gate import Ctx, guarded
 from edge.negotiation import check_customer_ref
 from edge.responses import EdgeResponse, json_response
+from svckit.clients import AuthClient
+from svckit.prototables import AUTH_ENVIRONMENT
 from travel.auth.v1 import auth_pb2
 
 bp = Blueprint("account")
 
 
 async def _fetch_usage(request: Request, ctx: Ctx) -> dict[str, Any]:
-    try:
-        resp = await request.app.ctx.authorizer.stub.GetUsage(
-            auth_pb2.GetUsageRequest(account_id=ctx.caller.account_id),
-            timeout=request.app.ctx.config.authsvc_timeout,
-            metadata=(("x-request-id", ctx.request_id),),
-        )
-    except grpc.aio.AioRpcError as exc:
-        raise rpc_error(exc) from None
+    auth: AuthClient = request.app.ctx.auth
+    resp = await auth.get_usage(auth_pb2.GetUsageRequest(account_id=ctx.caller.account_id))
     u = resp.usage
     usage = {
         "date": u.date,
@@ -134,16 +128,14 @@ async def get_account(request: Request, ctx: Ctx) -> HTTPResponse:
 async def delete_customer(request: Request, ctx: Ctx, ref: str) -> HTTPResponse:
     """Remove the traveller record of a partner reference."""
     ref = check_customer_ref(unquote(ref), source="the path parameter {ref}")
-    try:
-        resp = await request.app.ctx.authorizer.stub.DeleteTraveller(
-            auth_pb2.DeleteTravellerRequest(
-                account_id=ctx.caller.account_id, environment=ENV_PB[ctx.environment], partner_ref=ref
-            ),
-            timeout=request.app.ctx.config.authsvc_timeout,
-            metadata=(("x-request-id", ctx.request_id),),
+    auth: AuthClient = request.app.ctx.auth
+    resp = await auth.delete_traveller(
+        auth_pb2.DeleteTravellerRequest(
+            account_id=ctx.caller.account_id,
+            environment=AUTH_ENVIRONMENT.pb(ctx.environment),
+            partner_ref=ref,
         )
-    except grpc.aio.AioRpcError as exc:
-        raise rpc_error(exc) from None
+    )
     return json_response(
         {"object": "customer", "ref": ref, "travellerId": resp.traveller_id, "deleted": True}
     )

@@ -10,7 +10,7 @@ from sanic import Blueprint, Request
 from sanic.response import HTTPResponse
 
 from edge import convert
-from edge.blueprints.webhooks import call, scope_of
+from edge.blueprints.webhooks import hooks, scope_of
 from edge.exceptions import EdgeError
 from edge.gate import Ctx, guarded
 from edge.responses import json_response
@@ -57,10 +57,7 @@ async def list_events(request: Request, ctx: Ctx) -> HTTPResponse:
     limit = convert.query_limit(args)
     if not kinds:  # nothing this key may read (an empty list would ask webhookd for every kind)
         return json_response({"object": "list", "data": [], "nextPageToken": None})
-    resp = await call(
-        request,
-        ctx,
-        "ListEvents",
+    resp = await hooks(request).list_events(
         webhooks_pb2.ListEventsRequest(
             **scope_of(ctx),
             types=kinds,
@@ -79,7 +76,7 @@ async def list_events(request: Request, ctx: Ctx) -> HTTPResponse:
 async def get_event(request: Request, ctx: Ctx, event_id: str) -> HTTPResponse:
     """One event of the last 30 days; one the key may not read is not found, as another account's."""
     eid = convert.path_id(event_id, "event", "evt")
-    resp = await call(request, ctx, "GetEvent", webhooks_pb2.GetEventRequest(**scope_of(ctx), event_id=eid))
+    resp = await hooks(request).get_event(webhooks_pb2.GetEventRequest(**scope_of(ctx), event_id=eid))
     envelope = convert.event(resp.event)
     if not _readable(ctx, envelope):
         raise EdgeError(f"no event {eid!r}", type="not_found")

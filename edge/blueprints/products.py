@@ -5,17 +5,17 @@ from __future__ import annotations
 import asyncio
 import functools
 
-import grpc
 import httpx
 from sanic import Blueprint, Request
 from sanic.response import HTTPResponse
 
-from edge.authorizer import ENV_PB
 from edge.environments import Environment
 from edge.exceptions import EdgeError, UpstreamUnavailable
-from edge.gate import Ctx, Gate, rpc_error
+from edge.gate import Ctx, Gate
 from edge.responses import EdgeResponse
 from edge.routetable import ProductRoute, path_problem
+from svckit.clients import AuthClient
+from svckit.prototables import AUTH_ENVIRONMENT
 from travel.auth.v1 import auth_pb2
 
 bp = Blueprint("products")
@@ -28,19 +28,15 @@ async def proxy(route: ProductRoute, request: Request, ctx: Ctx, **params: str) 
     app_ctx = request.app.ctx
     caller = ctx.caller
     if route.search and ctx.environment is Environment.LIVE:
-        try:
-            await app_ctx.authorizer.stub.ConsumeSearch(
-                auth_pb2.ConsumeSearchRequest(
-                    account_id=caller.account_id,
-                    environment=ENV_PB[ctx.environment],
-                    key_id=caller.key_id,
-                    count=1,
-                ),
-                timeout=app_ctx.config.authsvc_timeout,
-                metadata=(("x-request-id", ctx.request_id),),
+        auth: AuthClient = app_ctx.auth
+        await auth.consume_search(
+            auth_pb2.ConsumeSearchRequest(
+                account_id=caller.account_id,
+                environment=AUTH_ENVIRONMENT.pb(ctx.environment),
+                key_id=caller.key_id,
+                count=1,
             )
-        except grpc.aio.AioRpcError as exc:
-            raise rpc_error(exc) from None
+        )
         app_ctx.usage_cache.pop(caller.account_id, None)
     # The upstream is chosen by the request's environment only: a sandbox request never reaches live.
     if route.builtin_action and ctx.environment is Environment.SANDBOX:

@@ -23,7 +23,6 @@ from sanic.server.websockets.impl import WebsocketImplProtocol
 
 from edge.authcache import Caller
 from edge.authorizer import Authorizer
-from edge.convert import WH_ENV
 from edge.convert import event as event_json
 from edge.credentials import stream_credential
 from edge.environments import Environment
@@ -32,8 +31,10 @@ from edge.gate import Gate
 from edge.jsonbody import JsonProblem, parse_json
 from edge.metrics import STREAMS
 from edge.streamfilter import may_read, unknown_patterns, wanted
+from svckit.clients import ClientError, HooksClient
 from svckit.clock import utcnow
-from svckit.errors import type_from_rpc_error
+from svckit.logs import request_id_var
+from svckit.prototables import HOOKS_ENVIRONMENT
 from travel.auth.v1 import auth_pb2
 from travel.webhooks.v1 import webhooks_pb2
 
@@ -75,6 +76,7 @@ class StreamSession:
     ) -> None:
         self.app_ctx = request.app.ctx
         self.authorizer: Authorizer = self.app_ctx.authorizer
+        self.hooks: HooksClient = self.app_ctx.hooks
         self.ws = ws
         self.key = key
         self.env = env
@@ -145,17 +147,15 @@ class StreamSession:
         await self.ws.send(json.dumps(message))
 
     async def pump_events(self, since: str) -> None:
-        stub = self.app_ctx.webhooks
         delay = 0.2
         while not self.done.is_set():
             try:
-                call = stub.StreamEvents(
+                call = self.hooks.stream_events(
                     webhooks_pb2.StreamEventsRequest(
                         account_id=self.caller.account_id,
-                        environment=WH_ENV[self.env],
+                        environment=HOOKS_ENVIRONMENT.pb(self.env),
                         since_event_id=since or self.last_event_id,
-                    ),
-                    metadata=(("x-request-id", self.request_id),),
+                    )
                 )
                 async for msg in call:
                     delay = 0.2
@@ -168,12 +168,11 @@ class StreamSession:
                         await self.send({"type": "event", "event": envelope})
             except asyncio.CancelledError:
                 raise
-            except grpc.aio.AioRpcError as exc:
-                if exc.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
-                    etype, message = type_from_rpc_error(exc)
-                    await self.send({"type": "error", "error": {"type": etype, "message": message}})
+            except ClientError as exc:
+                if exc.code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
+                    await self.send({"type": "error", "error": {"type": exc.type, "message": exc.detail}})
                     return  # the client may subscribe again
-                log.warning("StreamEvents broke; resuming", extra={"code": exc.code().name})
+                log.warning("StreamEvents broke; resuming", extra={"code": exc.code.name})
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
 
@@ -246,16 +245,15 @@ class StreamSession:
         """Is ``since`` an event of this account and environment? If not, the client gets that error only
         (never ``subscribed`` first), and its subscription is unchanged."""
         try:
-            await self.app_ctx.webhooks.GetEvent(
+            await self.hooks.get_event(
                 webhooks_pb2.GetEventRequest(
-                    account_id=self.caller.account_id, environment=WH_ENV[self.env], event_id=event_id
-                ),
-                timeout=self.app_ctx.config.webhookd_timeout,
-                metadata=(("x-request-id", self.request_id),),
+                    account_id=self.caller.account_id,
+                    environment=HOOKS_ENVIRONMENT.pb(self.env),
+                    event_id=event_id,
+                )
             )
-        except grpc.aio.AioRpcError as exc:
-            etype, message = type_from_rpc_error(exc)
-            await self.send({"type": "error", "error": {"type": etype, "message": message}})
+        except ClientError as exc:
+            await self.send({"type": "error", "error": {"type": exc.type, "message": exc.detail}})
             return False
         return True
 
@@ -264,6 +262,15 @@ class StreamSession:
 
     # -- lifetime --------------------------------------------------------------------------------
     async def run(self) -> None:
+        # The session's calls to webhookd and authsvc carry the handshake's request id (the tasks below
+        # copy this context).
+        token = request_id_var.set(self.request_id)
+        try:
+            await self._run()
+        finally:
+            request_id_var.reset(token)
+
+    async def _run(self) -> None:
         self.authorizer.add_listener(self.on_key_change)
         self.app_ctx.streams.add(self)
         STREAMS.inc()

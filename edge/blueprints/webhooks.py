@@ -5,37 +5,30 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-import grpc
 from google.protobuf import duration_pb2, field_mask_pb2
 from sanic import Blueprint, Request
 from sanic.response import HTTPResponse
 
 from edge import convert
-from edge.convert import WH_ENV
 from edge.exceptions import EdgeError
-from edge.gate import Ctx, guarded, rpc_error
+from edge.gate import Ctx, guarded
 from edge.responses import json_response
-from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
+from svckit.clients import HooksClient
+from svckit.prototables import HOOKS_ENVIRONMENT
+from travel.webhooks.v1 import webhooks_pb2
 
 bp = Blueprint("webhooks")
 T = TypeVar("T")
 MAX_OVERLAP = 7 * 24 * 3600
 
 
-async def call(request: Request, ctx: Ctx, rpc: str, message: Any) -> Any:
-    stub: webhooks_pb2_grpc.WebhookServiceStub = request.app.ctx.webhooks
-    try:
-        return await getattr(stub, rpc)(
-            message,
-            timeout=request.app.ctx.config.webhookd_timeout,
-            metadata=(("x-request-id", ctx.request_id),),
-        )
-    except grpc.aio.AioRpcError as exc:
-        raise rpc_error(exc) from None
+def hooks(request: Request) -> HooksClient:
+    """The app's webhookd client (its deadline is ``--webhookd-timeout``)."""
+    return request.app.ctx.hooks  # type: ignore[no-any-return]
 
 
 def scope_of(ctx: Ctx) -> dict[str, Any]:
-    return {"account_id": ctx.caller.account_id, "environment": WH_ENV[ctx.environment]}
+    return {"account_id": ctx.caller.account_id, "environment": HOOKS_ENVIRONMENT.pb(ctx.environment)}
 
 
 async def _await(x: Awaitable[T]) -> T:
@@ -50,10 +43,7 @@ def _list(data: list[dict[str, Any]], next_page_token: str) -> HTTPResponse:
 @bp.get("/v1/webhooks/endpoints")
 @guarded("webhooks:read")
 async def list_endpoints(request: Request, ctx: Ctx) -> HTTPResponse:
-    resp = await call(
-        request,
-        ctx,
-        "ListEndpoints",
+    resp = await hooks(request).list_endpoints(
         webhooks_pb2.ListEndpointsRequest(
             **scope_of(ctx),
             page_size=convert.query_limit(request.args),
@@ -70,10 +60,7 @@ async def create_endpoint(request: Request, ctx: Ctx) -> HTTPResponse:
     url = convert.string_field(body, "url", required=True) or ""
     events = convert.string_list_field(body, "events", required=True)
     description = convert.string_field(body, "description", max_len=1024) or ""
-    resp = await call(
-        request,
-        ctx,
-        "RegisterEndpoint",
+    resp = await hooks(request).register_endpoint(
         webhooks_pb2.RegisterEndpointRequest(
             **scope_of(ctx),
             url=url,
@@ -91,8 +78,8 @@ async def create_endpoint(request: Request, ctx: Ctx) -> HTTPResponse:
 @guarded("webhooks:read")
 async def get_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
-    resp = await call(
-        request, ctx, "GetEndpoint", webhooks_pb2.GetEndpointRequest(**scope_of(ctx), endpoint_id=eid)
+    resp = await hooks(request).get_endpoint(
+        webhooks_pb2.GetEndpointRequest(**scope_of(ctx), endpoint_id=eid)
     )
     return json_response(convert.endpoint(resp.endpoint))
 
@@ -109,10 +96,7 @@ async def update_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPR
     url = convert.string_field(body, "url")
     events = convert.string_list_field(body, "events")
     description = convert.string_field(body, "description", max_len=1024)
-    resp = await call(
-        request,
-        ctx,
-        "UpdateEndpoint",
+    resp = await hooks(request).update_endpoint(
         webhooks_pb2.UpdateEndpointRequest(
             **scope_of(ctx),
             endpoint_id=eid,
@@ -129,9 +113,7 @@ async def update_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPR
 @guarded("webhooks:write")
 async def delete_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
-    await call(
-        request, ctx, "DeleteEndpoint", webhooks_pb2.DeleteEndpointRequest(**scope_of(ctx), endpoint_id=eid)
-    )
+    await hooks(request).delete_endpoint(webhooks_pb2.DeleteEndpointRequest(**scope_of(ctx), endpoint_id=eid))
     # The deleted state, as Stripe answers a deletion (not the endpoint's last status).
     return json_response({"object": "webhook_endpoint", "id": eid, "deleted": True})
 
@@ -147,7 +129,7 @@ async def rotate_secret(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPRes
     )
     if overlap is not None:
         msg.overlap.CopyFrom(duration_pb2.Duration(seconds=overlap))
-    resp = await call(request, ctx, "RotateSigningSecret", msg)
+    resp = await hooks(request).rotate_signing_secret(msg)
     out = convert.endpoint(resp.endpoint)
     out["secret"] = resp.signing_secret
     return json_response(out)
@@ -158,8 +140,8 @@ async def rotate_secret(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPRes
 async def enable_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
     convert.only_fields(ctx.body, set())
-    resp = await call(
-        request, ctx, "EnableEndpoint", webhooks_pb2.EnableEndpointRequest(**scope_of(ctx), endpoint_id=eid)
+    resp = await hooks(request).enable_endpoint(
+        webhooks_pb2.EnableEndpointRequest(**scope_of(ctx), endpoint_id=eid)
     )
     return json_response(convert.endpoint(resp.endpoint))
 
@@ -171,10 +153,7 @@ async def recover_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTP
     body = convert.only_fields(ctx.body, {"since"})
     since = convert.string_field(body, "since", required=True, max_len=64) or ""
     ts = convert.timestamp(since, "since")
-    resp = await call(
-        request,
-        ctx,
-        "RecoverEndpoint",
+    resp = await hooks(request).recover_endpoint(
         webhooks_pb2.RecoverEndpointRequest(**scope_of(ctx), endpoint_id=eid, since=ts),
     )
     return json_response({"object": "webhook_recovery", "endpointId": eid, "recovered": resp.recovered_count})
@@ -185,8 +164,8 @@ async def recover_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTP
 async def send_test(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
     convert.only_fields(ctx.body, set())
-    resp = await call(
-        request, ctx, "SendTestEvent", webhooks_pb2.SendTestEventRequest(**scope_of(ctx), endpoint_id=eid)
+    resp = await hooks(request).send_test_event(
+        webhooks_pb2.SendTestEventRequest(**scope_of(ctx), endpoint_id=eid)
     )
     return json_response(
         {
@@ -211,10 +190,7 @@ async def list_deliveries(request: Request, ctx: Ctx) -> HTTPResponse:
                 type="invalid_request",
             )
         status = convert.DELIVERY_STATUS_BY_NAME[status_name]
-    resp = await call(
-        request,
-        ctx,
-        "ListDeliveries",
+    resp = await hooks(request).list_deliveries(
         webhooks_pb2.ListDeliveriesRequest(
             **scope_of(ctx),
             endpoint_id=convert.query_id(args, "endpoint", "we"),
@@ -231,10 +207,7 @@ async def list_deliveries(request: Request, ctx: Ctx) -> HTTPResponse:
 @guarded("webhooks:read")
 async def list_attempts(request: Request, ctx: Ctx) -> HTTPResponse:
     args = request.args
-    resp = await call(
-        request,
-        ctx,
-        "ListAttempts",
+    resp = await hooks(request).list_attempts(
         webhooks_pb2.ListAttemptsRequest(
             **scope_of(ctx),
             endpoint_id=convert.query_id(args, "endpoint", "we"),
@@ -252,7 +225,7 @@ async def list_attempts(request: Request, ctx: Ctx) -> HTTPResponse:
 async def resend_attempt(request: Request, ctx: Ctx, attempt_id: str) -> HTTPResponse:
     aid = convert.path_id(attempt_id, "webhook attempt", "att")
     convert.only_fields(ctx.body, set())
-    resp = await call(
-        request, ctx, "ResendAttempt", webhooks_pb2.ResendAttemptRequest(**scope_of(ctx), attempt_id=aid)
+    resp = await hooks(request).resend_attempt(
+        webhooks_pb2.ResendAttemptRequest(**scope_of(ctx), attempt_id=aid)
     )
     return json_response(convert.delivery(resp.delivery), status=202)

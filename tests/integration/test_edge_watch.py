@@ -12,6 +12,7 @@ import grpc
 
 from edge.authcache import CacheUse
 from edge.authorizer import Authorizer
+from svckit.clients import AuthClient
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 
@@ -40,8 +41,8 @@ async def watching(servicer: ScriptedWatch) -> AsyncIterator[Authorizer]:
     auth_pb2_grpc.add_AuthServiceServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-    authz = Authorizer(channel)
+    auth = AuthClient(f"127.0.0.1:{port}", None)
+    authz = Authorizer(auth)
     task = asyncio.ensure_future(authz.watch_forever())
     try:
         yield authz
@@ -49,7 +50,7 @@ async def watching(servicer: ScriptedWatch) -> AsyncIterator[Authorizer]:
         task.cancel()
         with contextlib.suppress(BaseException):
             await task
-        await channel.close()
+        await auth.close()
         await server.stop(0)
 
 

@@ -3,11 +3,11 @@ server: the channel never connects)."""
 
 from __future__ import annotations
 
-import grpc
 import pytest
 
 from edge.authcache import Answer, Caller
 from edge.authorizer import Authorizer, key_digest
+from svckit.clients import AuthClient
 from travel.auth.v1 import auth_pb2 as pb
 
 
@@ -34,8 +34,8 @@ def answer(key_id: str, account_id: str) -> Answer:
 async def test_apply_change(
     kind: int, key_id: str, account_id: str, survivors: set[str], live_after: bool
 ) -> None:
-    async with grpc.aio.insecure_channel("127.0.0.1:1") as channel:
-        authz = Authorizer(channel, monotonic=lambda: 0.0)
+    async with AuthClient("127.0.0.1:1", None) as auth:
+        authz = Authorizer(auth, monotonic=lambda: 0.0)
         cache = authz.cache
         for name, (k, a) in {
             "a": ("key_1", "acct_1"),
@@ -55,8 +55,8 @@ async def test_fails_closed_without_authsvc_and_without_a_cached_answer() -> Non
     from edge.environments import Environment
     from edge.exceptions import EdgeError
 
-    async with grpc.aio.insecure_channel("127.0.0.1:1") as channel:
-        authz = Authorizer(channel, timeout=1.0)
+    async with AuthClient("127.0.0.1:1", None, timeout=1.0) as auth:
+        authz = Authorizer(auth)
         with pytest.raises(EdgeError) as info:
             await authz.authorize(
                 "svc_test_" + "a" * 40, Environment.SANDBOX, "account:read", "127.0.0.1", False, "req_1"
@@ -81,8 +81,8 @@ async def test_cached_allow_stands_in_for_authsvc_only_just_after_the_watch_brok
     from edge.exceptions import EdgeError
 
     now = [100.0]
-    async with grpc.aio.insecure_channel("127.0.0.1:1") as channel:
-        authz = Authorizer(channel, timeout=1.0, monotonic=lambda: now[0])
+    async with AuthClient("127.0.0.1:1", None, timeout=1.0) as auth:
+        authz = Authorizer(auth, monotonic=lambda: now[0])
         args = ("svc_test_x", Environment.SANDBOX, "account:read", "127.0.0.1", False, "req_1")
         authz.apply_change(pb.KEY_CHANGE_KIND_SYNC, "", "")  # the watch is up...
         ck = (key_digest("svc_test_x"), *args[1:5])

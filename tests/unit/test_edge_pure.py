@@ -8,7 +8,6 @@ import ipaddress
 import pytest
 
 from edge.authcache import WATCH_GRACE, WATCH_SILENCE, Answer, AuthCache, CacheUse, Caller, cache_use, ttl_for
-from edge.channels import RETRIED_METHODS, authsvc_service_config, authsvc_target
 from edge.credentials import key_from_authorization, stream_credential
 from edge.environments import Environment, HostMap, deprecation_headers, key_environment
 from edge.exceptions import EdgeError
@@ -18,6 +17,9 @@ from edge.routetable import RouteTable, RouteTableError, parse_route
 from edge.sources import list_entries, parse_networks, source_address
 from edge.streamfilter import may_read, scopes_for_event, wanted
 from svckit.apikeys import checksum
+from svckit.clients.auth import RETRIED_METHODS
+from svckit.clients.auth import auth_service_config as authsvc_service_config
+from svckit.clients.auth import auth_target as authsvc_target
 from svckit.errors import http_status
 
 

@@ -1,0 +1,74 @@
+"""A gRPC error of a peer as one exception, mapped once (as httpx's ``map_httpcore_exceptions``).
+
+    ClientError          the peer answered with an error: ``type`` from the error table (svckit.errors),
+    │                    ``status`` its HTTP status, ``message`` and the ``field`` it names
+    └── PeerUnavailable  the peer could not be reached or did not answer in time (UNAVAILABLE,
+                         DEADLINE_EXCEEDED, CANCELLED): always ``service_unavailable``, 503
+
+Messages of the services that name a field start with ``field: ...``; ``field`` is that name and
+``message`` the rest (what a form shows beside the field), ``detail`` the whole text as sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+
+import grpc
+
+from svckit.errors import http_status, type_from_rpc_error
+
+# The codes of a peer that cannot be reached or did not answer: the caller may try again later.
+UNREACHABLE = frozenset(
+    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
+)
+_FIELD = re.compile(r"^([a-z_][a-z0-9_.]*): (.*)$", re.S)
+
+
+class ClientError(Exception):
+    """An error answered by a peer (or met on the way to it)."""
+
+    def __init__(
+        self,
+        type: str,
+        message: str,
+        *,
+        field: str = "",
+        code: grpc.StatusCode = grpc.StatusCode.UNKNOWN,
+        detail: str | None = None,
+    ) -> None:
+        self.detail = detail if detail is not None else (f"{field}: {message}" if field else message)
+        super().__init__(self.detail)
+        self.type = type
+        self.status = http_status(type)
+        self.message = message
+        self.field = field
+        self.code = code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(type={self.type!r}, code={self.code.name}, message={self.detail!r})"
+
+
+class PeerUnavailable(ClientError):
+    """The peer cannot be reached, or did not answer within the deadline."""
+
+
+def client_error(exc: grpc.RpcError) -> ClientError:
+    """The ClientError of a gRPC error: the one place a gRPC status becomes an error of the table."""
+    code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+    error_type, detail = type_from_rpc_error(exc)
+    if code in UNREACHABLE:
+        return PeerUnavailable("service_unavailable", detail, code=code, detail=detail)
+    m = _FIELD.match(detail or "")
+    field, message = (m.group(1), m.group(2)) if m else ("", detail)
+    return ClientError(error_type, message, field=field, code=code, detail=detail)
+
+
+@contextlib.contextmanager
+def mapped_errors() -> Iterator[None]:
+    """``with mapped_errors(): await stub.X(...)``: a gRPC error leaves the block as a ClientError."""
+    try:
+        yield
+    except grpc.aio.AioRpcError as exc:
+        raise client_error(exc) from None
