@@ -6,13 +6,11 @@ from __future__ import annotations
 from portal.app import create_app
 from portal.config import PortalConfig
 from portal.context import PortalApp, PortalContext, PortalRequest, Viewer
-from portal.peers import PortalError
 
 __all__ = [
     "PortalApp",
     "PortalConfig",
     "PortalContext",
-    "PortalError",
     "PortalRequest",
     "Viewer",
     "create_app",

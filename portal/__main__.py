@@ -7,49 +7,75 @@ import asyncio
 import logging
 import os
 import sys
+from typing import Any
 
 from portal.app import PortalConfig, create_app
+from svckit import addresses
+from svckit.flags import FlagParser, add_flag, config_default, env_name
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
-from svckit.runner import env_name, print_ready, run_until_signal
+from svckit.runner import ServeConfig, print_ready, run_until_signal
 from svckit.secretbox import SealingKeyError, key_from, new_key
 from svckit.tls import add_tls_args, tls_from_args
 from svckit.webserver import start
 
-log = logging.getLogger("portal")
+SERVICE = "portal"
+# The CSRF key itself, when no --csrf-key-file is given.
+CSRF_KEY_ENV = env_name(SERVICE, "csrf_key")
+
+log = logging.getLogger(SERVICE)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m portal", description=__doc__)
+    """``serve`` and ``new-csrf-key``; every ``serve`` flag falls back to ``PORTAL_<FLAG>`` in the
+    environment and defaults to the field of ``PortalConfig`` (or ``ServeConfig``, or the address of
+    svckit.addresses) it sets."""
+    parser = FlagParser(prog="python -m portal", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("new-csrf-key", help="print a new key for --csrf-key-file")
     s = sub.add_parser("serve", help="serve the portal over HTTP")
 
-    def add(flag: str, default: str, help: str) -> None:
-        env = env_name("portal", flag)
-        s.add_argument(f"--{flag}", default=os.environ.get(env, default), help=f"{help} (env {env})")
+    def flag(name: str, **kwargs: Any) -> None:
+        add_flag(s, f"--{name}", env=env_name(SERVICE, name), **kwargs)
 
-    add("listen", "127.0.0.1:8090", "HTTP listen address HOST:PORT (port 0 picks one)")
-    add(
+    flag("listen", default=addresses.PORTAL, help="HTTP listen address HOST:PORT (port 0 picks one)")
+    flag(
         "public-url",
-        "",
-        "URL partners open (invite links; https:// makes cookies Secure); default http://<listen>",
+        default="",
+        help="URL partners open (invite links; https:// makes cookies Secure); default http://<listen>",
     )
-    add("authsvc", "127.0.0.1:50051", "authsvc gRPC target")
-    add("webhookd", "127.0.0.1:50052", "webhookd gRPC target")
-    add("smtp-host", "", "SMTP server for invitation e-mails; empty shows the invite link on the page")
-    add("smtp-port", "25", "SMTP port")
-    add("mail-from", "portal@svc.travel", "From address of invitation e-mails")
-    add("metrics-listen", "127.0.0.1:9104", "Prometheus /metrics HOST:PORT, empty to disable")
-    add("log-level", "INFO", "DEBUG, INFO, WARNING or ERROR")
-    add("shutdown-grace", "5", "seconds running requests may finish after SIGTERM")
-    add(
+    flag("authsvc", default=config_default(PortalConfig, "authsvc"), help="authsvc gRPC target")
+    flag("webhookd", default=config_default(PortalConfig, "webhookd"), help="webhookd gRPC target")
+    flag(
+        "smtp-host",
+        default=config_default(PortalConfig, "smtp_host"),
+        help="SMTP server for invitation e-mails; empty shows the invite link on the page",
+    )
+    flag("smtp-port", type=int, default=config_default(PortalConfig, "smtp_port"), help="SMTP port")
+    flag(
+        "mail-from",
+        default=config_default(PortalConfig, "mail_from"),
+        help="From address of invitation e-mails",
+    )
+    flag(
+        "metrics-listen",
+        default=addresses.PORTAL_METRICS,
+        help="Prometheus /metrics HOST:PORT, empty to disable",
+    )
+    flag("log-level", default=config_default(ServeConfig, "log_level"), help="DEBUG, INFO, WARNING or ERROR")
+    flag(
+        "shutdown-grace",
+        type=float,
+        default=config_default(ServeConfig, "shutdown_grace"),
+        help="seconds running requests may finish after SIGTERM",
+    )
+    flag(
         "csrf-key-file",
-        "",
-        "file with the key of the CSRF tokens (base64url of 32 bytes; or the key itself in PORTAL_CSRF_KEY; "
-        "`python -m portal new-csrf-key` makes one); default a random key per process",
+        default="",
+        help="file with the key of the CSRF tokens (base64url of 32 bytes; or the key itself in "
+        f"{CSRF_KEY_ENV}; `python -m portal new-csrf-key` makes one); default a random key per process",
     )
-    add_tls_args(s, "portal")
+    add_tls_args(s, SERVICE)
     return parser
 
 
@@ -60,10 +86,10 @@ async def serve(args: argparse.Namespace) -> None:
         webhookd=args.webhookd,
         public_url=args.public_url,
         smtp_host=args.smtp_host,
-        smtp_port=int(args.smtp_port),
+        smtp_port=args.smtp_port,
         mail_from=args.mail_from,
         tls=tls_from_args(args),
-        csrf_key=key_from(args.csrf_key_file, os.environ.get("PORTAL_CSRF_KEY", ""), "--csrf-key-file"),
+        csrf_key=key_from(args.csrf_key_file or "", os.environ.get(CSRF_KEY_ENV, ""), "--csrf-key-file"),
     )
     app = create_app(config)
     running = await start(app, [listen])
@@ -77,7 +103,7 @@ async def serve(args: argparse.Namespace) -> None:
 
     async def stop() -> None:
         log.info("portal stopping")
-        await running.stop(float(args.shutdown_grace))
+        await running.stop(args.shutdown_grace)
 
     await run_until_signal(stop)
 
@@ -87,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "new-csrf-key":
         print(new_key())
         return 0
-    setup_logging("portal", args.log_level)
+    setup_logging(SERVICE, args.log_level)
     try:
         asyncio.run(serve(args))
     except (ValueError, OSError, SealingKeyError) as exc:

@@ -1,6 +1,8 @@
 """create_app(config): the portal's Sanic application. Pages live under /<env>/ (live or sandbox) so the
 environment is in every URL and the switch is a link; every POST is CSRF-checked and role-checked
-before any gRPC call. The routes are blueprints (portal.routes), one per resource."""
+before any gRPC call. The routes are blueprints (portal.routes), one per resource. authsvc and webhookd
+are reached through svckit.clients (``app.ctx.auth``, ``app.ctx.hooks``), whose ClientError a handler
+lets through becomes the error page."""
 
 from __future__ import annotations
 
@@ -14,19 +16,23 @@ from portal import lifecycle
 from portal.config import PortalConfig
 from portal.context import PortalApp, PortalContext, PortalRequest
 from portal.pages import PAGE_SIZE
-from portal.peers import Peers, PortalError
 from portal.routes import BLUEPRINTS
 from portal.web import RouteErrorHandler
+from svckit.clients import AuthClient, ClientError, HooksClient
 
 log = logging.getLogger("portal")
 
-__all__ = ["PAGE_SIZE", "PortalConfig", "create_app"]
+__all__ = ["PAGE_SIZE", "TIMEOUT", "PortalConfig", "create_app"]
+
+# Seconds each gRPC call to authsvc or webhookd may take.
+TIMEOUT = 10.0
 
 
 def create_app(config: PortalConfig, name: str = "portal") -> PortalApp:
     ctx = PortalContext(
         settings=config,
-        peers=Peers(config.authsvc, config.webhookd, config.tls),
+        auth=AuthClient(config.authsvc, config.tls, timeout=TIMEOUT),
+        hooks=HooksClient(config.webhookd, config.tls, timeout=TIMEOUT),
         csrf_key=config.csrf_key or os.urandom(32),
         secure=config.public_url.startswith("https://"),
     )
@@ -44,8 +50,8 @@ def create_app(config: PortalConfig, name: str = "portal") -> PortalApp:
     )
     app.config.KEEP_ALIVE_TIMEOUT = 30
     app.on_request(lifecycle.load)
-    app.on_response(lifecycle.headers)
-    app.exception(PortalError)(lifecycle.portal_error)
+    app.middleware(lifecycle.headers, "response")
+    app.exception(ClientError)(lifecycle.client_error)
     app.after_server_stop(lifecycle.close)
     for bp in BLUEPRINTS:
         app.blueprint(bp)

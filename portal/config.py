@@ -1,17 +1,19 @@
-"""The portal's settings (``python -m portal serve`` fills them from flags and the environment)."""
+"""The portal's settings (``python -m portal serve`` fills them from flags and the environment; each
+flag's default is the field's here, the addresses those of svckit.addresses)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from svckit import addresses
 from svckit.tls import Tls
 
 
 @dataclass
 class PortalConfig:
-    authsvc: str = "127.0.0.1:50051"
-    webhookd: str = "127.0.0.1:50052"
-    public_url: str = "http://127.0.0.1:8090"
+    authsvc: str = addresses.AUTHSVC
+    webhookd: str = addresses.WEBHOOKD
+    public_url: str = f"http://{addresses.PORTAL}"
     smtp_host: str = ""
     smtp_port: int = 25
     mail_from: str = "portal@svc.travel"

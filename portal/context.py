@@ -1,5 +1,6 @@
 """The typed contexts: ``PortalContext`` of the app (``request.app.ctx``) and ``RequestContext`` of a
-request (``request.ctx``), with the signed-in ``Viewer``; handlers take a ``PortalRequest``."""
+request (``request.ctx``), with the signed-in ``Viewer``; handlers take a ``PortalRequest`` and reach the
+peers through ``auth(request)`` (authsvc) and ``hooks(request)`` (webhookd)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from sanic import Request, Sanic
 from sanic.config import Config
 
 from portal.config import PortalConfig
-from portal.peers import Peers
 from svckit import roles
+from svckit.clients import AuthClient, HooksClient
 from svckit.prototables import USER_ROLE
 from travel.auth.v1 import identity_pb2 as ipb
 
@@ -22,7 +23,10 @@ class PortalContext:
     # The object __main__ completes (public_url, once the port is bound): read it per request. Not
     # named config: edge.server takes app.ctx.config of any app it serves for an EdgeConfig.
     settings: PortalConfig
-    peers: Peers
+    # The clients of authsvc (AuthService and IdentityService) and webhookd; a gRPC error of either
+    # is a svckit.clients.ClientError.
+    auth: AuthClient
+    hooks: HooksClient
     csrf_key: bytes
     # Cookies carry Secure when partners open the portal over https.
     secure: bool
@@ -65,3 +69,13 @@ class PortalRequest(Request[PortalApp, RequestContext]):
     @staticmethod
     def make_context() -> RequestContext:
         return RequestContext()
+
+
+def auth(request: PortalRequest) -> AuthClient:
+    """The client of authsvc: ``await auth(request).get_key(apb.GetKeyRequest(...))``."""
+    return request.app.ctx.auth
+
+
+def hooks(request: PortalRequest) -> HooksClient:
+    """The client of webhookd: ``await hooks(request).list_endpoints(wpb.ListEndpointsRequest(...))``."""
+    return request.app.ctx.hooks

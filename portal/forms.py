@@ -8,7 +8,7 @@ from typing import Any
 from google.protobuf import timestamp_pb2
 from sanic import Request
 
-from portal.peers import PortalError
+from svckit.clients import ClientError
 from svckit.protos import timestamp
 from svckit.prototables import EnumTable
 
@@ -39,8 +39,8 @@ def when(text: str, field: str) -> timestamp_pb2.Timestamp | None:
     try:
         parsed = dt.datetime.fromisoformat(text)
     except ValueError:
-        raise PortalError(
-            400, "invalid_request", "expected a date and time like 2026-11-23T10:00", field
+        raise ClientError(
+            "invalid_request", "expected a date and time like 2026-11-23T10:00", field=field
         ) from None
     return timestamp(parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC))
 
@@ -52,7 +52,7 @@ def period_seconds(form: Fields, name: str) -> int:
     except ValueError:
         hours = -1
     if not 0 <= hours <= 168:
-        raise PortalError(400, "invalid_request", "choose between 0 and 168 hours (7 days)", name)
+        raise ClientError("invalid_request", "choose between 0 and 168 hours (7 days)", field=name)
     return int(hours * 3600)
 
 

@@ -1,16 +1,17 @@
 """What every request goes through: the signed-in user loaded from authsvc (or a redirect to sign in),
-the CSRF check of every POST, the TOTP enrolment rule, headers, and PortalError as a page."""
+the CSRF check of every POST, the TOTP enrolment rule, headers, and a ClientError as a page (a peer's
+error, or one the portal raises itself for its own refusals)."""
 
 from __future__ import annotations
 
 import re
 
 from sanic import response
-from sanic.response import HTTPResponse
+from sanic.response import BaseHTTPResponse, HTTPResponse
 
-from portal.context import PortalApp, PortalRequest, Viewer
-from portal.peers import PortalError
+from portal.context import PortalApp, PortalRequest, Viewer, auth
 from portal.web import ENVIRONMENTS, SESSION_COOKIE, begin, check_csrf, error_page, finish
+from svckit.clients import ClientError
 from travel.auth.v1 import identity_pb2 as ipb
 
 PUBLIC = ("/signin", "/invite/", "/static/", "/healthz")
@@ -28,14 +29,13 @@ async def load(request: PortalRequest) -> HTTPResponse | None:
             return response.redirect("/live/")
         return None
     token = request.cookies.get(SESSION_COOKIE) or ""
-    peers = request.app.ctx.peers
     try:
-        got = await peers.call(peers.identity.GetSession, ipb.GetSessionRequest(session_token=token))
-    except PortalError as exc:
+        got = await auth(request).get_session(ipb.GetSessionRequest(session_token=token))
+    except ClientError as exc:
         if exc.status == 401:
             if request.method == "GET" and not request.headers.get("hx-request"):
                 return response.redirect("/signin")
-            raise PortalError(401, "session_expired", "Your session has ended; sign in again.") from None
+            raise ClientError("session_expired", "Your session has ended; sign in again.") from None
         raise
     request.ctx.viewer = Viewer(
         got.user, token, got.session.id, got.totp_enrolment_required, got.account_requires_totp
@@ -46,19 +46,20 @@ async def load(request: PortalRequest) -> HTTPResponse | None:
         if request.method == "GET":
             env = request.path.split("/")[1]
             return response.redirect(f"/{env if env in ENVIRONMENTS else 'live'}/me", status=303)
-        raise PortalError(403, "forbidden", "Your account requires two-factor sign-in: set it up first.")
+        raise ClientError("forbidden", "Your account requires two-factor sign-in: set it up first.")
     return None
 
 
-async def headers(request: PortalRequest, resp: HTTPResponse) -> None:
+async def headers(request: PortalRequest, resp: BaseHTTPResponse) -> None:
     finish(request, resp, request.app.ctx.secure)
 
 
-async def portal_error(request: PortalRequest, exc: PortalError) -> HTTPResponse:
+async def client_error(request: PortalRequest, exc: ClientError) -> HTTPResponse:
     if not request.ctx.rid:
         begin(request)
     return error_page(request, exc)
 
 
 async def close(app: PortalApp) -> None:
-    await app.ctx.peers.close()
+    await app.ctx.auth.close()
+    await app.ctx.hooks.close()

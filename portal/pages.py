@@ -10,8 +10,8 @@ from typing import Any
 from sanic.response import HTTPResponse
 
 from portal.context import PortalRequest
-from portal.peers import PortalError
 from portal.web import render
+from svckit.clients import ClientError
 
 PAGE_SIZE = 25
 
@@ -37,7 +37,7 @@ async def list_page(
     the page carries."""
     try:
         got = await fetch()
-    except PortalError as exc:
+    except ClientError as exc:
         if exc.status != 400:
             raise
         errors = {exc.field or "form": exc.message, **context.pop("errors", {})}

@@ -13,12 +13,12 @@ from prometheus_client import Histogram
 from sanic import Request, response
 from sanic.handlers import ErrorHandler
 from sanic.log import error_logger
-from sanic.response import HTTPResponse
+from sanic.response import BaseHTTPResponse, HTTPResponse
 
 from portal import csrf, display
 from portal.context import PortalRequest, Viewer
-from portal.peers import PortalError
 from svckit import roles
+from svckit.clients import ClientError
 from svckit.ids import new_id
 from svckit.logs import request_id_var
 from svckit.vocabulary import Environment as Env
@@ -73,23 +73,21 @@ def check_csrf(request: PortalRequest) -> None:
     session_id = viewer.session_id if viewer is not None else ""
     nonce = "" if viewer is not None else (request.cookies.get(CSRF_COOKIE) or "")
     if not csrf.valid(request.app.ctx.csrf_key, session_id, nonce, str(sent)):
-        raise PortalError(
-            403, "forbidden", "The form expired or did not come from this portal; reload and retry."
-        )
+        raise ClientError("forbidden", "The form expired or did not come from this portal; reload and retry.")
 
 
 def viewer_of(request: PortalRequest) -> Viewer:
     """The signed-in user: every route outside the public ones has one (``lifecycle.load``)."""
     viewer = request.ctx.viewer
     if viewer is None:
-        raise PortalError(401, "session_expired", "Your session has ended; sign in again.")
+        raise ClientError("session_expired", "Your session has ended; sign in again.")
     return viewer
 
 
 def need(request: PortalRequest, action: roles.Action) -> Viewer:
     viewer = viewer_of(request)
     if not viewer.can(action):
-        raise PortalError(403, "forbidden", f"Your role ({viewer.role}) does not allow this ({action}).")
+        raise ClientError("forbidden", f"Your role ({viewer.role}) does not allow this ({action}).")
     return viewer
 
 
@@ -97,7 +95,7 @@ def env_of(request: PortalRequest) -> str:
     """The environment of a page's URL (/<env>/...); any other first segment is no page."""
     env = request.match_info.get("env", "live")
     if env not in ENVIRONMENTS:
-        raise PortalError(404, "not_found", "No such page.")
+        raise ClientError("not_found", "No such page.")
     return str(env)
 
 
@@ -128,7 +126,7 @@ def begin(request: PortalRequest) -> None:
     request.ctx.started = time.perf_counter()
 
 
-def finish(request: PortalRequest, resp: HTTPResponse, secure: bool) -> None:
+def finish(request: PortalRequest, resp: BaseHTTPResponse, secure: bool) -> None:
     for name, value in SECURITY_HEADERS.items():
         resp.headers.setdefault(name, value)
     ctx = request.ctx
@@ -155,7 +153,9 @@ def finish(request: PortalRequest, resp: HTTPResponse, secure: bool) -> None:
         ctx.token = None
 
 
-def set_cookie(resp: HTTPResponse, name: str, value: str, secure: bool, max_age: int | None = None) -> None:
+def set_cookie(
+    resp: BaseHTTPResponse, name: str, value: str, secure: bool, max_age: int | None = None
+) -> None:
     resp.add_cookie(name, value, path="/", httponly=True, samesite="Lax", secure=secure, max_age=max_age)
 
 
@@ -186,7 +186,7 @@ def render(request: PortalRequest, template: str, status: int = 200, **context: 
     return response.html(body, status=status)
 
 
-def error_page(request: PortalRequest, error: PortalError) -> HTTPResponse:
+def error_page(request: PortalRequest, error: ClientError) -> HTTPResponse:
     if request.headers.get("hx-request"):
         body = templates.get_template("_error.html").render(error=error, request_id=request.ctx.rid)
         return response.html(body, status=error.status)

@@ -7,9 +7,9 @@ from typing import Any
 
 from prometheus_client import Counter
 
-from portal.context import PortalRequest
-from portal.peers import PortalError
+from portal.context import PortalRequest, auth
 from portal.web import env_of, viewer_of
+from svckit.clients import ClientError
 from svckit.protos import struct
 from travel.auth.v1 import identity_pb2 as ipb
 from travel.webhooks.v1 import webhooks_pb2 as wpb
@@ -36,10 +36,8 @@ async def audit_webhook(
     the actor from the session (the signed-in user), never from what the portal says."""
     env = env_of(request)
     target = {"endpoint_id": endpoint_id, "environment": env}
-    peers = request.app.ctx.peers
     try:
-        await peers.call(
-            peers.identity.RecordAuditEvent,
+        await auth(request).record_audit_event(
             ipb.RecordAuditEventRequest(
                 session_token=viewer_of(request).session_token,
                 action=action,
@@ -48,7 +46,7 @@ async def audit_webhook(
                 source_address=request.ip or "",
             ),
         )
-    except PortalError as exc:
+    except ClientError as exc:
         # The change is made: answering an error now would invite making it twice.
         AUDIT_FAILURES.inc()
         log.error(

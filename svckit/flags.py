@@ -93,9 +93,13 @@ def add_flag(
     ``repeat``: the flag may be given several times and the variable holds a comma-separated list;
     the value is a list of converted entries.
     """
-    # An empty variable counts as unset, so the next one (or the default) applies.
-    variable = next((name for name in (env, *also_env) if os.environ.get(name)), env)
-    raw = os.environ.get(variable) or None
+    # An empty variable gives way to the next one in ``also_env``; alone, it is a value ("" turns a
+    # listener off).
+    variable = next((name for name in (env, *also_env) if os.environ.get(name)), None)
+    if variable is None and env in os.environ:
+        variable = env
+    raw = None if variable is None else os.environ[variable]
+    variable = variable or env
     shown_env = " or ".join((env, *also_env))
     if switch:
         parser.add_argument(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sanic import Blueprint
 from sanic.response import HTTPResponse
 
-from portal.context import PortalRequest
+from portal.context import PortalRequest, auth
 from portal.forms import when
 from portal.pages import PAGE_SIZE, Listing, list_page
 from portal.web import need
@@ -17,13 +17,11 @@ bp = Blueprint("portal_audit")
 @bp.get("/<env:str>/audit")
 async def audit(request: PortalRequest, env: str) -> HTTPResponse:
     viewer = need(request, "audit.read")
-    peers = request.app.ctx.peers
     a = request.args
     q = {k: a.get(k, "") for k in ("key_id", "user_id", "action", "since", "until")}
 
     async def fetch() -> Listing:
-        page = await peers.call(
-            peers.auth.ListAuditEvents,
+        page = await auth(request).list_audit_events(
             apb.ListAuditEventsRequest(
                 account_id=viewer.user.account_id,
                 key_id=q["key_id"],

@@ -7,7 +7,7 @@ import datetime as dt
 from sanic import Blueprint
 from sanic.response import HTTPResponse
 
-from portal.context import PortalRequest
+from portal.context import PortalRequest, hooks
 from portal.forms import number_of, when
 from portal.pages import PAGE_SIZE, Listing, list_page
 from portal.web import env_of, need, render, viewer_of
@@ -24,14 +24,12 @@ bp = Blueprint("portal_deliveries")
 async def deliveries(request: PortalRequest, env: str) -> HTTPResponse:
     env = env_of(request)
     viewer = need(request, "webhooks.read")
-    peers = request.app.ctx.peers
     a = request.args
     q = {k: a.get(k, "") for k in ("endpoint_id", "event_kind", "status", "since", "until")}
     default_since = timestamp(dt.datetime.now(dt.UTC) - dt.timedelta(days=30))
 
     async def fetch() -> Listing:
-        page = await peers.call(
-            peers.webhooks.ListDeliveries,
+        page = await hooks(request).list_deliveries(
             wpb.ListDeliveriesRequest(
                 account_id=viewer.user.account_id,
                 environment=HOOKS_ENVIRONMENT.pb(env),
@@ -50,9 +48,7 @@ async def deliveries(request: PortalRequest, env: str) -> HTTPResponse:
 
 
 async def attempts_of(request: PortalRequest, env: str, delivery_id: str) -> list[wpb.Attempt]:
-    peers = request.app.ctx.peers
-    page = await peers.call(
-        peers.webhooks.ListAttempts,
+    page = await hooks(request).list_attempts(
         wpb.ListAttemptsRequest(
             account_id=viewer_of(request).user.account_id,
             environment=HOOKS_ENVIRONMENT.pb(env),
@@ -77,9 +73,7 @@ async def delivery_page(request: PortalRequest, env: str, delivery_id: str) -> H
 async def resend(request: PortalRequest, env: str, attempt_id: str) -> HTTPResponse:
     env = env_of(request)
     viewer = need(request, "webhooks.write")
-    peers = request.app.ctx.peers
-    got = await peers.call(
-        peers.webhooks.ResendAttempt,
+    got = await hooks(request).resend_attempt(
         wpb.ResendAttemptRequest(
             account_id=viewer.user.account_id,
             environment=HOOKS_ENVIRONMENT.pb(env),

@@ -9,12 +9,12 @@ from markupsafe import Markup
 from sanic import Blueprint, response
 from sanic.response import HTTPResponse
 
-from portal.context import PortalRequest
+from portal.context import PortalRequest, auth
 from portal.forms import fields, lines, period_seconds
 from portal.pages import PAGE_SIZE, Listing, list_page
-from portal.peers import PortalError
 from portal.web import env_of, need, render, viewer_of
 from svckit.allowlist import validate_allowlist
+from svckit.clients import ClientError
 from svckit.errors import InvalidInput
 from svckit.prototables import AUTH_ENVIRONMENT
 from svckit.scopes import ALL_SCOPES
@@ -30,11 +30,9 @@ def actor(request: PortalRequest) -> apb.Actor:
 
 async def keys_page(request: PortalRequest, env: str, status: int = 200, **extra: Any) -> HTTPResponse:
     viewer = need(request, "keys.read")
-    peers = request.app.ctx.peers
 
     async def fetch() -> Listing:
-        page = await peers.call(
-            peers.auth.ListKeys,
+        page = await auth(request).list_keys(
             apb.ListKeysRequest(
                 account_id=viewer.user.account_id,
                 environment=AUTH_ENVIRONMENT.pb(env),
@@ -50,10 +48,9 @@ async def keys_page(request: PortalRequest, env: str, status: int = 200, **extra
 
 
 async def get_key(request: PortalRequest, key_id: str) -> apb.ApiKey:
-    peers = request.app.ctx.peers
-    key = (await peers.call(peers.auth.GetKey, apb.GetKeyRequest(key_id=key_id))).key
+    key = (await auth(request).get_key(apb.GetKeyRequest(key_id=key_id))).key
     if key.account_id != viewer_of(request).user.account_id:
-        raise PortalError(404, "not_found", "No such key.")
+        raise ClientError("not_found", "No such key.")
     return key
 
 
@@ -76,13 +73,11 @@ async def validate_sources(request: PortalRequest, env: str) -> HTTPResponse:
 async def create_key(request: PortalRequest, env: str) -> HTTPResponse:
     env = env_of(request)
     viewer = need(request, "keys.write")
-    peers = request.app.ctx.peers
     form = fields(request)
     scopes = form.getlist("scopes")
     sources = lines(form.get("allowed_sources", ""))
     try:
-        created = await peers.call(
-            peers.auth.CreateKey,
+        created = await auth(request).create_key(
             apb.CreateKeyRequest(
                 account_id=viewer.user.account_id,
                 environment=AUTH_ENVIRONMENT.pb(env),
@@ -92,7 +87,7 @@ async def create_key(request: PortalRequest, env: str) -> HTTPResponse:
                 actor=actor(request),
             ),
         )
-    except PortalError as exc:
+    except ClientError as exc:
         if exc.status != 400:
             raise
         values = {"name": form.get("name", ""), "scopes": scopes, "allowed_sources": "\n".join(sources)}
@@ -109,14 +104,12 @@ async def key_page(request: PortalRequest, env: str, key_id: str) -> HTTPRespons
 @bp.post("/<env:str>/keys/<key_id:str>/rotate")
 async def rotate_key(request: PortalRequest, env: str, key_id: str) -> HTTPResponse:
     need(request, "keys.write")
-    peers = request.app.ctx.peers
     key = await get_key(request, key_id)
     try:
         grace = period_seconds(fields(request), "grace_hours")
-    except PortalError as exc:
+    except ClientError as exc:
         return render(request, "key.html", status=400, key=key, errors={exc.field: exc.message})
-    rotated = await peers.call(
-        peers.auth.RotateKey,
+    rotated = await auth(request).rotate_key(
         apb.RotateKeyRequest(
             key_id=key.id,
             grace_period=duration_pb2.Duration(seconds=grace),
@@ -136,7 +129,6 @@ async def rotate_key(request: PortalRequest, env: str, key_id: str) -> HTTPRespo
 @bp.post("/<env:str>/keys/<key_id:str>/revoke")
 async def revoke_key(request: PortalRequest, env: str, key_id: str) -> HTTPResponse:
     need(request, "keys.revoke")
-    peers = request.app.ctx.peers
     key = await get_key(request, key_id)
     form = fields(request)
     if form.get("confirm", "").strip() != key.name and form.get("confirm", "").strip() != key.hint:
@@ -147,8 +139,7 @@ async def revoke_key(request: PortalRequest, env: str, key_id: str) -> HTTPRespo
             key=key,
             errors={"confirm": "type the key's name exactly to confirm"},
         )
-    await peers.call(
-        peers.auth.RevokeKey,
+    await auth(request).revoke_key(
         apb.RevokeKeyRequest(key_id=key.id, reason=form.get("reason", ""), actor=actor(request)),
     )
     return response.redirect(f"/{env}/keys/{key.id}", status=303)

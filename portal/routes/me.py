@@ -9,11 +9,11 @@ from sanic import Blueprint, response
 from sanic.response import HTTPResponse
 
 from portal import totp
-from portal.context import PortalRequest
+from portal.context import PortalRequest, auth
 from portal.forms import fields
 from portal.pages import Listing, list_page
-from portal.peers import PortalError
 from portal.web import env_of, signed_in, viewer_of
+from svckit.clients import ClientError
 from travel.auth.v1 import identity_pb2 as ipb
 
 bp = Blueprint("portal_me")
@@ -23,12 +23,9 @@ MeAction = Callable[[PortalRequest, str], Awaitable[HTTPResponse | None]]
 
 async def me_page(request: PortalRequest, status: int = 200, **extra: Any) -> HTTPResponse:
     viewer = viewer_of(request)
-    peers = request.app.ctx.peers
 
     async def fetch() -> Listing:
-        got = await peers.call(
-            peers.identity.ListSessions, ipb.ListSessionsRequest(session_token=viewer.session_token)
-        )
+        got = await auth(request).list_sessions(ipb.ListSessionsRequest(session_token=viewer.session_token))
         return Listing(got.sessions, context={"current": got.current_session_id})
 
     return await list_page(request, "me.html", "sessions", fetch, status, **extra)
@@ -43,7 +40,7 @@ def me_action(form_name: str) -> Callable[[MeAction], Callable[..., Awaitable[HT
             env = env_of(request)
             try:
                 resp = await handler(request, env)
-            except PortalError as exc:
+            except ClientError as exc:
                 if exc.status not in (400, 401, 409) or exc.type == "session_expired":
                     raise
                 return await me_page(request, 400, errors={exc.field or form_name: exc.message})
@@ -65,10 +62,8 @@ async def me(request: PortalRequest, env: str) -> HTTPResponse:
 @bp.post("/<env:str>/me/password")
 @me_action("password")
 async def change_password(request: PortalRequest, env: str) -> HTTPResponse | None:
-    peers = request.app.ctx.peers
     form = fields(request)
-    got = await peers.call(
-        peers.identity.ChangePassword,
+    got = await auth(request).change_password(
         ipb.ChangePasswordRequest(
             session_token=viewer_of(request).session_token,
             current_password=form.get("current_password", ""),
@@ -83,9 +78,7 @@ async def change_password(request: PortalRequest, env: str) -> HTTPResponse | No
 @bp.post("/<env:str>/me/totp")
 @me_action("totp")
 async def begin_totp(request: PortalRequest, env: str) -> HTTPResponse | None:
-    peers = request.app.ctx.peers
-    begun = await peers.call(
-        peers.identity.BeginTotpEnrollment,
+    begun = await auth(request).begin_totp_enrollment(
         ipb.BeginTotpEnrollmentRequest(session_token=viewer_of(request).session_token),
     )
     qr, totp_key = totp.enrolment(begun.provisioning_uri)
@@ -95,9 +88,7 @@ async def begin_totp(request: PortalRequest, env: str) -> HTTPResponse | None:
 @bp.post("/<env:str>/me/totp-confirm")
 @me_action("totp-confirm")
 async def confirm_totp(request: PortalRequest, env: str) -> HTTPResponse | None:
-    peers = request.app.ctx.peers
-    await peers.call(
-        peers.identity.ConfirmTotpEnrollment,
+    await auth(request).confirm_totp_enrollment(
         ipb.ConfirmTotpEnrollmentRequest(
             session_token=viewer_of(request).session_token, code=fields(request).get("code", "")
         ),
@@ -108,17 +99,15 @@ async def confirm_totp(request: PortalRequest, env: str) -> HTTPResponse | None:
 @bp.post("/<env:str>/me/totp-remove")
 @me_action("totp-remove")
 async def remove_totp(request: PortalRequest, env: str) -> HTTPResponse | None:
-    peers = request.app.ctx.peers
     try:
-        await peers.call(
-            peers.identity.DisableTotp,
+        await auth(request).disable_totp(
             ipb.DisableTotpRequest(
                 session_token=viewer_of(request).session_token,
                 password=fields(request).get("totp_password", ""),
                 source_address=request.ip or "",
             ),
         )
-    except PortalError as exc:
+    except ClientError as exc:
         if exc.status not in (400, 401, 409) or exc.type == "session_expired":
             raise
         # The refusal's own status, beside the password field.
@@ -129,9 +118,7 @@ async def remove_totp(request: PortalRequest, env: str) -> HTTPResponse | None:
 @bp.post("/<env:str>/me/revoke-session")
 @me_action("revoke-session")
 async def revoke_session(request: PortalRequest, env: str) -> HTTPResponse | None:
-    peers = request.app.ctx.peers
-    await peers.call(
-        peers.identity.RevokeSession,
+    await auth(request).revoke_session(
         ipb.RevokeSessionRequest(
             session_token=viewer_of(request).session_token, session_id=fields(request).get("session_id", "")
         ),
@@ -143,4 +130,4 @@ async def revoke_session(request: PortalRequest, env: str) -> HTTPResponse | Non
 async def no_me_action(request: PortalRequest, env: str, action: str) -> HTTPResponse:
     """Any other form: refused as it always was."""
     env_of(request)
-    raise PortalError(404, "not_found", "No such action.")
+    raise ClientError("not_found", "No such action.")

@@ -9,7 +9,7 @@ from sanic import Blueprint
 from sanic.response import HTTPResponse
 
 from portal import charts
-from portal.context import PortalRequest
+from portal.context import PortalRequest, auth, hooks
 from portal.web import env_of, need, render
 from svckit.protos import timestamp
 from svckit.prototables import ACCOUNT_STATUS, HOOKS_ENVIRONMENT
@@ -24,15 +24,13 @@ bp = Blueprint("portal_overview")
 async def overview(request: PortalRequest, env: str) -> HTTPResponse:
     env = env_of(request)
     viewer = need(request, "account.read")
-    peers = request.app.ctx.peers
     account_id = viewer.user.account_id
     now = dt.datetime.now(dt.UTC)
     # Three calls at once (authsvc twice, webhookd once: both windows in one pass).
     account, usage, stats = await asyncio.gather(
-        peers.call(peers.auth.GetAccount, apb.GetAccountRequest(account_id=account_id)),
-        peers.call(peers.auth.GetUsage, apb.GetUsageRequest(account_id=account_id)),
-        peers.call(
-            peers.webhooks.GetAttemptStats,
+        auth(request).get_account(apb.GetAccountRequest(account_id=account_id)),
+        auth(request).get_usage(apb.GetUsageRequest(account_id=account_id)),
+        hooks(request).get_attempt_stats(
             wpb.GetAttemptStatsRequest(
                 account_id=account_id,
                 environment=HOOKS_ENVIRONMENT.pb(env),

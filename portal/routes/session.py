@@ -5,10 +5,10 @@ from __future__ import annotations
 from sanic import Blueprint, response
 from sanic.response import HTTPResponse
 
-from portal.context import PortalRequest
+from portal.context import PortalRequest, auth
 from portal.forms import fields
-from portal.peers import PortalError
 from portal.web import SESSION_COOKIE, check_csrf, render, signed_in, viewer_of
+from svckit.clients import ClientError
 from travel.auth.v1 import identity_pb2 as ipb
 
 bp = Blueprint("portal_session")
@@ -22,12 +22,10 @@ async def signin_form(request: PortalRequest) -> HTTPResponse:
 @bp.post("/signin")
 async def signin(request: PortalRequest) -> HTTPResponse:
     check_csrf(request)
-    peers = request.app.ctx.peers
     form = fields(request)
     email = form.get("email", "")
     try:
-        got = await peers.call(
-            peers.identity.SignIn,
+        got = await auth(request).sign_in(
             ipb.SignInRequest(
                 email=email,
                 password=form.get("password", ""),
@@ -36,7 +34,7 @@ async def signin(request: PortalRequest) -> HTTPResponse:
                 user_agent=request.headers.get("user-agent", "")[:300],
             ),
         )
-    except PortalError as exc:
+    except ClientError as exc:
         if exc.status in (400, 401, 429):
             need_totp = exc.type == "second_factor_required"
             errors = {"totp_code" if need_totp else "form": exc.message}
@@ -47,16 +45,13 @@ async def signin(request: PortalRequest) -> HTTPResponse:
     # A fresh session id on every sign-in; an old cookie is simply replaced.
     old = request.cookies.get(SESSION_COOKIE)
     if old:
-        await peers.call(peers.identity.SignOut, ipb.SignOutRequest(session_token=old))
+        await auth(request).sign_out(ipb.SignOutRequest(session_token=old))
     return signed_in(request, got.session_token)
 
 
 @bp.post("/signout")
 async def signout(request: PortalRequest) -> HTTPResponse:
-    peers = request.app.ctx.peers
-    await peers.call(
-        peers.identity.SignOut, ipb.SignOutRequest(session_token=viewer_of(request).session_token)
-    )
+    await auth(request).sign_out(ipb.SignOutRequest(session_token=viewer_of(request).session_token))
     resp = response.redirect("/signin", status=303)
     resp.delete_cookie(SESSION_COOKIE, path="/")
     return resp
@@ -70,10 +65,8 @@ async def invite_form(request: PortalRequest, token: str) -> HTTPResponse:
 @bp.post("/invite/<token:str>")
 async def invite_accept(request: PortalRequest, token: str) -> HTTPResponse:
     check_csrf(request)
-    peers = request.app.ctx.peers
     try:
-        got = await peers.call(
-            peers.identity.AcceptInvite,
+        got = await auth(request).accept_invite(
             ipb.AcceptInviteRequest(
                 token=token,
                 password=fields(request).get("password", ""),
@@ -81,7 +74,7 @@ async def invite_accept(request: PortalRequest, token: str) -> HTTPResponse:
                 user_agent=request.headers.get("user-agent", "")[:300],
             ),
         )
-    except PortalError as exc:
+    except ClientError as exc:
         if exc.status in (400, 401, 409):
             return render(
                 request,

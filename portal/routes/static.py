@@ -8,7 +8,7 @@ from sanic import Blueprint, response
 from sanic.response import HTTPResponse
 
 from portal.context import PortalRequest
-from portal.peers import PortalError
+from svckit.clients import ClientError
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STATIC = pathlib.Path(__file__).resolve().parents[1] / "static"
@@ -25,7 +25,7 @@ bp = Blueprint("portal_static")
 @bp.get("/static/<name:str>")
 async def static(request: PortalRequest, name: str) -> HTTPResponse:
     if name not in FILES:
-        raise PortalError(404, "not_found", "No such file.")
+        raise ClientError("not_found", "No such file.")
     path, mime = FILES[name]
     resp = response.raw(path.read_bytes(), content_type=mime)
     resp.headers["Cache-Control"] = "public, max-age=300"

@@ -9,12 +9,12 @@ from typing import Any
 from sanic import Blueprint, response
 from sanic.response import HTTPResponse
 
-from portal.context import PortalRequest, Viewer
+from portal.context import PortalRequest, Viewer, auth
 from portal.forms import fields, number_of
 from portal.mail import send_mail
 from portal.pages import PAGE_SIZE, Listing, list_page
-from portal.peers import PortalError
 from portal.web import env_of, need
+from svckit.clients import ClientError
 from svckit.prototables import USER_ROLE
 from svckit.vocabulary import UserRole
 from travel.auth.v1 import auth_pb2 as apb
@@ -28,11 +28,9 @@ UserAction = Callable[[PortalRequest, Viewer, str], Awaitable[None]]
 
 async def users_page(request: PortalRequest, status: int = 200, **extra: Any) -> HTTPResponse:
     viewer = need(request, "users.read")
-    peers = request.app.ctx.peers
 
     async def fetch() -> Listing:
-        page = await peers.call(
-            peers.identity.ListUsers,
+        page = await auth(request).list_users(
             ipb.ListUsersRequest(
                 session_token=viewer.session_token,
                 page_size=PAGE_SIZE,
@@ -52,7 +50,7 @@ def user_action(handler: UserAction) -> Callable[..., Awaitable[HTTPResponse]]:
         viewer = need(request, "users.manage")
         try:
             await handler(request, viewer, user_id)
-        except PortalError as exc:
+        except ClientError as exc:
             if exc.status not in (400, 403, 409):
                 raise
             return await users_page(request, exc.status, errors={user_id: exc.message})
@@ -73,9 +71,7 @@ async def users(request: PortalRequest, env: str) -> HTTPResponse:
 async def security(request: PortalRequest, env: str) -> HTTPResponse:
     env = env_of(request)
     viewer = need(request, "account.security")
-    peers = request.app.ctx.peers
-    await peers.call(
-        peers.identity.SetTotpRequirement,
+    await auth(request).set_totp_requirement(
         ipb.SetTotpRequirementRequest(
             session_token=viewer.session_token,
             required=fields(request).get("require_totp") == "on",
@@ -89,12 +85,10 @@ async def security(request: PortalRequest, env: str) -> HTTPResponse:
 async def invite(request: PortalRequest, env: str) -> HTTPResponse:
     viewer = need(request, "users.manage")
     config = request.app.ctx.settings
-    peers = request.app.ctx.peers
     email = fields(request).get("email", "")
     role = number_of(USER_ROLE, fields(request).get("role"))
     try:
-        made = await peers.call(
-            peers.identity.CreateInvite,
+        made = await auth(request).create_invite(
             ipb.CreateInviteRequest(
                 email=email,
                 role=role,
@@ -102,7 +96,7 @@ async def invite(request: PortalRequest, env: str) -> HTTPResponse:
                 actor=apb.Actor(user=viewer.user.email, source_address=request.ip or ""),
             ),
         )
-    except PortalError as exc:
+    except ClientError as exc:
         if exc.status not in (400, 403, 409):
             raise
         return await users_page(request, exc.status, errors={exc.field or "form": exc.message})
@@ -125,9 +119,7 @@ async def invite(request: PortalRequest, env: str) -> HTTPResponse:
 @bp.post("/<env:str>/users/<user_id:str>/role")
 @user_action
 async def set_role(request: PortalRequest, viewer: Viewer, user_id: str) -> None:
-    peers = request.app.ctx.peers
-    await peers.call(
-        peers.identity.SetUserRole,
+    await auth(request).set_user_role(
         ipb.SetUserRoleRequest(
             session_token=viewer.session_token,
             user_id=user_id,
@@ -140,9 +132,7 @@ async def set_role(request: PortalRequest, viewer: Viewer, user_id: str) -> None
 @bp.post("/<env:str>/users/<user_id:str>/remove")
 @user_action
 async def remove_user(request: PortalRequest, viewer: Viewer, user_id: str) -> None:
-    peers = request.app.ctx.peers
-    await peers.call(
-        peers.identity.RemoveUser,
+    await auth(request).remove_user(
         ipb.RemoveUserRequest(
             session_token=viewer.session_token, user_id=user_id, source_address=request.ip or ""
         ),
@@ -154,4 +144,4 @@ async def no_user_action(request: PortalRequest, env: str, user_id: str, action:
     """Any other change: refused as it always was, after the session, CSRF and role checks."""
     env_of(request)
     need(request, "users.manage")
-    raise PortalError(404, "not_found", "No such action.")
+    raise ClientError("not_found", "No such action.")

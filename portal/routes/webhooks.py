@@ -11,13 +11,13 @@ from google.protobuf import duration_pb2, field_mask_pb2
 from sanic import Blueprint, response
 from sanic.response import HTTPResponse
 
-from portal.context import PortalRequest
+from portal.context import PortalRequest, hooks
 from portal.display import fmt
 from portal.forms import fields, period_seconds, when
 from portal.pages import PAGE_SIZE, Listing, list_page
-from portal.peers import PortalError
 from portal.web import env_of, need, render, viewer_of
 from portal.webhook_audit import audit_webhook, endpoint_fields
+from svckit.clients import ClientError
 from svckit.events import EVENT_KINDS
 from svckit.protos import datetime_of, timestamp
 from svckit.prototables import HOOKS_ENVIRONMENT
@@ -30,11 +30,9 @@ EndpointAction = Callable[[PortalRequest, str, str, dict[str, Any]], Awaitable[H
 
 async def endpoints_page(request: PortalRequest, env: str, status: int = 200, **extra: Any) -> HTTPResponse:
     viewer = need(request, "webhooks.read")
-    peers = request.app.ctx.peers
 
     async def fetch() -> Listing:
-        page = await peers.call(
-            peers.webhooks.ListEndpoints,
+        page = await hooks(request).list_endpoints(
             wpb.ListEndpointsRequest(
                 account_id=viewer.user.account_id,
                 environment=HOOKS_ENVIRONMENT.pb(env),
@@ -66,11 +64,10 @@ def endpoint_action(handler: EndpointAction) -> Callable[..., Awaitable[HTTPResp
         ref = endpoint_ref(request, env, endpoint_id)
         try:
             return await handler(request, env, endpoint_id, ref)
-        except PortalError as exc:
+        except ClientError as exc:
             if exc.status != 400:
                 raise
-            peers = request.app.ctx.peers
-            got = await peers.call(peers.webhooks.GetEndpoint, wpb.GetEndpointRequest(**ref))
+            got = await hooks(request).get_endpoint(wpb.GetEndpointRequest(**ref))
             return render(
                 request,
                 "endpoint.html",
@@ -98,12 +95,10 @@ async def webhooks(request: PortalRequest, env: str) -> HTTPResponse:
 async def create_endpoint(request: PortalRequest, env: str) -> HTTPResponse:
     env = env_of(request)
     viewer = need(request, "webhooks.write")
-    peers = request.app.ctx.peers
     form = fields(request)
     events = form.getlist("events")
     try:
-        made = await peers.call(
-            peers.webhooks.RegisterEndpoint,
+        made = await hooks(request).register_endpoint(
             wpb.RegisterEndpointRequest(
                 account_id=viewer.user.account_id,
                 environment=HOOKS_ENVIRONMENT.pb(env),
@@ -112,7 +107,7 @@ async def create_endpoint(request: PortalRequest, env: str) -> HTTPResponse:
                 description=form.get("description", ""),
             ),
         )
-    except PortalError as exc:
+    except ClientError as exc:
         if exc.status != 400:
             raise
         values = {"url": form.get("url", ""), "events": events, "description": form.get("description", "")}
@@ -128,10 +123,7 @@ async def create_endpoint(request: PortalRequest, env: str) -> HTTPResponse:
 @bp.get("/<env:str>/webhooks/<endpoint_id:str>")
 async def endpoint_page(request: PortalRequest, env: str, endpoint_id: str) -> HTTPResponse:
     need(request, "webhooks.read")
-    peers = request.app.ctx.peers
-    got = await peers.call(
-        peers.webhooks.GetEndpoint, wpb.GetEndpointRequest(**endpoint_ref(request, env, endpoint_id))
-    )
+    got = await hooks(request).get_endpoint(wpb.GetEndpointRequest(**endpoint_ref(request, env, endpoint_id)))
     return render(request, "endpoint.html", endpoint=got.endpoint, kinds=EVENT_KINDS)
 
 
@@ -140,12 +132,10 @@ async def endpoint_page(request: PortalRequest, env: str, endpoint_id: str) -> H
 async def edit_endpoint(
     request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
 ) -> HTTPResponse:
-    peers = request.app.ctx.peers
     form = fields(request)
     mask = field_mask_pb2.FieldMask(paths=["url", "events", "description"])
-    old = await peers.call(peers.webhooks.GetEndpoint, wpb.GetEndpointRequest(**ref))
-    new = await peers.call(
-        peers.webhooks.UpdateEndpoint,
+    old = await hooks(request).get_endpoint(wpb.GetEndpointRequest(**ref))
+    new = await hooks(request).update_endpoint(
         wpb.UpdateEndpointRequest(
             **ref,
             update_mask=mask,
@@ -171,8 +161,7 @@ async def edit_endpoint(
 async def delete_endpoint(
     request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
 ) -> HTTPResponse:
-    peers = request.app.ctx.peers
-    gone = await peers.call(peers.webhooks.DeleteEndpoint, wpb.DeleteEndpointRequest(**ref))
+    gone = await hooks(request).delete_endpoint(wpb.DeleteEndpointRequest(**ref))
     await audit_webhook(
         request, "webhook_endpoint.deleted", endpoint_id, before=endpoint_fields(gone.endpoint)
     )
@@ -184,8 +173,7 @@ async def delete_endpoint(
 async def enable_endpoint(
     request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
 ) -> HTTPResponse:
-    peers = request.app.ctx.peers
-    await peers.call(peers.webhooks.EnableEndpoint, wpb.EnableEndpointRequest(**ref))
+    await hooks(request).enable_endpoint(wpb.EnableEndpointRequest(**ref))
     await audit_webhook(request, "webhook_endpoint.enabled", endpoint_id, after={"status": "enabled"})
     return back(env, endpoint_id)
 
@@ -195,13 +183,10 @@ async def enable_endpoint(
 async def recover_endpoint(
     request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
 ) -> HTTPResponse:
-    peers = request.app.ctx.peers
     since = when(fields(request).get("since", ""), "since") or timestamp(
         dt.datetime.now(dt.UTC) - dt.timedelta(days=1)
     )
-    recovered = await peers.call(
-        peers.webhooks.RecoverEndpoint, wpb.RecoverEndpointRequest(**ref, since=since)
-    )
+    recovered = await hooks(request).recover_endpoint(wpb.RecoverEndpointRequest(**ref, since=since))
     await audit_webhook(
         request,
         "webhook_endpoint.recovered",
@@ -216,8 +201,7 @@ async def recover_endpoint(
 async def send_test_event(
     request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
 ) -> HTTPResponse:
-    peers = request.app.ctx.peers
-    sent = await peers.call(peers.webhooks.SendTestEvent, wpb.SendTestEventRequest(**ref))
+    sent = await hooks(request).send_test_event(wpb.SendTestEventRequest(**ref))
     await audit_webhook(
         request,
         "webhook_endpoint.test_sent",
@@ -232,10 +216,8 @@ async def send_test_event(
 async def rotate_signing_secret(
     request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
 ) -> HTTPResponse:
-    peers = request.app.ctx.peers
     overlap = period_seconds(fields(request), "overlap_hours")
-    rotated = await peers.call(
-        peers.webhooks.RotateSigningSecret,
+    rotated = await hooks(request).rotate_signing_secret(
         wpb.RotateSigningSecretRequest(**ref, overlap=duration_pb2.Duration(seconds=overlap)),
     )
     # The new secret is shown below, once; the record says only that it changed.
@@ -258,4 +240,4 @@ async def no_endpoint_action(request: PortalRequest, env: str, endpoint_id: str,
     """Any other operation: refused as it always was, after the session, CSRF and role checks."""
     env_of(request)
     need(request, "webhooks.write")
-    raise PortalError(404, "not_found", "No such action.")
+    raise ClientError("not_found", "No such action.")

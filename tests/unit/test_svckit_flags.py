@@ -62,7 +62,7 @@ def parser() -> FlagParser:
         ({"T_URL": "pg://u"}, [], {"database": "pg://u"}),
         ({"T_URL": "pg://u", "T_DATABASE": "pg://d"}, [], {"database": "pg://d"}),
         ({"T_URL": "pg://u", "T_DATABASE": ""}, [], {"database": "pg://u"}),
-        ({"T_BATCH_SIZE": ""}, [], {"batch_size": 200}),
+        ({"T_DATABASE": ""}, [], {"database": ""}),
     ],
 )
 def test_precedence(
