@@ -1,32 +1,21 @@
-"""The closed list of event kinds (spec.md section 6), shared by webhookd and the edge's stream."""
+"""The closed list of event kinds (spec.md section 6), shared by webhookd and the edge's stream. The kinds,
+their modes, states and ``data`` shapes are defined once, in the event catalog (svckit.catalog)."""
 
 from __future__ import annotations
 
-EVENT_KINDS: tuple[str, ...] = (
-    "booking.confirmed",
-    "booking.failed",
-    "booking.cancelled",
-    "booking.modified",
-    "payment.succeeded",
-    "payment.failed",
-    "payment.refunded",
-    "esim.provisioned",
-    "esim.usage_threshold",
-    "ledger.low_balance",
-    "search_quota.threshold",
-    "settlement.invoice_issued",
-    "settlement.payment_failed",
-    "apikey.revoked",
-)
+from svckit.catalog import EVENT_KINDS, MODE_ONLY
 
-# Kinds that exist in one commercial mode only (spec.md sections 1 and 6): the traveller pays in mode B,
-# the partner spends its own credit in mode A.
-MODE_ONLY: dict[str, str] = {
-    "payment.succeeded": "B",
-    "payment.failed": "B",
-    "payment.refunded": "B",
-    "ledger.low_balance": "A",
-}
+__all__ = [
+    "EVENT_KINDS",
+    "MODE_ONLY",
+    "TRIGGER_HEADER",
+    "TRIGGER_NAMES",
+    "TRIGGER_STATUS",
+    "mode_refusal",
+]
+
+# EVENT_KINDS: every kind, in the catalog's order. MODE_ONLY: kinds that exist in one commercial mode only
+# (spec.md sections 1 and 6): the traveller pays in mode B, the partner spends its own credit in mode A.
 
 
 def mode_refusal(kind: str, mode: str) -> str:

@@ -1,0 +1,332 @@
+"""The event catalog (svckit.catalog): every schema is a valid draft 2020-12 schema with camelCase fields,
+every example validates, and every event the sandbox can publish (samples of both modes, trigger
+warnings, the simulator's lifecycle) validates against its kind's schema with the catalog's state. The
+live publishers' data (authsvc, webhookd's test send) are built by the same functions; the integration
+test (tests/integration/test_event_catalog_live.py) validates what they really publish."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import json
+import pathlib
+import re
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator, FormatChecker
+
+from edge import samples
+from edge.authcache import Caller
+from edge.environments import Environment
+from edge.gate import Ctx
+from edge.publisher import Publisher
+from edge.routetable import DEFAULT_ROUTES, RouteTable
+from edge.simulator import Simulator
+from edge.triggers import TRIGGERS
+from svckit import catalog
+from svckit.catalog import EVENT_KINDS, KINDS, STATES, TEST_KIND
+from svckit.quota import THRESHOLD_PERCENT, threshold_of
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+CAMEL = re.compile(r"^[a-z][a-zA-Z0-9]*$")
+ALL_KINDS = (*EVENT_KINDS, TEST_KIND.kind)
+NOW = dt.datetime(2026, 1, 31, 23, 59, 59, 999_999, tzinfo=dt.UTC)
+
+
+def validate(kind: str, state: str, data: Mapping[str, Any]) -> None:
+    """Fails unless ``state`` is one of the kind's states and ``data`` fits its schema (formats checked)."""
+    assert state in catalog.kind_of(kind).states, (kind, state)
+    validator = Draft202012Validator(catalog.schema(kind), format_checker=FormatChecker())
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(data)]
+    assert not errors, (kind, dict(data), errors)
+
+
+def property_names(schema: Any) -> Iterator[str]:
+    if isinstance(schema, dict):
+        for name, sub in schema.get("properties", {}).items():
+            yield name
+            yield from property_names(sub)
+        for key in ("oneOf", "anyOf", "allOf"):
+            for sub in schema.get(key, []):
+                yield from property_names(sub)
+        for name in schema.get("required", []):
+            yield name
+
+
+def keys_of(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from keys_of(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from keys_of(v)
+
+
+# -- the catalog itself ----------------------------------------------------------------------------------
+def test_the_catalog_is_the_closed_list_of_kinds() -> None:
+    from svckit.events import EVENT_KINDS as KINDS_OF_EVENTS
+    from svckit.events import MODE_ONLY
+
+    assert KINDS_OF_EVENTS == EVENT_KINDS and len(EVENT_KINDS) == 14 == len(set(EVENT_KINDS))
+    assert TEST_KIND.kind not in EVENT_KINDS and not TEST_KIND.subscribable
+    assert MODE_ONLY == {
+        "payment.succeeded": "B",
+        "payment.failed": "B",
+        "payment.refunded": "B",
+        "ledger.low_balance": "A",
+    }
+    assert set(STATES) == set(EVENT_KINDS) and set(samples.STATES) == set(EVENT_KINDS)
+    assert STATES["search_quota.threshold"] == "threshold_reached"
+    assert STATES["ledger.low_balance"] == "low_balance"
+    assert STATES["apikey.revoked"] == "revoked"
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_schema_is_valid_closed_and_camel_case(kind: str) -> None:
+    entry = catalog.kind_of(kind)
+    schema = catalog.schema(kind)
+    Draft202012Validator.check_schema(schema)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["type"] == "object" and schema["additionalProperties"] is False and schema["required"]
+    names = set(property_names(schema))
+    assert names and all(CAMEL.match(n) for n in names), sorted(n for n in names if not CAMEL.match(n))
+    assert set(schema["required"]) <= set(schema["properties"])
+    assert all("description" in p for p in schema["properties"].values())
+    assert entry.description and entry.states and all(re.fullmatch(r"[a-z_]+", s) for s in entry.states)
+    Draft202012Validator.check_schema(catalog.envelope_schema(kind))
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_example_validates(kind: str) -> None:
+    example = catalog.example(kind)
+    validate(kind, catalog.kind_of(kind).state, example)
+    assert all(CAMEL.match(k) for k in keys_of(example))
+
+
+def test_catalog_is_json_data_of_every_kind() -> None:
+    entries = json.loads(json.dumps(catalog.catalog()))
+    assert [e["kind"] for e in entries] == [*EVENT_KINDS, TEST_KIND.kind]
+    assert [e["kind"] for e in catalog.catalog(include_test=False)] == list(EVENT_KINDS)
+    for e in entries:
+        assert set(e) == {
+            "kind",
+            "description",
+            "states",
+            "mode",
+            "subscribable",
+            "publisher",
+            "schema",
+            "example",
+        }
+        assert e["schema"] == catalog.schema(e["kind"]) and e["example"] == catalog.example(e["kind"])
+        assert e["mode"] == (catalog.MODE_ONLY.get(e["kind"]))
+    # schema() hands out copies: nobody can change the catalog through one.
+    catalog.schema("apikey.revoked")["properties"].clear()
+    assert catalog.schema("apikey.revoked")["properties"]
+
+
+def test_schemas_refuse_the_old_shapes() -> None:
+    old_threshold = {
+        "date": "2026-03-14",
+        "searches_used": 800,
+        "daily_search_allowance": 1000,
+        "remaining": 200,
+        "threshold_percent": 80,
+    }
+    old_revoked = {
+        "key_id": "key_x",
+        "hint": "h",
+        "name": "n",
+        "revoked_at": "2026-03-14T09:30:00+00:00",
+        "revoked_by": "a",
+        "reason": "",
+    }
+    for kind, data in (("search_quota.threshold", old_threshold), ("apikey.revoked", old_revoked)):
+        assert not Draft202012Validator(catalog.schema(kind)).is_valid(data)
+    near = catalog.quota_threshold(1000, "2026-03-14") | {"thresholdPercent": 90}
+    assert not Draft202012Validator(catalog.schema("search_quota.threshold")).is_valid(near)
+    both = catalog.example("booking.failed") | {"order": "ord_x", "plan": "plan_x"}
+    assert not Draft202012Validator(catalog.schema("booking.failed")).is_valid(both)
+
+
+def test_svckit_events_stays_standard_library_only() -> None:
+    code = "import svckit.events, json, sys; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    loaded = json.loads(done.stdout)
+    heavy = ("grpc", "sanic", "sqlalchemy", "jsonschema", "google", "edge", "authsvc", "webhookd")
+    assert [m for m in loaded if m.split(".")[0] in heavy] == []
+
+
+# -- the sandbox: samples, trigger warnings, the simulator ---------------------------------------------------
+@pytest.mark.parametrize("mode", ["A", "B"])
+@pytest.mark.parametrize("kind", EVENT_KINDS)
+def test_every_sample_of_both_modes_validates(kind: str, mode: str) -> None:
+    for now in (
+        NOW,
+        catalog.EXAMPLE_NOW,
+        dt.datetime(2026, 3, 1, 0, 0, tzinfo=dt.timezone(dt.timedelta(hours=5))),
+    ):
+        for allowance in (0, 1, 2, 7, 1000, 10_000):
+            state, data = samples.sample(kind, mode, now, allowance)
+            assert state == STATES[kind] == KINDS[kind].state
+            validate(kind, state, data)
+
+
+@pytest.mark.parametrize("allowance", [1, 2, 3, 10, 999, 1000, 10_000])
+def test_quota_sample_equals_what_authsvc_sends_at_the_threshold(allowance: int) -> None:
+    day = dt.date(2026, 3, 14)
+    live = catalog.quota_threshold(allowance, day.isoformat(), threshold_of(allowance))
+    assert samples.quota_threshold(allowance, day) == live
+    assert live["thresholdPercent"] == THRESHOLD_PERCENT == 80
+    assert (
+        samples.sample("search_quota.threshold", "A", dt.datetime(2026, 3, 14, 12, tzinfo=dt.UTC), allowance)[
+            1
+        ]
+        == live
+    )
+
+
+@pytest.mark.parametrize("name", [n for n, t in TRIGGERS.items() if t.warn_event])
+def test_trigger_warnings_validate(name: str) -> None:
+    # What edge.gate publishes before a trigger's error: the same functions, the catalog's state.
+    kind = TRIGGERS[name].warn_event
+    for allowance in (0, 1, 5, 10_000):
+        data = (
+            samples.quota_threshold(allowance, dt.date(2026, 3, 14))
+            if kind == "search_quota.threshold"
+            else samples.low_balance()
+        )
+        validate(kind, samples.STATES[kind], data)
+
+
+class RecordingPublisher(Publisher):
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, dict[str, Any]]] = []
+
+    async def publish(  # type: ignore[override]
+        self,
+        account_id: str,
+        environment: Environment,
+        kind: str,
+        state: str,
+        data: Mapping[str, Any],
+        *,
+        key: str = "",
+        request_id: str = "",
+    ) -> None:
+        self.events.append((kind, state, json.loads(json.dumps(dict(data)))))
+
+
+def _ctx(
+    mode: str, n: int, body: dict[str, Any] | None = None, trigger: str = "", ref: str = "cust-9"
+) -> Ctx:
+    caller = Caller(
+        key_id="key_x",
+        account_id=f"acct_{mode}",
+        environment="sandbox",
+        scopes=("*",),
+        key_status="active",
+        account_mode=mode,
+        daily_search_allowance=100,
+    )
+    return Ctx(
+        request_id=f"req_{n}",
+        environment=Environment.SANDBOX,
+        caller=caller,
+        source="192.0.2.1",
+        body=body,
+        customer_ref=ref,
+        trigger=TRIGGERS[trigger] if trigger else None,
+    )
+
+
+async def test_simulator_lifecycle_events_validate() -> None:
+    publisher = RecordingPublisher()
+    sim = Simulator(publisher, confirm_seconds=0)
+    table = RouteTable.from_json(DEFAULT_ROUTES)
+    n = 0
+
+    async def call(method: str, path: str, ctx: Ctx) -> dict[str, Any]:
+        match = table.match(method, path)
+        assert match is not None, path
+        route, params = match
+        request = SimpleNamespace(headers={"idempotency-key": f"idem-{ctx.request_id}"}, args={})
+        resp = await sim.answer(route, request, ctx, params)  # type: ignore[arg-type]
+        assert resp.status in (200, 202), resp.body
+        body: dict[str, Any] = json.loads(resp.body or b"{}")
+        return body
+
+    for mode in ("A", "B"):
+        triggers = ["", "booking_failed", *(["payment_failed"] if mode == "B" else [])]
+        for trigger in triggers:
+            for product, body in (
+                ("hotels", {"offer": "off_hotels_2"}),
+                ("flights", {}),
+                ("esim", {"plan": "plan_world_3gb"}),
+            ):
+                n += 1
+                ref = "" if n % 2 else "cust-9"  # with and without X-Partner-Customer-Ref
+                coll = "orders" if product == "esim" else "bookings"
+                created = await call("POST", f"/v1/{product}/{coll}", _ctx(mode, n, body, trigger, ref))
+                await sim.drain(5)
+                if product != "esim" and not trigger:
+                    sid = created["id"]
+                    n += 1
+                    await call("POST", f"/v1/{product}/bookings/{sid}/modify", _ctx(mode, n, {"guests": 2}))
+                    n += 1
+                    await call("POST", f"/v1/{product}/bookings/{sid}/cancel", _ctx(mode, n))
+        # An id this process does not know reads as confirmed sample data, and can be cancelled.
+        n += 1
+        await call("POST", "/v1/hotels/bookings/bk_test_0123456789ab/cancel", _ctx(mode, n))
+    published = {kind for kind, _, _ in publisher.events}
+    assert published == {
+        "booking.confirmed",
+        "booking.failed",
+        "booking.modified",
+        "booking.cancelled",
+        "payment.succeeded",
+        "payment.failed",
+        "payment.refunded",
+        "esim.provisioned",
+    }
+    for kind, state, data in publisher.events:
+        validate(kind, state, data)
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_example_envelope_validates(kind: str) -> None:
+    envelope = catalog.example_envelope(kind)
+    errors = list(
+        Draft202012Validator(catalog.envelope_schema(kind), format_checker=FormatChecker()).iter_errors(
+            envelope
+        )
+    )
+    assert not errors, errors
+
+
+def test_webhook_test_data_validates() -> None:
+    validate("webhook.test", "test", catalog.webhook_test("we_4bq2LrD2JrC8H1nQmC1x8ZyA"))
+
+
+def test_apikey_revoked_timestamp_is_rfc3339_utc_milliseconds() -> None:
+    when = dt.datetime(2026, 3, 14, 10, 30, 0, 123_456, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    data = catalog.apikey_revoked("key_a", "svc_live_...abcd", "n", when, "", "")
+    assert data["revokedAt"] == "2026-03-14T09:30:00.123Z"
+    validate("apikey.revoked", "revoked", data)
+
+
+# -- docs/events.md ----------------------------------------------------------------------------------------
+def test_docs_events_md_is_generated_from_the_catalog() -> None:
+    spec = importlib.util.spec_from_file_location("gen_event_docs", ROOT / "scripts" / "gen_event_docs.py")
+    assert spec is not None and spec.loader is not None
+    gen_event_docs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_event_docs)
+    expected = gen_event_docs.render()
+    actual = (ROOT / "docs" / "events.md").read_text()
+    assert actual == expected, "docs/events.md is stale: run `python scripts/gen_event_docs.py`"
