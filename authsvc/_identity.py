@@ -41,6 +41,7 @@ from svckit import roles
 from svckit.clock import Clock, SystemClock
 from svckit.ids import new_id
 from svckit.pages import BAD_PAGE_TOKEN, page_parts, page_token
+from svckit.protos import timestamp as ts
 from svckit.prototables import USER_ROLE
 from svckit.secretbox import SecretBox
 from svckit.vocabulary import UserRole
@@ -79,8 +80,8 @@ def user_pb(u: User) -> pb.User:
         email=u.email,
         role=USER_ROLE.pb(u.role),
         totp_enabled=u.totp_seed is not None,
-        created_at=cv.ts(u.created_at),
-        last_sign_in_at=cv.ts(u.last_sign_in_at),
+        created_at=ts(u.created_at),
+        last_sign_in_at=ts(u.last_sign_in_at),
     )
 
 
@@ -88,9 +89,9 @@ def session_pb(s: Session) -> pb.Session:
     return pb.Session(
         id=s.id,
         user_id=s.user_id,
-        created_at=cv.ts(s.created_at),
-        last_seen_at=cv.ts(s.last_seen_at),
-        expires_at=cv.ts(rules.session_expires_at(s.created_at, s.last_seen_at)),
+        created_at=ts(s.created_at),
+        last_seen_at=ts(s.last_seen_at),
+        expires_at=ts(rules.session_expires_at(s.created_at, s.last_seen_at)),
         source_address=s.source_address,
         user_agent=s.user_agent,
     )
@@ -201,8 +202,8 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
                 account_id=account_id,
                 email=email,
                 role=USER_ROLE.pb(role),
-                created_at=cv.ts(now),
-                expires_at=cv.ts(invite.expires_at),
+                created_at=ts(now),
+                expires_at=ts(invite.expires_at),
             ),
             token=token,
         )

@@ -19,6 +19,7 @@ from authsvc._service_base import ServicerBase, masked_changes
 from svckit.allowlist import validate_allowlist
 from svckit.ids import new_id
 from svckit.pages import BAD_PAGE_TOKEN, BadPageToken, page_parts, page_token
+from svckit.protos import timestamp as ts
 from svckit.scopes import validate_scopes
 from travel.auth.v1 import auth_pb2 as pb
 
@@ -217,7 +218,7 @@ class KeyRpcs(ServicerBase):
                     change = await asyncio.wait_for(queue.get(), heartbeat)
                 except TimeoutError:
                     yield pb.WatchKeyChangesResponse(
-                        kind=pb.KEY_CHANGE_KIND_HEARTBEAT, changed_at=cv.ts(self.clock.now())
+                        kind=pb.KEY_CHANGE_KIND_HEARTBEAT, changed_at=ts(self.clock.now())
                     )
                     continue
                 if change is None:

@@ -14,6 +14,7 @@ from authsvc._errors import Conflict
 from authsvc._model import Account, Actor, ApiKey, KeyChange, OutboxEvent
 from authsvc._sql_base import SqlBase
 from authsvc._sql_tables import accounts, key_of, key_row, keys
+from svckit.catalog import STATES, apikey_revoked
 from svckit.vocabulary import Environment
 
 
@@ -188,15 +189,8 @@ class KeyStorage(SqlBase):
                     account_id=before.account_id,
                     environment=before.environment,
                     type="apikey.revoked",
-                    state="revoked",
-                    data={
-                        "key_id": key_id,
-                        "hint": before.hint,
-                        "name": before.name,
-                        "revoked_at": now.isoformat(),
-                        "revoked_by": actor.user,
-                        "reason": reason,
-                    },
+                    state=STATES["apikey.revoked"],
+                    data=apikey_revoked(key_id, before.hint, before.name, now, actor.user, reason),
                     created_at=now,
                 ),
             )

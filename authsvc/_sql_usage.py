@@ -11,8 +11,9 @@ from authsvc._errors import NotFound, SearchQuotaExhausted
 from authsvc._model import OutboxEvent, Usage
 from authsvc._sql_base import SqlBase
 from authsvc._sql_tables import travellers, usage
+from svckit.catalog import STATES, quota_threshold
 from svckit.ids import new_id
-from svckit.quota import THRESHOLD_PERCENT, threshold_of
+from svckit.quota import threshold_of
 from svckit.vocabulary import Environment
 
 
@@ -116,14 +117,8 @@ class UsageStorage(SqlBase):
                             account_id=account_id,
                             environment=environment,
                             type="search_quota.threshold",
-                            state="threshold_reached",
-                            data={
-                                "date": day,
-                                "searches_used": used,
-                                "daily_search_allowance": allowance,
-                                "remaining": max(0, allowance - used),
-                                "threshold_percent": THRESHOLD_PERCENT,
-                            },
+                            state=STATES["search_quota.threshold"],
+                            data=quota_threshold(allowance, day, used),
                             created_at=now,
                         ),
                     )

@@ -119,7 +119,7 @@ class PgListener:
                 await asyncio.sleep(1)
                 continue
             lost = asyncio.Event()
-            conn.add_termination_listener(lambda _c, lost=lost: lost.set())  # type: ignore[misc]
+            conn.add_termination_listener(lambda _c, lost=lost: lost.set())
             try:
                 await conn.add_listener(self.channel, self._on_notify)
                 if not first:

@@ -41,7 +41,7 @@ async def error_of(call: Any) -> tuple[grpc.StatusCode, str, str]:
 async def new_account(
     stub: auth_pb2_grpc.AuthServiceStub, allowance: int = 0, name: str = "Partner"
 ) -> pb.Account:
-    resp = await stub.CreateAccount(
+    resp: pb.CreateAccountResponse = await stub.CreateAccount(
         pb.CreateAccountRequest(
             name=name, mode=pb.ACCOUNT_MODE_A, daily_search_allowance=allowance, actor=ACTOR
         )
@@ -57,7 +57,7 @@ async def new_key(
     allowed_sources: tuple[str, ...] = (),
     name: str = "checkout",
 ) -> pb.CreateKeyResponse:
-    return await stub.CreateKey(
+    resp: pb.CreateKeyResponse = await stub.CreateKey(
         pb.CreateKeyRequest(
             account_id=account_id,
             environment=environment,
@@ -67,3 +67,4 @@ async def new_key(
             actor=ACTOR,
         )
     )
+    return resp

@@ -1,6 +1,7 @@
 """create_app(config): the Sanic application of the edge.
 
-The clients of authsvc and webhookd (``app.ctx.auth``: svckit.clients.AuthClient, ``app.ctx.hooks``:
+The app's context is an ``edge.context.EdgeContext`` (``EdgeApp``), its requests ``EdgeRequest``s. The
+clients of authsvc and webhookd (``app.ctx.auth``: svckit.clients.AuthClient, ``app.ctx.hooks``:
 HooksClient), the idempotency database and the upstream HTTP client are opened in ``before_server_start``
 onto ``app.ctx`` and closed in ``after_server_stop``. A peer's error a handler lets through
 (svckit.clients.ClientError) is answered as ``edge.exceptions.edge_error`` makes it.
@@ -13,7 +14,7 @@ import contextlib
 import itertools
 import logging
 import time
-from typing import Any
+from typing import Any, cast
 
 from sanic import Request, Sanic
 from sanic.exceptions import (
@@ -25,11 +26,13 @@ from sanic.exceptions import (
     SanicException,
 )
 from sanic.response import HTTPResponse
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from edge.authcache import AuthCache
 from edge.authorizer import Authorizer
 from edge.blueprints import account, docs, events, products, sandbox, stream, webhooks
 from edge.config import EdgeConfig
+from edge.context import EdgeApp, EdgeContext, EdgeRequest
 from edge.exceptions import EdgeError, RateLimited, edge_error
 from edge.gate import Gate
 from edge.idempotency import SqlIdempotencyStore
@@ -56,7 +59,7 @@ GRPC_OPTIONS = [
 ]
 
 
-def _classify(request: Request | None, exc: BaseException) -> tuple[str, str]:
+def _classify(request: EdgeRequest | None, exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, ClientError):
         exc = edge_error(exc)
     if isinstance(exc, ServiceError):
@@ -81,13 +84,14 @@ def _classify(request: Request | None, exc: BaseException) -> tuple[str, str]:
     return "internal_error", "internal error; the request id identifies it in our logs"
 
 
-def handle_error(request: Request | None, exc: BaseException) -> HTTPResponse:
+def handle_error(request: EdgeRequest | None, exc: BaseException) -> HTTPResponse:
     etype, message = _classify(request, exc)
     rid = new_request_id()
     headers: tuple[tuple[str, str], ...] = ()
     if request is not None:
-        rid = getattr(request.ctx, "rid", None) or rid
-        caller = getattr(request.ctx, "caller", None)
+        rctx = request.ctx
+        rid = rctx.rid or rid
+        caller = rctx.caller
         if caller is not None:
             headers = caller.headers
     if isinstance(exc, RateLimited):
@@ -107,79 +111,86 @@ def handle_error(request: Request | None, exc: BaseException) -> HTTPResponse:
     return response
 
 
-def create_app(config: EdgeConfig) -> Sanic:
-    app = Sanic(f"{config.name}_{next(_names)}", configure_logging=False)
+def create_app(config: EdgeConfig) -> EdgeApp:
+    # Sanic types request_class as its default Request; EdgeRequest is that with typed contexts.
+    app: EdgeApp = Sanic(
+        f"{config.name}_{next(_names)}",
+        ctx=EdgeContext(config),
+        request_class=cast(type[Request], EdgeRequest),
+        configure_logging=False,
+    )
     app.config.ACCESS_LOG = False
     app.config.REQUEST_MAX_SIZE = config.max_body_bytes
     # Sanic types these as int; fractions of a second work (and let tests use short ones).
     app.config.update(KEEP_ALIVE_TIMEOUT=config.keep_alive_timeout, REQUEST_TIMEOUT=config.header_timeout)
     app.config.NOISY_EXCEPTIONS = False
     app.config.FALLBACK_ERROR_FORMAT = "json"
-    app.ctx.config = config
-    app.ctx.usage_cache = {}
-    app.ctx.usage_inflight = {}
-    app.ctx.account_bodies = {}
-    app.ctx.streams = set()
     for bp in (account.bp, webhooks.bp, events.bp, sandbox.bp, stream.bp, docs.bp, products.bp):
         app.blueprint(bp)
     app.error_handler.add(Exception, handle_error)
 
     @app.before_server_start
-    async def open_resources(app: Sanic) -> None:
-        cfg: EdgeConfig = app.ctx.config
-        auth = app.ctx.auth = AuthClient(
-            cfg.authsvc, cfg.tls, timeout=cfg.authsvc_timeout, options=GRPC_OPTIONS
-        )
-        hooks = app.ctx.hooks = HooksClient(
+    async def open_resources(app: EdgeApp) -> None:
+        ctx = app.ctx
+        cfg = ctx.config
+        auth = ctx.auth = AuthClient(cfg.authsvc, cfg.tls, timeout=cfg.authsvc_timeout, options=GRPC_OPTIONS)
+        hooks = ctx.hooks = HooksClient(
             cfg.webhookd, cfg.tls, timeout=cfg.webhookd_timeout, options=GRPC_OPTIONS
         )
-        app.ctx.authorizer = Authorizer(auth, cache=AuthCache(max_denials=cfg.denial_cache_size))
-        app.ctx.engine = create_engine(cfg.database)
-        app.ctx.store = SqlIdempotencyStore(app.ctx.engine, SecretBox(cfg.idempotency_key))
+        authorizer = ctx.authorizer = Authorizer(auth, cache=AuthCache(max_denials=cfg.denial_cache_size))
+        ctx.engine = create_engine(cfg.database)
+        store = ctx.store = SqlIdempotencyStore(ctx.engine, SecretBox(cfg.idempotency_key))
         if cfg.idempotency_key is None:
             log.warning(
                 "no --idempotency-key-file / EDGE_IDEMPOTENCY_KEY: stored responses holding a secret are "
                 "sealed with a key of this process only (a retry elsewhere runs again, deduplicated "
                 "downstream)"
             )
-        await app.ctx.store.migrate()
+        await store.migrate()
         # The product upstreams' transport: httpx's own pool cost a proxied GET 1.25 ms of CPU (svckit.http).
-        app.ctx.http = cfg.upstream_transport or PooledTransport(
+        ctx.http = cfg.upstream_transport or PooledTransport(
             system_addresses, max_body=cfg.upstream_max_body, refuse_longer=True
         )
-        app.ctx.publisher = Publisher(hooks)
-        app.ctx.gate = Gate(cfg, app.ctx.authorizer, app.ctx.store, app.ctx.publisher)
-        app.ctx.simulator = Simulator(app.ctx.publisher, cfg.sandbox_confirm_seconds)
-        app.ctx.tasks = [
-            asyncio.ensure_future(app.ctx.authorizer.watch_forever()),
-            asyncio.ensure_future(_purge_forever(app.ctx.store)),
+        publisher = ctx.publisher = Publisher(hooks)
+        ctx.gate = Gate(cfg, authorizer, store, publisher)
+        ctx.simulator = Simulator(publisher, cfg.sandbox_confirm_seconds)
+        ctx.tasks = [
+            asyncio.ensure_future(authorizer.watch_forever()),
+            asyncio.ensure_future(_purge_forever(store)),
         ]
         # Serve with a trusted cache from the first request when authsvc is up; fail closed otherwise.
-        await app.ctx.authorizer.wait_synced(2.0)
+        await authorizer.wait_synced(2.0)
 
     @app.before_server_stop
-    async def close_streams(app: Sanic) -> None:
-        for session in list(getattr(app.ctx, "streams", ())):
+    async def close_streams(app: EdgeApp) -> None:
+        ctx = app.ctx
+        for session in list(ctx.streams):
             session.finish(1001, "server shutting down")
-        simulator = getattr(app.ctx, "simulator", None)
+        simulator: Simulator | None = getattr(ctx, "simulator", None)  # unset: the start failed
         if simulator is not None:
-            await simulator.drain(app.ctx.config.sandbox_confirm_seconds + app.ctx.config.webhookd_timeout)
+            await simulator.drain(ctx.config.sandbox_confirm_seconds + ctx.config.webhookd_timeout)
 
     @app.after_server_stop
-    async def close_resources(app: Sanic) -> None:
-        for task in getattr(app.ctx, "tasks", []):
+    async def close_resources(app: EdgeApp) -> None:
+        # What before_server_start opened; an attribute it did not get to is unset (getattr's None).
+        ctx = app.ctx
+        tasks: list[asyncio.Future[None]] = getattr(ctx, "tasks", [])
+        for task in tasks:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
         with contextlib.suppress(Exception):
-            await app.ctx.http.aclose()
+            await ctx.http.aclose()
         with contextlib.suppress(Exception):
-            await app.ctx.gate.aclose()
-        for name in ("auth", "hooks"):
-            client = getattr(app.ctx, name, None)
+            await ctx.gate.aclose()
+        clients: tuple[AuthClient | HooksClient | None, ...] = (
+            getattr(ctx, "auth", None),
+            getattr(ctx, "hooks", None),
+        )
+        for client in clients:
             if client is not None:
                 await client.close()
-        engine = getattr(app.ctx, "engine", None)
+        engine: AsyncEngine | None = getattr(ctx, "engine", None)
         if engine is not None:
             await engine.dispose()
 

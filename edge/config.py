@@ -11,21 +11,29 @@ from edge.authcache import DENIAL_CACHE_SIZE
 from edge.environments import listen_hosts
 from edge.routetable import DEFAULT_ROUTES, RouteTable
 from edge.sources import Network
+from svckit import addresses
 from svckit.tls import Tls
 
-DEFAULT_LIVE_LISTEN = "127.0.0.1:8080"
-DEFAULT_SANDBOX_LISTEN = "127.0.0.1:8081"
+DEFAULT_LIVE_LISTEN = addresses.EDGE_LIVE
+DEFAULT_SANDBOX_LISTEN = addresses.EDGE_SANDBOX
+
+
+def _hosts_of(listen: str) -> tuple[str, ...]:
+    host, _, port = listen.rpartition(":")
+    return tuple(listen_hosts(host, int(port)))
+
+
 # The Host values of the default listeners (edge.environments.listen_hosts): localhost and 127.0.0.1.
-DEFAULT_LIVE_HOSTS = tuple(listen_hosts("127.0.0.1", 8080))
-DEFAULT_SANDBOX_HOSTS = tuple(listen_hosts("127.0.0.1", 8081))
+DEFAULT_LIVE_HOSTS = _hosts_of(DEFAULT_LIVE_LISTEN)
+DEFAULT_SANDBOX_HOSTS = _hosts_of(DEFAULT_SANDBOX_LISTEN)
 MAX_BODY_BYTES = 1024 * 1024
 
 
 @dataclass
 class EdgeConfig:
     # One gRPC target, or several IP:PORT addresses comma-separated (svckit.clients.channels.target).
-    authsvc: str = "127.0.0.1:50051"
-    webhookd: str = "127.0.0.1:50052"
+    authsvc: str = addresses.AUTHSVC
+    webhookd: str = addresses.WEBHOOKD
     database: str = "sqlite+aiosqlite:///var/edge.db"
     live_hosts: Sequence[str] = DEFAULT_LIVE_HOSTS
     sandbox_hosts: Sequence[str] = DEFAULT_SANDBOX_HOSTS

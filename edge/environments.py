@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from edge.exceptions import EdgeError
 from svckit.apikeys import PREFIX_LENGTH, PREFIXES
-from svckit.vocabulary import Environment  # the one the edge uses, re-exported
+from svckit.vocabulary import Environment as Environment  # the one the edge uses, re-exported
 
 # A key's prefix -> the environment it is for (the prefixes are svckit.apikeys').
 _KEY_ENVIRONMENT = {prefix: Environment(env) for env, prefix in PREFIXES.items()}

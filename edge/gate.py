@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sanic import Request
 from sanic.response import HTTPResponse
 
 from edge.authcache import Answer, Caller
@@ -37,6 +36,7 @@ from edge.metrics import SANDBOX_TRIGGERS, count_response
 from edge.negotiation import check_accept, check_customer_ref, check_idempotency_key, check_json_content_type
 from edge.publisher import Publisher
 from edge.ratelimit import RateLimiter
+from edge.requestcontext import BareRequest
 from edge.responses import EdgeResponse, error_response, new_request_id
 from edge.samples import STATES, low_balance, quota_threshold
 from edge.sharedlimit import SharedLimiter
@@ -133,13 +133,14 @@ class Gate:
         if self.shared is not None:
             await self.shared.aclose()
 
-    def request_id(self, request: Request) -> str:
-        rid = getattr(request.ctx, "rid", None)
+    def request_id(self, request: BareRequest) -> str:
+        rctx = request.ctx
+        rid = rctx.rid
         if rid is None:
-            rid = request.ctx.rid = new_request_id()
-        return rid  # type: ignore[no-any-return]
+            rid = rctx.rid = new_request_id()
+        return rid
 
-    def source(self, request: Request) -> str:
+    def source(self, request: BareRequest) -> str:
         peer = request.ip or "0.0.0.0"
         if not self.proxies:
             return peer
@@ -147,7 +148,7 @@ class Gate:
 
     async def authenticate(
         self,
-        request: Request,
+        request: BareRequest,
         api_key: str,
         env: Environment,
         scope: str,
@@ -157,13 +158,13 @@ class Gate:
         check_key_environment(api_key, env)
         source = self.source(request)
         answer = await self.authorizer.answer(
-            api_key, env, scope, source, is_write, request.ctx.rid, digest=digest
+            api_key, env, scope, source, is_write, self.request_id(request), digest=digest
         )
         caller = admitted(request, answer)
         await self.limit(caller)
         return caller, source
 
-    def credential(self, request: Request) -> tuple[Environment, str, bytes]:
+    def credential(self, request: BareRequest) -> tuple[Environment, str, bytes]:
         """Environment, key and key digest of a request, remembered per connection: a keep-alive
         connection sending the same Host and Authorization again skips parsing, the key-prefix check and
         hashing (all functions of those two values alone)."""
@@ -186,7 +187,7 @@ class Gate:
 
     async def run(
         self,
-        request: Request,
+        request: BareRequest,
         handler: Handler,
         scope: str,
         is_write: bool,
@@ -233,7 +234,7 @@ class Gate:
         count_response(response.status)
         return response
 
-    def _parse_body(self, request: Request) -> dict[str, Any]:
+    def _parse_body(self, request: BareRequest) -> dict[str, Any]:
         check_json_content_type(request.headers.get("content-type"))
         try:
             body = parse_json(request.body)
@@ -243,7 +244,7 @@ class Gate:
             raise EdgeError("the request body must be a JSON object", type="invalid_request")
         return body
 
-    async def _traveller(self, request: Request, ctx: Ctx, mode: str) -> None:
+    async def _traveller(self, request: BareRequest, ctx: Ctx, mode: str) -> None:
         if mode == "none":
             return
         raw = request.headers.get("x-partner-customer-ref")
@@ -264,7 +265,7 @@ class Gate:
         ctx.customer_ref = ref
         ctx.traveller_id = resp.traveller_id
 
-    async def _trigger(self, request: Request, ctx: Ctx, kind: RouteKind) -> None:
+    async def _trigger(self, request: BareRequest, ctx: Ctx, kind: RouteKind) -> None:
         decision = decide(
             request.headers.get("x-sandbox-trigger"), ctx.environment, kind, ctx.caller.account_mode
         )
@@ -298,7 +299,7 @@ class Gate:
 
     async def _idempotent(
         self,
-        request: Request,
+        request: BareRequest,
         handler: Handler,
         ctx: Ctx,
         traveller: str,
@@ -351,7 +352,7 @@ class Gate:
         return self.finish(response, ctx)
 
 
-def admitted(request: Request, answer: Answer) -> Caller:
+def admitted(request: BareRequest, answer: Answer) -> Caller:
     """The caller of an allowed answer; a refusal is raised. The caller is also kept on ``request.ctx``
     when known, refusals included: Deprecation/Sunset also go on the refusals a rotated-out key gets."""
     caller = answer.caller
@@ -386,7 +387,7 @@ def guarded(
     def decorate(handler: Handler) -> Callable[..., Awaitable[HTTPResponse]]:
         is_write = scope.endswith(":write") if write is None else write
 
-        def route(request: Request, **params: Any) -> Awaitable[HTTPResponse]:
+        def route(request: BareRequest, **params: Any) -> Awaitable[HTTPResponse]:
             # The gate's coroutine itself, not one awaiting it: Sanic awaits what a handler returns.
             gate: Gate = request.app.ctx.gate
             return gate.run(request, handler, scope, is_write, traveller, params)

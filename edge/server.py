@@ -31,7 +31,7 @@ class _TidyResponseHead(ServerProtocol):
     ``ServerProtocol`` then drops the empty ``alt-svc`` header Sanic adds when served through
     create_server."""
 
-    async def send(self, data: bytes) -> None:  # type: ignore[override]
+    async def send(self, data: bytes) -> None:
         if data[:5] == b"HTTP/":
             if data[:22] == _421_UNKNOWN:
                 data = _421 + data[22:]
@@ -51,13 +51,13 @@ class EdgeHttp(Http):
     the rules of ``edge.requesthead`` on every head. A refusal raised here is answered as any other
     error and, being raised before the handler stage, closes the connection after the answer."""
 
-    async def http1_request_header(self) -> None:  # type: ignore[override]
+    async def http1_request_header(self) -> None:
         protocol = cast(EdgeProtocol, self.protocol)
         protocol._body_deadline = None
         if protocol._head_deadline is None:
             protocol._head_deadline = current_time() + protocol.request_timeout
         try:
-            await super().http1_request_header()
+            await super().http1_request_header()  # type: ignore[no-untyped-call]  # unannotated in Sanic
         except PayloadTooLarge:  # Sanic's name for a head over REQUEST_MAX_HEADER_SIZE
             raise head_too_large(self.recv_buffer, self.HEADER_MAX_SIZE) from None
         except BadRequest:
@@ -128,7 +128,7 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
 
     def connection_made(self, transport: Any) -> None:
         self._head_deadline = current_time() + self.request_timeout
-        super().connection_made(transport)
+        super().connection_made(transport)  # type: ignore[no-untyped-call]
 
     def check_timeouts(self) -> None:
         task, http, deadline = self._task, getattr(self, "_http", None), self._head_deadline
@@ -151,7 +151,7 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
             http.keep_alive = False
             task.cancel()
             return
-        super().check_timeouts()
+        super().check_timeouts()  # type: ignore[no-untyped-call]
 
     async def websocket_handshake(self, request: Request, subprotocols: Sequence[str] | None = None) -> Any:
         # /v1/stream decides per request what the answer selects (the client's own spelling of "svc", or
@@ -168,7 +168,8 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
             or transport.is_closing()
             or not transport.can_write_eof()
         ):
-            return super().close(timeout)
+            super().close(timeout)
+            return
         self._lingering = True
         if self._callback_check_timeouts:
             self._callback_check_timeouts.cancel()
@@ -180,14 +181,15 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
         if self._lingering:  # shutting down: nothing more to wait for
             self._end_linger()
             return True
-        return bool(super().close_if_idle())
+        return bool(super().close_if_idle())  # type: ignore[no-untyped-call]
 
     def _end_linger(self) -> None:
         super().close()
 
     def data_received(self, data: bytes) -> None:
         if not self._lingering:
-            return super().data_received(data)
+            super().data_received(data)  # type: ignore[no-untyped-call]
+            return
         self._discarded += len(data)
         if self._discarded > LINGER_BYTES and self.transport is not None:
             self.transport.abort()

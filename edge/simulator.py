@@ -21,12 +21,12 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from sanic import Request
 from sanic.response import HTTPResponse
 
 from edge.exceptions import EdgeError
 from edge.gate import Ctx
 from edge.publisher import Publisher
+from edge.requestcontext import BareRequest
 from edge.responses import json_response
 from edge.routetable import ProductRoute
 from edge.samples import SAMPLE_DATA_BYTES, STATES, event_data, suffix
@@ -185,7 +185,7 @@ class Simulator:
 
     # -- routes ------------------------------------------------------------------------------------
     async def answer(
-        self, route: ProductRoute, request: Request, ctx: Ctx, params: Mapping[str, str]
+        self, route: ProductRoute, request: BareRequest, ctx: Ctx, params: Mapping[str, str]
     ) -> HTTPResponse:
         action = route.builtin_action
         product = route.path.split("/")[2]
@@ -233,7 +233,7 @@ class Simulator:
         self._remember(subject)
         return self._answer(subject)
 
-    def _create(self, request: Request, ctx: Ctx, product: str) -> HTTPResponse:
+    def _create(self, request: BareRequest, ctx: Ctx, product: str) -> HTTPResponse:
         body = ctx.body or {}
         key = request.headers.get("idempotency-key", "")
         token = hashlib.sha256(f"{ctx.caller.account_id}\n{key}".encode()).hexdigest()[:12]

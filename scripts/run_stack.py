@@ -19,6 +19,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from svckit import addresses
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 VAR = ROOT / "var"
 TLS = VAR / "tls"
@@ -36,8 +38,9 @@ class Service:
         return (ROOT / self.module / "__main__.py").exists()
 
 
-AUTH_LISTEN = os.environ.get("AUTHSVC_LISTEN", "127.0.0.1:50051")
-WEBHOOKD_LISTEN = os.environ.get("WEBHOOKD_LISTEN", "127.0.0.1:50052")
+# Each service's own variable, else the address it listens on by default (svckit.addresses).
+AUTH_LISTEN = os.environ.get("AUTHSVC_LISTEN", addresses.AUTHSVC)
+WEBHOOKD_LISTEN = os.environ.get("WEBHOOKD_LISTEN", addresses.WEBHOOKD)
 
 
 def secrets_key_file(name: str = "webhookd-secrets.key") -> pathlib.Path:
@@ -70,7 +73,7 @@ def services() -> list[Service]:
                 "--database",
                 f"sqlite+aiosqlite:///{VAR / 'authsvc.db'}",
                 "--metrics-listen",
-                os.environ.get("AUTHSVC_METRICS_LISTEN", "127.0.0.1:9101"),
+                os.environ.get("AUTHSVC_METRICS_LISTEN", addresses.AUTHSVC_METRICS),
                 "--webhookd",
                 WEBHOOKD_LISTEN if (ROOT / "webhookd" / "__main__.py").exists() else "",
                 "--secrets-key-file",
@@ -86,7 +89,7 @@ def services() -> list[Service]:
                 "--database",
                 f"sqlite+aiosqlite:///{VAR / 'webhookd.db'}",
                 "--metrics-listen",
-                os.environ.get("WEBHOOKD_METRICS_LISTEN", "127.0.0.1:9102"),
+                os.environ.get("WEBHOOKD_METRICS_LISTEN", addresses.WEBHOOKD_METRICS),
                 "--authsvc",
                 AUTH_LISTEN,
                 # A development stack: receivers on this machine (and plain http) are allowed.
@@ -193,11 +196,12 @@ def portal_sign_in(account_id: str, portal_url: str) -> str:
 DEMO_OWNER = "owner@demo.example"
 
 
-ENVIRONMENT = """environment (each service's own; unset: the development default):
-  AUTHSVC_LISTEN           authsvc gRPC (127.0.0.1:50051)
-  WEBHOOKD_LISTEN          webhookd gRPC (127.0.0.1:50052)
-  EDGE_LIVE_LISTEN         edge live HTTP listener (127.0.0.1:8080); the live Host values follow it
-  EDGE_SANDBOX_LISTEN      edge sandbox HTTP listener (127.0.0.1:8081); the sandbox Host values follow it
+ENVIRONMENT = f"""environment (each service's own; unset: the development default):
+  AUTHSVC_LISTEN           authsvc gRPC ({addresses.AUTHSVC})
+  WEBHOOKD_LISTEN          webhookd gRPC ({addresses.WEBHOOKD})
+  EDGE_LIVE_LISTEN         edge live HTTP listener ({addresses.EDGE_LIVE}); the live Host values follow it
+  EDGE_SANDBOX_LISTEN      edge sandbox HTTP listener ({addresses.EDGE_SANDBOX}); the sandbox Host values \
+follow it
   AUTHSVC_METRICS_LISTEN, WEBHOOKD_METRICS_LISTEN, EDGE_METRICS_LISTEN   Prometheus /metrics
   EDGE_*, WEBHOOKD_*, AUTHSVC_*, PORTAL_*   any other flag of `python -m <service> serve --help`
 """
@@ -214,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def edge_lines(sandbox_port: object, secret: str | None) -> list[str]:
     """How to call the edge, at the port its sandbox listener really bound."""
-    base = f"127.0.0.1:{sandbox_port}"
+    base = f"{addresses.EDGE_SANDBOX.rpartition(':')[0]}:{sandbox_port}"
     return [
         f"HTTP:         curl -s -H 'Authorization: Svc {secret}' http://{base}/v1/account",
         f"WebSocket:    .venv/bin/python scripts/ws_example.py ws://{base}/v1/stream {secret}",

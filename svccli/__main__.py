@@ -14,18 +14,20 @@ The API key comes from --api-key or SVC_API_KEY and is never printed.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from svckit import addresses
 from svckit.events import EVENT_KINDS, TRIGGER_HEADER, TRIGGER_NAMES, TRIGGER_STATUS
+from svckit.flags import ArgumentError, FlagParser, add_flag, env_name
 from svckit.signing import WebhookVerificationError, new_secret, verify
 
 if TYPE_CHECKING:
     import httpx
 
-DEFAULT_BASE_URL = "http://127.0.0.1:8081"
+SERVICE = "svc"
+DEFAULT_BASE_URL = addresses.SANDBOX_URL
 PRODUCTS = ("hotels", "flights", "esim")
 # What a failure trigger's request answers when it works.
 EXPECTED_STATUS = TRIGGER_STATUS
@@ -45,17 +47,30 @@ def failure_request(trigger: str, product: str) -> tuple[str, str]:
     return "POST", "/v1/esim/orders" if product == "esim" else f"/v1/{product}/bookings"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="svc", description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+def base_url(text: str) -> str:
+    """An http:// or https:// URL with a host: the sandbox's address (``--base-url``)."""
+    scheme, sep, rest = text.strip().partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
+        raise ArgumentError("expected an http:// or https:// URL")
+    return text.strip()
+
+
+def build_parser() -> FlagParser:
+    """The global flags fall back to ``SVC_<FLAG>`` in the environment (the listen secret to
+    SVC_WEBHOOK_SECRET); the sandbox's address defaults to ``svckit.addresses.SANDBOX_URL``."""
+    parser = FlagParser(
+        prog="svc",
+        description=(__doc__ or "").splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--api-key", default=os.environ.get("SVC_API_KEY", ""), help="a sandbox API key (env SVC_API_KEY)"
-    )
-    parser.add_argument(
+    add_flag(parser, "--api-key", env=env_name(SERVICE, "api-key"), default="", help="a sandbox API key")
+    add_flag(
+        parser,
         "--base-url",
-        default=os.environ.get("SVC_BASE_URL", DEFAULT_BASE_URL),
-        help=f"the sandbox's address (env SVC_BASE_URL; default {DEFAULT_BASE_URL})",
+        env=env_name(SERVICE, "base-url"),
+        type=base_url,
+        default=DEFAULT_BASE_URL,
+        help="the sandbox's address",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -67,10 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="event kinds or families (booking.*), spaces or commas; default all",
     )
-    listen.add_argument(
+    add_flag(
+        listen,
         "--secret",
-        default=os.environ.get("SVC_WEBHOOK_SECRET", ""),
-        help="signing secret for the forwards (env SVC_WEBHOOK_SECRET; default: a new one, printed)",
+        env=env_name(SERVICE, "webhook-secret"),
+        default="",
+        help="signing secret for the forwards (default: a new one, printed)",
     )
 
     trig = sub.add_parser("trigger", help="publish a sample event, or force a failure")

@@ -7,37 +7,38 @@ arguments returning an exit code) on its parsers.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import getpass
 import importlib
-import os
 import sys
+from typing import Any
 
+from svckit import addresses
 from svckit.clients import ClientError
+from svckit.flags import FlagParser, add_flag, env_name
 from svckit.tls import add_tls_args
+
+SERVICE = "svcctl"
 
 COMMAND_MODULES = ("svcctl.auth_commands", "svcctl.webhook_commands", "svcctl.certs_commands")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="svcctl", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--authsvc",
-        default=os.environ.get("SVCCTL_AUTHSVC", "127.0.0.1:50051"),
-        help="authsvc gRPC address (env SVCCTL_AUTHSVC)",
+def build_parser() -> FlagParser:
+    """Every global flag falls back to ``SVCCTL_<FLAG>`` in the environment; the addresses default to
+    ``svckit.addresses``, the actor to ``ops:<login>``."""
+    parser = FlagParser(prog="svcctl", description=(__doc__ or "").splitlines()[0])
+
+    def flag(name: str, **kwargs: Any) -> None:
+        add_flag(parser, f"--{name}", env=env_name(SERVICE, name), **kwargs)
+
+    flag("authsvc", default=addresses.AUTHSVC, help="authsvc gRPC address")
+    flag("webhookd", default=addresses.WEBHOOKD, help="webhookd gRPC address")
+    flag(
+        "actor",
+        default=f"ops:{getpass.getuser()}",
+        help="who is acting, written to the audit trail",
     )
-    parser.add_argument(
-        "--webhookd",
-        default=os.environ.get("SVCCTL_WEBHOOKD", "127.0.0.1:50052"),
-        help="webhookd gRPC address (env SVCCTL_WEBHOOKD)",
-    )
-    parser.add_argument(
-        "--actor",
-        default=os.environ.get("SVCCTL_ACTOR") or f"ops:{getpass.getuser()}",
-        help="who is acting, written to the audit trail (env SVCCTL_ACTOR)",
-    )
-    add_tls_args(parser, "svcctl")
+    add_tls_args(parser, SERVICE)
     groups = parser.add_subparsers(dest="group", required=True, metavar="GROUP")
     for name in COMMAND_MODULES:
         try:

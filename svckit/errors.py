@@ -127,7 +127,7 @@ def type_from_rpc_error(exc: grpc.RpcError) -> tuple[str, str]:
     """(error type, message) of a gRPC error: ErrorInfo.reason when present, else by status code."""
     status = None
     try:
-        status = rpc_status.from_call(exc)  # type: ignore[arg-type]
+        status = rpc_status.from_call(exc)
     except Exception:  # a malformed trailer is treated as "no details"
         status = None
     code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN

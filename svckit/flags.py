@@ -13,7 +13,6 @@ argparse's one-line usage error naming the flag and its variable (exit 2), never
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 from collections.abc import Callable
 from typing import Any
@@ -193,6 +192,8 @@ class FlagParser(argparse.ArgumentParser):
 
 def config_default(config: type, name: str) -> Any:
     """The default of field ``name`` of a config dataclass: flags say it by reference, never again."""
+    import dataclasses  # here: the partners' CLI imports this module and never needs it
+
     for f in dataclasses.fields(config):
         if f.name == name:
             if f.default is not dataclasses.MISSING:

@@ -92,7 +92,7 @@ def observe(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandle
 Wrap = Callable[[str, grpc.RpcMethodHandler], grpc.RpcMethodHandler]
 
 
-class _WrappedGeneric(grpc.GenericRpcHandler):
+class _WrappedGeneric(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc is untyped
     """A generic handler whose method handlers come wrapped, each wrapped once; routing a call here sets
     its request id for logs, from the metadata grpc has already read for routing. grpc.aio routes a call
     in the task that then runs its handler, and each task has its own copy of the context, so the id
@@ -108,11 +108,11 @@ class _WrappedGeneric(grpc.GenericRpcHandler):
         handler = self._inner.service(handler_call_details)
         if handler is None:
             return None
-        method: str = handler_call_details.method  # type: ignore[attr-defined]
+        method: str = handler_call_details.method
         hit = self._wrapped.get(method)
         if hit is None or hit[0] is not handler:
             hit = self._wrapped[method] = (handler, self._wrap(method, handler))
-        request_id_var.set(request_id_of(handler_call_details.invocation_metadata))  # type: ignore[attr-defined]
+        request_id_var.set(request_id_of(handler_call_details.invocation_metadata))
         return hit[1]
 
 

@@ -181,5 +181,5 @@ def guard(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
     ):
         behavior = getattr(handler, kind)
         if behavior is not None:
-            return handler._replace(**{kind: wrap(behavior)})  # type: ignore[attr-defined,no-any-return]
+            return handler._replace(**{kind: wrap(behavior)})
     return handler

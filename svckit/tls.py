@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 
 from svckit.flags import FlagParser, add_flag, env_name
-from svckit.runner import env_flag_on, or_default
+from svckit.runner import or_default
 
 DEV_DIR = "var/tls"
 
@@ -105,8 +105,11 @@ def channel(
 def add_tls_args(parser: argparse.ArgumentParser, service: str) -> None:
     """``--tls-ca``, ``--tls-cert``, ``--tls-key`` and ``--insecure-dev``, each with an environment
     fallback ``<SERVICE>_<FLAG>``; the files default to the development certificates ``svcctl certs
-    init`` makes. On a ``svckit.flags.FlagParser`` a word in ``<SERVICE>_INSECURE_DEV`` that is neither
-    on nor off is a usage error; on a plain ArgumentParser only an on-word turns plaintext on."""
+    init`` makes. ``parser`` is a ``svckit.flags.FlagParser`` (or one of its sub-parsers): a word in
+    ``<SERVICE>_INSECURE_DEV`` that is neither on nor off is a usage error."""
+    if not isinstance(parser, FlagParser):
+        # A plain parser would never convert the variable's word: "off" would switch plaintext on.
+        raise TypeError("add_tls_args: the parser must be a svckit.flags.FlagParser")
     files = (
         ("ca", "ca.pem", "the CA certificate peers must chain to"),
         ("cert", f"{service}.pem", "this process's certificate"),
@@ -123,15 +126,7 @@ def add_tls_args(parser: argparse.ArgumentParser, service: str) -> None:
             help=f"PEM file: {what}",
         )
     what = "plaintext gRPC with no caller authentication, for development only"
-    if isinstance(parser, FlagParser):
-        add_flag(parser, "--insecure-dev", env=env_name(service, "insecure_dev"), switch=True, help=what)
-        return
-    parser.add_argument(
-        "--insecure-dev",
-        action="store_true",
-        default=env_flag_on(service, "insecure_dev"),
-        help=f"{what} (env {env_name(service, 'insecure_dev')})",
-    )
+    add_flag(parser, "--insecure-dev", env=env_name(service, "insecure_dev"), switch=True, help=what)
 
 
 def tls_from_args(args: argparse.Namespace) -> Tls | None:

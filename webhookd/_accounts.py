@@ -32,7 +32,7 @@ class Accounts:
         if self._channel is None:
             self._channel = tls_channel(self.target, self.tls, "authsvc")
         stub = auth_pb2_grpc.AuthServiceStub(self._channel)
-        response = await stub.GetAccount(
+        response: auth_pb2.GetAccountResponse = await stub.GetAccount(
             auth_pb2.GetAccountRequest(account_id=account_id), timeout=self.timeout
         )
         return response.account

@@ -14,6 +14,7 @@ from typing import Any
 
 import grpc
 
+from svckit.catalog import webhook_test
 from svckit.clock import Clock
 from svckit.events import MODE_ONLY, mode_refusal
 from svckit.ids import new_id, sortable_id
@@ -310,7 +311,7 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
             raise Conflict("endpoint_id: the endpoint is disabled; enable it before sending a test event")
         now = self.clock.now()
         event_id = sortable_id("evt", now)
-        data = {"endpoint_id": endpoint.id, "message": "This is a test delivery from the webhook service."}
+        data = webhook_test(endpoint.id)
         envelope = build_envelope(
             event_id=event_id,
             kind=TEST_EVENT_KIND,

@@ -13,11 +13,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from svckit.http import system_addresses as system_resolver
+from svckit.http import system_addresses
 from webhookd._errors import InvalidRequest, UnsafeTarget
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[list[str]]]
+# The default resolver (the system's), under the name the rest of webhookd imports it by.
+system_resolver: Resolver = system_addresses
 
 MAX_URL_LENGTH = 2048
 

@@ -10,24 +10,24 @@ import time
 from typing import Any
 from urllib.parse import unquote
 
-from sanic import Blueprint, Request
+from sanic import Blueprint
 from sanic.response import HTTPResponse
 
+from edge.context import EdgeRequest
 from edge.convert import iso
 from edge.environments import Environment
 from edge.gate import Ctx, guarded
 from edge.negotiation import check_customer_ref
 from edge.responses import EdgeResponse, json_response
-from svckit.clients import AuthClient
 from svckit.prototables import AUTH_ENVIRONMENT
 from travel.auth.v1 import auth_pb2
 
 bp = Blueprint("account")
 
 
-async def _fetch_usage(request: Request, ctx: Ctx) -> dict[str, Any]:
-    auth: AuthClient = request.app.ctx.auth
-    resp = await auth.get_usage(auth_pb2.GetUsageRequest(account_id=ctx.caller.account_id))
+async def _fetch_usage(request: EdgeRequest, ctx: Ctx) -> dict[str, Any]:
+    app_ctx = request.app.ctx
+    resp = await app_ctx.auth.get_usage(auth_pb2.GetUsageRequest(account_id=ctx.caller.account_id))
     u = resp.usage
     usage = {
         "date": u.date,
@@ -35,22 +35,23 @@ async def _fetch_usage(request: Request, ctx: Ctx) -> dict[str, Any]:
         "dailySearchAllowance": u.daily_search_allowance,
         "remaining": u.remaining,
     }
-    cache: dict[str, tuple[float, dict[str, Any]]] = request.app.ctx.usage_cache
+    cache = app_ctx.usage_cache
     if len(cache) > 10_000:
         cache.clear()
-    cache[ctx.caller.account_id] = (time.monotonic() + request.app.ctx.config.usage_cache_seconds, usage)
+    cache[ctx.caller.account_id] = (time.monotonic() + app_ctx.config.usage_cache_seconds, usage)
     return usage
 
 
-async def usage_of(request: Request, ctx: Ctx) -> dict[str, Any]:
+async def usage_of(request: EdgeRequest, ctx: Ctx) -> dict[str, Any]:
     """Today's search usage, cached per account for usage_cache_seconds: at most one GetUsage per
     account per period, however many requests arrive (one fetch in flight, the others wait for it).
     A search through this edge drops the account's entry, so its own searches show at once."""
     account_id = ctx.caller.account_id
-    hit = request.app.ctx.usage_cache.get(account_id)
+    app_ctx = request.app.ctx
+    hit = app_ctx.usage_cache.get(account_id)
     if hit is not None and hit[0] > time.monotonic():
         return hit[1]
-    inflight: dict[str, asyncio.Future[dict[str, Any]]] = request.app.ctx.usage_inflight
+    inflight = app_ctx.usage_inflight
     pending = inflight.get(account_id)
     if pending is None:
         pending = inflight[account_id] = asyncio.ensure_future(_fetch_usage(request, ctx))
@@ -99,7 +100,7 @@ def account_body(ctx: Ctx, usage: dict[str, Any]) -> bytes:
 
 @bp.get("/v1/account")
 @guarded("account:read")
-async def get_account(request: Request, ctx: Ctx) -> HTTPResponse:
+async def get_account(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
     """Read own account."""
     app_ctx = request.app.ctx
     if ctx.environment is Environment.SANDBOX:
@@ -110,7 +111,7 @@ async def get_account(request: Request, ctx: Ctx) -> HTTPResponse:
         usage = await usage_of(request, ctx)
     # The body only changes with the cached authorisation (caller) or the cached usage figure: reuse
     # its serialisation while both are the same objects.
-    bodies: dict[str, tuple[object, object, bytes]] = app_ctx.account_bodies
+    bodies = app_ctx.account_bodies
     slot = ctx.caller.key_id
     hit = bodies.get(slot)
     if hit is not None and hit[0] is ctx.caller and hit[1] is usage:
@@ -125,11 +126,10 @@ async def get_account(request: Request, ctx: Ctx) -> HTTPResponse:
 
 @bp.delete("/v1/customers/<ref:str>")
 @guarded("account:write")
-async def delete_customer(request: Request, ctx: Ctx, ref: str) -> HTTPResponse:
+async def delete_customer(request: EdgeRequest, ctx: Ctx, ref: str) -> HTTPResponse:
     """Remove the traveller record of a partner reference."""
     ref = check_customer_ref(unquote(ref), source="the path parameter {ref}")
-    auth: AuthClient = request.app.ctx.auth
-    resp = await auth.delete_traveller(
+    resp = await request.app.ctx.auth.delete_traveller(
         auth_pb2.DeleteTravellerRequest(
             account_id=ctx.caller.account_id,
             environment=AUTH_ENVIRONMENT.pb(ctx.environment),

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sanic import Blueprint, Request
+from sanic import Blueprint
 from sanic.response import HTTPResponse
 
 from edge import convert
 from edge.blueprints.webhooks import hooks, scope_of
+from edge.context import EdgeRequest
 from edge.exceptions import EdgeError
 from edge.gate import Ctx, guarded
 from edge.responses import json_response
@@ -48,7 +49,7 @@ def _time(args: Any, name: str) -> Any:
 
 @bp.get("/v1/events")
 @guarded("")
-async def list_events(request: Request, ctx: Ctx) -> HTTPResponse:
+async def list_events(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
     """The account's events of the last 30 days that the key may read, newest first."""
     args = request.args
     asked = _kinds(args)
@@ -73,7 +74,7 @@ async def list_events(request: Request, ctx: Ctx) -> HTTPResponse:
 
 @bp.get("/v1/events/<event_id:str>")
 @guarded("")
-async def get_event(request: Request, ctx: Ctx, event_id: str) -> HTTPResponse:
+async def get_event(request: EdgeRequest, ctx: Ctx, event_id: str) -> HTTPResponse:
     """One event of the last 30 days; one the key may not read is not found, as another account's."""
     eid = convert.path_id(event_id, "event", "evt")
     resp = await hooks(request).get_event(webhooks_pb2.GetEventRequest(**scope_of(ctx), event_id=eid))

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sanic import Blueprint, Request
+from sanic import Blueprint
 from sanic.response import HTTPResponse
 
 from edge import convert
+from edge.context import EdgeRequest
 from edge.environments import Environment
 from edge.exceptions import EdgeError
 from edge.gate import Ctx, guarded
@@ -25,7 +26,7 @@ bp = Blueprint("sandbox")
 
 @bp.post("/v1/sandbox/events")
 @guarded("webhooks:write")
-async def sample_event(request: Request, ctx: Ctx) -> HTTPResponse:
+async def sample_event(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
     if ctx.environment is not Environment.SANDBOX:
         raise EdgeError("POST /v1/sandbox/events exists only on the sandbox host", type="not_found")
     body = convert.only_fields(ctx.body, {"type", "data"})

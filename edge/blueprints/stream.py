@@ -18,20 +18,19 @@ import logging
 from typing import Any
 
 import grpc
-from sanic import Blueprint, Request
+from sanic import Blueprint
 from sanic.server.websockets.impl import WebsocketImplProtocol
 
 from edge.authcache import Caller
-from edge.authorizer import Authorizer
+from edge.context import EdgeRequest
 from edge.convert import event as event_json
 from edge.credentials import stream_credential
 from edge.environments import Environment
 from edge.exceptions import EdgeError
-from edge.gate import Gate
 from edge.jsonbody import JsonProblem, parse_json
 from edge.metrics import STREAMS
 from edge.streamfilter import may_read, unknown_patterns, wanted
-from svckit.clients import ClientError, HooksClient
+from svckit.clients import ClientError
 from svckit.clock import utcnow
 from svckit.logs import request_id_var
 from svckit.prototables import HOOKS_ENVIRONMENT
@@ -47,8 +46,8 @@ CLOSE_POLICY = 1008
 
 
 @bp.on_request
-async def authenticate_stream(request: Request) -> None:
-    gate: Gate = request.app.ctx.gate
+async def authenticate_stream(request: EdgeRequest) -> None:
+    gate = request.app.ctx.gate
     gate.request_id(request)
     env = gate.hosts.environment(request.headers.get("host"))
     if request.headers.get("upgrade", "").lower() != "websocket":
@@ -59,15 +58,16 @@ async def authenticate_stream(request: Request) -> None:
         request.headers.getall("sec-websocket-protocol", []), request.headers.get("authorization")
     )
     caller, source = await gate.authenticate(request, key, env, "", False)
-    request.ctx.stream_auth = (key, env, source, caller)
+    rctx = request.ctx
+    rctx.stream_auth = (key, env, source, caller)
     # What the handshake answer selects (edge.server.EdgeProtocol): the client's own "svc", or none.
-    request.ctx.ws_subprotocols = [protocol] if protocol else None
+    rctx.ws_subprotocols = [protocol] if protocol else None
 
 
 class StreamSession:
     def __init__(
         self,
-        request: Request,
+        request: EdgeRequest,
         ws: WebsocketImplProtocol,
         key: str,
         env: Environment,
@@ -75,14 +75,14 @@ class StreamSession:
         caller: Caller,
     ) -> None:
         self.app_ctx = request.app.ctx
-        self.authorizer: Authorizer = self.app_ctx.authorizer
-        self.hooks: HooksClient = self.app_ctx.hooks
+        self.authorizer = self.app_ctx.authorizer
+        self.hooks = self.app_ctx.hooks
         self.ws = ws
         self.key = key
         self.env = env
         self.source = source
         self.caller = caller
-        self.request_id: str = request.ctx.rid
+        self.request_id = request.ctx.rid or ""
         self.done = asyncio.Event()
         self.close_code = 1000
         self.close_reason = ""
@@ -304,7 +304,12 @@ class StreamSession:
             )
 
 
-@bp.websocket("/v1/stream", subprotocols=["svc"])
-async def stream(request: Request, ws: WebsocketImplProtocol) -> None:
-    key, env, source, caller = request.ctx.stream_auth
+async def stream(request: EdgeRequest, ws: WebsocketImplProtocol) -> None:
+    auth = request.ctx.stream_auth
+    assert auth is not None  # authenticate_stream admitted the handshake, or it was refused there
+    key, env, source, caller = auth
     await StreamSession(request, ws, key, env, source, caller).run()
+
+
+# Registered by call: Sanic's websocket decorator is untyped (it would make the handler untyped too).
+bp.add_websocket_route(stream, "/v1/stream", subprotocols=["svc"])

@@ -6,10 +6,11 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from google.protobuf import duration_pb2, field_mask_pb2
-from sanic import Blueprint, Request
+from sanic import Blueprint
 from sanic.response import HTTPResponse
 
 from edge import convert
+from edge.context import EdgeRequest
 from edge.exceptions import EdgeError
 from edge.gate import Ctx, guarded
 from edge.responses import json_response
@@ -22,9 +23,9 @@ T = TypeVar("T")
 MAX_OVERLAP = 7 * 24 * 3600
 
 
-def hooks(request: Request) -> HooksClient:
+def hooks(request: EdgeRequest) -> HooksClient:
     """The app's webhookd client (its deadline is ``--webhookd-timeout``)."""
-    return request.app.ctx.hooks  # type: ignore[no-any-return]
+    return request.app.ctx.hooks
 
 
 def scope_of(ctx: Ctx) -> dict[str, Any]:
@@ -42,7 +43,7 @@ def _list(data: list[dict[str, Any]], next_page_token: str) -> HTTPResponse:
 
 @bp.get("/v1/webhooks/endpoints")
 @guarded("webhooks:read")
-async def list_endpoints(request: Request, ctx: Ctx) -> HTTPResponse:
+async def list_endpoints(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
     resp = await hooks(request).list_endpoints(
         webhooks_pb2.ListEndpointsRequest(
             **scope_of(ctx),
@@ -55,7 +56,7 @@ async def list_endpoints(request: Request, ctx: Ctx) -> HTTPResponse:
 
 @bp.post("/v1/webhooks/endpoints")
 @guarded("webhooks:write")
-async def create_endpoint(request: Request, ctx: Ctx) -> HTTPResponse:
+async def create_endpoint(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
     body = convert.only_fields(ctx.body, {"url", "events", "description"})
     url = convert.string_field(body, "url", required=True) or ""
     events = convert.string_list_field(body, "events", required=True)
@@ -76,7 +77,7 @@ async def create_endpoint(request: Request, ctx: Ctx) -> HTTPResponse:
 
 @bp.get("/v1/webhooks/endpoints/<endpoint_id:str>")
 @guarded("webhooks:read")
-async def get_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
+async def get_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
     resp = await hooks(request).get_endpoint(
         webhooks_pb2.GetEndpointRequest(**scope_of(ctx), endpoint_id=eid)
@@ -86,7 +87,7 @@ async def get_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResp
 
 @bp.post("/v1/webhooks/endpoints/<endpoint_id:str>")
 @guarded("webhooks:write")
-async def update_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
+async def update_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
     body = convert.only_fields(ctx.body, {"url", "events", "description"})
     if not body:
@@ -111,7 +112,7 @@ async def update_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPR
 
 @bp.delete("/v1/webhooks/endpoints/<endpoint_id:str>")
 @guarded("webhooks:write")
-async def delete_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
+async def delete_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
     await hooks(request).delete_endpoint(webhooks_pb2.DeleteEndpointRequest(**scope_of(ctx), endpoint_id=eid))
     # The deleted state, as Stripe answers a deletion (not the endpoint's last status).
@@ -120,7 +121,7 @@ async def delete_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPR
 
 @bp.post("/v1/webhooks/endpoints/<endpoint_id:str>/rotate_secret")
 @guarded("webhooks:write")
-async def rotate_secret(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
+async def rotate_secret(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
     body = convert.only_fields(ctx.body, {"overlapSeconds"})
     overlap = convert.int_field(body, "overlapSeconds", 0, MAX_OVERLAP)
@@ -137,7 +138,7 @@ async def rotate_secret(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPRes
 
 @bp.post("/v1/webhooks/endpoints/<endpoint_id:str>/enable")
 @guarded("webhooks:write")
-async def enable_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
+async def enable_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
     convert.only_fields(ctx.body, set())
     resp = await hooks(request).enable_endpoint(
@@ -148,7 +149,7 @@ async def enable_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPR
 
 @bp.post("/v1/webhooks/endpoints/<endpoint_id:str>/recover")
 @guarded("webhooks:write")
-async def recover_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
+async def recover_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
     body = convert.only_fields(ctx.body, {"since"})
     since = convert.string_field(body, "since", required=True, max_len=64) or ""
@@ -161,7 +162,7 @@ async def recover_endpoint(request: Request, ctx: Ctx, endpoint_id: str) -> HTTP
 
 @bp.post("/v1/webhooks/endpoints/<endpoint_id:str>/test")
 @guarded("webhooks:write")
-async def send_test(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
+async def send_test(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
     convert.only_fields(ctx.body, set())
     resp = await hooks(request).send_test_event(
@@ -179,7 +180,7 @@ async def send_test(request: Request, ctx: Ctx, endpoint_id: str) -> HTTPRespons
 
 @bp.get("/v1/webhooks/deliveries")
 @guarded("webhooks:read")
-async def list_deliveries(request: Request, ctx: Ctx) -> HTTPResponse:
+async def list_deliveries(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
     args = request.args
     status_name = args.get("status")
     status = 0
@@ -205,7 +206,7 @@ async def list_deliveries(request: Request, ctx: Ctx) -> HTTPResponse:
 
 @bp.get("/v1/webhooks/attempts")
 @guarded("webhooks:read")
-async def list_attempts(request: Request, ctx: Ctx) -> HTTPResponse:
+async def list_attempts(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
     args = request.args
     resp = await hooks(request).list_attempts(
         webhooks_pb2.ListAttemptsRequest(
@@ -222,7 +223,7 @@ async def list_attempts(request: Request, ctx: Ctx) -> HTTPResponse:
 
 @bp.post("/v1/webhooks/attempts/<attempt_id:str>/resend")
 @guarded("webhooks:write")
-async def resend_attempt(request: Request, ctx: Ctx, attempt_id: str) -> HTTPResponse:
+async def resend_attempt(request: EdgeRequest, ctx: Ctx, attempt_id: str) -> HTTPResponse:
     aid = convert.path_id(attempt_id, "webhook attempt", "att")
     convert.only_fields(ctx.body, set())
     resp = await hooks(request).resend_attempt(

@@ -32,7 +32,7 @@ def with_request_id(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallD
     )
 
 
-class UnaryRequestId(grpc.aio.UnaryUnaryClientInterceptor):
+class UnaryRequestId(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]  # grpc is untyped
     """Adds ``x-request-id`` to unary calls."""
 
     async def intercept_unary_unary(
@@ -41,7 +41,7 @@ class UnaryRequestId(grpc.aio.UnaryUnaryClientInterceptor):
         return await continuation(with_request_id(client_call_details), request)
 
 
-class StreamRequestId(grpc.aio.UnaryStreamClientInterceptor):
+class StreamRequestId(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]  # grpc is untyped
     """Adds ``x-request-id`` to server-streaming calls."""
 
     async def intercept_unary_stream(

@@ -120,7 +120,7 @@ class ResponseStream(Generic[Resp]):
             message = await self._call.read()
         except grpc.aio.AioRpcError as exc:
             raise client_error(exc) from None
-        return None if message is grpc.aio.EOF else message  # type: ignore[no-any-return]
+        return None if message is grpc.aio.EOF else message
 
     def cancel(self) -> bool:
         """Ends the call (the server sees it cancelled); reading then raises CancelledError."""

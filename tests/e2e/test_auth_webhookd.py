@@ -55,7 +55,7 @@ async def test_revoke_reaches_webhookd(tmp_path: pathlib.Path) -> None:
                     account_id=account.id,
                     environment=wpb.ENVIRONMENT_LIVE,
                     type="ledger.low_balance",
-                    state="low",
+                    state="low_balance",
                     data=struct_pb2.Struct(),
                 )
             )
@@ -71,14 +71,15 @@ async def test_revoke_reaches_webhookd(tmp_path: pathlib.Path) -> None:
                     while True:
                         msg = await stream.read()
                         assert msg is not grpc.aio.EOF
-                        if msg.event.type == "apikey.revoked":
-                            return msg.event
+                        response: wpb.StreamEventsResponse = msg
+                        if response.event.type == "apikey.revoked":
+                            return response.event
 
                 event = await asyncio.wait_for(next_revoked(), 30)
             finally:
                 stream.cancel()
             assert event.account_id == account.id and event.environment == wpb.ENVIRONMENT_LIVE
-            assert event.state == "revoked" and event.data["key_id"] == key.key.id
+            assert event.state == "revoked" and event.data["keyId"] == key.key.id
             assert key.secret not in event.envelope_json
     finally:
         if authsvc is not None:

@@ -13,7 +13,7 @@ import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import grpc
 import httpx
@@ -133,7 +133,11 @@ def hdrs(secret: str, *, post: bool = False, live: bool = False, **extra: str) -
     return out
 
 
-def trigger(name: str) -> dict[str, str]:
+# A TypedDict, not dict[str, str]: mypy then knows ``hdrs(secret, **trigger(...))`` sets no post or live.
+Trigger = TypedDict("Trigger", {"X-Sandbox-Trigger": str})
+
+
+def trigger(name: str) -> Trigger:
     return {"X-Sandbox-Trigger": name}
 
 
@@ -212,7 +216,7 @@ async def test_trigger_refusals_come_after_the_production_checks(
     )
     assert "mode A" in msg
     # Authentication first: no key, then a wrong key, are refused as usual.
-    no_key = {"Host": SANDBOX_HOST, **trigger("rate_limited")}
+    no_key = {"Host": SANDBOX_HOST, "X-Sandbox-Trigger": "rate_limited"}
     error_of(await http.get("/v1/account", headers=no_key), 401, "missing_api_key")
     error_of(
         await http.get("/v1/account", headers=hdrs(a.live_secret, **trigger("rate_limited"))),
@@ -259,7 +263,7 @@ async def test_search_quota_exhausted(stack: Stack, http: httpx.AsyncClient) -> 
     resp = await http.get("/v1/flights/search", headers=hdrs(a.secret, **trigger("search_quota_exhausted")))
     error_of(resp, 402, "search_quota_exhausted")
     ev = await wait_event(stack, a, "search_quota.threshold")
-    assert ev["state"] == "near_limit" and ev["livemode"] is False
+    assert ev["state"] == "threshold_reached" and ev["livemode"] is False
     assert ev["data"]["remaining"] < ev["data"]["dailySearchAllowance"]
     assert await searches_used(http, a) == before == 0
 

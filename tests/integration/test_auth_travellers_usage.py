@@ -19,7 +19,7 @@ async def test_travellers_are_stable_scoped_and_deletable(db_url: str) -> None:
         a = await new_account(stub)
         b = await new_account(stub, name="B")
 
-        def resolve(account: str, env: int, ref: str) -> pb.ResolveTravellerRequest:
+        def resolve(account: str, env: pb.Environment.ValueType, ref: str) -> pb.ResolveTravellerRequest:
             return pb.ResolveTravellerRequest(account_id=account, environment=env, partner_ref=ref)
 
         first = await stub.ResolveTraveller(resolve(a.id, LIVE, "cust_42"))
@@ -58,7 +58,9 @@ async def test_travellers_are_stable_scoped_and_deletable(db_url: str) -> None:
             assert (code, etype) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_customer_ref"), bad
             assert "X-Partner-Customer-Ref" in msg
         assert (await error_of(stub.ResolveTraveller(resolve("acct_nope", LIVE, "c1"))))[1] == "not_found"
-        assert (await error_of(stub.ResolveTraveller(resolve(a.id, 0, "c1"))))[1] == "invalid_request"
+        assert (await error_of(stub.ResolveTraveller(resolve(a.id, pb.ENVIRONMENT_UNSPECIFIED, "c1"))))[
+            1
+        ] == "invalid_request"
 
 
 async def test_search_allowance_is_exact_under_concurrency(db_url: str) -> None:
@@ -93,9 +95,7 @@ async def test_search_allowance_is_exact_under_concurrency(db_url: str) -> None:
         rows = [r for r in await server.repo.outbox_rows() if r["type"] == "search_quota.threshold"]
         assert len(rows) == 1
         data = json.loads(rows[0]["data"])
-        assert (
-            data["searches_used"] == threshold_of(allowance) and data["daily_search_allowance"] == allowance
-        )
+        assert data["searchesUsed"] == threshold_of(allowance) and data["dailySearchAllowance"] == allowance
         assert rows[0]["account_id"] == account.id and rows[0]["environment"] == "live"
 
 

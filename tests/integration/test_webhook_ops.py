@@ -25,7 +25,7 @@ def _sample(name: str, labels: dict[str, str] | None = None) -> float:
     return REGISTRY.get_sample_value(name, labels or {}) or 0.0
 
 
-async def test_metrics_and_logs(sqlite_url: str, tmp_path, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
+async def test_metrics_and_logs(sqlite_url: str, tmp_path, caplog: pytest.LogCaptureFixture) -> None:
     ca = trustme.CA()
     cert = ca.issue_cert("127.0.0.1")
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -52,7 +52,7 @@ async def test_metrics_and_logs(sqlite_url: str, tmp_path, caplog: pytest.LogCap
             secrets.append(reg.signing_secret)
         pub = await stub.PublishEvent(
             pb.PublishEventRequest(
-                account_id="acct_ops", environment=LIVE, type="ledger.low_balance", state="low"
+                account_id="acct_ops", environment=LIVE, type="ledger.low_balance", state="low_balance"
             )
         )
         await receiver.wait_for(2)
