@@ -10,8 +10,8 @@ import sys
 import httpx
 
 from edge.testing import edge_args
-from tests.e2e.test_edge_processes import authsvc, free_port, sandbox_key
-from tests.support import ROOT, ServiceProcess
+from tests.e2e.test_edge_processes import authsvc, sandbox_key
+from tests.support import ROOT, ServiceProcess, free_port
 
 
 def without(args: list[str], *flags: str) -> list[str]:

@@ -24,7 +24,11 @@ PASSWORD = "correct horse battery staple"
 
 
 async def _user(
-    ids: identity_pb2_grpc.IdentityServiceStub, account_id: str, email: str, role: int, session: str = ""
+    ids: identity_pb2_grpc.IdentityServiceStub,
+    account_id: str,
+    email: str,
+    role: pb.UserRole.ValueType,
+    session: str = "",
 ) -> tuple[pb.User, str]:
     invite = await ids.CreateInvite(
         pb.CreateInviteRequest(

@@ -36,7 +36,7 @@ async def test_rotated_at_is_filled_from_the_successor(db_url: str) -> None:
         assert await upgrade(engine, AUTHSVC) == head(AUTHSVC)
         async with engine.connect() as conn:
             found = await conn.execute(sa.text("SELECT id, rotated_at FROM auth_keys ORDER BY id"))
-            rows = dict(found.tuples().all())
+            rows: dict[str, float | None] = dict(found.tuples().all())
         assert rows == {"key_new": None, "key_old": 3600.5, "key_plain": None}
     finally:
         await engine.dispose()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from typing import Any
 
 import grpc
 from google.protobuf import duration_pb2, field_mask_pb2
@@ -16,7 +17,11 @@ LIVE, SANDBOX = pb.ENVIRONMENT_LIVE, pb.ENVIRONMENT_SANDBOX
 
 
 def authz(
-    secret: str, scope: str = "hotels:read", env: int = LIVE, source: str = "192.0.2.1", write: bool = False
+    secret: str,
+    scope: str = "hotels:read",
+    env: pb.Environment.ValueType = LIVE,
+    source: str = "192.0.2.1",
+    write: bool = False,
 ) -> pb.AuthorizeRequest:
     return pb.AuthorizeRequest(
         api_key=secret, environment=env, required_scope=scope, source_address=source, is_write=write
@@ -183,7 +188,9 @@ async def test_bad_input_is_refused_and_changes_nothing(db_url: str) -> None:
             return await server.repo.count_audit(), list(keys)
 
         before = await snapshot()
-        create = dict(account_id=account.id, environment=LIVE, name="k", scopes=["hotels:read"], actor=ACTOR)
+        create: dict[str, Any] = dict(
+            account_id=account.id, environment=LIVE, name="k", scopes=["hotels:read"], actor=ACTOR
+        )
         bad_creates = [
             ({**create, "scopes": ["hotels:delete"]}, "invalid_request", "scopes"),
             ({**create, "scopes": []}, "invalid_request", "scopes"),
@@ -242,7 +249,9 @@ async def test_bad_input_is_refused_and_changes_nothing(db_url: str) -> None:
             stub.GetKey(pb.GetKeyRequest(key_id="key_unknown")),
             stub.GetAccount(pb.GetAccountRequest(account_id="acct_unknown")),
             stub.SetAccountStatus(
-                pb.SetAccountStatusRequest(account_id="acct_unknown", status=2, actor=ACTOR)
+                pb.SetAccountStatusRequest(
+                    account_id="acct_unknown", status=pb.ACCOUNT_STATUS_READ_ONLY, actor=ACTOR
+                )
             ),
         ]:
             assert (await error_of(call))[1] == "not_found"
@@ -494,7 +503,8 @@ async def test_last_used_is_batched(db_url: str) -> None:
         # Authorize answers with the use before it (from memory), to the second.
         assert seen is not None and seen.microsecond == 0
         assert answer.key.last_used_at.ToDatetime(tzinfo=dt.UTC) == seen
-        assert server.servicer.last_used.seen(created.key.id) > seen  # this call was recorded
+        recorded = server.servicer.last_used.seen(created.key.id)
+        assert recorded is not None and recorded > seen  # this call was recorded
         assert answer.key.status == pb.KEY_STATUS_ACTIVE
         # Shown at once from memory, stored by the next flush: one write for many requests.
         assert (await stub.GetKey(pb.GetKeyRequest(key_id=created.key.id))).key.HasField("last_used_at")

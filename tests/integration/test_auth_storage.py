@@ -17,6 +17,7 @@ from authsvc.migrations import SCHEMA
 from authsvc.testing import running_authsvc
 from svckit.db import asyncpg_dsn, create_engine
 from svckit.migrations import head
+from svckit.vocabulary import AccountMode, AccountStatus, Environment
 from travel.auth.v1 import auth_pb2 as pb
 
 NOW = dt.datetime(2026, 5, 1, 12, tzinfo=dt.UTC)
@@ -27,8 +28,12 @@ async def seeded(db_url: str) -> tuple[SqlRepository, ApiKey]:
     repo = SqlRepository(create_engine(db_url))
     assert await repo.migrate() == head(SCHEMA)
     assert await repo.migrate() == head(SCHEMA)  # idempotent
-    await repo.create_account(Account("acct_1", "P", "a", "active", (), 100, NOW, NOW), ACTOR)
-    key = ApiKey("key_1", "acct_1", "live", "k", ("hotels:read",), (), "svc_live_...abcd", "f" * 64, NOW)
+    await repo.create_account(
+        Account("acct_1", "P", AccountMode.A, AccountStatus.ACTIVE, (), 100, NOW, NOW), ACTOR
+    )
+    key = ApiKey(
+        "key_1", "acct_1", Environment.LIVE, "k", ("hotels:read",), (), "svc_live_...abcd", "f" * 64, NOW
+    )
     await repo.create_key(key, ACTOR)
     return repo, key
 
@@ -60,21 +65,22 @@ async def test_revoke_commits_change_audit_and_outbox_together(db_url: str, monk
 async def test_search_threshold_event_is_atomic_with_the_count(db_url: str, monkeypatch: Any) -> None:
     repo, _ = await seeded(db_url)
     try:
-        await repo.consume_search("acct_1", "live", "2026-05-01", 79, NOW)
+        await repo.consume_search("acct_1", Environment.LIVE, "2026-05-01", 79, NOW)
 
         async def boom(self: SqlRepository, conn: Any, event: Any) -> None:
             raise RuntimeError("outbox insert fails")
 
         monkeypatch.setattr(SqlRepository, "_outbox", boom)
         with pytest.raises(RuntimeError):
-            await repo.consume_search("acct_1", "live", "2026-05-01", 1, NOW)
+            await repo.consume_search("acct_1", Environment.LIVE, "2026-05-01", 1, NOW)
         assert (await repo.get_usage("acct_1", "2026-05-01")).searches_used == 79
         monkeypatch.undo()
-        usage = await repo.consume_search("acct_1", "live", "2026-05-01", 1, NOW)
+        usage = await repo.consume_search("acct_1", Environment.LIVE, "2026-05-01", 1, NOW)
         assert usage.searches_used == 80
         assert [r["type"] for r in await repo.outbox_rows()] == ["search_quota.threshold"]
-        await repo.consume_search("acct_1", "live", "2026-05-01", 5, NOW)
-        await repo.consume_search("acct_1", "live", "2026-05-02", 90, NOW)  # a new UTC day fires again
+        await repo.consume_search("acct_1", Environment.LIVE, "2026-05-01", 5, NOW)
+        # A new UTC day fires again.
+        await repo.consume_search("acct_1", Environment.LIVE, "2026-05-02", 90, NOW)
         assert [r["type"] for r in await repo.outbox_rows()] == ["search_quota.threshold"] * 2
     finally:
         await repo.engine.dispose()

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
 import pytest
 from google.protobuf import field_mask_pb2, json_format
@@ -12,7 +14,7 @@ from tests.integration.test_auth_cli import cli
 from travel.auth.v1 import auth_pb2 as pb
 
 
-def update(account_id: str, paths: list[str], **fields: object) -> pb.UpdateAccountRequest:
+def update(account_id: str, paths: list[str], **fields: Any) -> pb.UpdateAccountRequest:
     return pb.UpdateAccountRequest(
         account_id=account_id, update_mask=field_mask_pb2.FieldMask(paths=paths), actor=ACTOR, **fields
     )

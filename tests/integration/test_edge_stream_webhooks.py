@@ -112,7 +112,7 @@ async def publish(
     data = struct_pb2.Struct()
     if product:
         data.update({"product": product})
-    resp = await hooks.PublishEvent(
+    resp: wpb.PublishEventResponse = await hooks.PublishEvent(
         wpb.PublishEventRequest(
             account_id=account_id, environment=wpb.ENVIRONMENT_SANDBOX, type=kind, state="done", data=data
         )

@@ -21,7 +21,9 @@ SERVICE = "test.grpcserver.Echo"
 def _echo(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
     if request == b"refuse":
         raise ServiceError("no such thing", type="not_found")
-    return request_id_var.get().encode()
+    rid = request_id_var.get()
+    assert rid is not None  # set for every call, the caller's or a minted one
+    return rid.encode()
 
 
 async def _generic(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
@@ -49,7 +51,7 @@ def _register(server: grpc.aio.Server) -> None:
             ),
         )
     )
-    server.add_registered_method_handlers(  # type: ignore[attr-defined]
+    server.add_registered_method_handlers(
         SERVICE, {"Registered": grpc.unary_unary_rpc_method_handler(_registered)}
     )
 

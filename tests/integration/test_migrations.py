@@ -173,7 +173,7 @@ async def test_a_previous_release_database_is_adopted_with_its_data(db_url: str)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
             wh = webhooks_pb2_grpc.WebhookServiceStub(channel)
             live = webhooks_pb2.ENVIRONMENT_LIVE
-            scope = {"account_id": "acct_prev1", "environment": live}
+            scope: dict[str, Any] = {"account_id": "acct_prev1", "environment": live}
             ep = (
                 await wh.GetEndpoint(webhooks_pb2.GetEndpointRequest(endpoint_id="we_prev1", **scope))
             ).endpoint

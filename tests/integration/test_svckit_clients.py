@@ -35,6 +35,8 @@ def _request_id(context: Any) -> str | None:
     return dict(context.invocation_metadata()).get("x-request-id")
 
 
+# Implements only the RPCs the test calls: the generated base answers the others UNIMPLEMENTED, though
+# its stubs declare every RPC abstract (hence the ignore[abstract] where one is built).
 class RecordingAuth(auth_pb2_grpc.AuthServiceServicer):
     """Answers GetKey and GetUsage (the latter after ``delay``), recording each call's metadata and the
     deadline the server sees."""
@@ -54,6 +56,8 @@ class RecordingAuth(auth_pb2_grpc.AuthServiceServicer):
         return pb.GetUsageResponse(usage=pb.Usage(date="2025-01-01", searches_used=3))
 
 
+# Implements only the RPCs the test calls: the generated base answers the others UNIMPLEMENTED, though
+# its stubs declare every RPC abstract (hence the ignore[abstract] where one is built).
 class ScriptedHooks(webhooks_pb2_grpc.WebhookServiceServicer):
     """StreamEvents: ``count`` events, then not_found (as webhookd answers an unknown since_event_id)."""
 
@@ -84,7 +88,7 @@ async def serving(add: Any, servicer: Any) -> AsyncIterator[str]:
 
 @pytest.fixture
 async def recording() -> AsyncIterator[tuple[RecordingAuth, str]]:
-    servicer = RecordingAuth()
+    servicer = RecordingAuth()  # type: ignore[abstract]  # (see the class)
     async with serving(auth_pb2_grpc.add_AuthServiceServicer_to_server, servicer) as address:
         yield servicer, address
 
@@ -163,7 +167,7 @@ async def test_errors_of_a_real_authsvc_arrive_as_client_errors(sqlite_url: str)
 
 
 async def test_a_stream_yields_its_messages_then_its_error_as_a_client_error() -> None:
-    servicer = ScriptedHooks(count=2)
+    servicer = ScriptedHooks(count=2)  # type: ignore[abstract]  # (see the class)
     async with serving(webhooks_pb2_grpc.add_WebhookServiceServicer_to_server, servicer) as address:
         async with HooksClient(address, None) as hooks:
             seen: list[str] = []

@@ -17,7 +17,7 @@ from aiosmtpd.controller import Controller
 from authsvc._server import run_server as run_authsvc
 from svckit.clock import FakeClock
 from svckit.migrations import downgrade
-from svckit.webhook_status import EndpointStatus
+from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from tests.support import free_port
 from travel.auth.v1 import auth_pb2, auth_pb2_grpc
 from webhookd._accounts import Accounts
@@ -56,7 +56,14 @@ async def _disable(repo: SqlRepository, account_id: str, endpoint_id: str = "") 
     await repo.record_outcomes(
         [
             DeliveryResult(
-                "msg_x", ep.id, None, "failed", None, False, disable_endpoint=True, disabled_reason="HTTP 500"
+                "msg_x",
+                ep.id,
+                None,
+                DeliveryStatus.FAILED,
+                None,
+                False,
+                disable_endpoint=True,
+                disabled_reason="HTTP 500",
             )
         ],
         "wrk_test",

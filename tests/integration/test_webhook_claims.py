@@ -9,7 +9,7 @@ import dataclasses as dc
 import datetime as dt
 import random
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import httpx
@@ -134,7 +134,10 @@ async def test_one_cycle_writes_results_then_claims_in_big_batches(db_url: str) 
 
 @contextlib.asynccontextmanager
 async def _worker(
-    db_url: str, deliveries: int, answer: Callable[[httpx.Request], Awaitable[httpx.Response]], **cfg: int
+    db_url: str,
+    deliveries: int,
+    answer: Callable[[httpx.Request], Coroutine[Any, Any, httpx.Response]],
+    **cfg: int,
 ) -> AsyncIterator[tuple[SqlRepository, DeliveryWorker, dt.datetime]]:
     """A pipelined worker on a frozen clock over ``deliveries`` due deliveries, answered by ``answer``."""
     repo = await SqlRepository.open(db_url)

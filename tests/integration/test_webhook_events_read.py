@@ -43,7 +43,7 @@ async def wh(db_url: str) -> AsyncIterator[tuple[webhooks_pb2_grpc.WebhookServic
     await app.stop(0)
 
 
-async def publish(stub: Any, kind: str, env: int = LIVE, acct: str = ACCT) -> pb.Event:
+async def publish(stub: Any, kind: str, env: pb.Environment.ValueType = LIVE, acct: str = ACCT) -> pb.Event:
     data = struct_pb2.Struct()
     data.update({"product": "hotels"})
     resp = await stub.PublishEvent(

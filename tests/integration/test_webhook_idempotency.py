@@ -21,13 +21,15 @@ KEY = "svc_live_" + "a1B2c3D4" * 4 + "Zz9Yy8"
 SECRET = "whsec_" + "QUJD" * 11
 
 
-def _register(idem: str, url: str = URL, env: int = LIVE, acct: str = ACCT) -> pb.RegisterEndpointRequest:
+def _register(
+    idem: str, url: str = URL, env: pb.Environment.ValueType = LIVE, acct: str = ACCT
+) -> pb.RegisterEndpointRequest:
     return pb.RegisterEndpointRequest(
         account_id=acct, environment=env, url=url, events=["booking.confirmed"], idempotency_key=idem
     )
 
 
-async def _count(wh: Client, env: int = LIVE, acct: str = ACCT) -> int:
+async def _count(wh: Client, env: pb.Environment.ValueType = LIVE, acct: str = ACCT) -> int:
     listed = await wh.stub.ListEndpoints(pb.ListEndpointsRequest(account_id=acct, environment=env))
     return len(listed.endpoints)
 

@@ -52,7 +52,11 @@ class Client:
         self.stub = webhooks_pb2_grpc.WebhookServiceStub(self.channel)
 
     async def register(
-        self, url: str, events: list[str] | None = None, env: int = LIVE, acct: str = ACCT
+        self,
+        url: str,
+        events: list[str] | None = None,
+        env: pb.Environment.ValueType = LIVE,
+        acct: str = ACCT,
     ) -> Any:
         return await self.stub.RegisterEndpoint(
             pb.RegisterEndpointRequest(
@@ -61,7 +65,11 @@ class Client:
         )
 
     async def publish(
-        self, kind: str = "booking.confirmed", env: int = LIVE, acct: str = ACCT, **kw: Any
+        self,
+        kind: str = "booking.confirmed",
+        env: pb.Environment.ValueType = LIVE,
+        acct: str = ACCT,
+        **kw: Any,
     ) -> Any:
         data = struct_pb2.Struct()
         data.update(kw.pop("data", {"booking_id": "bk_1"}))
@@ -272,8 +280,8 @@ async def test_bad_input_is_refused_and_changes_nothing(strict: Client, receiver
             "idempotency_key",
         ),
     ]
-    for request, kind, word in publish_cases:
-        error_type, message = await strict.error(stub.PublishEvent(request))
+    for publish_request, kind, word in publish_cases:
+        error_type, message = await strict.error(stub.PublishEvent(publish_request))
         assert (error_type, word in message) == (kind, True), message
     assert not (
         await stub.ListEndpoints(pb.ListEndpointsRequest(account_id=ACCT, environment=LIVE))
@@ -361,12 +369,13 @@ async def test_update_list_delete(client: Client, receiver: Receiver) -> None:
         )
     )
     assert list(upd.endpoint.events) == ["payment.failed"] and upd.endpoint.description == "payments"
-    for mask, kw, word in [
+    update_cases: list[tuple[list[str], dict[str, Any], str]] = [
         (["url"], {"url": "http://x.test/"}, "url"),
         (["events"], {"events": []}, "events"),
         (["secret"], {}, "update_mask"),
         ([], {}, "update_mask"),
-    ]:
+    ]
+    for mask, kw, word in update_cases:
         error_type, message = await client.error(
             stub.UpdateEndpoint(
                 pb.UpdateEndpointRequest(**scope, update_mask=field_mask_pb2.FieldMask(paths=mask), **kw)
@@ -473,8 +482,8 @@ async def test_test_event_and_manual_resend(client: Client, receiver: Receiver) 
         pb.ResendAttemptRequest(account_id=ACCT, environment=LIVE, attempt_id=atts.attempts[0].id)
     )
     assert resent.delivery.attempt_count == 2 and resent.delivery.status == pb.DELIVERY_STATUS_SUCCEEDED
-    got = await receiver.wait_for(2)
-    assert got[1].body == got[0].body
+    both = await receiver.wait_for(2)
+    assert both[1].body == both[0].body
     atts = await stub.ListAttempts(
         pb.ListAttemptsRequest(account_id=ACCT, environment=LIVE, delivery_id=sent.delivery.id)
     )

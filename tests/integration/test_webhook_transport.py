@@ -70,7 +70,7 @@ async def serve() -> AsyncIterator[Callable[..., object]]:
         s.server.close()
 
 
-async def test_keep_alive_chunked_and_content_length(serve) -> None:  # type: ignore[no-untyped-def]
+async def test_keep_alive_chunked_and_content_length(serve) -> None:
     def reply(n: int) -> bytes:
         if n % 2:
             return b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
@@ -90,7 +90,7 @@ async def _deliver(transport: FastTransport, url: str) -> SendResult:
     return await sender.send(url, b"{}", ["whsec_x"], "evt_1", dt.datetime.now(dt.UTC))
 
 
-async def test_early_hints_then_final_response_stays_with_its_delivery(serve) -> None:  # type: ignore[no-untyped-def]
+async def test_early_hints_then_final_response_stays_with_its_delivery(serve) -> None:
     # Delivery 1 gets 103 Early Hints and then its 200; delivery 2 on the same pooled connection gets 500.
     # A parser that takes the 103 as the answer leaves the 200 unread, records delivery 1 as failed (103)
     # and hands the 200 to delivery 2, which is then marked succeeded.
@@ -112,7 +112,7 @@ async def test_early_hints_then_final_response_stays_with_its_delivery(serve) ->
     assert server.connections == 1 and transport.connections_opened == 1
 
 
-async def test_several_interim_responses_then_chunked_with_trailers(serve) -> None:  # type: ignore[no-untyped-def]
+async def test_several_interim_responses_then_chunked_with_trailers(serve) -> None:
     server = await serve(
         lambda n: (
             b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
@@ -127,7 +127,7 @@ async def test_several_interim_responses_then_chunked_with_trailers(serve) -> No
     assert transport.connections_opened == 1
 
 
-async def test_conflicting_content_lengths_fail_and_the_connection_is_not_reused(serve) -> None:  # type: ignore[no-untyped-def]
+async def test_conflicting_content_lengths_fail_and_the_connection_is_not_reused(serve) -> None:
     def reply(n: int) -> bytes:
         if n == 1:
             return b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 7\r\n\r\nok"
@@ -142,7 +142,7 @@ async def test_conflicting_content_lengths_fail_and_the_connection_is_not_reused
     assert server.connections == 2 and transport.connections_opened == 2
 
 
-async def test_server_closing_mid_body_is_a_failure(serve) -> None:  # type: ignore[no-untyped-def]
+async def test_server_closing_mid_body_is_a_failure(serve) -> None:
     server = await serve(lambda n: b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial", close_after=True)
     transport = FastTransport(DEV)
     for _ in range(2):
@@ -155,7 +155,7 @@ async def test_server_closing_mid_body_is_a_failure(serve) -> None:  # type: ign
     assert result.result is Outcome.NETWORK_ERROR
 
 
-async def test_long_response_kept_to_4_kib_and_the_connection_reused(serve) -> None:  # type: ignore[no-untyped-def]
+async def test_long_response_kept_to_4_kib_and_the_connection_reused(serve) -> None:
     long = b"a" * 3000 + b"b" * 20000
 
     def reply(n: int) -> bytes:
@@ -176,7 +176,7 @@ async def test_long_response_kept_to_4_kib_and_the_connection_reused(serve) -> N
     assert server.connections == 1
 
 
-async def test_bytes_nobody_asked_for_never_reach_the_next_request(serve) -> None:  # type: ignore[no-untyped-def]
+async def test_bytes_nobody_asked_for_never_reach_the_next_request(serve) -> None:
     # Two responses to one request: the second must not be taken as the next request's answer.
     def reply(n: int) -> bytes:
         if n == 1:
@@ -189,7 +189,7 @@ async def test_bytes_nobody_asked_for_never_reach_the_next_request(serve) -> Non
     assert transport.connections_opened == 2
 
 
-async def test_response_headers_are_capped(serve) -> None:  # type: ignore[no-untyped-def]
+async def test_response_headers_are_capped(serve) -> None:
     many = b"".join(b"X-H%03d: %s\r\n" % (i, b"v" * 90) for i in range(200))
     server = await serve(lambda n: b"HTTP/1.1 200 OK\r\n" + many + b"Content-Length: 0\r\n\r\n")
     result = await _deliver(FastTransport(DEV), server.url)
@@ -207,7 +207,7 @@ async def test_response_headers_are_capped(serve) -> None:  # type: ignore[no-un
         b"HTTP/1.1 202 Accepted\r\nContent-Type: text/plain\r\n\r\n",
     ],
 )
-async def test_close_delimited_bodies(serve, head: bytes) -> None:  # type: ignore[no-untyped-def]
+async def test_close_delimited_bodies(serve, head: bytes) -> None:
     server = await serve(lambda n: head + b"stored", close_after=True)
     transport = FastTransport(DEV)
     async with httpx.AsyncClient(transport=transport) as client:
@@ -217,7 +217,7 @@ async def test_close_delimited_bodies(serve, head: bytes) -> None:  # type: igno
     assert server.connections == 3 and transport.connections_opened == 3
 
 
-async def test_pooled_connection_closed_by_server_is_retried_fresh(serve) -> None:  # type: ignore[no-untyped-def]
+async def test_pooled_connection_closed_by_server_is_retried_fresh(serve) -> None:
     # Advertises keep-alive, then closes anyway: the next request finds a dead pooled connection.
     server = await serve(lambda n: b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", close_after=True)
     transport = FastTransport(DEV)
@@ -258,7 +258,7 @@ async def test_embedded_and_metadata_targets_refused_at_connect() -> None:
             await client.post("http://169.254.169.254/latest", content=b"{}")
 
 
-def _tls_receiver(tmp_path, delay: float = 0.0):  # type: ignore[no-untyped-def]
+def _tls_receiver(tmp_path, delay: float = 0.0):
     import ssl
     import uuid
 
@@ -277,7 +277,7 @@ def _tls_receiver(tmp_path, delay: float = 0.0):  # type: ignore[no-untyped-def]
     return receiver, str(path)
 
 
-async def test_tls_is_verified_against_the_configured_bundle(tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_tls_is_verified_against_the_configured_bundle(tmp_path) -> None:
     receiver, trusted = _tls_receiver(tmp_path)
     _other, untrusted = _tls_receiver(tmp_path)
     try:
@@ -293,7 +293,7 @@ async def test_tls_is_verified_against_the_configured_bundle(tmp_path) -> None: 
         _other.stop()
 
 
-async def test_slow_endpoint_is_a_timeout(tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_slow_endpoint_is_a_timeout(tmp_path) -> None:
     import datetime as dt
 
     from webhookd import Outcome

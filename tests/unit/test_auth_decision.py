@@ -10,6 +10,7 @@ import pytest
 from authsvc import AccessRequest, Credential, authorize
 from authsvc._decision import reusable
 from authsvc._model import Account, ApiKey, KeyGrant
+from svckit.vocabulary import AccountMode, AccountStatus, Environment
 
 NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
 SEC = dt.timedelta(seconds=1)
@@ -17,8 +18,8 @@ SEC = dt.timedelta(seconds=1)
 ACCOUNT = Account(
     id="acct_1",
     name="P",
-    mode="a",
-    status="active",
+    mode=AccountMode.A,
+    status=AccountStatus.ACTIVE,
     admin_emails=(),
     daily_search_allowance=100,
     created_at=NOW,
@@ -27,7 +28,7 @@ ACCOUNT = Account(
 KEY = ApiKey(
     id="key_1",
     account_id="acct_1",
-    environment="live",
+    environment=Environment.LIVE,
     name="k",
     scopes=("hotels:read", "flights:write"),
     allowed_sources=(),

@@ -19,6 +19,7 @@ from svckit.apikeys import CHECKSUM_LENGTH, RANDOM_LENGTH, SECRET_LENGTH, checks
 from svckit.errors import InvalidInput
 from svckit.quota import threshold_of
 from svckit.scopes import ALL_SCOPES, validate_scopes
+from svckit.vocabulary import AccountMode, AccountStatus, Environment
 
 BASE62 = set(string.digits + string.ascii_letters)
 
@@ -37,7 +38,7 @@ def test_secret_format(env: str, prefix: str) -> None:
 
 
 def test_secrets_are_unique() -> None:
-    assert len({generate_secret("live") for _ in range(200)}) == 200
+    assert len({generate_secret(Environment.LIVE) for _ in range(200)}) == 200
 
 
 def _flip(secret: str, i: int) -> str:
@@ -45,7 +46,7 @@ def _flip(secret: str, i: int) -> str:
     return secret[:i] + ("A" if c != "A" else "B") + secret[i + 1 :]
 
 
-GOOD = generate_secret("live")
+GOOD = generate_secret(Environment.LIVE)
 
 
 @pytest.mark.parametrize(
@@ -164,8 +165,8 @@ def test_outbox_backoff(attempts: int, delay: float) -> None:
 
 def _grant(key_id: str, account_id: str) -> KeyGrant:
     now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-    account = Account(account_id, "n", "a", "active", (), 1, now, now)
-    key = ApiKey(key_id, account_id, "live", "", ("hotels:read",), (), "h", key_id, now)
+    account = Account(account_id, "n", AccountMode.A, AccountStatus.ACTIVE, (), 1, now, now)
+    key = ApiKey(key_id, account_id, Environment.LIVE, "", ("hotels:read",), (), "h", key_id, now)
     return KeyGrant.of(key, account)
 
 

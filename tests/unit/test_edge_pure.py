@@ -32,7 +32,7 @@ LIVE_KEY = well_formed("svc_live_" + "b1" * 16)
 BAD_CHECKSUM = KEY[:-1] + ("x" if KEY[-1] != "x" else "y")
 
 
-def error_type(fn, *args):  # type: ignore[no-untyped-def]
+def error_type(fn, *args):
     with pytest.raises(EdgeError) as info:
         fn(*args)
     return info.value.type
@@ -476,7 +476,7 @@ def test_cache_zero_ttl_is_not_stored() -> None:
         (lambda c: c.flush(), set()),
     ],
 )
-def test_cache_drops(drop, survivors: set[str]) -> None:  # type: ignore[no-untyped-def]
+def test_cache_drops(drop, survivors: set[str]) -> None:
     cache = AuthCache()
     entries = {
         "a": allow("key_1", "acct_1"),

@@ -71,9 +71,9 @@ def test_precedence(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     args = parser().parse_args(["serve", *argv])
-    for name, value in expected.items():
-        assert getattr(args, name) == value
-        assert type(getattr(args, name)) is type(value)
+    for field, want in expected.items():
+        assert getattr(args, field) == want
+        assert type(getattr(args, field)) is type(want)
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import pytest
 
 from svckit.peers import ALLOWED, OPERATORS_ONLY, allowed, may_publish, role_of
@@ -135,7 +137,9 @@ def _methods(descriptor: object) -> dict[str, str]:
         ("webhookd", "webhookd", (auth_pb2,)),
     ],
 )
-def test_every_rpc_a_service_calls_is_allowed_for_it(package: str, identity: str, peers: tuple) -> None:
+def test_every_rpc_a_service_calls_is_allowed_for_it(
+    package: str, identity: str, peers: tuple[ModuleType, ...]
+) -> None:
     """Over mTLS a call missing from the table is refused in production: a service's code naming a peer's
     RPC (``stub.Name(``, or building its ``NameRequest(`` for a call helper) must be listed."""
     import pathlib

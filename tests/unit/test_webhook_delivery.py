@@ -23,7 +23,7 @@ SECRET = "whsec_" + "A" * 44
 
 
 def _claim(
-    status: str = EndpointStatus.ENABLED,
+    status: EndpointStatus = EndpointStatus.ENABLED,
     attempts: int = 0,
     schedule: int = 0,
     endpoint: bool = True,
@@ -87,7 +87,7 @@ def test_decide_table(
     assert out.counts_attempt is (out.attempt is not None)
 
 
-def _client(handler) -> httpx.AsyncClient:  # type: ignore[no-untyped-def]
+def _client(handler) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.MockTransport(handler))
 
 
@@ -194,5 +194,6 @@ def test_statuses_and_the_proto_enums_name_each_other() -> None:
     ):
         named = {v for k, v in enum.items() if k != f"{prefix}UNSPECIFIED"}
         assert sorted(mapping.values()) == sorted(named)  # every proto status is one of ours, once
-        assert all(enum.Name(v) == prefix + s.upper() for s, v in mapping.items())
+        # (the table's numbers are plain ints; each proto enum's Name takes its own NewType of int)
+        assert all(enum.Name(v) == prefix + s.upper() for s, v in mapping.items())  # type: ignore[arg-type]
     assert DELIVERY_STATUS_TO_PB["held"] == pb.DELIVERY_STATUS_HELD  # stored strings look up as well

@@ -15,7 +15,7 @@ from travel.webhooks.v1 import webhooks_pb2 as pb
         (EndpointStatus, pb.EndpointStatus, "ENDPOINT_STATUS_"),
     ],
 )
-def test_statuses_and_proto_enum_name_the_same_set(status, proto_enum, prefix):  # type: ignore[no-untyped-def]
+def test_statuses_and_proto_enum_name_the_same_set(status, proto_enum, prefix):
     table = proto_values(status, proto_enum, prefix)
     named = {n for n in proto_enum.keys() if n != f"{prefix}UNSPECIFIED"}
     assert {proto_enum.Name(v) for v in table} == named
@@ -31,7 +31,7 @@ def test_statuses_and_proto_enum_name_the_same_set(status, proto_enum, prefix): 
         ("disabled", EndpointStatus.DISABLED),
     ],
 )
-def test_stored_strings_read_back_as_members(value, member):  # type: ignore[no-untyped-def]
+def test_stored_strings_read_back_as_members(value, member):
     assert type(member)(value) is member and member == value
 
 
