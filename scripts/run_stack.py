@@ -150,7 +150,8 @@ async def demo_key(running: list[Service]) -> dict[str, Any]:
     """A fresh sandbox key for the demo account (made on the first run), so the printed examples work.
 
     var/demo.json remembers the account and key ids only, never the secret (no secret at rest outside
-    the hashed column that owns it): each run rolls the previous demo key and prints the new secret.
+    the hashed column that owns it): each run rotates the previous demo key (it keeps working for 24 h,
+    so a running `svc listen` carries on) and prints the new secret.
     """
     from svcctl.client import create_demo_key
     from svckit.devca import files

@@ -13,6 +13,9 @@ from svckit.tls import Tls, tls_from_args
 from travel.auth.v1 import auth_pb2 as pb
 
 DEMO_ACTOR = "svc:run_stack"
+# The previous demo key keeps working this long after a restart hands out a new one, so a running
+# `svc listen` (or any script holding it) carries on: authsvc's default overlap for a rotation.
+DEMO_OVERLAP = Duration(seconds=24 * 3600)
 # An operator's command may wait on a busy service longer than a partner request would.
 TIMEOUT = 30.0
 
@@ -31,8 +34,9 @@ async def create_demo_key(
     authsvc_target: str, tls: Tls | None, account_id: str = "", replaces: str = ""
 ) -> dict[str, Any]:
     """A sandbox key with every scope for the account "Demo Partner", as svcctl (``tls``): the account is
-    created unless ``account_id`` names it, and the key ``replaces`` (the previous demo key) is rolled
-    with no grace period when it still can be, so each run hands out a fresh secret without keeping one.
+    created unless ``account_id`` names it, and the key ``replaces`` (the previous demo key) is rotated
+    with a 24 h overlap when it still can be, so each run hands out a fresh secret without keeping one
+    and what still uses the previous one keeps working for a day.
 
     Returns ``{"account_id", "key_id", "secret"}``; the secret is shown only here.
     """
@@ -48,12 +52,12 @@ async def create_demo_key(
         if replaces:
             try:
                 rolled = await auth.rotate_key(
-                    pb.RotateKeyRequest(key_id=replaces, grace_period=Duration(seconds=0), actor=actor),
+                    pb.RotateKeyRequest(key_id=replaces, grace_period=DEMO_OVERLAP, actor=actor),
                     wait_for_ready=True,
                 )
                 return {"account_id": account_id, "key_id": rolled.new_key.id, "secret": rolled.secret}
             except ClientError:
-                pass  # revoked or gone meanwhile (in the portal, say): a new key instead
+                pass  # revoked, gone or already rotated out meanwhile: a new key instead
         created = await auth.create_key(
             pb.CreateKeyRequest(
                 account_id=account_id,

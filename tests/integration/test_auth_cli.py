@@ -119,3 +119,8 @@ async def test_every_auth_command(sqlite_url: str) -> None:
         assert environment_of(demo["secret"]) == "sandbox"
         _, key, _ = await cli(t, "keys", "get", demo["key_id"])
         assert len(key["key"]["scopes"]) == 10 and key["key"]["account_id"] == demo["account_id"]
+        # A restart of scripts/run rotates the demo key with a day's overlap: `svc listen` keeps working.
+        again = await create_demo_key(t, None, account_id=demo["account_id"], replaces=demo["key_id"])
+        assert again["key_id"] != demo["key_id"] and again["secret"] != demo["secret"]
+        _, old, _ = await cli(t, "keys", "get", demo["key_id"])
+        assert old["key"]["status"] == "KEY_STATUS_EXPIRING"
