@@ -15,6 +15,7 @@ from sanic import Request, Sanic
 from portal import lifecycle
 from portal.config import PortalConfig
 from portal.context import PortalApp, PortalContext, PortalRequest
+from portal.flash import flash_key
 from portal.pages import PAGE_SIZE
 from portal.routes import BLUEPRINTS
 from portal.web import RouteErrorHandler
@@ -29,17 +30,20 @@ TIMEOUT = 10.0
 
 
 def create_app(config: PortalConfig, name: str = "portal") -> PortalApp:
+    csrf_key = config.csrf_key or os.urandom(32)
     ctx = PortalContext(
         settings=config,
         auth=AuthClient(config.authsvc, config.tls, timeout=TIMEOUT),
         hooks=HooksClient(config.webhookd, config.tls, timeout=TIMEOUT),
-        csrf_key=config.csrf_key or os.urandom(32),
+        csrf_key=csrf_key,
+        flash_key=flash_key(csrf_key),
         secure=config.public_url.startswith("https://"),
     )
     if config.csrf_key is None:
         log.warning(
-            "no --csrf-key-file / PORTAL_CSRF_KEY: CSRF tokens use a key of this process only, so forms "
-            "opened before a restart (or served by another portal process) are refused once"
+            "no --csrf-key-file / PORTAL_CSRF_KEY: CSRF tokens (and one-time flashes) use a key of this "
+            "process only, so forms opened before a restart (or served by another portal process) are "
+            "refused once"
         )
     # Sanic types request_class as its default Request; PortalRequest is that with typed contexts.
     app: PortalApp = Sanic(

@@ -28,6 +28,8 @@ class PortalContext:
     auth: AuthClient
     hooks: HooksClient
     csrf_key: bytes
+    # The key of the one-time flashes (portal.flash), derived from csrf_key.
+    flash_key: bytes
     # Cookies carry Secure when partners open the portal over https.
     secure: bool
 
@@ -60,6 +62,8 @@ class RequestContext(SimpleNamespace):  # SimpleNamespace: the bound of Sanic's 
     new_csrf: str = ""
     viewer: Viewer | None = None
     started: float | None = None
+    # Flash cookies this answer showed, deleted with it: (name, path).
+    drop_cookies: list[tuple[str, str]] = field(default_factory=list)
 
 
 PortalApp = Sanic[Config, PortalContext]

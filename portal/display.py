@@ -31,7 +31,50 @@ def details(value: struct_pb2.Struct) -> str:
     return json.dumps(struct_to_dict(value), ensure_ascii=False, sort_keys=True) if value.fields else ""
 
 
-FILTERS: dict[str, Any] = {"fmt": fmt, "countdown": countdown, "ts": datetime_of, "details": details}
+def plain(value: Any) -> str:
+    """A value of an audit record as words: lists joined, whole numbers without ".0", yes/no."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, list):
+        return ", ".join(plain(v) for v in value) or "(none)"
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return str(value) if value != "" else "(empty)"
+
+
+# Shown in its own column of the audit page.
+_SHOWN_ELSEWHERE = frozenset({"endpoint_id"})
+
+
+def changes(event: Any) -> list[tuple[str, str | None, str | None]]:
+    """An audit record's change as rows (field, before, after), by field name; None: not in that side."""
+    before = struct_to_dict(event.before) if event.before.fields else {}
+    after = struct_to_dict(event.after) if event.after.fields else {}
+    rows: list[tuple[str, str | None, str | None]] = []
+    for name in sorted(set(before) | set(after)):
+        if name in _SHOWN_ELSEWHERE and name not in before:
+            continue
+        rows.append(
+            (
+                name,
+                plain(before[name]) if name in before else None,
+                plain(after[name]) if name in after else None,
+            )
+        )
+    return rows
+
+
+FILTERS: dict[str, Any] = {
+    "fmt": fmt,
+    "countdown": countdown,
+    "ts": datetime_of,
+    "details": details,
+    "changes": changes,
+}
 # {proto number: word}; an attempt's outcome reads "http error" on the page, not "http_error".
 GLOBALS: dict[str, Any] = {
     "KEY_STATUS": prototables.KEY_STATUS.names(),

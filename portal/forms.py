@@ -16,8 +16,8 @@ from svckit.prototables import EnumTable
 class Fields:
     """Form fields as strings ("" when absent)."""
 
-    def __init__(self, request: Request[Any, Any]) -> None:
-        self._form: Any = request.form or {}
+    def __init__(self, request: Request[Any, Any], source: str = "form") -> None:
+        self._form: Any = (request.args if source == "args" else request.form) or {}
 
     def get(self, name: str, default: str = "") -> str:
         value = self._form.get(name)
@@ -30,6 +30,11 @@ class Fields:
 
 def fields(request: Request[Any, Any]) -> Fields:
     return Fields(request)
+
+
+def query(request: Request[Any, Any]) -> Fields:
+    """The query string's fields (a GET form: a confirmation page's choices)."""
+    return Fields(request, "args")
 
 
 def when(text: str, field: str) -> timestamp_pb2.Timestamp | None:

@@ -14,7 +14,7 @@ from portal.web import ENVIRONMENTS, SESSION_COOKIE, begin, check_csrf, error_pa
 from svckit.clients import ClientError
 from travel.auth.v1 import identity_pb2 as ipb
 
-PUBLIC = ("/signin", "/invite/", "/static/", "/healthz")
+PUBLIC = ("/signin", "/invite/", "/static/", "/healthz", "/favicon.ico")
 # What a user who must enrol in TOTP may still open: its own page, the enrolment, sign-out.
 ENROLMENT_PATH = re.compile(r"^/(live|sandbox)/me(/totp|/totp-confirm)?$|^/signout$")
 
@@ -29,6 +29,15 @@ async def load(request: PortalRequest) -> HTTPResponse | None:
             return response.redirect("/live/")
         return None
     token = request.cookies.get(SESSION_COOKIE) or ""
+    if request.route is None:
+        # No such page: the portal's 404 page (RouteErrorHandler), with the menu when signed in.
+        if token:
+            try:
+                got = await auth(request).get_session(ipb.GetSessionRequest(session_token=token))
+            except ClientError:
+                return None
+            request.ctx.viewer = Viewer(got.user, token, got.session.id)
+        return None
     try:
         got = await auth(request).get_session(ipb.GetSessionRequest(session_token=token))
     except ClientError as exc:

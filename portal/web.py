@@ -11,11 +11,12 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from prometheus_client import Histogram
 from sanic import Request, response
+from sanic.exceptions import SanicException
 from sanic.handlers import ErrorHandler
 from sanic.log import error_logger
 from sanic.response import BaseHTTPResponse, HTTPResponse
 
-from portal import csrf, display
+from portal import csrf, display, flash
 from portal.context import PortalRequest, Viewer
 from svckit import roles
 from svckit.clients import ClientError
@@ -104,9 +105,32 @@ def route_of(request: Request[Any, Any]) -> str:
     return "/" + request.route.path if request.route else "(none)"
 
 
+class PageError:
+    """An error the portal shows that no peer raised (the same fields as a ClientError)."""
+
+    def __init__(self, status: int, type: str, message: str) -> None:
+        self.status, self.type, self.message = status, type, message
+
+
 class RouteErrorHandler(ErrorHandler):
     """Sanic's handler logs the whole URL of a request that raised, and a portal URL can hold a secret
-    (the invitation token of /invite/<token>): this one logs the method and route template instead."""
+    (the invitation token of /invite/<token>): this one logs the method and route template instead.
+    Whatever Sanic would answer itself (an unknown URL, a method the route lacks, an exception of a
+    handler) is the portal's own error page instead, with the request id and no inline script."""
+
+    def default(self, request: Request, exception: Exception) -> HTTPResponse:
+        self.log(request, exception)
+        portal_request: PortalRequest = request  # type: ignore[assignment]
+        if not portal_request.ctx.rid:
+            begin(portal_request)
+        status = exception.status_code if isinstance(exception, SanicException) else 500
+        if status == 404:
+            error = PageError(404, "not_found", "There is no page at this address.")
+        elif status < 500:
+            error = PageError(status, "invalid_request", "The portal cannot answer this request.")
+        else:
+            error = PageError(500, "internal_error", "Something went wrong on our side; nothing was shown.")
+        return error_page(portal_request, error)
 
     @staticmethod
     def log(request: Request, exception: Exception) -> None:
@@ -124,6 +148,7 @@ def begin(request: PortalRequest) -> None:
     request.ctx.new_csrf = ""
     request.ctx.viewer = None
     request.ctx.started = time.perf_counter()
+    request.ctx.drop_cookies = []
 
 
 def finish(request: PortalRequest, resp: BaseHTTPResponse, secure: bool) -> None:
@@ -134,6 +159,10 @@ def finish(request: PortalRequest, resp: BaseHTTPResponse, secure: bool) -> None
         resp.headers["X-Request-Id"] = ctx.rid
     if ctx.new_csrf:
         set_cookie(resp, CSRF_COOKIE, ctx.new_csrf, secure)
+    for name, path in ctx.drop_cookies:
+        # The flash this answer showed: gone with this answer (same name, path and attributes).
+        resp.add_cookie(name, "", path=path, httponly=True, samesite="Strict", secure=secure, max_age=0)
+    ctx.drop_cookies = []
     started = ctx.started
     if started is not None:
         elapsed = time.perf_counter() - started
@@ -159,16 +188,92 @@ def set_cookie(
     resp.add_cookie(name, value, path="/", httponly=True, samesite="Lax", secure=secure, max_age=max_age)
 
 
-def signed_in(request: PortalRequest, token: str, to: str = "/live/") -> HTTPResponse:
+def signed_in(request: PortalRequest, token: str, to: str = "/live/", notice: str = "") -> HTTPResponse:
     """The answer to a sign-in (or a password change): the new session's cookie, then ``to``."""
     resp = response.redirect(to, status=303)
     set_cookie(resp, SESSION_COOKIE, token, request.app.ctx.secure)
+    if notice:
+        _set_flash(request, resp, flash.NOTICE_COOKIE, to, {"m": notice}, token)
     return resp
+
+
+def _path_of(to: str) -> str:
+    return to.split("?", 1)[0].split("#", 1)[0]
+
+
+def _set_flash(
+    request: PortalRequest, resp: BaseHTTPResponse, cookie: str, to: str, payload: dict[str, Any], token: str
+) -> None:
+    """A flash for the page ``to``: sealed for the session ``token``, in a cookie only that page gets."""
+    path = _path_of(to)
+    value = flash.seal(request.app.ctx.flash_key, token, cookie, {**payload, "p": path})
+    resp.add_cookie(
+        cookie,
+        value,
+        path=path,
+        httponly=True,
+        samesite="Strict",
+        secure=request.app.ctx.secure,
+        max_age=flash.TTL,
+    )
+
+
+def redirect(request: PortalRequest, to: str, notice: str = "") -> HTTPResponse:
+    """The answer to a form that changed something: 303 to the page ``to`` (Post/Redirect/Get), which
+    shows ``notice`` once."""
+    resp = response.redirect(to, status=303)
+    if notice:
+        _set_flash(request, resp, flash.NOTICE_COOKIE, to, {"m": notice}, viewer_of(request).session_token)
+    return resp
+
+
+def redirect_with_secret(
+    request: PortalRequest, to: str, kind: str, object_id: str, secret: str, notice: str = ""
+) -> HTTPResponse:
+    """303 to the page ``to`` that shows ``secret`` once (``take_secret``): never in the URL, only in a
+    sealed cookie of that page's path."""
+    resp = redirect(request, to, notice)
+    payload = {"k": kind, "id": object_id, "s": secret}
+    _set_flash(request, resp, flash.SECRET_COOKIE, to, payload, viewer_of(request).session_token)
+    return resp
+
+
+def _take(request: PortalRequest, cookie: str) -> dict[str, Any] | None:
+    """The flash ``cookie`` of this page, sealed for this session; the cookie is deleted in the answer
+    either way (a flash is read once)."""
+    viewer = request.ctx.viewer
+    values = request.cookies.getlist(cookie) or []
+    if not values or viewer is None:
+        return None
+    # This page's cookie goes with this answer, whatever it holds; one of a parent path (the browser
+    # sends those too) is not this page's and waits for its own.
+    if (cookie, request.path) not in request.ctx.drop_cookies:
+        request.ctx.drop_cookies.append((cookie, request.path))
+    for value in values:
+        payload = flash.unseal(request.app.ctx.flash_key, viewer.session_token, cookie, value)
+        if payload is not None and payload.get("p") == request.path:
+            return payload
+    return None
+
+
+def take_secret(request: PortalRequest, kind: str, object_id: str) -> str:
+    """The secret the POST before this page left for it ("" when there is none: already shown, expired,
+    or not this session's)."""
+    payload = _take(request, flash.SECRET_COOKIE)
+    if payload is None or payload.get("k") != kind or payload.get("id") != object_id:
+        return ""
+    return str(payload.get("s", ""))
 
 
 def render(request: PortalRequest, template: str, status: int = 200, **context: Any) -> HTTPResponse:
     viewer = request.ctx.viewer
-    env = context.pop("env", None) or request.match_info.get("env") or "live"
+    if request.method == "GET" and not request.headers.get("hx-request") and "notice" not in context:
+        got = _take(request, flash.NOTICE_COOKIE) if request.cookies.get(flash.NOTICE_COOKIE) else None
+        context["notice"] = str(got.get("m", "")) if got else ""
+    # The page's environment; a page no route matched (the 404 page) takes its URL's first segment.
+    env = context.pop("env", None) or request.match_info.get("env") or request.path.split("/")[1]
+    if env not in ENVIRONMENTS:
+        env = "live"
     other = "sandbox" if env == "live" else "live"
     path = request.path
     switch = path.replace(f"/{env}/", f"/{other}/", 1) if path.startswith(f"/{env}/") else f"/{other}/"
@@ -186,7 +291,7 @@ def render(request: PortalRequest, template: str, status: int = 200, **context: 
     return response.html(body, status=status)
 
 
-def error_page(request: PortalRequest, error: ClientError) -> HTTPResponse:
+def error_page(request: PortalRequest, error: ClientError | PageError) -> HTTPResponse:
     if request.headers.get("hx-request"):
         body = templates.get_template("_error.html").render(error=error, request_id=request.ctx.rid)
         return response.html(body, status=error.status)

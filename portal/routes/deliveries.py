@@ -1,4 +1,5 @@
-"""The delivery log: deliveries filtered, a delivery's attempts (polled by htmx), and a resend."""
+"""The delivery log: deliveries filtered, a delivery's attempts (polled by htmx), and a resend (htmx:
+the attempts in place; a plain form: 303 to the delivery's page)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from sanic.response import HTTPResponse
 from portal.context import PortalRequest, hooks
 from portal.forms import number_of, when
 from portal.pages import PAGE_SIZE, Listing, list_page
-from portal.web import env_of, need, render, viewer_of
+from portal.web import env_of, need, redirect, render, viewer_of
 from portal.webhook_audit import audit_webhook
 from svckit.events import EVENT_KINDS
 from svckit.protos import timestamp
@@ -90,6 +91,11 @@ async def resend(request: PortalRequest, env: str, attempt_id: str) -> HTTPRespo
             "event_id": got.delivery.event_id,
         },
     )
+    if not request.headers.get("hx-request"):
+        # The form without htmx: Post/Redirect/Get to the delivery's page.
+        return redirect(
+            request, f"/{env}/deliveries/{got.delivery.id}", "Resent: a new attempt is on its way."
+        )
     attempts = await attempts_of(request, env, got.delivery.id)
     return render(
         request,

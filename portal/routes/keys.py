@@ -1,18 +1,20 @@
-"""API keys: the list (and a new key), a key's page, rotation and revocation."""
+"""API keys: the list (and a new key), a key's page, its edit, rotation and revocation. A new or rotated
+key's secret reaches its page once, through a sealed flash (``redirect_with_secret``), never as the
+answer of the POST: a reload shows the page again, never repeats the action."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from google.protobuf import duration_pb2
+from google.protobuf import duration_pb2, field_mask_pb2
 from markupsafe import Markup
 from sanic import Blueprint, response
 from sanic.response import HTTPResponse
 
 from portal.context import PortalRequest, auth
-from portal.forms import fields, lines, period_seconds
+from portal.forms import fields, lines, period_seconds, query
 from portal.pages import PAGE_SIZE, Listing, list_page
-from portal.web import env_of, need, render, viewer_of
+from portal.web import env_of, need, redirect, redirect_with_secret, render, take_secret, viewer_of
 from svckit.allowlist import validate_allowlist
 from svckit.clients import ClientError
 from svckit.errors import InvalidInput
@@ -54,6 +56,20 @@ async def get_key(request: PortalRequest, key_id: str) -> apb.ApiKey:
     return key
 
 
+def key_view(
+    request: PortalRequest,
+    key: apb.ApiKey,
+    status: int = 200,
+    form: Any = None,
+    errors: dict[str, str] | None = None,
+) -> HTTPResponse:
+    """A key's page; ``form``: the refused edit form (else the key's own values fill it)."""
+    values = key_values(form, key)
+    return render(
+        request, "key.html", status=status, key=key, scopes=ALL_SCOPES, form=values, errors=errors or {}
+    )
+
+
 @bp.get("/<env:str>/keys")
 async def keys(request: PortalRequest, env: str) -> HTTPResponse:
     return await keys_page(request, env_of(request))
@@ -92,23 +108,125 @@ async def create_key(request: PortalRequest, env: str) -> HTTPResponse:
             raise
         values = {"name": form.get("name", ""), "scopes": scopes, "allowed_sources": "\n".join(sources)}
         return await keys_page(request, env, 400, errors={exc.field or "form": exc.message}, form=values)
-    return render(request, "secret.html", title="API key created", key=created.key, secret=created.secret)
+    key = created.key
+    return redirect_with_secret(request, f"/{env}/keys/{key.id}/secret", "key", key.id, created.secret)
 
 
 @bp.get("/<env:str>/keys/<key_id:str>")
 async def key_page(request: PortalRequest, env: str, key_id: str) -> HTTPResponse:
     need(request, "keys.read")
-    return render(request, "key.html", key=await get_key(request, key_id))
+    return key_view(request, await get_key(request, key_id))
+
+
+@bp.get("/<env:str>/keys/<key_id:str>/secret")
+async def key_secret(request: PortalRequest, env: str, key_id: str) -> HTTPResponse:
+    """The page a new or rotated key's POST redirects to: its secret once, then "shown once"."""
+    need(request, "keys.read")
+    key = await get_key(request, key_id)
+    old_key = await get_key(request, key.rotated_from_key_id) if key.rotated_from_key_id else None
+    return render(
+        request,
+        "secret.html",
+        title="API key rotated" if old_key else "API key created",
+        key=key,
+        secret=take_secret(request, "key", key.id),
+        old_key=old_key,
+    )
+
+
+def key_values(form: Any, key: apb.ApiKey) -> dict[str, Any]:
+    """What the edit form shows: the key's values, or those the refused form sent."""
+    if form is None:
+        return {
+            "name": key.name,
+            "scopes": list(key.scopes),
+            "allowed_sources": "\n".join(key.allowed_sources),
+            "rate_limit": str(key.rate_limit),
+        }
+    return {
+        "name": form.get("name", ""),
+        "scopes": form.getlist("scopes"),
+        "allowed_sources": form.get("allowed_sources", ""),
+        "rate_limit": form.get("rate_limit", ""),
+    }
+
+
+@bp.post("/<env:str>/keys/<key_id:str>/edit")
+async def edit_key(request: PortalRequest, env: str, key_id: str) -> HTTPResponse:
+    """Name, scopes, allow list and rate limit (authsvc's UpdateKey, audited with before and after);
+    only what changed is sent."""
+    env = env_of(request)
+    need(request, "keys.write")
+    key = await get_key(request, key_id)
+    form = fields(request)
+    wanted = apb.UpdateKeyRequest(
+        key_id=key.id,
+        name=form.get("name", "").strip(),
+        scopes=form.getlist("scopes"),
+        allowed_sources=lines(form.get("allowed_sources", "")),
+        actor=actor(request),
+    )
+    try:
+        text = form.get("rate_limit", "").strip() or "0"
+        if not text.isdigit():
+            raise ClientError("invalid_request", "a whole number of requests a second", field="rate_limit")
+        wanted.rate_limit = int(text)
+        paths = [
+            path
+            for path, now, before in (
+                ("name", wanted.name, key.name),
+                ("scopes", sorted(wanted.scopes), sorted(key.scopes)),
+                ("allowed_sources", list(wanted.allowed_sources), list(key.allowed_sources)),
+                ("rate_limit", wanted.rate_limit, key.rate_limit),
+            )
+            if now != before
+        ]
+        if not paths:
+            return redirect(request, f"/{env}/keys/{key.id}", "Nothing changed.")
+        wanted.update_mask.CopyFrom(field_mask_pb2.FieldMask(paths=paths))
+        await auth(request).update_key(wanted)
+    except ClientError as exc:
+        if exc.status != 400:
+            raise
+        return key_view(request, key, 400, form, {exc.field or "form": exc.message})
+    return redirect(request, f"/{env}/keys/{key.id}", "Key saved: the edge applies it within a second.")
+
+
+@bp.get("/<env:str>/keys/<key_id:str>/rotate")
+async def confirm_rotate(request: PortalRequest, env: str, key_id: str) -> HTTPResponse:
+    """Rotating asks first: this page's form is the one that rotates."""
+    env = env_of(request)
+    need(request, "keys.write")
+    key = await get_key(request, key_id)
+    try:
+        grace = period_seconds(query(request), "grace_hours")
+    except ClientError as exc:
+        return key_view(request, key, 400, errors={exc.field: exc.message})
+    hours = grace // 3600
+    return render(
+        request,
+        "confirm.html",
+        title=f"Rotate key {key.name or key.id}?",
+        action=f"/{env}/keys/{key.id}/rotate",
+        hidden={"grace_hours": str(hours)},
+        explain=(
+            f"A new key with a new secret replaces {key.hint}. The old secret keeps working for "
+            f"{hours} hour{'s' if hours != 1 else ''}" + (", then stops." if hours else ": it stops now.")
+        ),
+        button="Rotate key",
+        cancel=f"/{env}/keys/{key.id}",
+    )
 
 
 @bp.post("/<env:str>/keys/<key_id:str>/rotate")
 async def rotate_key(request: PortalRequest, env: str, key_id: str) -> HTTPResponse:
+    env = env_of(request)
     need(request, "keys.write")
     key = await get_key(request, key_id)
     try:
         grace = period_seconds(fields(request), "grace_hours")
     except ClientError as exc:
-        return render(request, "key.html", status=400, key=key, errors={exc.field: exc.message})
+        return key_view(request, key, 400, errors={exc.field: exc.message})
     rotated = await auth(request).rotate_key(
         apb.RotateKeyRequest(
             key_id=key.id,
@@ -116,14 +234,8 @@ async def rotate_key(request: PortalRequest, env: str, key_id: str) -> HTTPRespo
             actor=actor(request),
         ),
     )
-    return render(
-        request,
-        "secret.html",
-        title="API key rotated",
-        key=rotated.new_key,
-        secret=rotated.secret,
-        old_key=rotated.old_key,
-    )
+    new = rotated.new_key
+    return redirect_with_secret(request, f"/{env}/keys/{new.id}/secret", "key", new.id, rotated.secret)
 
 
 @bp.post("/<env:str>/keys/<key_id:str>/revoke")
@@ -132,14 +244,8 @@ async def revoke_key(request: PortalRequest, env: str, key_id: str) -> HTTPRespo
     key = await get_key(request, key_id)
     form = fields(request)
     if form.get("confirm", "").strip() != key.name and form.get("confirm", "").strip() != key.hint:
-        return render(
-            request,
-            "key.html",
-            status=400,
-            key=key,
-            errors={"confirm": "type the key's name exactly to confirm"},
-        )
+        return key_view(request, key, 400, errors={"confirm": "type the key's name exactly to confirm"})
     await auth(request).revoke_key(
         apb.RevokeKeyRequest(key_id=key.id, reason=form.get("reason", ""), actor=actor(request)),
     )
-    return response.redirect(f"/{env}/keys/{key.id}", status=303)
+    return redirect(request, f"/{env}/keys/{key.id}", "Key revoked: the edge refuses it within a second.")

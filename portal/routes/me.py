@@ -1,24 +1,26 @@
-"""The own page: password, TOTP enrolment and removal, and the user's sessions."""
+"""The own page: password, TOTP enrolment and removal, and the user's sessions. Every form answers 303
+to the page, which says once what it did; the enrolment's QR code and setup key reach it through a
+sealed flash like any secret shown once."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sanic import Blueprint, response
+from sanic import Blueprint
 from sanic.response import HTTPResponse
 
 from portal import totp
 from portal.context import PortalRequest, auth
 from portal.forms import fields
 from portal.pages import Listing, list_page
-from portal.web import env_of, signed_in, viewer_of
+from portal.web import env_of, redirect, redirect_with_secret, signed_in, take_secret, viewer_of
 from svckit.clients import ClientError
 from travel.auth.v1 import identity_pb2 as ipb
 
 bp = Blueprint("portal_me")
-# (request, env) -> the page; None: back to the own page.
-MeAction = Callable[[PortalRequest, str], Awaitable[HTTPResponse | None]]
+# (request, env) -> the answer, or what the own page says once done.
+MeAction = Callable[[PortalRequest, str], Awaitable[HTTPResponse | str]]
 
 
 async def me_page(request: PortalRequest, status: int = 200, **extra: Any) -> HTTPResponse:
@@ -44,7 +46,7 @@ def me_action(form_name: str) -> Callable[[MeAction], Callable[..., Awaitable[HT
                 if exc.status not in (400, 401, 409) or exc.type == "session_expired":
                     raise
                 return await me_page(request, 400, errors={exc.field or form_name: exc.message})
-            return response.redirect(f"/{env}/me", status=303) if resp is None else resp
+            return redirect(request, f"/{env}/me", resp) if isinstance(resp, str) else resp
 
         route.__name__ = handler.__name__
         route.__doc__ = handler.__doc__
@@ -56,12 +58,16 @@ def me_action(form_name: str) -> Callable[[MeAction], Callable[..., Awaitable[HT
 @bp.get("/<env:str>/me")
 async def me(request: PortalRequest, env: str) -> HTTPResponse:
     env_of(request)
+    uri = take_secret(request, "totp", viewer_of(request).user.id)
+    if uri:
+        qr, totp_key = totp.enrolment(uri)
+        return await me_page(request, qr=qr, totp_key=totp_key)
     return await me_page(request)
 
 
 @bp.post("/<env:str>/me/password")
 @me_action("password")
-async def change_password(request: PortalRequest, env: str) -> HTTPResponse | None:
+async def change_password(request: PortalRequest, env: str) -> HTTPResponse | str:
     form = fields(request)
     got = await auth(request).change_password(
         ipb.ChangePasswordRequest(
@@ -72,33 +78,35 @@ async def change_password(request: PortalRequest, env: str) -> HTTPResponse | No
             user_agent=request.headers.get("user-agent", "")[:300],
         ),
     )
-    return signed_in(request, got.session_token, f"/{env}/me")
+    return signed_in(
+        request, got.session_token, f"/{env}/me", "Password changed; your other sessions are signed out."
+    )
 
 
 @bp.post("/<env:str>/me/totp")
 @me_action("totp")
-async def begin_totp(request: PortalRequest, env: str) -> HTTPResponse | None:
+async def begin_totp(request: PortalRequest, env: str) -> HTTPResponse | str:
+    viewer = viewer_of(request)
     begun = await auth(request).begin_totp_enrollment(
-        ipb.BeginTotpEnrollmentRequest(session_token=viewer_of(request).session_token),
+        ipb.BeginTotpEnrollmentRequest(session_token=viewer.session_token),
     )
-    qr, totp_key = totp.enrolment(begun.provisioning_uri)
-    return await me_page(request, qr=qr, totp_key=totp_key)
+    return redirect_with_secret(request, f"/{env}/me", "totp", viewer.user.id, begun.provisioning_uri)
 
 
 @bp.post("/<env:str>/me/totp-confirm")
 @me_action("totp-confirm")
-async def confirm_totp(request: PortalRequest, env: str) -> HTTPResponse | None:
+async def confirm_totp(request: PortalRequest, env: str) -> HTTPResponse | str:
     await auth(request).confirm_totp_enrollment(
         ipb.ConfirmTotpEnrollmentRequest(
             session_token=viewer_of(request).session_token, code=fields(request).get("code", "")
         ),
     )
-    return None
+    return "Two-factor sign-in is on."
 
 
 @bp.post("/<env:str>/me/totp-remove")
 @me_action("totp-remove")
-async def remove_totp(request: PortalRequest, env: str) -> HTTPResponse | None:
+async def remove_totp(request: PortalRequest, env: str) -> HTTPResponse | str:
     try:
         await auth(request).disable_totp(
             ipb.DisableTotpRequest(
@@ -112,18 +120,18 @@ async def remove_totp(request: PortalRequest, env: str) -> HTTPResponse | None:
             raise
         # The refusal's own status, beside the password field.
         return await me_page(request, exc.status, errors={"totp_password": exc.message})
-    return None
+    return "Two-factor sign-in is off."
 
 
 @bp.post("/<env:str>/me/revoke-session")
 @me_action("revoke-session")
-async def revoke_session(request: PortalRequest, env: str) -> HTTPResponse | None:
+async def revoke_session(request: PortalRequest, env: str) -> HTTPResponse | str:
     await auth(request).revoke_session(
         ipb.RevokeSessionRequest(
             session_token=viewer_of(request).session_token, session_id=fields(request).get("session_id", "")
         ),
     )
-    return None
+    return "Session ended."
 
 
 @bp.post("/<env:str>/me/<action:str>")

@@ -1,4 +1,4 @@
-"""GET /static/<name> (the stylesheet, the script, htmx) and GET /healthz."""
+"""GET /static/<name> (the stylesheet, the script, htmx, the icon), GET /favicon.ico and GET /healthz."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ FILES = {
     "portal.css": (STATIC / "portal.css", "text/css"),
     "portal.js": (STATIC / "portal.js", "text/javascript"),
     "htmx.min.js": (HTMX, "text/javascript"),
+    "favicon.svg": (STATIC / "favicon.svg", "image/svg+xml"),
 }
 
 bp = Blueprint("portal_static")
@@ -29,6 +30,14 @@ async def static(request: PortalRequest, name: str) -> HTTPResponse:
     path, mime = FILES[name]
     resp = response.raw(path.read_bytes(), content_type=mime)
     resp.headers["Cache-Control"] = "public, max-age=300"
+    return resp
+
+
+@bp.get("/favicon.ico")
+async def favicon(request: PortalRequest) -> HTTPResponse:
+    """Browsers ask for /favicon.ico whatever the page links: the SVG icon (every page links it)."""
+    resp = response.redirect("/static/favicon.svg", status=301)
+    resp.headers["Cache-Control"] = "public, max-age=86400"
     return resp
 
 

@@ -1,5 +1,6 @@
 """Webhook endpoints: the list (and a new endpoint), an endpoint's page, and one route per operation
-on it; every operation goes in the audit trail."""
+on it; every operation goes in the audit trail and answers 303 to a page that says what it did. A new or
+rotated signing secret reaches ``/<env>/webhooks/<id>/secret`` once, through a sealed flash."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from google.protobuf import duration_pb2, field_mask_pb2
-from sanic import Blueprint, response
+from sanic import Blueprint
 from sanic.response import HTTPResponse
 
 from portal.context import PortalRequest, hooks
 from portal.display import fmt
 from portal.forms import fields, period_seconds, when
 from portal.pages import PAGE_SIZE, Listing, list_page
-from portal.web import env_of, need, render, viewer_of
+from portal.web import env_of, need, redirect, redirect_with_secret, render, take_secret, viewer_of
 from portal.webhook_audit import audit_webhook, endpoint_fields
 from svckit.clients import ClientError
 from svckit.events import EVENT_KINDS
@@ -82,8 +83,13 @@ def endpoint_action(handler: EndpointAction) -> Callable[..., Awaitable[HTTPResp
     return route
 
 
-def back(env: str, endpoint_id: str) -> HTTPResponse:
-    return response.redirect(f"/{env}/webhooks/{endpoint_id}", status=303)
+def back(request: PortalRequest, env: str, endpoint_id: str, notice: str) -> HTTPResponse:
+    return redirect(request, f"/{env}/webhooks/{endpoint_id}", notice)
+
+
+def with_secret(request: PortalRequest, env: str, endpoint_id: str, secret: str, notice: str) -> HTTPResponse:
+    to = f"/{env}/webhooks/{endpoint_id}/secret"
+    return redirect_with_secret(request, to, "signing_secret", endpoint_id, secret, notice)
 
 
 @bp.get("/<env:str>/webhooks")
@@ -115,9 +121,7 @@ async def create_endpoint(request: PortalRequest, env: str) -> HTTPResponse:
     await audit_webhook(
         request, "webhook_endpoint.created", made.endpoint.id, after=endpoint_fields(made.endpoint)
     )
-    return render(
-        request, "endpoint.html", endpoint=made.endpoint, secret=made.signing_secret, kinds=EVENT_KINDS
-    )
+    return with_secret(request, env, made.endpoint.id, made.signing_secret, "Endpoint added.")
 
 
 @bp.get("/<env:str>/webhooks/<endpoint_id:str>")
@@ -125,6 +129,37 @@ async def endpoint_page(request: PortalRequest, env: str, endpoint_id: str) -> H
     need(request, "webhooks.read")
     got = await hooks(request).get_endpoint(wpb.GetEndpointRequest(**endpoint_ref(request, env, endpoint_id)))
     return render(request, "endpoint.html", endpoint=got.endpoint, kinds=EVENT_KINDS)
+
+
+@bp.get("/<env:str>/webhooks/<endpoint_id:str>/secret")
+async def endpoint_secret(request: PortalRequest, env: str, endpoint_id: str) -> HTTPResponse:
+    """The page a new endpoint or a rotation redirects to: the signing secret once, then "shown once"."""
+    env = env_of(request)
+    need(request, "webhooks.read")
+    got = await hooks(request).get_endpoint(wpb.GetEndpointRequest(**endpoint_ref(request, env, endpoint_id)))
+    secret = take_secret(request, "signing_secret", endpoint_id)
+    return render(
+        request, "endpoint.html", endpoint=got.endpoint, kinds=EVENT_KINDS, secret=secret, secret_page=True
+    )
+
+
+@bp.get("/<env:str>/webhooks/<endpoint_id:str>/delete")
+async def confirm_delete(request: PortalRequest, env: str, endpoint_id: str) -> HTTPResponse:
+    """Deleting asks first: this page's form is the one that deletes."""
+    env = env_of(request)
+    need(request, "webhooks.write")
+    got = await hooks(request).get_endpoint(wpb.GetEndpointRequest(**endpoint_ref(request, env, endpoint_id)))
+    return render(
+        request,
+        "confirm.html",
+        title="Delete this endpoint?",
+        action=f"/{env}/webhooks/{endpoint_id}/delete",
+        hidden={},
+        explain=f"{got.endpoint.url} stops receiving events at once; its delivery log goes with it. "
+        "This cannot be undone.",
+        button="Delete endpoint",
+        cancel=f"/{env}/webhooks/{endpoint_id}",
+    )
 
 
 @bp.post("/<env:str>/webhooks/<endpoint_id:str>/edit")
@@ -153,7 +188,7 @@ async def edit_endpoint(
         before={name: before[name] for name in changed},
         after={name: after[name] for name in changed},
     )
-    return back(env, endpoint_id)
+    return back(request, env, endpoint_id, "Endpoint saved." if changed else "Nothing changed.")
 
 
 @bp.post("/<env:str>/webhooks/<endpoint_id:str>/delete")
@@ -165,7 +200,7 @@ async def delete_endpoint(
     await audit_webhook(
         request, "webhook_endpoint.deleted", endpoint_id, before=endpoint_fields(gone.endpoint)
     )
-    return response.redirect(f"/{env}/webhooks", status=303)
+    return redirect(request, f"/{env}/webhooks", f"Endpoint {gone.endpoint.url} deleted.")
 
 
 @bp.post("/<env:str>/webhooks/<endpoint_id:str>/enable")
@@ -175,7 +210,7 @@ async def enable_endpoint(
 ) -> HTTPResponse:
     await hooks(request).enable_endpoint(wpb.EnableEndpointRequest(**ref))
     await audit_webhook(request, "webhook_endpoint.enabled", endpoint_id, after={"status": "enabled"})
-    return back(env, endpoint_id)
+    return back(request, env, endpoint_id, "Endpoint enabled: deliveries resume.")
 
 
 @bp.post("/<env:str>/webhooks/<endpoint_id:str>/recover")
@@ -193,7 +228,9 @@ async def recover_endpoint(
         endpoint_id,
         after={"since": fmt(datetime_of(since)), "recovered": recovered.recovered_count},
     )
-    return back(env, endpoint_id)
+    count = recovered.recovered_count
+    noun = "delivery" if count == 1 else "deliveries"
+    return back(request, env, endpoint_id, f"{count} {noun} queued (failed since {fmt(datetime_of(since))}).")
 
 
 @bp.post("/<env:str>/webhooks/<endpoint_id:str>/test")
@@ -208,7 +245,7 @@ async def send_test_event(
         endpoint_id,
         after={"event_id": sent.event.id, "delivery_id": sent.delivery.id},
     )
-    return response.redirect(f"/{env}/deliveries/{sent.delivery.id}", status=303)
+    return redirect(request, f"/{env}/deliveries/{sent.delivery.id}", "Test event sent.")
 
 
 @bp.post("/<env:str>/webhooks/<endpoint_id:str>/rotate")
@@ -230,9 +267,7 @@ async def rotate_signing_secret(
             "old_signatures_until": fmt(datetime_of(rotated.endpoint.previous_secret_expires_at)),
         },
     )
-    return render(
-        request, "endpoint.html", endpoint=rotated.endpoint, secret=rotated.signing_secret, kinds=EVENT_KINDS
-    )
+    return with_secret(request, env, endpoint_id, rotated.signing_secret, "Signing secret rotated.")
 
 
 @bp.post("/<env:str>/webhooks/<endpoint_id:str>/<action:str>")

@@ -20,6 +20,7 @@ import tempfile
 import time
 from base64 import b32decode, b64encode, urlsafe_b64decode, urlsafe_b64encode
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email import message_from_bytes, policy
 from typing import Any
@@ -78,7 +79,14 @@ class Inbox:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    tmp = tmp_path_factory.mktemp("portal")
+    with running_stack(tmp_path_factory.mktemp("portal")) as started:
+        yield started
+
+
+@contextmanager
+def running_stack(tmp: pathlib.Path) -> Iterator[Stack]:
+    """authsvc, webhookd, edge and portal processes, an HTTPS receiver and an SMTP server, in ``tmp``
+    (also tests/e2e/test_portal_walls.py's)."""
     ca = trustme.CA()
     ca_file = tmp / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
@@ -142,6 +150,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    with chromium() as launched:
+        yield launched
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """The system's Chromium, headless, through Playwright (never a browser Playwright downloads)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -247,8 +262,10 @@ def test_owner_journey(browser: Any, stack: Stack) -> None:
     shot(page, "key")
     old_key_url = page.url
 
-    # Rotate with the default 24 h: both work, the old one carries Sunset.
+    # Rotate with the default 24 h (asked first): both work, the old one carries Sunset.
     page.click("[data-testid=rotate] button[type=submit]")
+    shot(page, "key-rotate-confirm")
+    page.click("[data-testid=confirm] button[type=submit]")
     page.wait_for_selector("[data-testid=secret]")
     new_secret = page.text_content("[data-testid=secret]").strip()
     assert new_secret != secret

@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import hmac
 import html
+import logging
 import pathlib
 import re
 import uuid
@@ -132,7 +133,9 @@ async def test_csrf_token_is_bound_to_the_session(stack: Stack) -> None:
     assert sent.status_code == 403 and "req_" in sent.text
     assert "forged" not in await _key_names(bob)
     made = await bob.post("/sandbox/keys", data={"csrf": bob_token, "name": "real", "scopes": "hotels:read"})
-    assert made.status_code == 200 and "svc_test_" in made.text
+    # Post/Redirect/Get: the secret is on the page the POST redirects to.
+    assert made.status_code == 303
+    assert "svc_test_" in (await bob.get(made.headers["location"])).text
 
     # A new session (sign out, sign in) has a new token; the old session's token no longer works.
     await alice.post("/signout", data={"csrf": alice_token})
@@ -248,9 +251,10 @@ async def test_webhook_operations_are_in_the_audit_trail_with_the_portal_user(
         "/sandbox/webhooks",
         data={"csrf": token, "url": receiver.url("/h"), "events": "booking.confirmed", "description": "one"},
     )
-    assert made.status_code == 200
-    secrets = re.findall(r"whsec_[A-Za-z0-9+/=]+", made.text)
-    endpoint = re.search(r"/sandbox/webhooks/(we_[A-Za-z0-9]+)/", made.text)[1]  # type: ignore[index]
+    assert made.status_code == 303
+    shown = await dev.get(made.headers["location"])
+    secrets = re.findall(r"whsec_[A-Za-z0-9+/=]+", shown.text)
+    endpoint = re.search(r"/sandbox/webhooks/(we_[A-Za-z0-9]+)/", made.headers["location"])[1]  # type: ignore[index]
     base = f"/sandbox/webhooks/{endpoint}"
     edited = await dev.post(
         f"{base}/edit",
@@ -263,7 +267,8 @@ async def test_webhook_operations_are_in_the_audit_trail_with_the_portal_user(
     )
     assert edited.status_code == 303
     rotated = await dev.post(f"{base}/rotate", data={"csrf": token, "overlap_hours": "24"})
-    secrets += re.findall(r"whsec_[A-Za-z0-9+/=]+", rotated.text)
+    assert rotated.status_code == 303
+    secrets += re.findall(r"whsec_[A-Za-z0-9+/=]+", (await dev.get(rotated.headers["location"])).text)
     assert len(secrets) == 2
     for action in ("enable", "recover"):
         assert (await dev.post(f"{base}/{action}", data={"csrf": token})).status_code == 303
@@ -278,7 +283,9 @@ async def test_webhook_operations_are_in_the_audit_trail_with_the_portal_user(
             attempt = found[1]
             break
         await asyncio.sleep(0.05)
-    resent = await dev.post(f"/sandbox/attempts/{attempt}/resend", headers={"X-CSRF-Token": token})
+    resent = await dev.post(
+        f"/sandbox/attempts/{attempt}/resend", headers={"X-CSRF-Token": token, "HX-Request": "true"}
+    )
     assert resent.status_code == 202
     assert (await dev.post(f"{base}/delete", data={"csrf": token})).status_code == 303
 
@@ -306,5 +313,179 @@ async def test_webhook_operations_are_in_the_audit_trail_with_the_portal_user(
     assert all(secret not in page for secret in secrets)
     rotations = (await dev.get("/sandbox/audit", params={"action": "webhook_endpoint.secret_rotated"})).text
     assert re.findall(r'data-action="([a-z_.]+)"', rotations) == ["webhook_endpoint.secret_rotated"]
-    assert "dev@acme.example" in rotations and '"overlap_seconds": 86400' in html.unescape(rotations)
+    assert "dev@acme.example" in rotations and "<dt>overlap_seconds</dt><dd>86400</dd>" in rotations
     await dev.aclose()
+
+
+# -- Post/Redirect/Get, one-time flashes, pages --------------------------------------------------------
+
+
+def _set_cookies(resp: httpx.Response) -> dict[str, str]:
+    """The Set-Cookie headers of ``resp``, by cookie name (the whole header, lower-case)."""
+    return {h.split("=", 1)[0]: h.lower() for h in resp.headers.get_list("set-cookie")}
+
+
+async def _create_key(client: httpx.AsyncClient, name: str, scopes: str = "hotels:read") -> httpx.Response:
+    token = csrf_of((await client.get("/sandbox/keys")).text)
+    return await client.post("/sandbox/keys", data={"csrf": token, "name": name, "scopes": scopes})
+
+
+async def test_every_state_changing_form_answers_303_to_a_page(stack: Stack, receiver: Receiver) -> None:
+    owner = await stack.join("prg-owner@acme.example")
+    other = await stack.join("prg-dev@acme.example", ipb.USER_ROLE_DEVELOPER)
+    other_id = (
+        await stack.ids.GetSession(ipb.GetSessionRequest(session_token=other.cookies[SESSION_COOKIE]))
+    ).user.id
+    token = csrf_of((await owner.get("/sandbox/keys")).text)
+
+    async def post(path: str, **form: str | list[str]) -> str:
+        sent = await owner.post(path, data={"csrf": token, **form})
+        assert sent.status_code == 303, (path, sent.status_code, sent.text[:300])
+        to = sent.headers["location"]
+        assert "svc_" not in to and "whsec_" not in to  # never a secret in a URL
+        page = await owner.get(to)
+        assert page.status_code == 200, (path, to)
+        return page.text
+
+    made = await owner.post("/sandbox/keys", data={"csrf": token, "name": "prg", "scopes": "hotels:read"})
+    assert made.status_code == 303
+    key_id = re.search(r"/sandbox/keys/(key_[A-Za-z0-9]+)/secret$", made.headers["location"])[1]  # type: ignore[index]
+    await owner.get(made.headers["location"])
+    assert "Key saved" in await post(f"/sandbox/keys/{key_id}/edit", name="prg2", scopes=["hotels:read"])
+    assert "API key rotated" in await post(f"/sandbox/keys/{key_id}/rotate", grace_hours="1")
+    assert "Key revoked" in await post(f"/sandbox/keys/{key_id}/revoke", confirm="prg2")
+
+    page = await post("/sandbox/webhooks", url=receiver.url("/p"), events="booking.confirmed")
+    endpoint = re.search(r"/sandbox/webhooks/(we_[A-Za-z0-9]+)/edit", page)[1]  # type: ignore[index]
+    base = f"/sandbox/webhooks/{endpoint}"
+    assert "Endpoint saved" in await post(
+        f"{base}/edit", url=receiver.url("/p"), events="booking.confirmed", description="d"
+    )
+    assert "Endpoint enabled" in await post(f"{base}/enable")
+    assert re.search(r"\d+ deliver(y|ies) queued", await post(f"{base}/recover"))
+    assert "Test event sent" in await post(f"{base}/test")
+    assert "Signing secret rotated" in await post(f"{base}/rotate", overlap_hours="0")
+    assert "deleted" in await post(f"{base}/delete")
+
+    assert "Role changed" in await post(f"/sandbox/users/{other_id}/role", role="viewer")
+    invited = await post("/sandbox/users/invite", email="prg-new@acme.example", role="viewer")
+    assert "this link (it works once)" in invited
+    assert "User removed" in await post(f"/sandbox/users/{other_id}/remove")
+    assert "Sign-in rules saved" in await post("/sandbox/users/security")
+    # A new session comes with the password change: the notice is sealed for that one.
+    changed = await post("/sandbox/me/password", current_password=PASSWORD, new_password=PASSWORD + "!")
+    assert "Password changed" in changed
+    await owner.aclose()
+    await other.aclose()
+
+
+async def test_a_new_keys_secret_is_a_one_time_sealed_flash(stack: Stack) -> None:
+    alice = await stack.join("flash-alice@acme.example")
+    made = await _create_key(alice, "flash")
+    assert made.status_code == 303
+    to = made.headers["location"]
+    key_id = to.split("/")[3]
+    assert re.fullmatch(r"/sandbox/keys/key_[A-Za-z0-9]+/secret", to)
+    cookie = _set_cookies(made)["portal_once"]
+    # HttpOnly, SameSite=Strict, this page's path only, 10 minutes; not Secure on http (the session
+    # cookie is not either), and no secret readable in it.
+    assert "httponly" in cookie and "samesite=strict" in cookie and f"path={to.lower()}" in cookie
+    assert "max-age=600" in cookie and "secure" not in cookie.replace("samesite", "")
+    assert "svc_" not in cookie
+    sealed = alice.cookies.get("portal_once", path=to)
+    assert sealed
+
+    # Another session with Alice's sealed cookie: refused (nothing shown), and the cookie dropped.
+    bob = await stack.join("flash-bob@acme.example")
+    bob.cookies.set("portal_once", sealed, domain="127.0.0.1", path=to)
+    stolen = await bob.get(to)
+    assert stolen.status_code == 200 and 'data-testid="secret"' not in stolen.text
+    assert "This secret was shown once" in stolen.text
+
+    # Alice's own first GET shows it and deletes the cookie in that same answer; a reload does not.
+    first = await alice.get(to)
+    assert re.search(r'data-testid="secret">svc_test_', first.text)
+    dropped = _set_cookies(first)["portal_once"]
+    assert "max-age=0" in dropped and f"path={to.lower()}" in dropped
+    again = await alice.get(to)
+    assert 'data-testid="secret"' not in again.text
+    assert "This secret was shown once. Rotate the key to get a new one." in again.text
+    # One changed byte and the sealed cookie opens for nobody.
+    tampered = sealed[:-2] + ("A" if sealed[-2] != "A" else "B") + sealed[-1]
+    alice.cookies.set("portal_once", tampered, domain="127.0.0.1", path=to)
+    assert 'data-testid="secret"' not in (await alice.get(to)).text
+
+    # Exactly one key, one key.created.
+    keys = await stack.auth.ListKeys(
+        apb.ListKeysRequest(account_id=stack.account_id, environment=apb.ENVIRONMENT_SANDBOX)
+    )
+    assert [k.id for k in keys.keys if k.name == "flash"] == [key_id]
+    for client in (alice, bob):
+        await client.aclose()
+
+
+async def test_flash_notice_is_shown_once_on_the_page_redirected_to(stack: Stack) -> None:
+    owner = await stack.join("notice@acme.example")
+    made = await _create_key(owner, "notice")
+    key_page = made.headers["location"].removesuffix("/secret")
+    token = csrf_of((await owner.get(key_page)).text)
+    revoked = await owner.post(f"{key_page}/revoke", data={"csrf": token, "confirm": "notice"})
+    assert revoked.status_code == 303 and revoked.headers["location"] == key_page
+    cookie = _set_cookies(revoked)["portal_notice"]
+    assert "httponly" in cookie and "samesite=strict" in cookie and f"path={key_page.lower()}" in cookie
+    assert "Key revoked" in (await owner.get(key_page)).text
+    assert "Key revoked" not in (await owner.get(key_page)).text
+    await owner.aclose()
+
+
+async def test_no_secret_shown_once_is_in_any_log_record(
+    stack: Stack, caplog: pytest.LogCaptureFixture
+) -> None:
+    owner = await stack.join("logs@acme.example")
+    caplog.set_level(logging.DEBUG)
+    made = await _create_key(owner, "logged")
+    shown = (await owner.get(made.headers["location"])).text
+    secret = re.search(r'data-testid="secret">(svc_test_[^<]+)<', shown)[1]  # type: ignore[index]
+    key_page = made.headers["location"].removesuffix("/secret")
+    token = csrf_of((await owner.get(key_page)).text)
+    rotated = await owner.post(f"{key_page}/rotate", data={"csrf": token, "grace_hours": "0"})
+    new_secret = re.search(  # type: ignore[index]
+        r'data-testid="secret">(svc_test_[^<]+)<', (await owner.get(rotated.headers["location"])).text
+    )[1]
+    records = [str(r.__dict__) + r.getMessage() for r in caplog.records]
+    assert any("request" in r for r in records)  # the portal's request logs were captured
+    for value in (secret, new_secret):
+        assert all(value not in r for r in records)
+    await owner.aclose()
+
+
+async def test_unknown_urls_get_the_portals_own_404_and_there_is_a_favicon(stack: Stack) -> None:
+    async with stack.client() as anonymous:
+        for path in ("/no/such/page", "/live/no-such-page", "/favicon.ico.bak"):
+            missing = await anonymous.get(path)
+            assert missing.status_code == 404, path
+            assert 'data-testid="request-id">req_' in missing.text
+            assert "<script>" not in missing.text and "sanic" not in missing.text.lower()
+            assert "default-src 'self'" in missing.headers["content-security-policy"]
+        icon = await anonymous.get("/favicon.ico", follow_redirects=True)
+        assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+        assert 'rel="icon"' in (await anonymous.get("/signin")).text
+
+
+async def test_an_unexpected_error_is_the_portals_own_500_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Sanic, "test_mode", True)
+    app = create_app(PortalConfig(authsvc="127.0.0.1:9", webhookd="127.0.0.1:9"), name="portal_boom")
+
+    @app.get("/healthz/boom")  # public (no session needed): under /healthz
+    async def boom(request: object) -> None:
+        raise RuntimeError("boom")
+
+    running = await start(app, ["127.0.0.1:0"])
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{running.ports[0]}") as client:
+            failed = await client.get("/healthz/boom")
+    finally:
+        await running.stop(1)
+    assert failed.status_code == 500
+    assert 'data-testid="request-id">req_' in failed.text and "boom" not in failed.text
+    assert "<script>" not in failed.text and "default-src 'self'" in failed.headers["content-security-policy"]
