@@ -170,7 +170,7 @@ def chromium() -> Iterator[Any]:
             chromium.close()
 
 
-def invite(stack: Stack, email: str, role: int) -> str:
+def invite(stack: Stack, email: str, role: ipb.UserRole.ValueType) -> str:
     with grpc.insecure_channel(stack.authsvc) as channel:
         made = identity_pb2_grpc.IdentityServiceStub(channel).CreateInvite(
             ipb.CreateInviteRequest(
@@ -463,7 +463,9 @@ def test_invitation_by_mail_and_totp_sign_in(browser: Any, stack: Stack) -> None
         assert time.monotonic() < deadline, "no invitation e-mail"
         time.sleep(0.05)
     mail = next(m for m in stack.inbox.messages if m["To"] == "newdev@acme.example")
-    link = re.search(r"(http://\S+/invite/inv_\S+)", mail.get_content()).group(1)
+    found = re.search(r"(http://\S+/invite/inv_\S+)", mail.get_content())
+    assert found is not None, "no invitation link in the e-mail"
+    link = found.group(1)
 
     newcomer = browser.new_context()
     page = newcomer.new_page()
@@ -591,7 +593,7 @@ def test_no_portal_secret_is_found_in_any_file_log_or_the_audit_trail(browser: A
     page.wait_for_url(re.compile(r"/live/(me)?$"))  # me: when the account requires TOTP of owners
 
     def session() -> str:
-        return next(c["value"] for c in context.cookies() if c["name"] == "portal_session")
+        return str(next(c["value"] for c in context.cookies() if c["name"] == "portal_session"))
 
     sessions = [session()]
     totp = enrol_totp(page, stack)
