@@ -180,7 +180,7 @@ def invite(stack: Stack, email: str, role: ipb.UserRole.ValueType) -> str:
     return f"{stack.portal}/invite/{made.token}"
 
 
-def join(browser: Any, stack: Stack, email: str, role: int) -> Any:
+def join(browser: Any, stack: Stack, email: str, role: ipb.UserRole.ValueType) -> Any:
     """A browser context signed in as a new user of ``role`` (through the invitation page)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
