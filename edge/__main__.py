@@ -95,7 +95,13 @@ def build_parser() -> FlagParser:
     flag(
         "docs-base",
         default=default("docs_base"),
-        help="base URL of the partner docs (docUrl: <base>/errors#<type>)",
+        help="base URL of the partner docs (docUrl: <base>/errors#<type>); default: this edge's own "
+        "/docs on the host the request came to",
+    )
+    flag(
+        "docs-dir",
+        default=default("docs_dir"),
+        help="directory of the partner docs' Markdown served at /docs (default: the repository's docs/)",
     )
     flag(
         "max-body-bytes",
@@ -203,6 +209,7 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         trusted_proxies=parse_networks(args.trusted_proxy),
         routes=routes,
         docs_base=args.docs_base.rstrip("/"),
+        docs_dir=args.docs_dir,
         max_body_bytes=args.max_body_bytes,
         stream_ping_seconds=args.stream_ping_seconds,
         sandbox_confirm_seconds=args.sandbox_confirm_seconds,

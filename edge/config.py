@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 
@@ -27,6 +28,8 @@ def _hosts_of(listen: str) -> tuple[str, ...]:
 DEFAULT_LIVE_HOSTS = _hosts_of(DEFAULT_LIVE_LISTEN)
 DEFAULT_SANDBOX_HOSTS = _hosts_of(DEFAULT_SANDBOX_LISTEN)
 MAX_BODY_BYTES = 1024 * 1024
+# The repository's docs/, next to the edge package: the Markdown GET /docs/<page> renders.
+DEFAULT_DOCS_DIR = str(Path(__file__).resolve().parent.parent / "docs")
 
 
 @dataclass
@@ -40,7 +43,10 @@ class EdgeConfig:
     trusted_proxies: Sequence[Network] = ()
     routes: RouteTable = field(default_factory=lambda: RouteTable.from_json(DEFAULT_ROUTES))
     # docUrl of every error body is <docs_base>/errors#<type> (docs/errors.md); --docs-base / EDGE_DOCS_BASE.
-    docs_base: str = "https://docs.svc.example"
+    # Empty: this edge's own docs on the host the request came to, <scheme>://<Host>/docs (edge.docurls).
+    docs_base: str = ""
+    # The Markdown pages GET /docs/<page> renders (edge.docsite); --docs-dir / EDGE_DOCS_DIR.
+    docs_dir: str = DEFAULT_DOCS_DIR
     max_body_bytes: int = MAX_BODY_BYTES
     # Requests a second per API key whose own limit (authsvc's rate_limit) is 0, by environment: the one
     # place these defaults are stated. Per edge process, or across every edge with ``redis``; bursts of

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
     from edge.authorizer import Authorizer
+    from edge.docsite import DocSite
     from edge.gate import Gate
     from edge.idempotency import SqlIdempotencyStore
     from edge.publisher import Publisher
@@ -42,7 +43,7 @@ class Stream(Protocol):
 @dataclass(slots=True, eq=False)
 class EdgeContext:
     """What the app keeps: made with its ``config`` by ``create_app``; the peers' clients and the rest
-    below ``openapi`` are opened in ``before_server_start`` (reading one before: AttributeError)."""
+    below ``docs`` are opened in ``before_server_start`` (reading one before: AttributeError)."""
 
     config: EdgeConfig
     # GET /v1/account: (expiry, usage) per account, the GetUsage in flight per account, and the body
@@ -54,6 +55,8 @@ class EdgeContext:
     streams: set[Stream] = field(default_factory=set)
     # GET /openapi.json's document, built on first use.
     openapi: dict[str, Any] | None = None
+    # GET /docs's pages (edge.docsite), made on first use; each page rendered on its first request.
+    docs: DocSite | None = None
 
     auth: AuthClient = field(init=False)
     hooks: HooksClient = field(init=False)

@@ -28,6 +28,7 @@ from edge.authcache import Answer, Caller
 from edge.authorizer import Authorizer, key_digest
 from edge.config import EdgeConfig
 from edge.credentials import key_from_authorization
+from edge.docurls import DocBases
 from edge.environments import Environment, HostMap, key_environment
 from edge.exceptions import EdgeError, RateLimited, edge_error
 from edge.idempotency import IdempotencyStore, fingerprint_headers, request_hash
@@ -96,7 +97,8 @@ class Gate:
         self.authorizer = authorizer
         self.store = store
         self.proxies = tuple(config.trusted_proxies)
-        self.docs = config.docs_base
+        # docUrl bases (edge.docurls): the configured one, or this edge's /docs on the request's host.
+        self.docs = DocBases(config.docs_base, self.hosts, config.live_hosts)
         # A key's own limit (authsvc, Caller.rate_limit), else its environment's; 0 switches it off.
         self.rates = {"live": config.rate_limit_live, "sandbox": config.rate_limit_sandbox}
         self.limiter = RateLimiter()
@@ -328,7 +330,8 @@ class Gate:
             except (EdgeError, ClientError) as caught:
                 exc = edge_error(caught) if isinstance(caught, ClientError) else caught
                 retry = (("Retry-After", str(exc.retry_after)),) if isinstance(exc, RateLimited) else ()
-                response = error_response(exc.type, exc.message, ctx.request_id, self.docs, retry)
+                docs = self.docs.base(request.scheme, request.headers.get("host"))
+                response = error_response(exc.type, exc.message, ctx.request_id, docs, retry)
         except BaseException:
             await self.store.release(caller.account_id, env, key)
             raise

@@ -6,6 +6,7 @@ from typing import Any
 
 from edge.config import EdgeConfig
 from edge.convert import OUTCOME
+from svckit.catalog import TEST_KIND, envelope_schema
 from svckit.errors import ERROR_KINDS
 from svckit.events import EVENT_KINDS
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
@@ -154,19 +155,65 @@ def _op(
     return op
 
 
+def event_schema_name(kind: str) -> str:
+    """The component of the envelope of ``kind``: booking.confirmed -> BookingConfirmedEvent."""
+    return "".join(w.capitalize() for w in kind.replace(".", "_").split("_")) + "Event"
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def event_schemas() -> dict[str, Any]:
+    """One component per event kind (webhook.test included): its whole envelope, ``data`` by the event
+    catalog's JSON Schema (svckit.catalog); OpenAPI 3.1's schemas are JSON Schema 2020-12 as they are."""
+    out = {}
+    for kind in (*EVENT_KINDS, TEST_KIND.kind):
+        schema = envelope_schema(kind)
+        schema.pop("$schema", None)
+        out[event_schema_name(kind)] = schema
+    return out
+
+
+# An event read back (GET /v1/events): one of the published kinds' envelopes, told apart by ``type``.
 EVENT_SCHEMA = {
-    "type": "object",
-    "required": ["id", "type", "created", "livemode", "account", "state", "data"],
-    "properties": {
-        "id": {"type": "string"},
-        "type": {"enum": list(EVENT_KINDS)},
-        "created": {"type": "string"},
-        "livemode": {"type": "boolean"},
-        "account": {"type": "string"},
-        "state": {"type": "string"},
-        "data": {"type": "object"},
+    "oneOf": [_ref(event_schema_name(k)) for k in EVENT_KINDS],
+    "discriminator": {
+        "propertyName": "type",
+        "mapping": {k: f"#/components/schemas/{event_schema_name(k)}" for k in EVENT_KINDS},
     },
 }
+EVENT_TYPE_SCHEMA = {
+    "type": "object",
+    "required": ["object", "kind", "description", "states", "mode", "subscribable", "schema", "example"],
+    "properties": {
+        "object": {"const": "event_type"},
+        "kind": {"enum": [*EVENT_KINDS, TEST_KIND.kind]},
+        "description": {"type": "string"},
+        "states": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "mode": {"enum": ["A", "B", None], "description": "its only commercial mode; null: both"},
+        "subscribable": {"type": "boolean", "description": "false: sent by test sends only (webhook.test)"},
+        "schema": {"type": "object", "description": "JSON Schema (draft 2020-12) of the event's data"},
+        "example": {"type": "object", "description": "an example data, valid against schema"},
+    },
+}
+
+
+def webhooks() -> dict[str, Any]:
+    """OpenAPI 3.1 ``webhooks``: what a partner's endpoint receives, one entry per event kind."""
+    return {
+        kind: {
+            "post": {
+                "summary": f"{kind} delivered to a subscribed endpoint (signed: X-Service-Signature)",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref(event_schema_name(kind))}},
+                },
+                "responses": {"2XX": {"description": "received; anything else is retried"}},
+            }
+        }
+        for kind in (*EVENT_KINDS, TEST_KIND.kind)
+    }
 
 
 EVENT_LIST_SCHEMA = _list_of(EVENT_SCHEMA)
@@ -267,6 +314,27 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
                 post=True,
             )
         },
+        "/v1/sandbox/clock/advance": {
+            "post": _op(
+                "Sandbox only: bring the account's sandbox delivery schedule forward (a test clock)",
+                "webhooks:write",
+                body={
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["by"],
+                    "properties": {
+                        "by": {
+                            "type": "string",
+                            "minLength": 2,
+                            "maxLength": 16,
+                            "pattern": "^([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?$",
+                            "description": "1s to 7d, e.g. 30s, 5m, 2h, 1d, 1h30m",
+                        }
+                    },
+                },
+                post=True,
+            )
+        },
         "/v1/webhooks/deliveries": {
             "get": _op(
                 "List deliveries (one event to one endpoint)",
@@ -327,6 +395,21 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
                 )
             )
         },
+        "/v1/event-types": {
+            "get": _op(
+                "The event catalog: every event kind with its states, data schema and an example",
+                "account:read",
+                schema=_list_of(_ref("EventType")),
+            )
+        },
+        "/v1/event-types/{kind}": {
+            "get": _op(
+                "One event kind of the catalog, e.g. booking.confirmed",
+                "account:read",
+                schema=_ref("EventType"),
+                params=_params("kind"),
+            )
+        },
         "/v1/stream": {
             "get": {
                 "summary": "WebSocket stream of the account's events "
@@ -362,6 +445,7 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
             + ", ".join(f"{t} ({k.http_status})" for t, k in ERROR_KINDS.items()),
         },
         "paths": paths,
+        "webhooks": webhooks(),
         "components": {
             "securitySchemes": {
                 "svcKey": {
@@ -377,6 +461,8 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
                 }
             },
             "schemas": {
+                "EventType": EVENT_TYPE_SCHEMA,
+                **event_schemas(),
                 "Error": {
                     "type": "object",
                     "required": ["error"],
@@ -392,7 +478,7 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
                             },
                         }
                     },
-                }
+                },
             },
         },
     }

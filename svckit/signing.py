@@ -21,7 +21,9 @@ SIGNATURE_HEADER = "X-Service-Signature"
 SECRET_PREFIX = "whsec_"
 DEFAULT_TOLERANCE = 300
 EVENT_ID_HEADER = "X-Service-Event-Id"
-USER_AGENT = "Svc-Webhooks/1.0 (+https://docs.svc.travel/webhooks)"
+# No docs URL: webhookd knows no host the docs are served on (the edge serves them, at /docs/webhooks on
+# its own hosts), and a made-up domain would be a dead link (docs/webhooks.md).
+USER_AGENT = "Svc-Webhooks/1.0"
 
 __all__ = [
     "DEFAULT_TOLERANCE",

@@ -2,7 +2,9 @@
 
 The sample goes through webhookd's PublishEvent like every real event: stored, signed, delivered to the
 account's sandbox endpoints subscribed to the kind, retried, logged and on /v1/stream. ``data`` (an
-object) is merged over the sample's data, so a partner can use its own booking id or customerRef.
+object) is merged over the sample's data, so a partner can use its own booking id or customerRef; a field
+the kind does not have, or a value its schema refuses, is a 400 (edge.samplecheck): a sample is shaped as
+a live event of its kind, always.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from edge.environments import Environment
 from edge.exceptions import EdgeError
 from edge.gate import Ctx, guarded
 from edge.responses import json_response
+from edge.samplecheck import refusal as data_refusal
 from edge.samples import sample
 from svckit.events import EVENT_KINDS, mode_refusal
 
@@ -43,6 +46,9 @@ async def sample_event(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
         raise EdgeError("data must be a JSON object (merged over the sample's data)", type="invalid_request")
     caller = ctx.caller
     state, data = sample(kind, caller.account_mode, dt.datetime.now(dt.UTC), caller.daily_search_allowance)
+    problem = data_refusal(kind, data, extra)
+    if problem:
+        raise EdgeError(problem, type="invalid_request")
     data.update(extra)
     resp = await request.app.ctx.publisher.publish(
         caller.account_id, ctx.environment, kind, state, data, key=f"sample:{ctx.request_id}",

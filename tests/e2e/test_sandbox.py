@@ -438,3 +438,47 @@ async def test_live_reaches_neither_triggers_nor_simulator(stack: Stack, http: h
     # A test key on the live host is refused before any trigger.
     resp = await http.get(f"{live}/v1/account", headers=hdrs(a.secret, live=True, **trigger("rate_limited")))
     error_of(resp, 401, "environment_mismatch")
+
+
+# -- issue "partners finish an integration without hitting a wall" item 5: samples follow the catalog ------
+@pytest.mark.parametrize(
+    ("kind", "data", "names"),
+    [
+        # A field no live booking.confirmed ever has (accepted and delivered before).
+        ("booking.confirmed", {"madeUp": 1}, "data.madeUp"),
+        # An eSIM order's field on a booking event: not a field of that kind either.
+        ("booking.confirmed", {"order": "ord_test_1"}, "data.order"),
+        # A known field with a value its schema refuses.
+        ("booking.cancelled", {"amount": -5}, "data.amount"),
+        ("booking.cancelled", {"cancelledBy": "nobody"}, "data.cancelledBy"),
+        ("search_quota.threshold", {"date": "14 March"}, "data.date"),
+        # Both subjects (a booking and an eSIM order) on a kind that allows either but not both.
+        ("booking.failed", {"order": "ord_test_1"}, "order"),
+    ],
+)
+async def test_sample_data_outside_the_kinds_schema_is_refused(
+    stack: Stack, http: httpx.AsyncClient, kind: str, data: dict[str, Any], names: str
+) -> None:
+    a = stack.partners["A"]
+    before = len(delivered(stack, a))
+    resp = await http.post(
+        "/v1/sandbox/events", headers=hdrs(a.secret, post=True), json={"type": kind, "data": data}
+    )
+    message = error_of(resp, 400, "invalid_request")
+    assert names in message, message
+    assert kind in message, message
+    await asyncio.sleep(0.3)
+    assert len(delivered(stack, a)) == before  # nothing published
+
+
+async def test_sample_data_within_the_schema_is_merged(stack: Stack, http: httpx.AsyncClient) -> None:
+    a = stack.partners["A"]
+    data = {"booking": "bk_test_mine01", "amount": 1234, "customerRef": "mine"}
+    resp = await http.post(
+        "/v1/sandbox/events",
+        headers=hdrs(a.secret, post=True),
+        json={"type": "booking.cancelled", "data": data},
+    )
+    assert resp.status_code == 202, resp.text
+    ev = await wait_event(stack, a, "booking.cancelled", booking="bk_test_mine01")
+    assert {k: ev["data"][k] for k in data} == data

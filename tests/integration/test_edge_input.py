@@ -177,6 +177,7 @@ def post_routes(endpoint_id: str) -> list[str]:
         ep + "/test",
         "/v1/webhooks/attempts/att_unknown/resend",
         "/v1/sandbox/events",
+        "/v1/sandbox/clock/advance",
         "/v1/hotels/bookings",
     ]
 

@@ -118,12 +118,15 @@ def test_document_covers_every_route(api: Api) -> None:
         ("POST", "/v1/webhooks/endpoints/{endpoint_id}/recover"),
         ("POST", "/v1/webhooks/endpoints/{endpoint_id}/test"),
         ("POST", "/v1/sandbox/events"),
+        ("POST", "/v1/sandbox/clock/advance"),
         ("GET", "/v1/webhooks/deliveries"),
         ("GET", "/v1/webhooks/attempts"),
         ("POST", "/v1/webhooks/attempts/{attempt_id}/resend"),
         ("GET", "/v1/stream"),
         ("GET", "/v1/events"),
         ("GET", "/v1/events/{event_id}"),
+        ("GET", "/v1/event-types"),
+        ("GET", "/v1/event-types/{kind}"),
         ("GET", "/v1/hotels/search"),
         ("GET", "/v1/flights/offers/{offer_id}"),
         ("POST", "/v1/esim/orders"),
@@ -164,7 +167,7 @@ def test_every_operation_conforms(api: Api) -> None:
         assert isinstance(result, Ok), result  # (an Err is a schema the document failed to describe)
         operations.append(result.ok())
     statuses: list[int] = []
-    assert len(operations) == 20
+    assert len(operations) == 23
     for operation in operations:
 
         @given(case=operation.as_strategy())
@@ -184,3 +187,34 @@ def test_every_operation_conforms(api: Api) -> None:
     assert len(statuses) >= 50
     assert any(200 <= s < 300 for s in statuses) and any(400 <= s < 500 for s in statuses)
     assert all(s < 500 for s in statuses)
+
+
+def test_event_payloads_come_from_the_catalog(api: Api) -> None:
+    """Every event kind's envelope is a component with the catalog's data schema, used by the events
+    read back and by the document's webhooks (what an endpoint receives)."""
+    from edge.openapi import event_schema_name
+    from svckit.catalog import TEST_KIND, envelope_schema, example_envelope
+    from svckit.events import EVENT_KINDS
+
+    doc = api.document
+    schemas = doc["components"]["schemas"]
+    kinds = [*EVENT_KINDS, TEST_KIND.kind]
+    for kind in kinds:
+        component = schemas[event_schema_name(kind)]
+        assert component["properties"]["data"] == envelope_schema(kind)["properties"]["data"], kind
+        webhook = doc["webhooks"][kind]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        assert webhook == {"$ref": f"#/components/schemas/{event_schema_name(kind)}"}
+    assert event_schema_name("search_quota.threshold") == "SearchQuotaThresholdEvent"
+    read_back = doc["paths"]["/v1/events/{event_id}"]["get"]["responses"]["200"]["content"]
+    assert len(read_back["application/json"]["schema"]["oneOf"]) == len(EVENT_KINDS)
+    # The document's schemas validate the catalog's examples as JSON Schema 2020-12 (refs resolved
+    # against the document's components) and refuse a field a kind does not have.
+    from jsonschema import Draft202012Validator
+
+    one_of = Draft202012Validator(
+        {**read_back["application/json"]["schema"], "components": doc["components"]}
+    )
+    for kind in EVENT_KINDS:
+        envelope = example_envelope(kind)
+        one_of.validate(envelope)
+        assert not one_of.is_valid({**envelope, "data": {**envelope["data"], "madeUp": 1}}), kind
