@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import logging
 import time
+from pathlib import Path
 from typing import Any, cast
 
 from sanic import Request, Sanic
@@ -30,9 +31,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from edge.authcache import AuthCache
 from edge.authorizer import Authorizer
-from edge.blueprints import account, docs, events, products, sandbox, stream, webhooks
+from edge.blueprints import account, catalog, clock, docs, events, products, sandbox, stream, webhooks
 from edge.config import EdgeConfig
 from edge.context import EdgeApp, EdgeContext, EdgeRequest
+from edge.docurls import DOCS_PATH
 from edge.exceptions import EdgeError, RateLimited, edge_error
 from edge.gate import Gate
 from edge.idempotency import SqlIdempotencyStore
@@ -105,7 +107,11 @@ def handle_error(request: EdgeRequest | None, exc: BaseException) -> HTTPRespons
     finally:
         request_id_var.reset(token)
     REFUSALS.labels(etype).inc()
-    docs_base = request.app.ctx.config.docs_base if request is not None else EdgeConfig.docs_base
+    gate: Gate | None = getattr(request.app.ctx, "gate", None) if request is not None else None
+    if gate is not None and request is not None:
+        docs_base = gate.docs.base(request.scheme, request.headers.get("host"))
+    else:  # no request, or the app did not start: the docs' path on whatever host this is
+        docs_base = DOCS_PATH
     response = error_response(etype, message, rid, docs_base, headers)
     count_response(response.status)
     return response
@@ -125,8 +131,9 @@ def create_app(config: EdgeConfig) -> EdgeApp:
     app.config.update(KEEP_ALIVE_TIMEOUT=config.keep_alive_timeout, REQUEST_TIMEOUT=config.header_timeout)
     app.config.NOISY_EXCEPTIONS = False
     app.config.FALLBACK_ERROR_FORMAT = "json"
-    for bp in (account.bp, webhooks.bp, events.bp, sandbox.bp, stream.bp, docs.bp, products.bp):
+    for bp in (account.bp, webhooks.bp, events.bp, catalog.bp, sandbox.bp, stream.bp, docs.bp, products.bp):
         app.blueprint(bp)
+    app.blueprint(clock.bp)
     app.error_handler.add(Exception, handle_error)
 
     @app.before_server_start
@@ -147,6 +154,12 @@ def create_app(config: EdgeConfig) -> EdgeApp:
                 "downstream)"
             )
         await store.migrate()
+        if not (Path(cfg.docs_dir) / "errors.md").is_file():
+            log.warning(
+                "no partner docs in --docs-dir / EDGE_DOCS_DIR: /docs pages answer 404, so does every "
+                "error's default docUrl",
+                extra={"docs_dir": cfg.docs_dir},
+            )
         # The product upstreams' transport: httpx's own pool cost a proxied GET 1.25 ms of CPU (svckit.http).
         ctx.http = cfg.upstream_transport or PooledTransport(
             system_addresses, max_body=cfg.upstream_max_body, refuse_longer=True

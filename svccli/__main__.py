@@ -3,6 +3,7 @@
   svc listen --forward-to http://localhost:3000/webhooks [--events booking.*]
   svc trigger booking.cancelled            a sample event of a kind
   svc trigger --failure booking_failed     a product call carrying X-Sandbox-Trigger
+  svc clock advance 2h                     what the sandbox's deliveries would do in 2 h, now
   svc verify --secret whsec_... --header 't=...,v1=...' < body.json
 
 The API key comes from --api-key or SVC_API_KEY and is never printed.
@@ -19,6 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from svckit import addresses
+from svckit.durations import clock_advance
 from svckit.events import EVENT_KINDS, TRIGGER_HEADER, TRIGGER_NAMES, TRIGGER_STATUS
 from svckit.flags import ArgumentError, FlagParser, add_flag, env_name
 from svckit.signing import WebhookVerificationError, new_secret, verify
@@ -52,6 +54,16 @@ def base_url(text: str) -> str:
     scheme, sep, rest = text.strip().partition("://")
     if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
         raise ArgumentError("expected an http:// or https:// URL")
+    return text.strip()
+
+
+def advance_span(text: str) -> str:
+    """``svc clock advance``'s span (``30s``, ``5m``, ``2h``, ``1d``, ``1h30m``; 1 s to 7 days), checked
+    here and sent as typed."""
+    try:
+        clock_advance(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return text.strip()
 
 
@@ -97,6 +109,13 @@ def build_parser() -> FlagParser:
     )
     trig.add_argument("--product", choices=PRODUCTS, default="hotels", help="product of --failure's call")
     trig.add_argument("--data", default="", help="JSON object merged over the sample event's data")
+
+    clock = sub.add_parser("clock", help="move the sandbox's delivery schedule forward")
+    clock_sub = clock.add_subparsers(dest="clock_command", required=True)
+    advance = clock_sub.add_parser(
+        "advance", help="make what the sandbox's deliveries would do in that much time happen now"
+    )
+    advance.add_argument("by", type=advance_span, help="how far: 30s, 5m, 2h, 1d, 1h30m (up to 7d)")
 
     ver = sub.add_parser("verify", help="check a delivery's signature; the raw body on stdin")
     ver.add_argument("--secret", action="append", required=True, help="signing secret (repeatable)")
@@ -184,6 +203,24 @@ async def cmd_trigger(args: argparse.Namespace) -> int:
         return 0 if resp.status_code == EXPECTED_STATUS[args.failure] else 1
 
 
+async def cmd_clock(args: argparse.Namespace) -> int:
+    import uuid
+
+    import httpx
+
+    headers = _headers(args.api_key, **{"Idempotency-Key": f"svc-{uuid.uuid4()}"})
+    async with httpx.AsyncClient(base_url=args.base_url, timeout=30) as http:
+        resp = await http.post("/v1/sandbox/clock/advance", headers=headers, json={"by": args.by})
+    if resp.status_code != 200:
+        print(f"svc clock advance: HTTP {resp.status_code} {_describe_error(resp)}", file=sys.stderr)
+        return 1
+    out = resp.json()
+    due = out["deliveriesDue"]
+    noun = "delivery" if due == 1 else "deliveries"
+    print(f"Advanced the sandbox clock by {out['advancedBy']}: {due} {noun} due now")
+    return 0
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     body = sys.stdin.buffer.read()
     header = args.header.strip()
@@ -211,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import httpx
 
-    handler = cmd_listen if args.command == "listen" else cmd_trigger
+    handler = {"listen": cmd_listen, "trigger": cmd_trigger, "clock": cmd_clock}[args.command]
     with contextlib.suppress(KeyboardInterrupt):
         try:
             return asyncio.run(handler(args))

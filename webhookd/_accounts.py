@@ -1,6 +1,7 @@
-"""webhookd's one client of authsvc (GetAccount over gRPC, mutual TLS unless ``tls`` is None): an
-account's admin e-mails, for disable alerts, and its commercial mode, for the event kinds that exist in
-one mode only (svckit.events.mode_refusal). The gRPC errors are mapped here, once."""
+"""webhookd's one client of authsvc (over gRPC, mutual TLS unless ``tls`` is None): who an account's
+alert e-mails go to (GetAlertRecipients: its portal owners and admins and its extra addresses; an
+authsvc too old for that RPC: GetAccount's admin_emails), and its commercial mode, for the event kinds
+that exist in one mode only (svckit.events.mode_refusal). The gRPC errors are mapped here, once."""
 
 from __future__ import annotations
 
@@ -28,18 +29,37 @@ class Accounts:
         self._channel: grpc.aio.Channel | None = None
         self._modes: dict[str, str] = {}
 
-    async def _account(self, account_id: str) -> auth_pb2.Account:
+    def _stub(self) -> auth_pb2_grpc.AuthServiceStub:
         if self._channel is None:
             self._channel = tls_channel(self.target, self.tls, "authsvc")
-        stub = auth_pb2_grpc.AuthServiceStub(self._channel)
+        return auth_pb2_grpc.AuthServiceStub(self._channel)
+
+    async def _account(self, account_id: str) -> auth_pb2.Account:
+        stub = self._stub()
         response: auth_pb2.GetAccountResponse = await stub.GetAccount(
             auth_pb2.GetAccountRequest(account_id=account_id), timeout=self.timeout
         )
         return response.account
 
     async def admin_emails(self, account_id: str) -> list[str]:
-        """Raises grpc errors as they are: the mailer falls back to its configured addresses."""
+        """The account's extra addresses only (GetAccount). Raises grpc errors as they are: the mailer
+        falls back to its configured addresses."""
         return list((await self._account(account_id)).admin_emails)
+
+    async def alert_recipients(self, account_id: str) -> list[str]:
+        """Who the account's alert e-mails go to, as authsvc answers it (GetAlertRecipients); from an
+        authsvc that does not know the RPC yet (UNIMPLEMENTED), the account's admin_emails as before.
+        Raises other grpc errors as they are: the mailer falls back to its configured addresses."""
+        stub = self._stub()
+        try:
+            response: auth_pb2.GetAlertRecipientsResponse = await stub.GetAlertRecipients(
+                auth_pb2.GetAlertRecipientsRequest(account_id=account_id), timeout=self.timeout
+            )
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
+                raise
+            return await self.admin_emails(account_id)
+        return list(response.recipients)
 
     async def mode(self, account_id: str) -> str:
         """ "A" or "B"; an unknown account is invalid_request, authsvc unreachable service_unavailable

@@ -51,6 +51,26 @@ def scope(request: Any) -> tuple[str, str]:
     return identifier(request.account_id, "account_id"), environment(request.environment)
 
 
+def duration_between(request: Any, field: str, low: dt.timedelta, high: dt.timedelta) -> dt.timedelta:
+    """The required ``google.protobuf.Duration`` field ``field`` of ``request``, from ``low`` to ``high``."""
+    within = f"between {_spoken(low)} and {_spoken(high)}"
+    if not request.HasField(field):
+        raise InvalidRequest(f"{field}: is required, {within}")
+    value: dt.timedelta = getattr(request, field).ToTimedelta()
+    if not low <= value <= high:
+        raise InvalidRequest(f"{field}: must be {within}")
+    return value
+
+
+def _spoken(value: dt.timedelta) -> str:
+    """``1 second``, ``7 days``: a bound as an error message says it."""
+    for unit, seconds in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
+        n, rest = divmod(int(value.total_seconds()), seconds)
+        if n and not rest:
+            return f"{n} {unit}" + ("s" if n > 1 else "")
+    return f"{value.total_seconds()} seconds"
+
+
 def url(value: str) -> str:
     """An endpoint URL is listed and logged: a key or secret pasted into it (a query parameter) is refused,
     and so are control characters (a NUL would reach the resolver and the database)."""

@@ -1,10 +1,11 @@
-"""E-mails to an account's admins when one of its endpoints is disabled.
+"""E-mails to an account's people when one of its endpoints is disabled.
 
 Alerts are rows written in the same transaction that disables the endpoint, so a crash never loses one;
 this loop sends the pending ones over SMTP and marks them sent once they were: an alert that cannot be
-sent yet (no SMTP server, no recipient, SMTP down) stays pending. Recipients: the account's
-``admin_emails`` from authsvc (GetAccount over gRPC, ``--authsvc``), else the configured
-``--alert-email`` addresses.
+sent yet (no SMTP server, no recipient, SMTP down) stays pending. Recipients: as authsvc answers them
+(``--authsvc``, GetAlertRecipients: the account's portal owners and admins and the extra addresses it
+sets on the portal's Notifications page; ``webhookd._accounts``), looked up when the alert is sent; when
+authsvc knows nobody or cannot be reached, the configured ``--alert-email`` addresses.
 """
 
 from __future__ import annotations
@@ -92,7 +93,9 @@ class Mailer:
                 if found:
                     return found
             except Exception as exc:  # authsvc down: fall back rather than lose the alert
-                log.warning("admin e-mail lookup failed", extra={"account_id": account_id, "error": str(exc)})
+                log.warning(
+                    "alert recipient lookup failed", extra={"account_id": account_id, "error": str(exc)}
+                )
         return list(self.fallback)
 
     async def send_pending(self) -> int:
@@ -126,7 +129,11 @@ class Mailer:
         if not to:
             if alert.id not in self._told_no_recipient:
                 self._told_no_recipient.add(alert.id)
-                log.error("disable alert waiting: no admin addresses known (--alert-email)", extra=fields)
+                log.error(
+                    "disable alert waiting: no recipient known (the account has no portal owner or admin "
+                    "and no extra address, and no --alert-email is set)",
+                    extra=fields,
+                )
                 metrics.ALERTS_SENT.labels("skipped").inc()
             return 0
         try:

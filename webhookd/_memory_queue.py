@@ -12,6 +12,7 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from svckit.vocabulary import Environment as Env
 from svckit.webhook_status import DeliveryStatus as D
 from svckit.webhook_status import EndpointStatus as E
 from webhookd import _queue_sql as q
@@ -62,6 +63,8 @@ class MemoryQueue(StatementQueue):
             "oldest_due": self._oldest_due,
             "next_due": self._next_due,
             "purge_attempts": self._purge_attempts,
+            "advance_sandbox": self._advance_sandbox,
+            "sandbox_due": self._sandbox_due,
         }
         if self._statements.keys() != q.STATEMENTS.keys():
             raise TypeError(f"MemoryQueue runs {sorted(self._statements)}, not {sorted(q.STATEMENTS)}")
@@ -228,6 +231,30 @@ class MemoryQueue(StatementQueue):
         kept = [a for a in self.attempts if a["attempted_at"] >= params[0]]
         purged, self.attempts = len(self.attempts) - len(kept), kept
         return purged
+
+    def _advance_sandbox(self, params: tuple[int, int, str]) -> int:
+        by, t, account_id = params
+        moved = [d for d in self._sandbox_pending(account_id) if d["next_attempt_at"] > t]
+        for d in moved:
+            due = max(d["next_attempt_at"] - by, t)
+            d.update(next_attempt_at=due, due_at=due, updated_at=t)
+        return len(moved)
+
+    def _sandbox_due(self, params: tuple[int, str]) -> tuple[int]:
+        t, account_id = params
+        return (sum(1 for d in self._sandbox_pending(account_id) if d["next_attempt_at"] <= t),)
+
+    def _sandbox_pending(self, account_id: str) -> list[Row]:
+        """The account's sandbox deliveries waiting, unleased, for an attempt."""
+        return [
+            d
+            for d in self.deliveries.values()
+            if d["account_id"] == account_id
+            and d["environment"] == Env.SANDBOX
+            and d["status"] == D.PENDING
+            and d["lease_owner"] is None
+            and d["next_attempt_at"] is not None
+        ]
 
     def _waiting(self, endpoint_id: str, statuses: tuple[str, ...]) -> list[Row]:
         return [

@@ -10,6 +10,8 @@ only runs named statements:
 - ``PostgresQueue`` awaits each statement on its own asyncpg connection (``drive_async``);
 - ``MemoryQueue`` runs each name's Python twin on dicts, so the worker's cycle is tested without a database.
 
+The sandbox clock (``advance_sandbox``) moves an account's sandbox schedule forward in one step of its own.
+
 Fan-out, an endpoint's deletion and a hold by hand are written in the repository's own transaction (the
 event or endpoint they go with commits with them): ``conn`` is that SQLAlchemy connection, and the same
 named statements run on it. The store is picked once, at start (``webhookd._queues.new_queue``).
@@ -125,6 +127,13 @@ def cycle(
 def manual_attempt(attempt: tuple[Any, ...], delivery_id: str, succeeded: bool, now_us: int) -> Step[None]:
     yield "record_attempts", ((), [attempt])
     yield ("manual_succeeded" if succeeded else "manual_failed"), (now_us, delivery_id)
+
+
+def advance_sandbox(by_us: int, now_us: int, account_id: str) -> Step[int]:
+    """The sandbox clock: bring the account's sandbox schedule forward; how many of its deliveries are due."""
+    yield "advance_sandbox", (by_us, now_us, account_id)
+    (due,) = yield "sandbox_due", (now_us, account_id)
+    return int(due)
 
 
 def stats(now_us: int) -> Step[tuple[int, int | None]]:
@@ -253,6 +262,11 @@ class StatementQueue(abc.ABC):
         if since is None:
             return int(await self._run(one("recover", (us(now), endpoint_id))))
         return int(await self._run(one("recover_since", (us(now), endpoint_id, us(since)))))
+
+    async def advance_sandbox(self, account_id: str, by: dt.timedelta, now: dt.datetime) -> int:
+        """The account's sandbox deliveries waiting for a later attempt become due ``by`` earlier (never
+        before ``now``; live ones are never moved). Answers how many of its sandbox deliveries are due now."""
+        return int(await self._run(advance_sandbox(by // dt.timedelta(microseconds=1), us(now), account_id)))
 
     async def purge_attempts(self, before: dt.datetime) -> int:
         return int(await self._run(one("purge_attempts", (us(before),))))

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from svckit.ids import new_id
+from svckit.vocabulary import Environment as Env
 from svckit.webhook_status import DeliveryStatus as D
 from svckit.webhook_status import EndpointStatus as E
 from webhookd._repository import Alert, DeliveryResult
@@ -116,6 +117,13 @@ _RECORD_DELIVERIES = """
         schedule_count = wh_deliveries.schedule_count + v.inc
     FROM ({rows}) AS v
     WHERE wh_deliveries.id = v.id AND wh_deliveries.lease_owner = $2
+"""
+# the sandbox clock: ``{earliest}`` is the dialect's two-argument maximum (GREATEST, max)
+_ADVANCE = f"""
+    UPDATE wh_deliveries SET next_attempt_at = {{earliest}}(next_attempt_at - $1, $2),
+        due_at = {{earliest}}(next_attempt_at - $1, $2), updated_at = $2
+    WHERE account_id = $3 AND environment = '{Env.SANDBOX}' AND status = '{D.PENDING}'
+      AND lease_owner IS NULL AND next_attempt_at > $2
 """
 _ATTEMPT_TYPES = {
     "attempt_number": "int",
@@ -244,6 +252,25 @@ _ALL = [
     UPDATE wh_deliveries SET status = '{D.PENDING}', next_attempt_at = $1, due_at = $1, schedule_count = 0,
         lease_owner = NULL, updated_at = $1
     WHERE endpoint_id = $2 AND status IN ('{D.HELD}', '{D.FAILED}') AND created_at >= $3
+""",
+    ),
+    # the sandbox clock: (by, now, account id). The account's sandbox deliveries waiting, unleased, for a
+    # later attempt become due ``by`` earlier, never before now; live rows are never touched (the WHERE).
+    Statement(
+        "advance_sandbox",
+        Kind.EXEC,
+        "",
+        postgres=_ADVANCE.format(earliest="GREATEST"),
+        sqlite=sqlite(_ADVANCE.format(earliest="max")),
+    ),
+    # (now, account id) -> (the account's sandbox deliveries due now and unleased,)
+    Statement(
+        "sandbox_due",
+        Kind.ONE,
+        f"""
+    SELECT count(*) FROM wh_deliveries
+    WHERE account_id = $2 AND environment = '{Env.SANDBOX}' AND status = '{D.PENDING}'
+      AND lease_owner IS NULL AND next_attempt_at <= $1
 """,
     ),
     # stats: () -> (pending deliveries,); (now,) -> (oldest due and unclaimed,); () -> (next due,)

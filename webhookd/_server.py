@@ -160,7 +160,7 @@ async def run_server(
     else:
         sender = Sender(client, config.delivery_timeout)
     accounts = Accounts(config.authsvc, config.tls) if config.authsvc else None
-    lookup = accounts.admin_emails if accounts is not None else None
+    lookup = accounts.alert_recipients if accounts is not None else None
     mailer = Mailer(
         repo,
         clock,
@@ -264,14 +264,14 @@ def build_parser() -> argparse.ArgumentParser:
     flag(
         "authsvc",
         default=config_default(Config, "authsvc"),
-        help=f"authsvc gRPC HOST:PORT (e.g. {addresses.AUTHSVC}), to look up an account's admin_emails "
-        "for alerts",
+        help=f"authsvc gRPC HOST:PORT (e.g. {addresses.AUTHSVC}), to look up who an account's alerts go to "
+        "(its portal owners and admins and extra addresses)",
     )
     flag(
         "alert-email",
         repeat=True,
         default=config_default(Config, "alert_emails"),
-        help="address(es) alerted when authsvc is not configured or knows no admin",
+        help="address(es) alerted when authsvc is not configured or knows no recipient",
     )
     flag(
         "secrets-key-file",

@@ -16,6 +16,7 @@ import grpc
 
 from svckit.catalog import webhook_test
 from svckit.clock import Clock
+from svckit.durations import CLOCK_ADVANCE_MAX, CLOCK_ADVANCE_MIN
 from svckit.events import MODE_ONLY, mode_refusal
 from svckit.ids import new_id, sortable_id
 from svckit.peers import identity_of, may_publish, refuse
@@ -514,6 +515,21 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
         self._wake()
         log.info("endpoint recovered", extra={"endpoint_id": endpoint.id, "recovered": count})
         return pb.RecoverEndpointResponse(recovered_count=count)
+
+    async def AdvanceSandboxClock(
+        self, request: pb.AdvanceSandboxClockRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AdvanceSandboxClockResponse:
+        account_id, env = cv.scope(request)
+        if env != Environment.SANDBOX:
+            raise InvalidRequest("environment: only ENVIRONMENT_SANDBOX has a clock to advance")
+        by = cv.duration_between(request, "by", CLOCK_ADVANCE_MIN, CLOCK_ADVANCE_MAX)
+        due = await self.repo.advance_sandbox(account_id, by, self.clock.now())
+        self._wake()
+        log.info(
+            "sandbox clock advanced",
+            extra={"account_id": account_id, "by_seconds": by.total_seconds(), "due": due},
+        )
+        return pb.AdvanceSandboxClockResponse(deliveries_due=due)
 
     # Stream
 

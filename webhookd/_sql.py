@@ -464,6 +464,9 @@ class SqlRepository:
     async def recover(self, endpoint: EndpointRecord, since: dt.datetime | None, now: dt.datetime) -> int:
         return await self.queue.recover(endpoint.id, since, now)
 
+    async def advance_sandbox(self, account_id: str, by: dt.timedelta, now: dt.datetime) -> int:
+        return await self.queue.advance_sandbox(account_id, by, now)
+
     # Stream
 
     async def event_seq(self, account_id: str, environment: str, event_id: str) -> int | None:

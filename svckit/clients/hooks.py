@@ -43,3 +43,4 @@ class HooksClient(Client):
     stream_events = Stream(pb.StreamEventsRequest, pb.StreamEventsResponse)
     list_events = Unary(pb.ListEventsRequest, pb.ListEventsResponse)
     get_event = Unary(pb.GetEventRequest, pb.GetEventResponse)
+    advance_sandbox_clock = Unary(pb.AdvanceSandboxClockRequest, pb.AdvanceSandboxClockResponse)

@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import json
+from typing import Any
 
 import httpx
 import pytest
@@ -155,3 +156,25 @@ def test_recover_stats_and_next_due() -> None:
 
 def test_memory_queue_runs_every_named_statement_and_no_other() -> None:
     assert MemoryQueue().statement_names() == set(STATEMENTS)
+
+
+def test_the_sandbox_clock_moves_the_accounts_waiting_sandbox_deliveries_only() -> None:
+    """``advance_sandbox``'s twin (its SQL texts: tests/integration/test_webhook_sandbox_clock.py)."""
+    sandbox: dict[str, Any] = {"environment": "sandbox"}
+    queue = _queue(
+        dataclasses.replace(_delivery("msg_1m", due=NOW + MIN), **sandbox),
+        dataclasses.replace(_delivery("msg_6h", due=NOW + 360 * MIN), **sandbox),
+        dataclasses.replace(_delivery("msg_past", due=NOW - MIN), **sandbox),
+        _delivery("msg_live", due=NOW + MIN),
+        dataclasses.replace(_delivery("msg_other", due=NOW + MIN), account_id="acct_2", **sandbox),
+    )
+    assert asyncio.run(queue.advance_sandbox("acct_1", 120 * MIN, NOW)) == 2  # msg_1m, and msg_past as it was
+    due = {k: queue.delivery(k).next_attempt_at for k in queue.deliveries}
+    assert due == {
+        "msg_1m": NOW,  # never earlier than now
+        "msg_6h": NOW + 240 * MIN,
+        "msg_past": NOW - MIN,  # already due: not pushed back
+        "msg_live": NOW + MIN,  # live: never
+        "msg_other": NOW + MIN,  # another account's
+    }
+    assert queue.deliveries["msg_6h"]["due_at"] == us(NOW + 240 * MIN)
