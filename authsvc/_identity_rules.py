@@ -126,3 +126,46 @@ def password_problem(password: str, email: str) -> str | None:
     if password.strip().lower() == email.strip().lower():
         return "must not be the e-mail address"
     return None
+
+
+# Who an account's alert e-mails (an endpoint failing, disabled) go to: its portal owners and admins and
+# the extra addresses the account sets (Account.admin_emails), at most this many.
+ALERT_ROLES = (UserRole.OWNER, UserRole.ADMIN)
+MAX_ALERT_RECIPIENTS = 50
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AlertRecipients:
+    # Everyone alerted, sorted case-insensitively.
+    all: tuple[str, ...]
+    # Of ``all``, the portal owners' and admins' addresses.
+    portal: tuple[str, ...]
+
+
+def alert_recipients(users: Sequence[tuple[str, str]], extra: Sequence[str]) -> AlertRecipients:
+    """The recipients of an account's alerts, from its portal ``users`` ((e-mail, role) in sign-up order:
+    users exist once their invitation is accepted and are deleted when removed, so pending invitations
+    and removed users are never here) and its ``extra`` addresses.
+
+    Owners and admins only; each address once, compared case-insensitively (the first spelling is kept);
+    blanks dropped; sorted case-insensitively. Past MAX_ALERT_RECIPIENTS the owners are kept first, then
+    the extra addresses (chosen for this purpose), then admins by sign-up.
+    """
+    owners = [e for e, r in users if r == UserRole.OWNER]
+    admins = [e for e, r in users if r == UserRole.ADMIN]
+    kept: dict[str, str] = {}
+    portal: set[str] = set()
+    for address, from_portal in [
+        *((e, True) for e in owners),
+        *((e, False) for e in extra),
+        *((e, True) for e in admins),
+    ]:
+        address = address.strip()
+        key = address.casefold()
+        if not address or (len(kept) >= MAX_ALERT_RECIPIENTS and key not in kept):
+            continue
+        kept.setdefault(key, address)
+        if from_portal:
+            portal.add(key)
+    order = sorted(kept)
+    return AlertRecipients(tuple(kept[k] for k in order), tuple(kept[k] for k in order if k in portal))

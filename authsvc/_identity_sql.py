@@ -18,27 +18,12 @@ from authsvc import _validate as v
 from authsvc._errors import Conflict, NotFound
 from authsvc._model import Actor, AuditEvent
 from authsvc._sql import SqlRepository
-from authsvc._sql_tables import metadata, required_time_of, time_of
+from authsvc._sql_tables import metadata, required_time_of, time_of, users
 from svckit.db import is_postgres
 from svckit.vocabulary import UserRole
 
-# In authsvc's one MetaData (authsvc/migrations/env.py imports this module).
-users = sa.Table(
-    "auth_portal_users",
-    metadata,
-    sa.Column("id", sa.String(40), primary_key=True),
-    sa.Column("account_id", sa.String(40), nullable=False),
-    sa.Column("email", sa.String(v.MAX_EMAIL), nullable=False, unique=True),
-    sa.Column("role", sa.String(16), nullable=False),
-    sa.Column("password_hash", sa.String(200), nullable=False),
-    sa.Column("totp_seed", sa.String(200)),
-    sa.Column("totp_pending_seed", sa.String(200)),
-    sa.Column("totp_last_step", sa.BigInteger, nullable=False, server_default="0"),
-    sa.Column("created_at", sa.Float, nullable=False),
-    sa.Column("last_sign_in_at", sa.Float),
-    sa.Index("auth_portal_users_account", "account_id", "created_at", "id"),
-)
-
+# In authsvc's one MetaData (authsvc/migrations/env.py imports this module). The users table is in
+# _sql_tables with the accounts: the account storage reads it too (an account's alert recipients).
 invites = sa.Table(
     "auth_portal_invites",
     metadata,

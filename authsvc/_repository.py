@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from authsvc._model import Account, AccountStatus, Actor, ApiKey, AuditEvent, AuditFilter, OutboxEvent, Usage
@@ -18,6 +18,9 @@ class Repository(Protocol):
 
     async def create_account(self, account: Account, actor: Actor) -> Account: ...
     async def get_account(self, account_id: str) -> Account: ...
+    async def account_users(
+        self, account_id: str, roles: Sequence[str]
+    ) -> tuple[Account, list[tuple[str, str]]]: ...
     async def set_account_status(
         self, account_id: str, status: AccountStatus, actor: Actor, now: dt.datetime
     ) -> tuple[Account, bool]: ...

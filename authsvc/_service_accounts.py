@@ -7,6 +7,7 @@ import logging
 import grpc
 
 from authsvc import _convert as cv
+from authsvc import _identity_rules as rules
 from authsvc import _validate as v
 from authsvc._errors import InvalidRequest
 from authsvc._model import DEFAULT_DAILY_SEARCH_ALLOWANCE, Account, AccountMode, AccountStatus, KeyChange
@@ -61,6 +62,15 @@ class AccountRpcs(ServicerBase):
     ) -> pb.GetAccountResponse:
         account = await self.repo.get_account(v.ident(request.account_id, "account_id", "acct"))
         return pb.GetAccountResponse(account=cv.account(account))
+
+    async def GetAlertRecipients(
+        self, request: pb.GetAlertRecipientsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetAlertRecipientsResponse:
+        """The portal owners and admins and the extra addresses (``_identity_rules.alert_recipients``)."""
+        account_id = v.ident(request.account_id, "account_id", "acct")
+        account, members = await self.repo.account_users(account_id, rules.ALERT_ROLES)
+        found = rules.alert_recipients(members, account.admin_emails)
+        return pb.GetAlertRecipientsResponse(recipients=found.all, portal_recipients=found.portal)
 
     async def SetAccountStatus(
         self, request: pb.SetAccountStatusRequest, context: grpc.aio.ServicerContext

@@ -1,14 +1,22 @@
-"""Storage of partner accounts: creation, status (active / read-only) and the editable fields."""
+"""Storage of partner accounts: creation, status (active / read-only), the editable fields, and the
+portal users an account's alerts go to."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Sequence
 from typing import Any
+
+import sqlalchemy as sa
 
 from authsvc._model import Account, AccountStatus, Actor, KeyChange
 from authsvc._sql_base import SqlBase
-from authsvc._sql_tables import accounts
+from authsvc._sql_tables import accounts, users
+
+# Portal users read for an account's alert recipients, at most (owners and admins; far more than any
+# account has).
+MAX_ALERT_USERS = 500
 
 
 class AccountStorage(SqlBase):
@@ -46,6 +54,22 @@ class AccountStorage(SqlBase):
     async def get_account(self, account_id: str) -> Account:
         async with self.engine.connect() as conn:
             return await self._get_account(conn, account_id)
+
+    async def account_users(
+        self, account_id: str, roles: Sequence[str]
+    ) -> tuple[Account, list[tuple[str, str]]]:
+        """The account and its portal users of ``roles``, as (e-mail, role) in sign-up order, read
+        together (not_found for no account)."""
+        stmt = (
+            sa.select(users.c.email, users.c.role)
+            .where(users.c.account_id == account_id, users.c.role.in_(list(roles)))
+            .order_by(users.c.created_at, users.c.id)
+            .limit(MAX_ALERT_USERS)
+        )
+        async with self.engine.connect() as conn:
+            account = await self._get_account(conn, account_id)
+            rows = (await conn.execute(stmt)).all()
+        return account, [(str(r.email), str(r.role)) for r in rows]
 
     async def set_account_status(
         self, account_id: str, status: AccountStatus, actor: Actor, now: dt.datetime

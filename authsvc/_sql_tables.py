@@ -32,6 +32,24 @@ accounts = sa.Table(
     sa.Column("updated_at", sa.Float, nullable=False),
 )
 
+# Portal users (Alembic revision 0002; stored and read by _identity_sql, and by the account storage for
+# an account's alert recipients).
+users = sa.Table(
+    "auth_portal_users",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("account_id", sa.String(40), nullable=False),
+    sa.Column("email", sa.String(v.MAX_EMAIL), nullable=False, unique=True),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("password_hash", sa.String(200), nullable=False),
+    sa.Column("totp_seed", sa.String(200)),
+    sa.Column("totp_pending_seed", sa.String(200)),
+    sa.Column("totp_last_step", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("last_sign_in_at", sa.Float),
+    sa.Index("auth_portal_users_account", "account_id", "created_at", "id"),
+)
+
 keys = sa.Table(
     "auth_keys",
     metadata,

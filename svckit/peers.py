@@ -66,14 +66,18 @@ ALLOWED: dict[str, frozenset[str]] = {
                     "GetEvent",
                     # Sandbox events only (triggers, samples, the simulator): see may_publish.
                     "PublishEvent",
+                    # The sandbox clock (POST /v1/sandbox/clock/advance): webhookd refuses every other
+                    # environment, whoever calls.
+                    "AdvanceSandboxClock",
                 )
             ),
         ]
     ),
     # authsvc's outbox relay publishes apikey.revoked and search_quota.threshold.
     "authsvc": frozenset([HOOKS + "PublishEvent"]),
-    # webhookd's mailer looks up an account's admin e-mails for disable alerts.
-    "webhookd": frozenset([AUTH + "GetAccount"]),
+    # webhookd looks up an account's mode (GetAccount) and who its alert e-mails go to (GetAlertRecipients;
+    # an authsvc too old for it: GetAccount's admin_emails).
+    "webhookd": frozenset([AUTH + "GetAccount", AUTH + "GetAlertRecipients"]),
     "product": frozenset([HOOKS + "PublishEvent", AUTH + "ConsumeSearch"]),
 }
 

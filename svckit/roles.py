@@ -3,7 +3,8 @@ and by the portal (which hides what a role may not do and refuses the route with
 
 Like Stripe's dashboard roles: owners and admins do everything (only an owner makes or unmakes an
 owner, and only an owner sets the account's sign-in rules), developers read keys and manage webhooks,
-viewers only read.
+viewers only read. Who gets the account's alert e-mails (notifications.manage: the Notifications page,
+which names the owners and admins themselves) is for owners and admins only.
 """
 
 from __future__ import annotations
@@ -24,12 +25,17 @@ Action = Literal[
     "users.read",
     "users.manage",
     "account.security",
+    "notifications.manage",
 ]
 
 _READ: frozenset[str] = frozenset({"account.read", "keys.read", "audit.read", "webhooks.read", "users.read"})
+# What owners and admins both may do beyond reading.
+_MANAGE: frozenset[str] = frozenset(
+    {"keys.write", "keys.revoke", "webhooks.write", "users.manage", "notifications.manage"}
+)
 ROLE_ACTIONS: dict[Role, frozenset[str]] = {
-    "owner": _READ | {"keys.write", "keys.revoke", "webhooks.write", "users.manage", "account.security"},
-    "admin": _READ | {"keys.write", "keys.revoke", "webhooks.write", "users.manage"},
+    "owner": _READ | _MANAGE | {"account.security"},
+    "admin": _READ | _MANAGE,
     "developer": _READ | {"webhooks.write"},
     "viewer": _READ,
 }

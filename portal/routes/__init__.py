@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from portal.routes import audit, deliveries, keys, me, overview, session, static, users, webhooks
+from portal.routes import (
+    audit,
+    deliveries,
+    keys,
+    me,
+    notifications,
+    overview,
+    session,
+    static,
+    users,
+    webhooks,
+)
 
 BLUEPRINTS = (
     static.bp,
@@ -13,6 +24,7 @@ BLUEPRINTS = (
     webhooks.bp,
     deliveries.bp,
     users.bp,
+    notifications.bp,
     me.bp,
 )
 

@@ -40,6 +40,7 @@ class AuthClient(Client):
     get_account = Unary(pb.GetAccountRequest, pb.GetAccountResponse)
     set_account_status = Unary(pb.SetAccountStatusRequest, pb.SetAccountStatusResponse)
     update_account = Unary(pb.UpdateAccountRequest, pb.UpdateAccountResponse)
+    get_alert_recipients = Unary(pb.GetAlertRecipientsRequest, pb.GetAlertRecipientsResponse)
     create_key = Unary(pb.CreateKeyRequest, pb.CreateKeyResponse)
     get_key = Unary(pb.GetKeyRequest, pb.GetKeyResponse)
     list_keys = Unary(pb.ListKeysRequest, pb.ListKeysResponse)

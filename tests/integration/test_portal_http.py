@@ -56,7 +56,7 @@ class Stack:
     def client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.url, timeout=30)
 
-    async def join(self, email: str, role: int = ipb.USER_ROLE_OWNER) -> httpx.AsyncClient:
+    async def join(self, email: str, role: ipb.UserRole.ValueType = ipb.USER_ROLE_OWNER) -> httpx.AsyncClient:
         """A client signed in as a new user of ``role``, through the invitation page."""
         made = await self.ids.CreateInvite(
             ipb.CreateInviteRequest(account_id=self.account_id, email=email, role=role, actor=OPS)
@@ -320,6 +320,57 @@ async def test_webhook_operations_are_in_the_audit_trail_with_the_portal_user(
 # -- Post/Redirect/Get, one-time flashes, pages --------------------------------------------------------
 
 
+async def test_notifications_form_adds_and_removes_extra_addresses(stack: Stack) -> None:
+    admin = await stack.join("notify-admin@acme.example", ipb.USER_ROLE_ADMIN)
+    await (await stack.join("notify-owner@acme.example")).aclose()
+    page = await admin.get("/live/notifications")
+    assert page.status_code == 200 and 'href="/live/notifications"' in page.text
+    # The owners and admins are listed, read-only (no form of theirs on the page).
+    owners = re.search(r'data-testid="portal-recipients">(.*?)</table>', page.text, re.S)
+    assert owners and "notify-owner@acme.example" in owners[1] and "notify-admin@acme.example" in owners[1]
+    assert "<form" not in owners[1]
+    token = csrf_of(page.text)
+
+    added = await admin.post("/live/notifications/add", data={"csrf": token, "email": "Alerts@Acme.example"})
+    assert added.status_code == 303 and added.headers["location"] == "/live/notifications"
+    shown = await admin.get("/live/notifications")
+    assert 'data-testid="notice">Alerts@Acme.example now receives alert e-mails.' in shown.text
+    assert "now receives" not in (await admin.get("/live/notifications")).text  # once
+
+    # Refused: beside the field, with what was typed, and nothing changed.
+    for typed, problem in (
+        ("not-an-address", "not-an-address is not an e-mail address"),
+        ("alerts@acme.example", "Alerts@Acme.example already receives alert e-mails"),
+        ("notify-owner@acme.example", "already receives alert e-mails as a portal owner or admin"),
+    ):
+        refused = await admin.post("/live/notifications/add", data={"csrf": token, "email": typed})
+        assert refused.status_code == 400, typed
+        assert re.search(
+            rf'<span class="field-error" data-field="email">[^<]*{re.escape(problem)}', refused.text
+        )
+        assert f'value="{typed}"' in refused.text
+    got = await stack.auth.GetAccount(apb.GetAccountRequest(account_id=stack.account_id))
+    assert list(got.account.admin_emails) == ["Alerts@Acme.example"]
+
+    removed = await admin.post(
+        "/live/notifications/remove", data={"csrf": token, "email": "alerts@acme.example"}
+    )
+    assert removed.status_code == 303
+    assert (
+        "Alerts@Acme.example no longer receives alert e-mails."
+        in (await admin.get("/live/notifications")).text
+    )
+    got = await stack.auth.GetAccount(apb.GetAccountRequest(account_id=stack.account_id))
+    assert list(got.account.admin_emails) == []
+    await admin.aclose()
+
+    # A developer neither (the page is for owners and admins).
+    dev = await stack.join("notify-dev@acme.example", ipb.USER_ROLE_DEVELOPER)
+    assert (await dev.get("/live/notifications")).status_code == 403
+    assert 'href="/live/notifications"' not in (await dev.get("/live/keys")).text
+    await dev.aclose()
+
+
 def _set_cookies(resp: httpx.Response) -> dict[str, str]:
     """The Set-Cookie headers of ``resp``, by cookie name (the whole header, lower-case)."""
     return {h.split("=", 1)[0]: h.lower() for h in resp.headers.get_list("set-cookie")}
@@ -372,6 +423,10 @@ async def test_every_state_changing_form_answers_303_to_a_page(stack: Stack, rec
     assert "this link (it works once)" in invited
     assert "User removed" in await post(f"/sandbox/users/{other_id}/remove")
     assert "Sign-in rules saved" in await post("/sandbox/users/security")
+    assert "now receives alert e-mails" in await post("/sandbox/notifications/add", email="prg@ops.example")
+    assert "no longer receives alert e-mails" in await post(
+        "/sandbox/notifications/remove", email="prg@ops.example"
+    )
     # A new session comes with the password change: the notice is sealed for that one.
     changed = await post("/sandbox/me/password", current_password=PASSWORD, new_password=PASSWORD + "!")
     assert "Password changed" in changed

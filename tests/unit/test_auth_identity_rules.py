@@ -8,8 +8,10 @@ import pyotp
 import pytest
 
 from authsvc._identity_rules import (
+    MAX_ALERT_RECIPIENTS,
     MAX_FAILURES_PER_ADDRESS,
     MAX_FAILURES_PER_EMAIL,
+    alert_recipients,
     needs_touch,
     password_problem,
     session_expires_at,
@@ -45,6 +47,10 @@ S = dt.timedelta(seconds=1)
         ("viewer", "users.manage", False),
         ("owner", "account.security", True),
         ("admin", "account.security", False),
+        ("owner", "notifications.manage", True),
+        ("admin", "notifications.manage", True),
+        ("developer", "notifications.manage", False),
+        ("viewer", "notifications.manage", False),
         ("nobody", "keys.read", False),
     ],
 )
@@ -210,3 +216,59 @@ def test_totp_enrolment_required(account_requires: bool, role: str, enrolled: bo
 def test_totp_removal_problem(account_requires: bool, role: str, enrolled: bool, problem: str | None) -> None:
     found = totp_removal_problem(account_requires, role, enrolled)
     assert (found is None) if problem is None else (found is not None and problem in found)
+
+
+OWNER, ADMIN, DEV, VIEWER = "owner", "admin", "developer", "viewer"
+
+
+@pytest.mark.parametrize(
+    ("users", "extra", "everyone", "portal"),
+    [
+        # A portal-only account: its owner, no extra address.
+        ([("o@p.example", OWNER)], [], ["o@p.example"], ["o@p.example"]),
+        # An operator-made account without portal users: the extra addresses only (as before).
+        ([], ["b@p.example", "a@p.example"], ["a@p.example", "b@p.example"], []),
+        ([], [], [], []),
+        # Owners and admins, never developers or viewers.
+        (
+            [("o@p.example", OWNER), ("d@p.example", DEV), ("a@p.example", ADMIN), ("v@p.example", VIEWER)],
+            ["x@p.example"],
+            ["a@p.example", "o@p.example", "x@p.example"],
+            ["a@p.example", "o@p.example"],
+        ),
+        # Once each, whatever the case: the user's spelling wins over the extra address's.
+        (
+            [("o@p.example", OWNER)],
+            ["O@P.example", "ops@p.example", "OPS@p.example"],
+            ["o@p.example", "ops@p.example"],
+            ["o@p.example"],
+        ),
+        # Sorted case-insensitively; blanks dropped.
+        (
+            [("b@p.example", ADMIN)],
+            ["A@p.example", " ", "c@p.example"],
+            ["A@p.example", "b@p.example", "c@p.example"],
+            ["b@p.example"],
+        ),
+        # An unknown role alerts nobody.
+        ([("x@p.example", "nobody")], [], [], []),
+    ],
+)
+def test_alert_recipients(
+    users: list[tuple[str, str]], extra: list[str], everyone: list[str], portal: list[str]
+) -> None:
+    got = alert_recipients(users, extra)
+    assert (list(got.all), list(got.portal)) == (everyone, portal)
+
+
+def test_alert_recipients_are_bounded_owners_then_extra_addresses_then_admins() -> None:
+    owners = [(f"owner{i:02}@p.example", OWNER) for i in range(10)]
+    admins = [(f"admin{i:02}@p.example", ADMIN) for i in range(60)]
+    extra = [f"extra{i:02}@p.example" for i in range(20)]
+    got = alert_recipients([*admins[:5], *owners, *admins[5:]], extra)
+    assert len(got.all) == MAX_ALERT_RECIPIENTS
+    kept = set(got.all)
+    assert {e for e, _ in owners} <= kept and set(extra) <= kept
+    # The admins who signed up first fill the rest.
+    assert sorted(kept - {e for e, _ in owners} - set(extra)) == [e for e, _ in admins[:20]]
+    assert list(got.all) == sorted(got.all)
