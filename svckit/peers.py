@@ -31,6 +31,19 @@ OPERATORS_ONLY = frozenset({"travel.auth.v1.IdentityService/RecordAuditEvent"})
 # Product services (certificate name ``product:<name>``, e.g. ``product:hotels``) share one entry.
 PRODUCT_PREFIX = "product:"
 
+# What a product service (hotels, flights, esim) needs of authsvc: check a partner's key (Authenticate,
+# Authorize), name its traveller, read the account's mode and status (any account: a product serves every
+# partner) and its usage, count searches. Nothing that creates, changes or lists keys or accounts, watches
+# keys or reads the audit trail. Its events go to webhookd's PublishEvent (live ones too: may_publish).
+PRODUCT_AUTH_METHODS = (
+    "Authenticate",
+    "Authorize",
+    "ResolveTraveller",
+    "GetAccount",
+    "GetUsage",
+    "ConsumeSearch",
+)
+
 ALLOWED: dict[str, frozenset[str]] = {
     # The partner gateway: key checks, travellers, usage, and the partner's own webhook management.
     "edge": frozenset(
@@ -78,7 +91,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     # webhookd looks up an account's mode (GetAccount) and who its alert e-mails go to (GetAlertRecipients;
     # an authsvc too old for it: GetAccount's admin_emails).
     "webhookd": frozenset([AUTH + "GetAccount", AUTH + "GetAlertRecipients"]),
-    "product": frozenset([HOOKS + "PublishEvent", AUTH + "ConsumeSearch"]),
+    "product": frozenset([*(AUTH + m for m in PRODUCT_AUTH_METHODS), HOOKS + "PublishEvent"]),
 }
 
 

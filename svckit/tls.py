@@ -11,7 +11,8 @@ Plaintext is only possible with an explicit ``--insecure-dev``.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,8 @@ from svckit.flags import FlagParser, add_flag, env_name
 from svckit.runner import or_default
 
 DEV_DIR = "var/tls"
+# What a TlsError calls the three files by default: the flags of add_tls_args.
+FLAG_NAMES = ("--tls-ca", "--tls-cert", "--tls-key")
 
 
 class TlsError(Exception):
@@ -40,23 +43,38 @@ class Tls:
     identity: str = ""
 
     @classmethod
-    def from_files(cls, ca: str, cert: str, key: str) -> Tls:
-        ca_pem, cert_pem, key_pem = (_read(p, flag) for p, flag in ((ca, "ca"), (cert, "cert"), (key, "key")))
+    def from_files(cls, ca: str, cert: str, key: str, *, names: tuple[str, str, str] = FLAG_NAMES) -> Tls:
+        """The three PEM files; an error names the file's setting (``names``: the flags by default)."""
+        ca_name, cert_name, key_name = names
+        ca_pem, cert_pem, key_pem = (_read(p, name) for p, name in zip((ca, cert, key), names, strict=True))
         try:
             x509.load_pem_x509_certificates(ca_pem)
         except ValueError:
-            raise TlsError(f"--tls-ca: no PEM certificate in {ca}") from None
+            raise TlsError(f"{ca_name}: no PEM certificate in {ca}") from None
         try:
             leaf = x509.load_pem_x509_certificates(cert_pem)[0]
         except ValueError:
-            raise TlsError(f"--tls-cert: no PEM certificate in {cert}") from None
+            raise TlsError(f"{cert_name}: no PEM certificate in {cert}") from None
         try:
             private = serialization.load_pem_private_key(key_pem, password=None)
         except (ValueError, TypeError):
-            raise TlsError(f"--tls-key: no unencrypted PEM private key in {key}") from None
+            raise TlsError(f"{key_name}: no unencrypted PEM private key in {key}") from None
         if private.public_key() != leaf.public_key():
-            raise TlsError(f"--tls-key: {key} is not the key of the certificate {cert}")
+            raise TlsError(f"{key_name}: {key} is not the key of the certificate {cert}")
         return cls(ca_pem, cert_pem, key_pem, common_name(leaf))
+
+    @classmethod
+    def from_env(cls, prefix: str, environ: Mapping[str, str] | None = None) -> Tls:
+        """The PEM files named by ``<PREFIX>_TLS_CA``, ``<PREFIX>_TLS_CERT`` and ``<PREFIX>_TLS_KEY``
+        (``Tls.from_env("HOTELS")``: a product service's own variables). A variable unset or empty, or a
+        file that is unusable, is a TlsError naming the variable."""
+        env = os.environ if environ is None else environ
+        names = tuple(f"{prefix.upper()}_TLS_{part}" for part in ("CA", "CERT", "KEY"))
+        missing = [name for name in names if not env.get(name)]
+        if missing:
+            raise TlsError(f"{', '.join(missing)}: not set (the PEM files of this service's certificate)")
+        ca, cert, key = (env[name] for name in names)
+        return cls.from_files(ca, cert, key, names=(names[0], names[1], names[2]))
 
     def server_credentials(self) -> grpc.ServerCredentials:
         return grpc.ssl_server_credentials(
@@ -75,12 +93,12 @@ def common_name(cert: x509.Certificate) -> str:
     return value if isinstance(value, str) else value.decode()
 
 
-def _read(path: str, flag: str) -> bytes:
+def _read(path: str, name: str) -> bytes:
     try:
         with open(path, "rb") as f:
             return f.read()
     except OSError as exc:
-        raise TlsError(f"--tls-{flag}: {exc.strerror}: {path}") from None
+        raise TlsError(f"{name}: {exc.strerror}: {path}") from None
 
 
 def channel(

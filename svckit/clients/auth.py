@@ -14,9 +14,17 @@ from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import identity_pb2 as ipb
 
 AUTH_SERVICE = "travel.auth.v1.AuthService"
-# Calls that may safely run twice (they read, or write the same thing again). ConsumeSearch counts a
-# search: a retry after a lost answer could count it twice.
-RETRIED_METHODS = ("Authorize", "Authenticate", "ResolveTraveller", "DeleteTraveller", "GetUsage")
+# Calls that may safely run twice (they read, or write the same thing again): every read a product
+# service makes among them (docs/product-services.md). ConsumeSearch counts a search: a retry after a lost
+# answer could count it twice.
+RETRIED_METHODS = (
+    "Authorize",
+    "Authenticate",
+    "ResolveTraveller",
+    "DeleteTraveller",
+    "GetAccount",
+    "GetUsage",
+)
 
 
 def auth_target(addresses: str | Iterable[str]) -> str:

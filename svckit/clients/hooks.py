@@ -10,7 +10,9 @@ from svckit.clients.rpc import Client, Stream, Unary
 from travel.webhooks.v1 import webhooks_pb2 as pb
 
 WEBHOOK_SERVICE = "travel.webhooks.v1.WebhookService"
-# Reads only: every change (a publish, a registration, a resend) could be made twice by a retry.
+# Reads only: every change (a publish, a registration, a resend) could be made twice by a retry. A publish
+# with an idempotency key is the exception, retried by the client itself (publish_event's retry_if): webhookd
+# answers a repeated key with the first event.
 RETRIED_METHODS = (
     "GetEndpoint",
     "ListEndpoints",
@@ -34,7 +36,9 @@ class HooksClient(Client):
     enable_endpoint = Unary(pb.EnableEndpointRequest, pb.EnableEndpointResponse)
     rotate_signing_secret = Unary(pb.RotateSigningSecretRequest, pb.RotateSigningSecretResponse)
     send_test_event = Unary(pb.SendTestEventRequest, pb.SendTestEventResponse)
-    publish_event = Unary(pb.PublishEventRequest, pb.PublishEventResponse)
+    publish_event = Unary(
+        pb.PublishEventRequest, pb.PublishEventResponse, retry_if=lambda r: bool(r.idempotency_key)
+    )
     list_deliveries = Unary(pb.ListDeliveriesRequest, pb.ListDeliveriesResponse)
     list_attempts = Unary(pb.ListAttemptsRequest, pb.ListAttemptsResponse)
     get_attempt_stats = Unary(pb.GetAttemptStatsRequest, pb.GetAttemptStatsResponse)

@@ -8,11 +8,18 @@ method then sits in the instance: later uses are a plain attribute read).
 A unary method is awaited with the client's deadline unless ``timeout=`` says otherwise; a streaming one
 returns a ``ResponseStream`` at once, with no deadline unless given. Every gRPC error, a stream's too,
 arrives as a ``ClientError`` (svckit.clients.errors).
+
+Retries: an RPC that may always run twice is in its client's ``RETRIED`` (gRPC's own retry policy, the
+channel's service config). One that may run twice only for some requests declares ``retry_if=``, a test of
+the request (``publish_event``: when it carries an idempotency key); the client then tries such a call again
+on UNAVAILABLE, after 0.05 s, then 0.1 s (three attempts in all), all within the call's one deadline.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Generic, Self, TypeVar, overload
 
 import grpc
@@ -30,6 +37,11 @@ Resp = TypeVar("Resp", bound=Message)
 DEFAULT_TIMEOUT = 10.0
 
 Metadata = Sequence[tuple[str, str]]
+
+# A unary call whose request passes its method's ``retry_if``: attempts in all on UNAVAILABLE, and the
+# pause before the second (doubled before each later one).
+RETRY_ATTEMPTS = 3
+RETRY_BACKOFF = 0.05
 
 
 class Client:
@@ -71,11 +83,12 @@ class Client:
 class UnaryMethod(Generic[Req, Resp]):
     """A unary RPC bound to a client's channel."""
 
-    __slots__ = ("_call", "_timeout")
+    __slots__ = ("_call", "_retry_if", "_timeout")
 
-    def __init__(self, call: Any, timeout: float) -> None:
+    def __init__(self, call: Any, timeout: float, retry_if: Callable[[Req], bool] | None = None) -> None:
         self._call = call
         self._timeout = timeout
+        self._retry_if = retry_if
 
     async def __call__(
         self,
@@ -85,16 +98,29 @@ class UnaryMethod(Generic[Req, Resp]):
         wait_for_ready: bool | None = None,
         metadata: Metadata | None = None,
     ) -> Resp:
-        try:
-            response: Resp = await self._call(
-                request,
-                timeout=self._timeout if timeout is None else timeout,
-                metadata=metadata,
-                wait_for_ready=wait_for_ready,
-            )
-        except grpc.aio.AioRpcError as exc:
-            raise client_error(exc) from None
-        return response
+        budget = self._timeout if timeout is None else timeout
+        attempts = RETRY_ATTEMPTS if self._retry_if is not None and self._retry_if(request) else 1
+        end, backoff = time.monotonic() + budget, RETRY_BACKOFF
+        for attempt in range(1, attempts + 1):
+            try:
+                response: Resp = await self._call(
+                    request,
+                    timeout=budget if attempt == 1 else end - time.monotonic(),
+                    metadata=metadata,
+                    wait_for_ready=wait_for_ready,
+                )
+                return response
+            except grpc.aio.AioRpcError as exc:
+                again = (
+                    attempt < attempts
+                    and exc.code() == grpc.StatusCode.UNAVAILABLE
+                    and end - time.monotonic() > backoff
+                )
+                if not again:
+                    raise client_error(exc) from None
+            await asyncio.sleep(backoff)
+            backoff *= 2
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 class ResponseStream(Generic[Resp]):
@@ -151,9 +177,12 @@ class StreamMethod(Generic[Req, Resp]):
 class _Rpc(Generic[Req, Resp]):
     streaming: ClassVar[bool]
 
-    def __init__(self, request: type[Req], response: type[Resp]) -> None:
+    def __init__(
+        self, request: type[Req], response: type[Resp], *, retry_if: Callable[[Req], bool] | None = None
+    ) -> None:
         self.request = request
         self.response = response
+        self.retry_if = retry_if
         self.name = ""
         self.path = ""
 
@@ -183,7 +212,9 @@ class Unary(_Rpc[Req, Resp]):
     def __get__(self, client: Client | None, owner: type) -> Self | UnaryMethod[Req, Resp]:
         if client is None:
             return self
-        bound: UnaryMethod[Req, Resp] = UnaryMethod(self._multicallable(client.channel), client.timeout)
+        bound: UnaryMethod[Req, Resp] = UnaryMethod(
+            self._multicallable(client.channel), client.timeout, self.retry_if
+        )
         client.__dict__[self.name] = bound
         return bound
 

@@ -52,6 +52,16 @@ def test_svc_cli_loads_no_server_nor_their_libraries() -> None:
 
 
 @pytest.mark.parametrize(
+    "modules", [("svckit.clients",), ("examples.product_hotels",)], ids=["svckit.clients", "example"]
+)
+def test_the_client_library_loads_no_server_code(modules: tuple[str, ...]) -> None:
+    """What a product team imports (docs/product-services.md): the clients and svckit.tls, no server."""
+    loaded = loaded_after(*modules)
+    assert within(loaded, (*SERVICES, "portal", "sanic", "sqlalchemy")) == []
+    assert {"svckit.clients", "svckit.tls"} <= loaded
+
+
+@pytest.mark.parametrize(
     "modules", [("portal.app", "portal.__main__"), ("svcctl.__main__",)], ids=["portal", "svcctl"]
 )
 def test_front_end_loads_no_service(modules: tuple[str, ...]) -> None:

@@ -67,7 +67,10 @@ CASES = [
     ("webhookd", HOOKS + "PublishEvent", False),
     ("product:hotels", HOOKS + "PublishEvent", True),
     ("product:hotels", AUTH + "ConsumeSearch", True),
-    ("product:hotels", AUTH + "Authorize", False),
+    ("product:hotels", AUTH + "Authorize", True),
+    ("product:hotels", AUTH + "GetAccount", True),
+    ("product:hotels", AUTH + "CreateKey", False),
+    ("product:hotels", AUTH + "ListKeys", False),
     ("product:hotels", HOOKS + "ListEndpoints", False),
     ("product:", HOOKS + "PublishEvent", False),
     ("products", HOOKS + "PublishEvent", False),
@@ -140,6 +143,35 @@ def _methods(descriptor: object) -> dict[str, str]:
         for service in descriptor.services_by_name.values()  # type: ignore[attr-defined]
         for method in service.methods
     }
+
+
+# What a product service may call (docs/product-services.md): nothing else of any service.
+PRODUCT_MAY_CALL = {
+    AUTH + "Authenticate",
+    AUTH + "Authorize",
+    AUTH + "ResolveTraveller",
+    AUTH + "GetAccount",
+    AUTH + "GetUsage",
+    AUTH + "ConsumeSearch",
+    HOOKS + "PublishEvent",
+}
+EVERY_RPC = sorted(
+    path for module in (auth_pb2, identity_pb2, webhooks_pb2) for path in _methods(module.DESCRIPTOR).values()
+)
+
+
+@pytest.mark.parametrize("identity", ["product:hotels", "product:flights", "product:esim"])
+@pytest.mark.parametrize("method", EVERY_RPC)
+def test_product_role_by_rpc(identity: str, method: str) -> None:
+    """Role x RPC, every RPC of every proto service: a product is allowed exactly its list."""
+    assert allowed(identity, method) is (method in PRODUCT_MAY_CALL)
+
+
+def test_product_list_names_real_rpcs_and_administers_nothing() -> None:
+    assert PRODUCT_MAY_CALL <= set(EVERY_RPC)
+    administers = ("Create", "Update", "Set", "Rotate", "Revoke", "List", "Delete", "Watch", "Record")
+    names = {path.rsplit("/", 1)[1] for path in PRODUCT_MAY_CALL}
+    assert not {n for n in names if n.startswith(administers)}
 
 
 @pytest.mark.parametrize(
