@@ -8,6 +8,7 @@ from typing import Any
 
 from google.protobuf import struct_pb2
 
+from portal.webhook_views import CLOCK_CHOICES, pretty_json
 from svckit import prototables
 from svckit.protos import datetime_of, struct_to_dict
 
@@ -74,13 +75,16 @@ FILTERS: dict[str, Any] = {
     "ts": datetime_of,
     "details": details,
     "changes": changes,
+    "pretty_json": pretty_json,
 }
 # {proto number: word}; an attempt's outcome reads "http error" on the page, not "http_error".
 GLOBALS: dict[str, Any] = {
     "KEY_STATUS": prototables.KEY_STATUS.names(),
     "DELIVERY_STATUS": prototables.DELIVERY_STATUS.names(),
     "ENDPOINT_STATUS": prototables.ENDPOINT_STATUS.names(),
+    "HOOKS_ENVIRONMENT": prototables.HOOKS_ENVIRONMENT.names(),
     "ACCOUNT_MODE": prototables.ACCOUNT_MODE.names(),
     "OUTCOME": {n: word.replace("_", " ") for n, word in prototables.ATTEMPT_OUTCOME.names().items()},
     "ROLE_NAMES": prototables.USER_ROLE.names(),
+    "CLOCK_CHOICES": CLOCK_CHOICES,
 }

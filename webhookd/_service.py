@@ -430,7 +430,14 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
                 f"event_type: unknown event kind {request.event_type[:64]!r}; "
                 f"known kinds: {', '.join((*EVENT_KINDS, TEST_EVENT_KIND))}"
             )
-        flt = self._filter(request, account_id, env, status=status, event_type=request.event_type)
+        flt = self._filter(
+            request,
+            account_id,
+            env,
+            status=status,
+            event_type=request.event_type,
+            delivery_id=request.delivery_id,
+        )
         size = cv.page_size(request.page_size)
         rows = await self.repo.list_deliveries(flt, size + 1, cv.parse_page_token(request.page_token))
         token = cv.page_token(rows[size - 1].created_at, rows[size - 1].id) if len(rows) > size else ""

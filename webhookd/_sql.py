@@ -416,6 +416,8 @@ class SqlRepository:
             conds.append(c.status == flt.status)
         if flt.event_type:
             conds.append(c.event_type == flt.event_type)
+        if flt.delivery_id:
+            conds.append(c.id == flt.delivery_id)
         q = (
             sa.select(deliveries)
             .where(*conds, _keyset(c.created_at, c.id, after))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from portal.routes import (
     audit,
     deliveries,
+    events,
     keys,
     me,
     notifications,
@@ -22,6 +23,7 @@ BLUEPRINTS = (
     keys.bp,
     audit.bp,
     webhooks.bp,
+    events.bp,
     deliveries.bp,
     users.bp,
     notifications.bp,

@@ -1,24 +1,41 @@
-"""The delivery log: deliveries filtered, a delivery's attempts (polled by htmx), and a resend (htmx:
-the attempts in place; a plain form: 303 to the delivery's page)."""
+"""The delivery log: deliveries filtered, a delivery's page (its event, endpoint, status and payload,
+and its attempts newest first, polled by htmx), a resend (htmx: the attempts in place; a plain form:
+303 to the delivery's page), and the sandbox clock (303 back to the page its form is on)."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
+from google.protobuf import duration_pb2
 from sanic import Blueprint
 from sanic.response import HTTPResponse
 
 from portal.context import PortalRequest, hooks
-from portal.forms import number_of, when
+from portal.forms import fields, number_of, when
 from portal.pages import PAGE_SIZE, Listing, list_page
 from portal.web import env_of, need, redirect, render, viewer_of
 from portal.webhook_audit import audit_webhook
+from portal.webhook_views import (
+    TEST_EVENT_KIND,
+    clock_back,
+    clock_notice,
+    clock_span,
+    delivery_in,
+    has_event_page,
+    newest_first,
+)
+from svckit.clients import ClientError
 from svckit.events import EVENT_KINDS
 from svckit.protos import timestamp
 from svckit.prototables import DELIVERY_STATUS, HOOKS_ENVIRONMENT
 from travel.webhooks.v1 import webhooks_pb2 as wpb
 
 bp = Blueprint("portal_deliveries")
+T = TypeVar("T")
 
 
 @bp.get("/<env:str>/deliveries")
@@ -57,7 +74,61 @@ async def attempts_of(request: PortalRequest, env: str, delivery_id: str) -> lis
             page_size=100,
         ),
     )
-    return sorted(page.attempts, key=lambda x: x.attempt_number)
+    return newest_first(page.attempts)
+
+
+@dataclass(frozen=True)
+class DeliveryFacts:
+    """What a delivery's page shows above its attempts; None where webhookd has nothing to say (an
+    endpoint deleted since, a test event or one older than 30 days, a delivery not found)."""
+
+    delivery: wpb.Delivery | None = None
+    endpoint: wpb.Endpoint | None = None
+    event: wpb.Event | None = None
+
+
+async def find_delivery(
+    request: PortalRequest, scope: dict[str, Any], delivery_id: str
+) -> wpb.Delivery | None:
+    """The delivery itself, read by its id (ListDeliveries' ``delivery_id`` filter)."""
+    page = await hooks(request).list_deliveries(
+        wpb.ListDeliveriesRequest(**scope, delivery_id=delivery_id, page_size=1)
+    )
+    return delivery_in(page.deliveries, delivery_id)
+
+
+async def _or_none(call: Awaitable[T]) -> T | None:
+    """The answer of a read, None when webhookd has no such thing (NOT_FOUND)."""
+    try:
+        return await call
+    except ClientError as exc:
+        if exc.status != 404:
+            raise
+        return None
+
+
+async def facts_of(
+    request: PortalRequest, env: str, delivery_id: str, attempts: list[wpb.Attempt]
+) -> DeliveryFacts:
+    scope = {"account_id": viewer_of(request).user.account_id, "environment": HOOKS_ENVIRONMENT.pb(env)}
+    delivery = await find_delivery(request, scope, delivery_id)
+    if delivery is None:
+        return DeliveryFacts()
+    endpoint_call = hooks(request).get_endpoint(
+        wpb.GetEndpointRequest(**scope, endpoint_id=delivery.endpoint_id)
+    )
+    if has_event_page(delivery.event_type):
+        endpoint, event = await asyncio.gather(
+            _or_none(endpoint_call),
+            _or_none(hooks(request).get_event(wpb.GetEventRequest(**scope, event_id=delivery.event_id))),
+        )
+    else:
+        endpoint, event = await _or_none(endpoint_call), None
+    return DeliveryFacts(
+        delivery,
+        endpoint.endpoint if endpoint is not None else None,
+        event.event if event is not None else None,
+    )
 
 
 @bp.get("/<env:str>/deliveries/<delivery_id:str>")
@@ -67,7 +138,15 @@ async def delivery_page(request: PortalRequest, env: str, delivery_id: str) -> H
     attempts = await attempts_of(request, env, delivery_id)
     if request.headers.get("hx-request"):
         return render(request, "_attempts.html", attempts=attempts, delivery_id=delivery_id)
-    return render(request, "delivery.html", attempts=attempts, delivery_id=delivery_id)
+    facts = await facts_of(request, env, delivery_id, attempts)
+    return render(
+        request,
+        "delivery.html",
+        attempts=attempts,
+        delivery_id=delivery_id,
+        facts=facts,
+        test_kind=TEST_EVENT_KIND,
+    )
 
 
 @bp.post("/<env:str>/attempts/<attempt_id:str>/resend")
@@ -105,3 +184,24 @@ async def resend(request: PortalRequest, env: str, attempt_id: str) -> HTTPRespo
         delivery_id=got.delivery.id,
         polling=True,
     )
+
+
+@bp.post("/<env:str>/clock")
+async def advance_clock(request: PortalRequest, env: str) -> HTTPResponse:
+    """Advance the sandbox clock (webhookd's AdvanceSandboxClock): pending sandbox deliveries become due
+    that much earlier. Live has no clock: after the session, CSRF and role checks, no such page there."""
+    env = env_of(request)
+    viewer = need(request, "webhooks.write")
+    if env != "sandbox":
+        raise ClientError("not_found", "No such page.")
+    form = fields(request)
+    choice = form.get("by")
+    span = clock_span(choice)
+    got = await hooks(request).advance_sandbox_clock(
+        wpb.AdvanceSandboxClockRequest(
+            account_id=viewer.user.account_id,
+            environment=wpb.ENVIRONMENT_SANDBOX,
+            by=duration_pb2.Duration(seconds=int(span.total_seconds())),
+        ),
+    )
+    return redirect(request, clock_back(env, form.get("back")), clock_notice(choice, got.deliveries_due))

@@ -35,11 +35,14 @@ from aiosmtpd.controller import Controller
 from google.protobuf.json_format import MessageToJson
 
 from edge.testing import SANDBOX_HOST, edge_args
+from svckit.protos import struct
 from svckit.secretbox import new_key as new_secrets_key
 from tests.support import ROOT, ServiceProcess, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import auth_pb2_grpc, identity_pb2_grpc
 from travel.auth.v1 import identity_pb2 as ipb
+from travel.webhooks.v1 import webhooks_pb2 as wpb
+from travel.webhooks.v1 import webhooks_pb2_grpc as wpb_grpc
 from webhookd.testing import Receiver
 
 CHROMIUM = pathlib.Path("/usr/bin/chromium")
@@ -64,6 +67,7 @@ class Stack:
     account_id: str
     tmp: pathlib.Path  # every database file (with -wal/-shm) and process log of the run
     inbox: Inbox = field(default_factory=lambda: Inbox())
+    webhookd: str = ""  # its gRPC target (events are published there)
 
 
 class Inbox:
@@ -140,6 +144,7 @@ def running_stack(tmp: pathlib.Path) -> Iterator[Stack]:
             account.account.id,
             tmp,
             inbox,
+            webhookd.grpc_target,
         )
     finally:
         for proc in reversed(procs):
@@ -357,6 +362,49 @@ def test_owner_journey(browser: Any, stack: Stack) -> None:
     page.goto(f"{stack.portal}/sandbox/")
     assert "100% of 2" in page.inner_html("main")  # the test and its resend, both answered 200
     shot(page, "overview-sandbox")
+
+    # A booking.confirmed event (the endpoint subscribes to it): the Events page lists it; its page shows
+    # the payload as text and its delivery, whose page shows the event, the endpoint and the payload.
+    with grpc.insecure_channel(stack.webhookd) as channel:
+        published = wpb_grpc.WebhookServiceStub(channel).PublishEvent(
+            wpb.PublishEventRequest(
+                account_id=stack.account_id,
+                environment=wpb.ENVIRONMENT_SANDBOX,
+                type="booking.confirmed",
+                state="confirmed",
+                data=struct({"booking_id": "bk_e2e", "note": xss}),
+            )
+        )
+    event_id = published.event.id
+    page.goto(f"{stack.portal}/sandbox/")
+    page.click("nav >> text=Events")
+    page.wait_for_url(re.compile(r"/sandbox/events$"))
+    assert page.text_content(f"[data-event-id={event_id}] [data-testid=event-kind]") == "booking.confirmed"
+    page.select_option("select[name=kind]", "booking.confirmed")
+    page.click("[data-testid=event-filters] button")
+    page.wait_for_url(re.compile(r"kind=booking.confirmed"))
+    assert page.locator("[data-testid=event-row]").count() == 1
+    shot(page, "events")
+    page.click(f"[data-event-id={event_id}] code")
+    page.wait_for_url(re.compile(rf"/sandbox/events/{event_id}$"))
+    payload = str(page.text_content("[data-testid=payload]"))
+    assert f'\n  "id": "{event_id}",\n' in payload and '"booking_id": "bk_e2e"' in payload
+    assert "<script>document.body.dataset.pwned=1</script>" in payload  # shown as text, never run
+    assert page.locator("[data-testid=payload] img").count() == 0
+    assert page.evaluate("document.body.dataset.pwned") is None
+    assert page.text_content("[data-testid=livemode]") == "false"
+    page.locator("[data-testid=event-delivery]").first.wait_for()
+    shot(page, "event")
+    page.click("[data-testid=event-delivery] a >> nth=0")
+    page.wait_for_selector("[data-testid=delivery-status]")
+    assert stack.receiver.url("/hooks") in page.text_content("[data-testid=delivery-endpoint]")
+    assert "booking.confirmed" in page.text_content("[data-testid=delivery-event]")
+    assert f'"id": "{event_id}"' in str(page.text_content("[data-testid=payload]"))
+    # The response body is collapsed until asked for.
+    page.locator("[data-testid=attempt]").first.wait_for(timeout=15000)
+    assert not page.locator("[data-testid=response-body] >> nth=0").is_visible()
+    page.click("[data-testid=response-body-details] summary >> nth=0")
+    assert page.locator("[data-testid=response-body] >> nth=0").is_visible()
     context.close()
 
 

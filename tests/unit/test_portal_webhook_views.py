@@ -1,0 +1,123 @@
+"""The events, delivery and sandbox clock pages' decisions (portal.webhook_views)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from google.protobuf import timestamp_pb2
+
+from portal.webhook_views import (
+    CLOCK_CHOICES,
+    clock_back,
+    clock_notice,
+    clock_span,
+    delivery_in,
+    has_event_page,
+    newest_first,
+    pretty_json,
+)
+from svckit.clients import ClientError
+from travel.webhooks.v1 import webhooks_pb2 as wpb
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ('{"id":"evt_1","data":{"n":1}}', '{\n  "id": "evt_1",\n  "data": {\n    "n": 1\n  }\n}'),
+        ('{"b":1,"a":2}', '{\n  "b": 1,\n  "a": 2\n}'),  # the order delivered, not sorted
+        ('{"city":"Zürich"}', '{\n  "city": "Zürich"\n}'),
+        ('{"x":"<script>"}', '{\n  "x": "<script>"\n}'),  # escaped by the template, not here
+        ("not json", "not json"),
+        ("", ""),
+    ],
+)
+def test_pretty_json(text: str, shown: str) -> None:
+    assert pretty_json(text) == shown
+
+
+def _attempt(id: str, number: int, seconds: int, nanos: int = 0) -> wpb.Attempt:
+    return wpb.Attempt(
+        id=id, attempt_number=number, attempted_at=timestamp_pb2.Timestamp(seconds=seconds, nanos=nanos)
+    )
+
+
+@pytest.mark.parametrize(
+    ("attempts", "order"),
+    [
+        ([], []),
+        ([_attempt("a1", 1, 100), _attempt("a2", 2, 160), _attempt("a3", 3, 400)], ["a3", "a2", "a1"]),
+        ([_attempt("a3", 3, 400), _attempt("a1", 1, 100), _attempt("a2", 2, 160)], ["a3", "a2", "a1"]),
+        # A manual resend is newer than the schedule's later-numbered failure before it.
+        ([_attempt("a1", 1, 100), _attempt("a2", 2, 160), _attempt("m", 2, 500)], ["m", "a2", "a1"]),
+        ([_attempt("a1", 1, 100, 5), _attempt("a2", 2, 100, 7)], ["a2", "a1"]),
+        ([_attempt("a1", 1, 100), _attempt("a2", 2, 100)], ["a2", "a1"]),
+    ],
+)
+def test_attempts_newest_first(attempts: list[wpb.Attempt], order: list[str]) -> None:
+    assert [a.id for a in newest_first(attempts)] == order
+
+
+@pytest.mark.parametrize(
+    ("ids", "wanted", "found"),
+    [(["msg_1", "msg_2"], "msg_2", True), (["msg_1"], "msg_9", False), ([], "msg_1", False)],
+)
+def test_delivery_in(ids: list[str], wanted: str, found: bool) -> None:
+    got = delivery_in([wpb.Delivery(id=i) for i in ids], wanted)
+    assert (got is not None and got.id == wanted) == found
+
+
+@pytest.mark.parametrize(
+    ("kind", "kept"), [("booking.confirmed", True), ("webhook.test", False), ("", False)]
+)
+def test_has_event_page(kind: str, kept: bool) -> None:
+    assert has_event_page(kind) is kept
+
+
+@pytest.mark.parametrize(
+    ("choice", "span"),
+    [
+        ("1m", dt.timedelta(minutes=1)),
+        ("5m", dt.timedelta(minutes=5)),
+        ("30m", dt.timedelta(minutes=30)),
+        ("2h", dt.timedelta(hours=2)),
+        ("6h", dt.timedelta(hours=6)),
+        ("24h", dt.timedelta(days=1)),
+    ],
+)
+def test_clock_choices(choice: str, span: dt.timedelta) -> None:
+    assert choice in CLOCK_CHOICES
+    assert clock_span(choice) == span
+
+
+@pytest.mark.parametrize("choice", ["", "3h", "8d", "2H", " 2h", "0s", "1h30m"])
+def test_other_clock_spans_are_refused_beside_the_field(choice: str) -> None:
+    with pytest.raises(ClientError) as refused:
+        clock_span(choice)
+    assert (refused.value.status, refused.value.field) == (400, "by")
+
+
+@pytest.mark.parametrize(
+    ("page", "to"),
+    [
+        ("webhooks", "/sandbox/webhooks"),
+        ("deliveries", "/sandbox/deliveries"),
+        ("", "/sandbox/webhooks"),
+        ("//evil.example", "/sandbox/webhooks"),
+        ("keys", "/sandbox/webhooks"),
+    ],
+)
+def test_clock_back(page: str, to: str) -> None:
+    assert clock_back("sandbox", page) == to
+
+
+@pytest.mark.parametrize(
+    ("choice", "due", "notice"),
+    [
+        ("2h", 3, "Sandbox clock advanced by 2h: 3 deliveries due now"),
+        ("1m", 1, "Sandbox clock advanced by 1m: 1 delivery due now"),
+        ("24h", 0, "Sandbox clock advanced by 24h: 0 deliveries due now"),
+    ],
+)
+def test_clock_notice(choice: str, due: int, notice: str) -> None:
+    assert clock_notice(choice, due) == notice
