@@ -1,14 +1,15 @@
 """travel.auth.v1.IdentityService: portal users, invites, sign-in and server-side sessions.
 
-Passwords are argon2id hashes (argon2-cffi, run off the event loop); session and invite tokens are
+Passwords are argon2id hashes (argon2-cffi, on bounded workers of their own with load shedding:
+authsvc._password_work); session and invite tokens are
 random, returned once and stored as SHA-256 hashes; TOTP seeds are sealed with AES-256-GCM (the user
 id as associated data). Sign-in answers one message for an unknown e-mail, a wrong password and a
-throttled attempt alike, so nothing tells whether an address has an account.
+throttled attempt alike, so nothing tells whether an address has an account. Each attempt is counted
+before its password is checked (IdentityRepository.reserve_attempt) and refunded when it succeeds.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import datetime as dt
 import hashlib
@@ -17,8 +18,6 @@ import secrets
 
 import grpc
 import pyotp
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError
 from google.protobuf.json_format import MessageToDict
 
 from authsvc import _convert as cv
@@ -37,6 +36,7 @@ from authsvc._errors import (
 )
 from authsvc._identity_sql import IdentityRepository, Invite, Session, User
 from authsvc._model import Actor
+from authsvc._password_work import Overloaded, PasswordWork
 from svckit import roles
 from svckit.clock import Clock, SystemClock
 from svckit.ids import new_id
@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 INVITE_TTL = dt.timedelta(days=7)
 SIGN_IN_REFUSED = "Incorrect e-mail address or password, or too many attempts; try again in a few minutes."
 TOTP_ISSUER = "svc portal"
+# Seconds a check refused because the hashing queue is full is told to wait.
+SHED_RETRY_AFTER = 5
 
 
 def token_hash(token: str) -> str:
@@ -99,14 +101,17 @@ def session_pb(s: Session) -> pb.Session:
 
 class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
     def __init__(
-        self, repo: IdentityRepository, *, secrets_key: bytes | None = None, clock: Clock | None = None
+        self,
+        repo: IdentityRepository,
+        *,
+        secrets_key: bytes | None = None,
+        clock: Clock | None = None,
+        work: PasswordWork | None = None,
     ) -> None:
         self.repo = repo
         self.clock: Clock = clock or SystemClock()
         self.box = SecretBox(secrets_key) if secrets_key is not None else None
-        self.hasher = PasswordHasher()  # argon2id, RFC 9106 low-memory profile defaults
-        # Verified against when the e-mail is unknown, so both paths cost the same.
-        self._dummy_hash = self.hasher.hash(secrets.token_urlsafe(16))
+        self.work = work or PasswordWork()
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -115,17 +120,27 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
         session = Session(new_id("ses"), user.id, now, now, source[: v.MAX_SOURCE], agent[: v.MAX_USER_AGENT])
         return session, token
 
+    @staticmethod
+    def _shed() -> Throttled:
+        log.debug("password hashing queue full: check refused")
+        return Throttled(SIGN_IN_REFUSED, metadata={"retry_after": str(SHED_RETRY_AFTER)})
+
     async def _verify(self, password_hash: str, password: str) -> bool:
         try:
-            return await asyncio.to_thread(self.hasher.verify, password_hash, password)
-        except (VerificationError, InvalidHashError):
-            return False
+            async with self.work.admitted():
+                return await self.work.verify(password_hash, password)
+        except Overloaded:
+            raise self._shed() from None
 
     async def _hash(self, password: str, email: str) -> str:
         problem = rules.password_problem(password, email)
         if problem:
             raise InvalidRequest(f"password: {problem}")
-        return await asyncio.to_thread(self.hasher.hash, password)
+        try:
+            async with self.work.admitted():
+                return await self.work.hash(password)
+        except Overloaded:
+            raise self._shed() from None
 
     async def _signed_in(self, token: str) -> tuple[User, Session]:
         """The user of a live session token (and marks the session used)."""
@@ -238,26 +253,36 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
     async def SignIn(self, request: pb.SignInRequest, context: grpc.aio.ServicerContext) -> pb.SignInResponse:
         email = request.email.strip().lower()[: v.MAX_EMAIL]
         address = request.source_address[: v.MAX_SOURCE]
+        try:
+            # Shed before anything else: a refused attempt costs no hash and no database work.
+            async with self.work.admitted():
+                return await self._sign_in(request, email, address)
+        except Overloaded:
+            raise self._shed() from None
+
+    async def _sign_in(self, request: pb.SignInRequest, email: str, address: str) -> pb.SignInResponse:
         now = self.clock.now()
-        by_email, by_address = await self.repo.recent_failures(email, address, now - rules.THROTTLE_WINDOW)
-        verdict = rules.sign_in_throttle(by_email, by_address, now)
-        if not verdict.allowed:
+        # The attempt is counted (as a failure) before the password is checked, atomically with the
+        # throttle's check: concurrent attempts beyond the limit are refused unevaluated.
+        verdict, reserved = await self.repo.reserve_attempt(email, address, now, rules.THROTTLE_WINDOW)
+        if reserved is None:
             log.info("portal sign-in throttled", extra={"retry_after": round(verdict.retry_after)})
             raise Throttled(SIGN_IN_REFUSED, metadata={"retry_after": str(int(verdict.retry_after) + 1)})
         user = await self.repo.user_by_email(email) if email else None
-        ok = await self._verify(user.password_hash if user else self._dummy_hash, request.password)
+        # An unknown e-mail costs a verification all the same (timing tells nothing).
+        ok = await self.work.verify(user.password_hash if user else self.work.dummy_hash, request.password)
         if user is None or not ok:
-            await self.repo.record_failure(email, address, now, now - rules.THROTTLE_WINDOW)
-            raise InvalidCredentials(SIGN_IN_REFUSED)
+            raise InvalidCredentials(SIGN_IN_REFUSED)  # the reserved attempt stays as the failure
         if user.totp_seed is not None:
             if not request.totp_code:
+                await self.repo.release_attempt(reserved)  # the password was right; no code was tried
                 raise SecondFactorRequired("totp_code: enter the 6-digit code from your authenticator app")
             step = rules.totp_step(
                 self._unseal(user.totp_seed, user.id), request.totp_code, now, user.totp_last_step
             )
             if step is None or not await self.repo.use_totp_step(user.id, step):
-                await self.repo.record_failure(email, address, now, now - rules.THROTTLE_WINDOW)
                 raise SecondFactorRequired("totp_code: the code is not valid; enter the current code")
+        await self.repo.release_attempt(reserved)
         session, token = self._new_session(user, address, request.user_agent, now)
         await self.repo.sign_in(user, session, token_hash(token), now)
         log.info("portal sign-in", extra={"user_id": user.id, "session_id": session.id})

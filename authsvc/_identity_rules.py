@@ -4,10 +4,14 @@ policy. No I/O; the repository supplies the facts and the servicer acts on the a
 Sessions (OWASP session management): a session ends after 30 minutes without a request (idle) and 12
 hours after sign-in whatever happens (absolute); the last-seen time is written at most once a minute.
 TOTP (RFC 6238): 30-second steps, one step of clock drift either way, and a code's step is never
-accepted twice (replay). Throttling: failed sign-ins are counted in a 15-minute window per e-mail
-address (5) and per source address (20); once either is reached every attempt is refused with the same
-message until the oldest failure leaves the window, whether or not the e-mail belongs to a user (no
-account enumeration).
+accepted twice (replay). Throttling: failed sign-ins are counted in a 15-minute window per e-mail and
+source address together (5), per source address (20) and per e-mail from anywhere (100, the global
+ceiling on guesses at one account); once any is reached every attempt is refused with the same message
+until the oldest failure leaves the window, whether or not the e-mail belongs to a user (no account
+enumeration). Wrong passwords from one address so never lock the real user out from another (no
+targeted lockout) unless they come from twenty addresses or more. Every attempt is counted before its
+password is checked (a reservation, refunded on success), so concurrent attempts can't all slip past
+the count. Password hashing admits at most a bounded number of waiting attempts (load shedding).
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ TOUCH_INTERVAL = dt.timedelta(minutes=1)
 TOTP_STEP = 30
 TOTP_DRIFT_STEPS = 1
 THROTTLE_WINDOW = dt.timedelta(minutes=15)
-MAX_FAILURES_PER_EMAIL = 5
+# Failed sign-ins in THROTTLE_WINDOW: per (e-mail, source address), per source address, per e-mail.
+MAX_FAILURES_PER_EMAIL_AND_ADDRESS = 5
 MAX_FAILURES_PER_ADDRESS = 20
+MAX_FAILURES_PER_EMAIL = 100
 MIN_PASSWORD = 12
 MAX_PASSWORD = 256
 
@@ -82,17 +88,36 @@ def _retry_after(failures: Sequence[dt.datetime], limit: int, now: dt.datetime) 
 
 
 def sign_in_throttle(
-    email_failures: Sequence[dt.datetime], address_failures: Sequence[dt.datetime], now: dt.datetime
+    pair_failures: Sequence[dt.datetime],
+    address_failures: Sequence[dt.datetime],
+    email_failures: Sequence[dt.datetime],
+    now: dt.datetime,
 ) -> Throttle:
+    """Whether a sign-in may be tried, from the failures (and attempts under way) in the window for the
+    e-mail from this source address, for the source address, and for the e-mail from anywhere.
+
+    The lockout is keyed by (e-mail, address): five wrong passwords from one address lock that address
+    out of that account, not the account. The per-e-mail ceiling is twenty times higher: it bounds how
+    many guesses a distributed attacker gets at one account, at the price that twenty addresses together
+    can still lock it for a window (docs/portal.md, sign-in and session rules)."""
     waits = [
         w
         for w in (
-            _retry_after(email_failures, MAX_FAILURES_PER_EMAIL, now),
+            _retry_after(pair_failures, MAX_FAILURES_PER_EMAIL_AND_ADDRESS, now),
             _retry_after(address_failures, MAX_FAILURES_PER_ADDRESS, now),
+            _retry_after(email_failures, MAX_FAILURES_PER_EMAIL, now),
         )
         if w is not None
     ]
     return Throttle(True) if not waits else Throttle(False, max(waits))
+
+
+def hashing_admitted(in_flight: int, workers: int, max_waiting: int) -> bool:
+    """Load shedding of password hashing: whether one more sign-in (or other password check) may wait
+    for the hashing workers, given ``in_flight`` already running or waiting. Past ``workers`` running
+    and ``max_waiting`` waiting it is refused at once, before any hash is computed or the database is
+    asked: a flood costs the service a bounded queue, never the whole machine."""
+    return in_flight < max(1, workers) + max(0, max_waiting)
 
 
 TOTP_ROLES = (UserRole.OWNER, UserRole.ADMIN)

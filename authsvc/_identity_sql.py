@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authsvc import _validate as v
 from authsvc._errors import Conflict, NotFound
+from authsvc._identity_rules import Throttle, sign_in_throttle
 from authsvc._model import Actor, AuditEvent
 from authsvc._sql import SqlRepository
 from authsvc._sql_tables import metadata, required_time_of, time_of, users
@@ -59,6 +60,10 @@ failures = sa.Table(
     sa.Index("auth_portal_failures_email", "email", "at"),
     sa.Index("auth_portal_failures_address", "source_address", "at"),
 )
+
+# Classes of the two-key advisory locks that serialise sign-in attempt counting on PostgreSQL.
+_LOCK_EMAIL = 0x5349_4E01
+_LOCK_ADDRESS = 0x5349_4E02
 
 settings = sa.Table(
     "auth_portal_settings",
@@ -448,24 +453,55 @@ class IdentityRepository:
 
     # -- throttling ------------------------------------------------------------------------------
 
-    async def recent_failures(
-        self, email: str, address: str, since: dt.datetime
-    ) -> tuple[list[dt.datetime], list[dt.datetime]]:
-        t = since.timestamp()
-        async with self.engine.connect() as conn:
-            by_email = await conn.execute(
-                sa.select(failures.c.at).where(failures.c.email == email, failures.c.at > t)
-            )
-            by_address = await conn.execute(
-                sa.select(failures.c.at).where(failures.c.source_address == address, failures.c.at > t)
-            )
-            return [required_time_of(r[0]) for r in by_email], [required_time_of(r[0]) for r in by_address]
-
-    async def record_failure(
-        self, email: str, address: str, now: dt.datetime, purge_before: dt.datetime
-    ) -> None:
+    async def reserve_attempt(
+        self, email: str, address: str, now: dt.datetime, window: dt.timedelta
+    ) -> tuple[Throttle, int | None]:
+        """Count a sign-in attempt as a failure before its password is checked: the verdict on the
+        failures (and attempts under way) in ``window``, and when allowed the id of the failure recorded
+        for this attempt (``release_attempt`` refunds it on success). The check and the record are one
+        step: on PostgreSQL under transaction-scoped advisory locks on the e-mail and on the address
+        (every authsvc process of the database queues on them), on SQLite in one BEGIN IMMEDIATE
+        transaction (one writer at a time). So concurrent attempts never all see the same count."""
+        since = (now - window).timestamp()
         async with self.engine.begin() as conn:
-            await conn.execute(
+            if is_postgres(self.engine):
+                # Always the e-mail's lock first, then the address's: one order, no deadlock.
+                for klass, key in ((_LOCK_EMAIL, email), (_LOCK_ADDRESS, address)):
+                    await conn.execute(
+                        sa.text("SELECT pg_advisory_xact_lock(:c, hashtext(:k))"), {"c": klass, "k": key}
+                    )
+            by_email = (
+                await conn.execute(
+                    sa.select(failures.c.at, failures.c.source_address).where(
+                        failures.c.email == email, failures.c.at > since
+                    )
+                )
+            ).all()
+            by_address = (
+                await conn.execute(
+                    sa.select(failures.c.at).where(
+                        failures.c.source_address == address, failures.c.at > since
+                    )
+                )
+            ).all()
+            verdict = sign_in_throttle(
+                [required_time_of(at) for at, source in by_email if source == address],
+                [required_time_of(r[0]) for r in by_address],
+                [required_time_of(at) for at, _ in by_email],
+                now,
+            )
+            if not verdict.allowed:
+                return verdict, None
+            done = await conn.execute(
                 failures.insert().values(email=email, source_address=address, at=now.timestamp())
             )
-            await conn.execute(failures.delete().where(failures.c.at < purge_before.timestamp()))
+            await conn.execute(failures.delete().where(failures.c.at < since))
+            inserted = done.inserted_primary_key
+            assert inserted is not None
+            return verdict, int(inserted[0])
+
+    async def release_attempt(self, seq: int) -> None:
+        """Refund a reserved attempt that turned out not to be a failure (signed in, or the password was
+        right and the second factor is still to come)."""
+        async with self.engine.begin() as conn:
+            await conn.execute(failures.delete().where(failures.c.seq == seq))

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import math
+
 from sanic import Blueprint, response
 from sanic.response import HTTPResponse
 
 from portal.context import PortalRequest, auth
 from portal.forms import fields
+from portal.signin_limit import limiter_of
 from portal.web import SESSION_COOKIE, check_csrf, render, signed_in, viewer_of
 from svckit.clients import ClientError
 from travel.auth.v1 import identity_pb2 as ipb
 
 bp = Blueprint("portal_session")
+
+TOO_MANY_ATTEMPTS = "Too many sign-in attempts from your network; try again in a few minutes."
 
 
 @bp.get("/signin")
@@ -24,6 +29,19 @@ async def signin(request: PortalRequest) -> HTTPResponse:
     check_csrf(request)
     form = fields(request)
     email = form.get("email", "")
+    # Per source address, before authsvc is asked (portal.signin_limit): a flood hashes nothing.
+    wait = limiter_of(request.app.ctx).attempt(request.ip or "")
+    if wait:
+        page = render(
+            request,
+            "signin.html",
+            status=429,
+            email=email,
+            need_totp=False,
+            errors={"form": TOO_MANY_ATTEMPTS},
+        )
+        page.headers["Retry-After"] = str(math.ceil(wait))
+        return page
     try:
         got = await auth(request).sign_in(
             ipb.SignInRequest(

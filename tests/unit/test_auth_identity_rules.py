@@ -11,7 +11,9 @@ from authsvc._identity_rules import (
     MAX_ALERT_RECIPIENTS,
     MAX_FAILURES_PER_ADDRESS,
     MAX_FAILURES_PER_EMAIL,
+    MAX_FAILURES_PER_EMAIL_AND_ADDRESS,
     alert_recipients,
+    hashing_admitted,
     needs_touch,
     password_problem,
     session_expires_at,
@@ -152,23 +154,60 @@ def test_totp_malformed_codes(code: str) -> None:
     assert totp_step(SEED, code, T0, 0) is None
 
 
+PAIR = MAX_FAILURES_PER_EMAIL_AND_ADDRESS
+
+
 @pytest.mark.parametrize(
-    ("email_failures", "address_failures", "allowed_", "retry_after"),
+    ("pair_failures", "address_failures", "email_failures", "allowed_", "retry_after"),
     [
-        ([], [], True, 0.0),
-        ([T0 - M] * (MAX_FAILURES_PER_EMAIL - 1), [], True, 0.0),
-        ([T0 - M] * MAX_FAILURES_PER_EMAIL, [], False, 14 * 60.0),
-        ([T0 - 16 * M] * MAX_FAILURES_PER_EMAIL, [], True, 0.0),  # left the window
-        ([], [T0 - 2 * M] * MAX_FAILURES_PER_ADDRESS, False, 13 * 60.0),
-        ([T0 - 5 * M] * MAX_FAILURES_PER_EMAIL, [T0 - M] * MAX_FAILURES_PER_ADDRESS, False, 14 * 60.0),
+        ([], [], [], True, 0.0),
+        # (e-mail, address): the rows of the old per-e-mail rule, now for one address.
+        ([T0 - M] * (PAIR - 1), [], [T0 - M] * (PAIR - 1), True, 0.0),
+        ([T0 - M] * PAIR, [], [T0 - M] * PAIR, False, 14 * 60.0),
+        ([T0 - 16 * M] * PAIR, [], [], True, 0.0),  # left the window
+        ([], [T0 - 2 * M] * MAX_FAILURES_PER_ADDRESS, [], False, 13 * 60.0),
+        ([T0 - 5 * M] * PAIR, [T0 - M] * MAX_FAILURES_PER_ADDRESS, [T0 - 5 * M] * PAIR, False, 14 * 60.0),
+        # No targeted lockout: the e-mail's failures from other addresses don't refuse this one ...
+        ([], [], [T0 - M] * PAIR, True, 0.0),
+        ([], [], [T0 - M] * (MAX_FAILURES_PER_EMAIL - 1), True, 0.0),
+        ([T0 - M] * (PAIR - 1), [T0 - M] * (PAIR - 1), [T0 - M] * (MAX_FAILURES_PER_EMAIL - 1), True, 0.0),
+        # ... until the much higher per-e-mail ceiling, from anywhere.
+        ([], [], [T0 - 3 * M] * MAX_FAILURES_PER_EMAIL, False, 12 * 60.0),
+        ([], [], [T0 - 16 * M] * MAX_FAILURES_PER_EMAIL, True, 0.0),
     ],
 )
 def test_sign_in_throttle(
-    email_failures: list[dt.datetime], address_failures: list[dt.datetime], allowed_: bool, retry_after: float
+    pair_failures: list[dt.datetime],
+    address_failures: list[dt.datetime],
+    email_failures: list[dt.datetime],
+    allowed_: bool,
+    retry_after: float,
 ) -> None:
-    verdict = sign_in_throttle(email_failures, address_failures, T0)
+    verdict = sign_in_throttle(pair_failures, address_failures, email_failures, T0)
     assert verdict.allowed is allowed_
     assert verdict.retry_after == retry_after
+
+
+def test_the_per_email_ceiling_is_much_higher_than_the_per_address_lockout() -> None:
+    assert MAX_FAILURES_PER_EMAIL >= 10 * MAX_FAILURES_PER_EMAIL_AND_ADDRESS
+
+
+@pytest.mark.parametrize(
+    ("in_flight", "workers", "max_waiting", "admitted"),
+    [
+        (0, 1, 8, True),
+        (8, 1, 8, True),  # one running, eight waiting after this one
+        (9, 1, 8, False),  # queue full: refused unhashed
+        (300, 1, 8, False),
+        (0, 1, 0, True),  # no queue: only the running one
+        (1, 1, 0, False),
+        (3, 2, 2, True),
+        (4, 2, 2, False),
+        (0, 0, 0, True),  # at least one worker
+    ],
+)
+def test_hashing_load_shedding(in_flight: int, workers: int, max_waiting: int, admitted: bool) -> None:
+    assert hashing_admitted(in_flight, workers, max_waiting) is admitted
 
 
 @pytest.mark.parametrize(
