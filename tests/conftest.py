@@ -4,11 +4,16 @@ import asyncio
 import pathlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 import redis.asyncio as aioredis
 
 from tests.support import REDIS_URL
+
+if TYPE_CHECKING:
+    from authsvc import AuthServer
+    from webhookd._server import Webhookd
 
 PG_HOST, PG_PORT, PG_DB = "127.0.0.1", 5432, "test"
 PG_BASE = f"postgresql+asyncpg://postgres@{PG_HOST}:{PG_PORT}/{PG_DB}"
@@ -110,6 +115,36 @@ def other_pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     directory = tmp_path_factory.mktemp("other-pki")
     init_dir(directory, ("svcctl", "authsvc"))
     return directory
+
+
+@pytest.fixture
+async def authsvc(sqlite_url: str, pki: pathlib.Path) -> AsyncIterator[AuthServer]:
+    """authsvc on port 0 with mutual TLS (its certificate from ``pki``), on a SQLite file. A test module
+    may define its own ``authsvc`` fixture instead."""
+    from authsvc import run_server
+    from tests.support import tls_of
+
+    server = await run_server("127.0.0.1:0", sqlite_url, tls=tls_of(pki, "authsvc"))
+    try:
+        yield server
+    finally:
+        await server.stop(0)
+
+
+@pytest.fixture
+async def webhookd(tmp_path: pathlib.Path, pki: pathlib.Path) -> AsyncIterator[Webhookd]:
+    """webhookd on port 0 with mutual TLS, on a SQLite file, no delivery worker."""
+    from tests.support import tls_of
+    from webhookd._server import Config, run_server
+
+    config = Config(
+        database=f"sqlite+aiosqlite:///{tmp_path / 'w.db'}", listen="127.0.0.1:0", tls=tls_of(pki, "webhookd")
+    )
+    app = await run_server(config, start_worker=False)
+    try:
+        yield app
+    finally:
+        await app.stop(0)
 
 
 @pytest.fixture

@@ -6,13 +6,12 @@ from __future__ import annotations
 import pathlib
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from authsvc._server import AuthServer, run_server
+from authsvc._server import AuthServer
 from authsvc.testing import ACTOR
 from svckit.devca import files, stem
 from svckit.errors import type_from_rpc_error
@@ -21,29 +20,7 @@ from tests.support import ROOT, tls_args, tls_of
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
-from webhookd._server import Config, Webhookd
-from webhookd._server import run_server as run_webhookd
-
-
-@pytest.fixture
-async def authsvc(sqlite_url: str, pki: pathlib.Path) -> AsyncIterator[AuthServer]:
-    server = await run_server("127.0.0.1:0", sqlite_url, tls=tls_of(pki, "authsvc"))
-    try:
-        yield server
-    finally:
-        await server.stop(0)
-
-
-@pytest.fixture
-async def webhookd(tmp_path: pathlib.Path, pki: pathlib.Path) -> AsyncIterator[Webhookd]:
-    config = Config(
-        database=f"sqlite+aiosqlite:///{tmp_path / 'w.db'}", listen="127.0.0.1:0", tls=tls_of(pki, "webhookd")
-    )
-    app = await run_webhookd(config, start_worker=False)
-    try:
-        yield app
-    finally:
-        await app.stop(0)
+from webhookd._server import Webhookd
 
 
 def auth_stub(

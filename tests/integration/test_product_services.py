@@ -15,7 +15,7 @@ import grpc
 import jsonschema
 import pytest
 
-from authsvc._server import AuthServer, run_server
+from authsvc._server import AuthServer
 from authsvc.testing import ACTOR
 from examples.product_hotels import Booking, Refused, confirm_booking, connect
 from svckit import catalog
@@ -28,31 +28,9 @@ from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2 as wpb
 from travel.webhooks.v1 import webhooks_pb2_grpc
-from webhookd._server import Config, Webhookd
-from webhookd._server import run_server as run_webhookd
+from webhookd._server import Webhookd
 
 PRODUCT = "product:hotels"
-
-
-@pytest.fixture
-async def authsvc(sqlite_url: str, pki: pathlib.Path) -> AsyncIterator[AuthServer]:
-    server = await run_server("127.0.0.1:0", sqlite_url, tls=tls_of(pki, "authsvc"))
-    try:
-        yield server
-    finally:
-        await server.stop(0)
-
-
-@pytest.fixture
-async def webhookd(tmp_path: pathlib.Path, pki: pathlib.Path) -> AsyncIterator[Webhookd]:
-    config = Config(
-        database=f"sqlite+aiosqlite:///{tmp_path / 'w.db'}", listen="127.0.0.1:0", tls=tls_of(pki, "webhookd")
-    )
-    app = await run_webhookd(config, start_worker=False)
-    try:
-        yield app
-    finally:
-        await app.stop(0)
 
 
 async def partner(
