@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import pathlib
+import re
 import select
 import signal
 import socket
@@ -132,3 +133,13 @@ def tls_of(pki: pathlib.Path, identity: str) -> Tls:
 def tls_args(pki: pathlib.Path, identity: str) -> list[str]:
     """The TLS flags of a process (or svcctl) holding ``identity``'s certificate."""
     return flags(pki, identity)
+
+
+_CSRF = re.compile(r'name="csrf" value="([^"]*)"')
+
+
+def csrf_of(page: str) -> str:
+    """The CSRF token of a portal page's form."""
+    found = _CSRF.search(page)
+    assert found, "no CSRF field on the page"
+    return found.group(1)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import pathlib
-import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from authsvc.testing import ACTOR, error_of, new_account, running_authsvc
 from portal.app import PortalConfig, create_app
 from svckit.clock import FakeClock
 from svckit.webserver import start
-from tests.support import free_port
+from tests.support import csrf_of, free_port
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import auth_pb2_grpc, identity_pb2_grpc
 from travel.auth.v1 import identity_pb2 as ipb
@@ -47,7 +46,6 @@ from webhookd.testing import Receiver
 PASSWORD = "a long enough passphrase"
 T0 = dt.datetime(2026, 5, 4, 9, 0, tzinfo=dt.UTC)
 DELAYS = [dt.timedelta(minutes=m) for m in (1, 5, 30, 120, 360, 1440)]
-_CSRF = re.compile(r'name="csrf" value="([^"]*)"')
 
 
 class Inbox:
@@ -74,12 +72,6 @@ def smtp() -> Iterator[tuple[Inbox, int]]:
     controller.start()
     yield inbox, port
     controller.stop()
-
-
-def csrf_of(page: str) -> str:
-    found = _CSRF.search(page)
-    assert found, "no CSRF field on the page"
-    return found.group(1)
 
 
 @dataclass

@@ -25,6 +25,7 @@ from authsvc._server import run_server as run_authsvc
 from portal.app import PAGE_SIZE, PortalConfig, create_app
 from portal.web import CSRF_COOKIE, SESSION_COOKIE
 from svckit.webserver import start
+from tests.support import csrf_of
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import auth_pb2_grpc, identity_pb2_grpc
 from travel.auth.v1 import identity_pb2 as ipb
@@ -37,13 +38,6 @@ from webhookd.testing import Receiver
 
 PASSWORD = "a long enough passphrase"
 OPS = apb.Actor(user="ops:test")
-_CSRF = re.compile(r'name="csrf" value="([^"]*)"')
-
-
-def csrf_of(html: str) -> str:
-    found = _CSRF.search(html)
-    assert found, "no CSRF field on the page"
-    return found.group(1)
 
 
 @dataclass
