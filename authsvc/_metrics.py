@@ -20,3 +20,6 @@ KEY_CACHE = LoopCounter(
 OUTBOX_PUBLISHED = Counter("authsvc_outbox_published_total", "Outbox events accepted by webhookd", ["type"])
 OUTBOX_FAILURES = Counter("authsvc_outbox_publish_failures_total", "Failed outbox publish attempts", ["type"])
 KEY_CHANGES = Counter("authsvc_key_changes_total", "Key and account changes fanned out to watchers", ["kind"])
+# The request log (authsvc._requestlog): records filed, and those dropped by why.
+REQUESTS_RECORDED = Counter("authsvc_request_log_recorded_total", "Request log records filed")
+REQUESTS_DROPPED = Counter("authsvc_request_log_dropped_total", "Request log records not filed", ["reason"])

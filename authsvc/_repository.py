@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from authsvc._model import Account, AccountStatus, Actor, ApiKey, AuditEvent, AuditFilter, OutboxEvent, Usage
+from authsvc._requestlog import RequestFilter, RequestRecord
 from svckit.vocabulary import Environment
 
 # Outbox rows claimed in one pass of the relay.
@@ -75,3 +76,16 @@ class Repository(Protocol):
     async def mark_sent(self, event_id: str, now: dt.datetime) -> None: ...
     async def mark_failed(self, event_id: str, error: str, retry_at: dt.datetime) -> None: ...
     async def purge_outbox(self, sent_before: dt.datetime) -> int: ...
+
+    async def record_requests(
+        self, records: Sequence[RequestRecord], bound: int = ...
+    ) -> tuple[int, int]: ...
+    async def list_requests(
+        self,
+        account_id: str,
+        environment: Environment | None,
+        filters: RequestFilter,
+        limit: int,
+        after: tuple[float, str] | None,
+    ) -> list[RequestRecord]: ...
+    async def purge_requests(self, before: dt.datetime) -> int: ...

@@ -1,4 +1,5 @@
-"""Wiring: storage, change fan-out, cache, last-used flush, outbox relay and the gRPC server."""
+"""Wiring: storage, change fan-out, cache, last-used flush, outbox relay, request log purge and the gRPC
+server."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from authsvc._identity_sql import IdentityRepository
 from authsvc._lastused import FLUSH_INTERVAL, LastUsed
 from authsvc._outbox import BACKOFF_CAP, POLL_INTERVAL, OutboxRelay
 from authsvc._service import AuthServicer
+from authsvc._service_requests import RequestLogPurge
 from authsvc._sql import SqlRepository
 from authsvc._watch import ChangeHub, PgListener, channel_name
 from svckit import addresses
@@ -51,6 +53,7 @@ class AuthServer:
     listener: PgListener | None
     relay: OutboxRelay | None
     last_used: LastUsed
+    purge: RequestLogPurge
 
     async def stop(self, grace: float = ServeConfig.shutdown_grace) -> None:
         self.servicer.hub.close()
@@ -60,6 +63,7 @@ class AuthServer:
         if self.listener is not None:
             await self.listener.stop()
         await self.last_used.stop()
+        await self.purge.stop()
         await self.repo.engine.dispose()
 
 
@@ -102,6 +106,9 @@ async def run_server(
         relay.start()
     last_used = LastUsed(repo, last_used_interval)
     last_used.start()
+    # The request log's records past the retention, hourly (authsvc._requestlog).
+    purge = RequestLogPurge(repo, clock)
+    purge.start()
     servicer = AuthServicer(
         repo, hub, clock=clock, last_used=last_used, outbox_wakeup=relay.wakeup if relay else None
     )
@@ -119,7 +126,7 @@ async def run_server(
         "authsvc serving",
         extra={"port": port, "postgres": channel is not None, "webhookd": webhookd, "mtls": tls is not None},
     )
-    return AuthServer(server, port, health, servicer, repo, listener, relay, last_used)
+    return AuthServer(server, port, health, servicer, repo, listener, relay, last_used, purge)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -2,7 +2,8 @@
 
 Assembled from one part per group of RPCs, each on ``ServicerBase`` (state and shared helpers):
 Authenticate and Authorize (``_service_authorize``), keys, audit and key changes (``_service_keys``),
-accounts, travellers and the search allowance (``_service_accounts``).
+accounts, travellers and the search allowance (``_service_accounts``), the request log
+(``_service_requests``).
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 from authsvc._service_accounts import AccountRpcs
 from authsvc._service_authorize import AuthenticationRpcs
 from authsvc._service_keys import KeyRpcs
+from authsvc._service_requests import RequestLogRpcs
 
 __all__ = ["AuthServicer"]
 
 
-class AuthServicer(AuthenticationRpcs, KeyRpcs, AccountRpcs):
+class AuthServicer(AuthenticationRpcs, KeyRpcs, AccountRpcs, RequestLogRpcs):
     """travel.auth.v1.AuthService."""

@@ -5,7 +5,7 @@ search threshold) the outbox row commit together or not at all. Times are stored
 Schema changes are Alembic revisions in authsvc/migrations; the tables are in ``_sql_tables``.
 
 The repository is assembled from one part per thing it stores, each on ``SqlBase`` (engine, NOTIFY,
-audit and outbox writes): accounts, keys, audit, travellers and search usage, outbox.
+audit and outbox writes): accounts, keys, audit, travellers and search usage, outbox, request log.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from authsvc._sql_accounts import AccountStorage
 from authsvc._sql_audit import AuditStorage
 from authsvc._sql_keys import KeyStorage
 from authsvc._sql_outbox import OutboxStorage
+from authsvc._sql_requests import RequestStorage
 from authsvc._sql_tables import metadata
 from authsvc._sql_usage import UsageStorage
 
 __all__ = ["SqlRepository", "metadata"]
 
 
-class SqlRepository(AccountStorage, KeyStorage, AuditStorage, UsageStorage, OutboxStorage):
+class SqlRepository(AccountStorage, KeyStorage, AuditStorage, UsageStorage, OutboxStorage, RequestStorage):
     """The repository on an AsyncEngine. With ``notify_channel`` (PostgreSQL) changes also NOTIFY."""

@@ -10,6 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from authsvc import _requestlog as rl
 from authsvc import _validate as v
 from authsvc._model import Account, AccountMode, AccountStatus, Actor, ApiKey, AuditEvent
 from svckit.vocabulary import Environment
@@ -130,6 +131,36 @@ outbox = sa.Table(
     sa.Index("auth_outbox_pending", "sent_at", "next_attempt_at"),
 )
 
+# The request log (revision 0007; authsvc._requestlog): one row per partner request the edge answered,
+# metadata only, kept RETENTION; listed newest first per account and environment.
+requests = sa.Table(
+    "auth_requests",
+    metadata,
+    sa.Column("request_id", sa.String(40), primary_key=True),
+    sa.Column("account_id", sa.String(40), nullable=False),
+    sa.Column("environment", sa.String(8), nullable=False),
+    sa.Column("key_id", sa.String(40), nullable=False),
+    sa.Column("key_hint", sa.String(40), nullable=False),
+    sa.Column("method", sa.String(rl.MAX_METHOD), nullable=False),
+    sa.Column("path", sa.String(rl.MAX_PATH), nullable=False),
+    sa.Column("status", sa.Integer, nullable=False),
+    sa.Column("error_type", sa.String(rl.MAX_ERROR_TYPE), nullable=False),
+    sa.Column("latency_ms", sa.Integer, nullable=False),
+    sa.Column("occurred_at", sa.Float, nullable=False),
+    sa.Index("auth_requests_account", "account_id", "environment", "occurred_at"),
+    # The purge of records older than RETENTION.
+    sa.Index("auth_requests_time", "occurred_at"),
+)
+
+# Records offered per account and UTC day (kept and dropped): the daily bound (authsvc._requestlog.admit).
+request_counts = sa.Table(
+    "auth_request_counts",
+    metadata,
+    sa.Column("account_id", sa.String(40), primary_key=True),
+    sa.Column("day", sa.String(10), primary_key=True),
+    sa.Column("offered", sa.BigInteger, nullable=False),
+)
+
 
 def seconds_of(value: dt.datetime | None) -> float | None:
     return value.timestamp() if value is not None else None
@@ -211,3 +242,35 @@ def audit_event_of(row: Mapping[Any, Any]) -> AuditEvent:
         before=json.loads(row["before"]),
         after=json.loads(row["after"]),
     )
+
+
+def request_of(row: Mapping[Any, Any]) -> rl.RequestRecord:
+    return rl.RequestRecord(
+        request_id=row["request_id"],
+        account_id=row["account_id"],
+        environment=Environment(row["environment"]),
+        key_id=row["key_id"],
+        key_hint=row["key_hint"],
+        method=row["method"],
+        path=row["path"],
+        status=int(row["status"]),
+        error_type=row["error_type"],
+        latency_ms=int(row["latency_ms"]),
+        occurred_at=required_time_of(row["occurred_at"]),
+    )
+
+
+def request_row(record: rl.RequestRecord) -> dict[str, Any]:
+    return {
+        "request_id": record.request_id,
+        "account_id": record.account_id,
+        "environment": record.environment,
+        "key_id": record.key_id,
+        "key_hint": record.key_hint,
+        "method": record.method,
+        "path": record.path,
+        "status": record.status,
+        "error_type": record.error_type,
+        "latency_ms": record.latency_ms,
+        "occurred_at": record.occurred_at.timestamp(),
+    }

@@ -40,6 +40,7 @@ from edge.gate import Gate
 from edge.idempotency import SqlIdempotencyStore
 from edge.metrics import REFUSALS, count_response
 from edge.publisher import Publisher
+from edge.requestlog import RequestLog
 from edge.responses import error_response, new_request_id
 from edge.simulator import Simulator
 from svckit.clients import AuthClient, ClientError, HooksClient
@@ -114,6 +115,14 @@ def handle_error(request: EdgeRequest | None, exc: BaseException) -> HTTPRespons
         docs_base = DOCS_PATH
     response = error_response(etype, message, rid, docs_base, headers)
     count_response(response.status)
+    # The request log: a refusal of a known key (missing_scope, rate_limited, ...) is filed under its
+    # account; one with no valid key has no account and is not (edge.requestlog).
+    if gate is not None and request is not None and gate.requests is not None:
+        rctx = request.ctx
+        if rctx.caller is not None:
+            gate.requests.record(
+                rctx.started, rctx.caller, request.method, request.path, response.status, etype, rid
+            )
     return response
 
 
@@ -165,7 +174,9 @@ def create_app(config: EdgeConfig) -> EdgeApp:
             system_addresses, max_body=cfg.upstream_max_body, refuse_longer=True
         )
         publisher = ctx.publisher = Publisher(hooks)
-        ctx.gate = Gate(cfg, authorizer, store, publisher)
+        gate = ctx.gate = Gate(cfg, authorizer, store, publisher)
+        requests = ctx.requests = gate.requests = RequestLog(auth)
+        requests.start()
         ctx.simulator = Simulator(publisher, cfg.sandbox_confirm_seconds)
         ctx.tasks = [
             asyncio.ensure_future(authorizer.watch_forever()),
@@ -192,6 +203,11 @@ def create_app(config: EdgeConfig) -> EdgeApp:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
+        # The request log's last records, before the authsvc client closes (SIGTERM included).
+        requests: RequestLog | None = getattr(ctx, "requests", None)
+        if requests is not None:
+            with contextlib.suppress(Exception):
+                await requests.stop()
         with contextlib.suppress(Exception):
             await ctx.http.aclose()
         with contextlib.suppress(Exception):

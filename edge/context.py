@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from edge.gate import Gate
     from edge.idempotency import SqlIdempotencyStore
     from edge.publisher import Publisher
+    from edge.requestlog import RequestLog
     from edge.simulator import Simulator
     from svckit.clients import AuthClient, HooksClient
 
@@ -67,6 +68,8 @@ class EdgeContext:
     http: httpx.AsyncBaseTransport = field(init=False)
     publisher: Publisher = field(init=False)
     gate: Gate = field(init=False)
+    # The request log's buffer and flusher (edge.requestlog), flushed once more at shutdown.
+    requests: RequestLog = field(init=False)
     simulator: Simulator = field(init=False)
     # The key-change watch and the idempotency purge, cancelled after the server stops.
     tasks: list[asyncio.Future[None]] = field(init=False)

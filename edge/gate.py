@@ -38,6 +38,7 @@ from edge.negotiation import check_accept, check_customer_ref, check_idempotency
 from edge.publisher import Publisher
 from edge.ratelimit import RateLimiter
 from edge.requestcontext import BareRequest
+from edge.requestlog import RequestLog
 from edge.responses import EdgeResponse, error_response, new_request_id
 from edge.samples import STATES, low_balance, quota_threshold
 from edge.sharedlimit import SharedLimiter
@@ -96,6 +97,8 @@ class Gate:
         self.hosts = HostMap(config.live_hosts, config.sandbox_hosts)
         self.authorizer = authorizer
         self.store = store
+        # The request log (edge.requestlog): set by the app once its authsvc client is open.
+        self.requests: RequestLog | None = None
         self.proxies = tuple(config.trusted_proxies)
         # docUrl bases (edge.docurls): the configured one, or this edge's /docs on the request's host.
         self.docs = DocBases(config.docs_base, self.hosts, config.live_hosts)
@@ -198,6 +201,7 @@ class Gate:
         kind: RouteKind = RouteKind.OTHER,
     ) -> HTTPResponse:
         rctx = request.ctx
+        rctx.started = time.time()
         rid = rctx.rid = new_request_id()
         # Every call to authsvc and webhookd from here on carries it (svckit.clients.interceptors).
         token = request_id_var.set(rid)
@@ -225,15 +229,39 @@ class Gate:
             if request.headers.get("x-sandbox-trigger") is not None:  # decide() has nothing to say without
                 await self._trigger(request, ctx, kind)
             response = await handler(request, ctx, **params)
-            return self.finish(response, ctx)
+            return self.finish(response, ctx, request)
         finally:
             request_id_var.reset(token)
 
-    def finish(self, response: HTTPResponse, ctx: Ctx) -> HTTPResponse:
+    def finish(
+        self, response: HTTPResponse, ctx: Ctx, request: BareRequest, error_type: str = ""
+    ) -> HTTPResponse:
+        """The answer of an admitted request: its headers, counted, and filed in the request log. A refusal
+        raised instead is answered (and filed) by edge.app.handle_error."""
         response.headers["X-Request-Id"] = ctx.request_id
-        for name, value in ctx.caller.headers:
+        caller = ctx.caller
+        for name, value in caller.headers:
             response.headers[name] = value
-        count_response(response.status)
+        status = response.status
+        count_response(status)
+        requests = self.requests
+        if requests is not None:
+            # RequestLog.record inlined (the request path: a method call cost as much as the append).
+            buffer = requests.buffer
+            if len(buffer) >= requests.batch:
+                requests.crowded()
+            buffer.append(
+                (
+                    request.ctx.started,
+                    time.time(),
+                    caller,
+                    request.method,
+                    request.path,
+                    status,
+                    error_type,
+                    ctx.request_id,
+                )
+            )
         return response
 
     def _parse_body(self, request: BareRequest) -> dict[str, Any]:
@@ -321,7 +349,8 @@ class Gate:
         if stored is not None:
             replay = EdgeResponse(stored.body, status=stored.status, headers=stored.headers)
             replay.headers["Idempotent-Replayed"] = "true"
-            return self.finish(replay, ctx)
+            return self.finish(replay, ctx, request)
+        error_type = ""
         try:
             try:
                 await self._traveller(request, ctx, traveller)
@@ -332,6 +361,7 @@ class Gate:
                 retry = (("Retry-After", str(exc.retry_after)),) if isinstance(exc, RateLimited) else ()
                 docs = self.docs.base(request.scheme, request.headers.get("host"))
                 response = error_response(exc.type, exc.message, ctx.request_id, docs, retry)
+                error_type = exc.type
         except BaseException:
             await self.store.release(caller.account_id, env, key)
             raise
@@ -352,7 +382,7 @@ class Gate:
                 # The request ran; failing to record it must not leave the key claimed.
                 log.exception("could not store the idempotent response")
                 await self.store.release(caller.account_id, env, key)
-        return self.finish(response, ctx)
+        return self.finish(response, ctx, request, error_type)
 
 
 def admitted(request: BareRequest, answer: Answer) -> Caller:

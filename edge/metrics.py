@@ -29,3 +29,13 @@ def count_response(status: int) -> None:
     if child is None:
         child = _by_status[status] = RESPONSES.labels(str(status))
     child.inc()
+
+
+# The request log (edge.requestlog): records this edge could not hand to authsvc, by why (its buffer was
+# full while authsvc could not be reached: the oldest go; or left at shutdown).
+REQUEST_LOG_DROPPED = Counter(
+    "edge_request_log_dropped_total",
+    "Request log records this edge dropped before authsvc had them",
+    ["reason"],
+)
+REQUEST_LOG_SENT = Counter("edge_request_log_sent_total", "Request log records handed to authsvc")

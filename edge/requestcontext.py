@@ -21,6 +21,8 @@ class EdgeRequestContext(SimpleNamespace):  # SimpleNamespace: the bound of Sani
 
     # The request id (req_...), set by the gate (edge.gate.Gate.run, Gate.request_id).
     rid: str | None = None
+    # When the gate took the request (unix seconds; edge.gate.Gate.run): the request log's time and latency.
+    started: float = 0.0
     # The caller authsvc answered for, refusals included (their Deprecation/Sunset headers).
     caller: Caller | None = None
     # /v1/stream: the key, environment, source address and caller its handshake was admitted with.

@@ -61,6 +61,8 @@ class AuthClient(Client):
     delete_traveller = Unary(pb.DeleteTravellerRequest, pb.DeleteTravellerResponse)
     consume_search = Unary(pb.ConsumeSearchRequest, pb.ConsumeSearchResponse)
     get_usage = Unary(pb.GetUsageRequest, pb.GetUsageResponse)
+    record_requests = Unary(pb.RecordRequestsRequest, pb.RecordRequestsResponse)
+    list_requests = Unary(pb.ListRequestsRequest, pb.ListRequestsResponse)
 
     # -- travel.auth.v1.IdentityService ------------------------------------------------------------
     create_invite = Unary(ipb.CreateInviteRequest, ipb.CreateInviteResponse)

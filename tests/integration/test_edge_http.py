@@ -808,3 +808,71 @@ async def test_event_types_answer_the_catalog(
         await http.get(stack.url() + "/v1/event-types", headers=hdrs(other.secret)), 403, "missing_scope"
     )
     assert_error(await http.get(stack.url() + "/v1/event-types", headers=hdrs(None)), 401, "missing_api_key")
+
+
+# -- the request log ------------------------------------------------------------------------------------
+async def logged(
+    auth: auth_pb2_grpc.AuthServiceStub, account_id: str, request_id: str, wait: float = 5.0
+) -> list[pb.RequestRecord]:
+    """The request log's record of ``request_id`` as ListRequests finds it (the edge flushes every second)."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = list(
+            (
+                await auth.ListRequests(pb.ListRequestsRequest(account_id=account_id, request_id=request_id))
+            ).requests
+        )
+        if found or time.monotonic() > deadline:
+            return found
+        await asyncio.sleep(0.1)
+
+
+async def test_a_request_id_from_an_error_is_found_in_the_request_log(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    account_id, key = await new_key(auth, "sandbox", ["hotels:read"])
+    headers = hdrs(key.secret, X_Partner_Customer_Ref="cust-private-77", X_Custom="header-value-99")
+    refused = await http.get(stack.url() + "/v1/account?token=query-secret", headers=headers)
+    err = assert_error(refused, 403, "missing_scope")
+    rid = refused.headers["x-request-id"]
+    assert err["requestId"] == rid
+    ok = await http.get(stack.url(which=2) + "/v1/hotels/search?city=Paris", headers=hdrs(key.secret))
+    assert ok.status_code == 200
+
+    (record,) = await logged(auth, account_id, rid)
+    assert record.request_id == rid
+    assert (record.method, record.path, record.status, record.error_type) == (
+        "GET",
+        "/v1/account",
+        403,
+        "missing_scope",
+    )
+    assert record.environment == pb.ENVIRONMENT_SANDBOX
+    assert record.key_id == key.key.id and record.key_hint == key.key.hint
+    assert record.latency_ms >= 0 and record.HasField("occurred_at")
+    stored = str(record)
+    for never in (key.secret, key.secret[-8:], "query-secret", "cust-private-77", "header-value-99", "Svc "):
+        assert never not in stored
+    # The other edge process files its requests too; a success has no error type.
+    (success,) = await logged(auth, account_id, ok.headers["x-request-id"])
+    assert (success.path, success.status, success.error_type) == ("/v1/hotels/search", 200, "")
+    # Filters: by status class and by key.
+    errors = await auth.ListRequests(
+        pb.ListRequestsRequest(account_id=account_id, environment=pb.ENVIRONMENT_SANDBOX, status_class=4)
+    )
+    assert [r.request_id for r in errors.requests] == [rid]
+    by_key = await auth.ListRequests(pb.ListRequestsRequest(account_id=account_id, key_id=key.key.id))
+    assert {r.request_id for r in by_key.requests} == {rid, ok.headers["x-request-id"]}
+
+
+async def test_a_request_with_no_valid_key_is_not_recorded(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    account_id, key = await new_key(auth, "sandbox", ["account:read"])
+    unknown = await http.get(stack.url() + "/v1/account", headers=hdrs("svc_test_" + "x" * 40))
+    assert_error(unknown, 401, "invalid_api_key")
+    known = await http.get(stack.url() + "/v1/account", headers=hdrs(key.secret))
+    assert known.status_code == 200
+    assert await logged(auth, account_id, known.headers["x-request-id"])
+    listed = await auth.ListRequests(pb.ListRequestsRequest(account_id=account_id))
+    assert [r.request_id for r in listed.requests] == [known.headers["x-request-id"]]

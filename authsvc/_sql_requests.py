@@ -1,0 +1,98 @@
+"""Storage of the request log (authsvc._requestlog): batches of records filed under the daily bound, one
+account's records listed newest first, and the purge of records older than the retention."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+
+from authsvc._requestlog import DAILY_BOUND, RequestFilter, RequestRecord, admit, day_of
+from authsvc._sql_base import SqlBase
+from authsvc._sql_tables import request_counts, request_of, request_row, requests
+from svckit.vocabulary import Environment
+
+
+class RequestStorage(SqlBase):
+    async def record_requests(
+        self, records: Sequence[RequestRecord], bound: int = DAILY_BOUND
+    ) -> tuple[int, int]:
+        """File ``records`` in one transaction: per account and UTC day, the day's count of offered records
+        is raised first and only those under ``bound`` are kept (``admit``); a request id already filed is
+        skipped. Returns (recorded, dropped)."""
+        groups: dict[tuple[str, str], list[RequestRecord]] = {}
+        for record in records:
+            groups.setdefault((record.account_id, day_of(record.occurred_at)), []).append(record)
+        kept: list[RequestRecord] = []
+        dropped = 0
+        async with self.engine.begin() as conn:
+            # Counters in one order: two batches never wait on each other's rows crosswise.
+            for (account_id, day), group in sorted(groups.items(), key=lambda item: item[0]):
+                await conn.execute(
+                    self._insert(request_counts)
+                    .values(account_id=account_id, day=day, offered=0)
+                    .on_conflict_do_nothing(index_elements=["account_id", "day"])
+                )
+                offered = (
+                    await conn.execute(
+                        request_counts.update()
+                        .where(request_counts.c.account_id == account_id, request_counts.c.day == day)
+                        .values(offered=request_counts.c.offered + len(group))
+                        .returning(request_counts.c.offered)
+                    )
+                ).scalar_one()
+                keep, drop = admit(int(offered) - len(group), len(group), bound)
+                kept.extend(group[:keep])
+                dropped += drop
+            recorded = 0
+            if kept:
+                result = await conn.execute(
+                    self._insert(requests)
+                    .values([request_row(r) for r in kept])
+                    .on_conflict_do_nothing(index_elements=["request_id"])
+                    .returning(requests.c.request_id)
+                )
+                recorded = len(result.all())
+        return recorded, dropped
+
+    async def list_requests(
+        self,
+        account_id: str,
+        environment: Environment | None,
+        filters: RequestFilter,
+        limit: int,
+        after: tuple[float, str] | None,
+    ) -> list[RequestRecord]:
+        """An account's records, newest first (by time, then request id), after the position ``after``."""
+        async with self.engine.connect() as conn:
+            await self._get_account(conn, account_id)
+            c = requests.c
+            stmt = requests.select().where(c.account_id == account_id)
+            if environment is not None:
+                stmt = stmt.where(c.environment == environment)
+            if filters.request_id:
+                stmt = stmt.where(c.request_id == filters.request_id)
+            if filters.key_id:
+                stmt = stmt.where(c.key_id == filters.key_id)
+            if filters.statuses is not None:
+                low, high = filters.statuses
+                stmt = stmt.where(c.status >= low, c.status < high)
+            if filters.since is not None:
+                stmt = stmt.where(c.occurred_at >= filters.since.timestamp())
+            if filters.until is not None:
+                stmt = stmt.where(c.occurred_at < filters.until.timestamp())
+            if after is not None:
+                at, rid = after
+                stmt = stmt.where(
+                    sa.or_(c.occurred_at < at, sa.and_(c.occurred_at == at, c.request_id < rid))
+                )
+            stmt = stmt.order_by(c.occurred_at.desc(), c.request_id.desc()).limit(limit)
+            return [request_of(r) for r in (await conn.execute(stmt)).mappings()]
+
+    async def purge_requests(self, before: dt.datetime) -> int:
+        """Delete the records older than ``before`` and the day counts of the days before its day."""
+        async with self.engine.begin() as conn:
+            result = await conn.execute(requests.delete().where(requests.c.occurred_at < before.timestamp()))
+            await conn.execute(request_counts.delete().where(request_counts.c.day < day_of(before)))
+            return int(result.rowcount or 0)

@@ -1,0 +1,181 @@
+"""The request log's edge half: each partner request answered for a known key is remembered as one tuple
+in a bounded in-memory buffer, and a background task hands the buffer to authsvc
+(AuthService.RecordRequests) every second, or as soon as a batch is full.
+
+Recording is on every request's path, so it is one ``deque.append`` of a tuple of what the gate already
+holds (the caller, the method and path objects, the status and error type, two clock readings): no await,
+no formatting, no proto. Everything else happens in the flusher. Nothing about the log may delay or fail
+a partner request: when authsvc cannot be reached the buffer keeps its newest ``MAX_BUFFER`` records and
+the oldest are dropped and counted (``edge_request_log_dropped_total``); at shutdown what is left is sent
+once, within a short deadline.
+
+What is recorded is metadata only (docs/edge.md "Request log"): time, key id and hint, method, path
+without its query string, status, error type, request id, latency. Never a body, a header value or the key.
+A request refused before its key was known (no key, a malformed or unknown one, the wrong host) has no
+account to be filed under and is not recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from edge.metrics import REQUEST_LOG_DROPPED, REQUEST_LOG_SENT
+from svckit.prototables import AUTH_ENVIRONMENT
+from travel.auth.v1 import auth_pb2 as pb
+
+if TYPE_CHECKING:
+    from edge.authcache import Caller
+    from svckit.clients import AuthClient
+
+log = logging.getLogger(__name__)
+
+# Records kept while authsvc cannot take them (about 300 bytes each: at most ~6 MB).
+MAX_BUFFER = 20_000
+# Records in one RecordRequests call (authsvc takes at most 1000), and the count that wakes the flusher.
+BATCH = 500
+# Seconds between flushes.
+INTERVAL = 1.0
+# The longest path sent (authsvc keeps at most 200 characters).
+MAX_PATH = 200
+# The deadline of the last flush at shutdown, seconds.
+FINAL_FLUSH_TIMEOUT = 2.0
+
+_OVERFLOW = REQUEST_LOG_DROPPED.labels("buffer_full")
+_UNSENT = REQUEST_LOG_DROPPED.labels("shutdown")
+_INVALID = REQUEST_LOG_DROPPED.labels("invalid")
+# The longest latency sent (ms): an int32.
+MAX_LATENCY_MS = 2**31 - 1
+
+# (started at, unix s; answered at; caller; method; path; status; error type; request id)
+Entry = tuple[float, float, "Caller", str, str, int, str, str]
+
+
+class RequestLog:
+    __slots__ = ("_failing", "_task", "_wakeup", "auth", "batch", "buffer", "interval", "maxlen", "overflow")
+
+    def __init__(
+        self, auth: AuthClient, *, maxlen: int = MAX_BUFFER, batch: int = BATCH, interval: float = INTERVAL
+    ) -> None:
+        self.auth = auth
+        self.maxlen = maxlen
+        self.batch = batch
+        self.interval = interval
+        self.buffer: deque[Entry] = deque(maxlen=maxlen)
+        # Records the full buffer pushed out since the last flush (counted there, off the request path).
+        self.overflow = 0
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._failing = False
+
+    def record(
+        self, started: float, caller: Caller, method: str, path: str, status: int, error_type: str, rid: str
+    ) -> None:
+        """Remember one answered request (O(1), no await). edge.gate.Gate.finish does the same inline."""
+        buffer = self.buffer
+        if len(buffer) >= self.batch:
+            self.crowded()
+        buffer.append((started, time.time(), caller, method, path, status, error_type, rid))
+
+    def crowded(self) -> None:
+        """The buffer holds a batch or more (checked before an append): wake the flusher, and count the
+        record the append will push out of a full buffer."""
+        self._wakeup.set()
+        if len(self.buffer) >= self.maxlen:
+            self.overflow += 1
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="request-log-flush")
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), self.interval)
+            self._wakeup.clear()
+            await self.flush()
+
+    async def flush(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 (the RPC's deadline)
+        """Send the buffer in batches; False when authsvc did not take one (it stays buffered)."""
+        if self.overflow:
+            _OVERFLOW.inc(self.overflow)
+            self.overflow = 0
+        buffer = self.buffer
+        while buffer:
+            taken = [buffer.popleft() for _ in range(min(len(buffer), self.batch))]
+            records = []
+            for entry in taken:
+                try:
+                    records.append(record_pb(entry))
+                except ValueError:  # never expected; a record that cannot be sent must not block the rest
+                    _INVALID.inc()
+            try:
+                await self.auth.record_requests(pb.RecordRequestsRequest(records=records), timeout=timeout)
+            except Exception as exc:
+                self._put_back(taken)
+                if not self._failing:
+                    self._failing = True
+                    log.warning(
+                        "request log: authsvc did not take the records; kept, retried",
+                        extra={"error": type(exc).__name__, "buffered": len(buffer)},
+                    )
+                return False
+            REQUEST_LOG_SENT.inc(len(taken))
+            if self._failing:
+                self._failing = False
+                log.info("request log: authsvc takes records again")
+        return True
+
+    def _put_back(self, taken: list[Entry]) -> None:
+        """``taken`` back before what arrived meanwhile; the oldest beyond the bound are dropped, counted."""
+        rest = list(self.buffer)
+        over = len(taken) + len(rest) - self.maxlen
+        if over > 0:
+            _OVERFLOW.inc(over)
+        self.buffer.clear()
+        self.buffer.extend(taken)
+        self.buffer.extend(rest)
+
+    async def stop(self) -> None:
+        """Stop the flusher and send what is left once, within FINAL_FLUSH_TIMEOUT."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        try:
+            sent = await asyncio.wait_for(self.flush(FINAL_FLUSH_TIMEOUT), FINAL_FLUSH_TIMEOUT + 1)
+        except TimeoutError:
+            sent = False
+        if not sent and self.buffer:
+            _UNSENT.inc(len(self.buffer))
+            log.warning("request log: records left unsent at shutdown", extra={"count": len(self.buffer)})
+            self.buffer.clear()
+
+
+def record_pb(entry: Entry) -> pb.RequestRecord:
+    started, answered, caller, method, path, status, error_type, rid = entry
+    out = pb.RequestRecord(
+        request_id=rid,
+        account_id=caller.account_id,
+        environment=_environment(caller.environment),
+        key_id=caller.key_id,
+        key_hint=caller.key_hint,
+        method=method,
+        path=path[:MAX_PATH],
+        status=status,
+        error_type=error_type,
+        latency_ms=min(MAX_LATENCY_MS, max(0, round((answered - started) * 1000))) if started else 0,
+    )
+    out.occurred_at.FromNanoseconds(int((started or answered) * 1e9))
+    return out
+
+
+def _environment(word: str) -> Any:
+    try:
+        return AUTH_ENVIRONMENT.pb(word)
+    except ValueError:
+        return pb.ENVIRONMENT_UNSPECIFIED

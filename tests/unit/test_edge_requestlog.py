@@ -1,0 +1,72 @@
+"""edge.requestlog: the buffer keeps its newest records while authsvc is down (the oldest dropped and
+counted), sends them in batches when it is back, and never sends a header value or the key."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from edge.authcache import Caller
+from edge.metrics import REQUEST_LOG_DROPPED
+from edge.requestlog import RequestLog
+from svckit.clients import PeerUnavailable
+from travel.auth.v1 import auth_pb2 as pb
+
+CALLER = Caller("key_1", "acct_1", "sandbox", ("hotels:read",), "active", key_hint="svc_test_...Ab12")
+
+
+class FakeAuth:
+    def __init__(self) -> None:
+        self.down = True
+        self.batches: list[list[pb.RequestRecord]] = []
+
+    async def record_requests(self, request: pb.RecordRequestsRequest, **_: Any) -> pb.RecordRequestsResponse:
+        if self.down:
+            raise PeerUnavailable("authsvc", "down")
+        self.batches.append(list(request.records))
+        return pb.RecordRequestsResponse(recorded=len(request.records))
+
+
+def dropped() -> float:
+    return REQUEST_LOG_DROPPED.labels("buffer_full")._value.get()  # type: ignore[no-any-return]
+
+
+async def test_buffer_keeps_the_newest_while_authsvc_is_down_then_sends_in_batches() -> None:
+    auth = FakeAuth()
+    log = RequestLog(auth, maxlen=5, batch=2)  # type: ignore[arg-type]
+    before = dropped()
+    t0 = int(time.time()) - 100
+    for n in range(4):
+        log.record(t0 + n, CALLER, "GET", f"/v1/a/{n}", 200, "", f"req_{n:024x}")
+    assert not await log.flush()
+    for n in range(4, 7):
+        log.record(t0 + n, CALLER, "GET", f"/v1/a/{n}", 403, "missing_scope", f"req_{n:024x}")
+    assert not await log.flush()
+    assert dropped() - before == 2  # 7 records, room for 5: the 2 oldest went
+    auth.down = False
+    assert await log.flush()
+    sent = [r for batch in auth.batches for r in batch]
+    assert [len(b) for b in auth.batches] == [2, 2, 1]
+    assert [r.request_id for r in sent] == [f"req_{n:024x}" for n in range(2, 7)]
+    last = sent[-1]
+    assert (last.account_id, last.key_id, last.key_hint, last.status, last.error_type) == (
+        "acct_1",
+        "key_1",
+        "svc_test_...Ab12",
+        403,
+        "missing_scope",
+    )
+    assert last.environment == pb.ENVIRONMENT_SANDBOX and last.occurred_at.seconds == t0 + 6
+    assert not log.buffer
+    assert 0 <= last.latency_ms <= 200_000
+
+
+async def test_a_record_that_cannot_be_sent_does_not_block_the_rest() -> None:
+    auth = FakeAuth()
+    auth.down = False
+    log = RequestLog(auth)  # type: ignore[arg-type]
+    log.record(1.0, CALLER, "GET", "/v1/a", 200, "", "req_1")  # a latency past an int32: clamped
+    log.record(time.time(), CALLER, "GET", "/v1/b", 200, "", "req_2")
+    assert await log.flush()
+    assert [r.request_id for r in auth.batches[0]] == ["req_1", "req_2"]
+    assert auth.batches[0][0].latency_ms == 2**31 - 1
