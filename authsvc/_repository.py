@@ -57,8 +57,17 @@ class Repository(Protocol):
     async def flush_last_used(self, used: Mapping[str, dt.datetime]) -> None: ...
 
     async def list_audit(
-        self, account_id: str, key_id: str, limit: int, after_seq: int, filters: AuditFilter | None = None
-    ) -> list[tuple[int, AuditEvent]]: ...
+        self,
+        account_id: str,
+        key_id: str,
+        limit: int,
+        after_seq: int,
+        filters: AuditFilter | None = None,
+        newest_first: bool = False,
+    ) -> list[tuple[int, AuditEvent]]:
+        """(seq, event) in ``seq`` order, after ``after_seq``; newest first: descending, before
+        ``after_seq`` (0: from the newest)."""
+        ...
 
     async def resolve_traveller(
         self, account_id: str, environment: Environment, ref: str, now: dt.datetime

@@ -12,6 +12,7 @@ import grpc
 
 from authsvc import _convert as cv
 from authsvc import _validate as v
+from authsvc._audit_pages import WrongOrder, audit_page_start, audit_page_token
 from authsvc._errors import InvalidRequest
 from authsvc._keys import generate_secret, hash_secret, hint
 from authsvc._model import ApiKey, AuditFilter, KeyChange
@@ -182,12 +183,11 @@ class KeyRpcs(ServicerBase):
         account_id = v.ident(request.account_id, "account_id", "acct")
         key_id = v.ident(request.key_id, "key_id", "key") if request.key_id else ""
         size = v.page_size(request.page_size)
-        after = 0
-        if request.page_token:
-            (seq,) = untoken(request.page_token, 1)
-            if not seq.isdigit():
-                raise InvalidRequest(BAD_PAGE_TOKEN)
-            after = int(seq)
+        newest_first = request.newest_first
+        try:
+            start = audit_page_start(request.page_token, newest_first)
+        except (BadPageToken, WrongOrder) as exc:
+            raise InvalidRequest(str(exc)) from None
         filters = AuditFilter(
             actor_user_id=v.ident(request.actor_user_id, "actor_user_id", "usr")
             if request.actor_user_id
@@ -196,10 +196,10 @@ class KeyRpcs(ServicerBase):
             since=request.since.ToDatetime(dt.UTC) if request.HasField("since") else None,
             until=request.until.ToDatetime(dt.UTC) if request.HasField("until") else None,
         )
-        rows = await self.repo.list_audit(account_id, key_id, size + 1, after, filters)
+        rows = await self.repo.list_audit(account_id, key_id, size + 1, start, filters, newest_first)
         out = pb.ListAuditEventsResponse(events=[cv.audit_event(e) for _, e in rows[:size]])
         if len(rows) > size:
-            out.next_page_token = page_token(rows[size - 1][0])
+            out.next_page_token = audit_page_token(rows[size - 1][0], newest_first)
         return out
 
     async def WatchKeyChanges(

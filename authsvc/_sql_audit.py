@@ -11,11 +11,23 @@ from authsvc._sql_tables import audit, audit_event_of
 
 class AuditStorage(SqlBase):
     async def list_audit(
-        self, account_id: str, key_id: str, limit: int, after_seq: int, filters: AuditFilter | None = None
+        self,
+        account_id: str,
+        key_id: str,
+        limit: int,
+        after_seq: int,
+        filters: AuditFilter | None = None,
+        newest_first: bool = False,
     ) -> list[tuple[int, AuditEvent]]:
+        """Keyset paging on ``seq`` (the (account_id, seq) index serves both directions): oldest first
+        the events after ``after_seq``; newest first those before it (0: from the newest)."""
         async with self.engine.connect() as conn:
             await self._get_account(conn, account_id)
-            stmt = audit.select().where(audit.c.account_id == account_id, audit.c.seq > after_seq)
+            stmt = audit.select().where(audit.c.account_id == account_id)
+            if not newest_first:
+                stmt = stmt.where(audit.c.seq > after_seq)
+            elif after_seq:
+                stmt = stmt.where(audit.c.seq < after_seq)
             if key_id:
                 stmt = stmt.where(audit.c.key_id == key_id)
             f = filters or AuditFilter()
@@ -27,7 +39,7 @@ class AuditStorage(SqlBase):
                 stmt = stmt.where(audit.c.occurred_at >= f.since.timestamp())
             if f.until is not None:
                 stmt = stmt.where(audit.c.occurred_at < f.until.timestamp())
-            stmt = stmt.order_by(audit.c.seq).limit(limit)
+            stmt = stmt.order_by(audit.c.seq.desc() if newest_first else audit.c.seq).limit(limit)
             return [(int(r["seq"]), audit_event_of(r)) for r in (await conn.execute(stmt)).mappings()]
 
     async def count_audit(self) -> int:

@@ -97,6 +97,11 @@ ALLOWED: dict[str, frozenset[str]] = {
     # an authsvc too old for it: GetAccount's admin_emails).
     "webhookd": frozenset([AUTH + "GetAccount", AUTH + "GetAlertRecipients"]),
     "product": frozenset([*(AUTH + m for m in PRODUCT_AUTH_METHODS), HOOKS + "PublishEvent"]),
+    # The billing service (certificate ``billing``): an account turns read-only after an unpaid settlement
+    # charge and active again once billing records the payment, both with SetAccountStatus (audited as
+    # service ``billing``); GetAccount to read the status first; PublishEvent for the settlement events it
+    # owns (the event catalog names billing as their publisher). Nothing about keys, users or endpoints.
+    "billing": frozenset([AUTH + "SetAccountStatus", AUTH + "GetAccount", HOOKS + "PublishEvent"]),
 }
 
 

@@ -99,11 +99,12 @@ def db_url(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[s
 @pytest.fixture(scope="session")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     """One development CA per test session with a certificate per service, svcctl, the portal, a product
-    service and an identity the allow list does not know (tests.support.tls_of picks one)."""
+    service, the billing service and an identity the allow list does not know (tests.support.tls_of
+    picks one)."""
     from svckit.devca import IDENTITIES, init_dir
 
     directory = tmp_path_factory.mktemp("pki")
-    init_dir(directory, (*IDENTITIES, "product:hotels", "stranger"))
+    init_dir(directory, (*IDENTITIES, "product:hotels", "billing", "stranger"))
     return directory
 
 

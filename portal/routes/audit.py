@@ -1,4 +1,4 @@
-"""GET /<env>/audit: the account's audit trail, filtered by key, user, action and time."""
+"""GET /<env>/audit: the account's audit trail, newest first, filtered by key, user, action and time."""
 
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ async def audit(request: PortalRequest, env: str) -> HTTPResponse:
                 until=when(q["until"], "until"),
                 page_size=PAGE_SIZE,
                 page_token=a.get("page", ""),
+                # Newest first: what a partner opening the trail looks for is what just happened.
+                newest_first=True,
             ),
         )
         return Listing(page.events, page.next_page_token)

@@ -5,7 +5,9 @@
   and its secret lost): every form now answers 303 and a secret is a one-time sealed flash;
 - destructive actions acted on one click: they ask first, without script;
 - a key's scopes could not be edited: now they can, and the edge follows;
-- Recover did not say what it did; unknown URLs showed Sanic's own page; /favicon.ico was missing.
+- Recover did not say what it did; unknown URLs showed Sanic's own page; /favicon.ico was missing;
+- a refused API request's ``X-Request-Id`` led nowhere: the Request log finds it by id; the Notifications
+  page says who gets alert e-mails.
 """
 
 from __future__ import annotations
@@ -240,4 +242,47 @@ def test_unknown_urls_and_the_favicon(browser: Any, stack: Stack) -> None:
     icon = page.request.get(f"{stack.portal}/favicon.ico")
     assert icon.status == 200 and icon.headers["content-type"].startswith("image/svg+xml")
     assert page.get_attribute("link[rel=icon]", "href") == "/static/favicon.svg"
+    context.close()
+
+
+def test_a_refused_requests_id_is_found_in_the_request_log(browser: Any, stack: Stack) -> None:
+    context, page = join(browser, stack, "lookup@acme.example", ipb.USER_ROLE_OWNER)
+    secret = create_key(page, stack, "looked-up", "hotels:read")
+    refused = edge_get(stack, secret)  # GET /v1/account needs account:read
+    assert refused.status_code == 403 and refused.json()["error"]["type"] == "missing_scope"
+    request_id = refused.headers["X-Request-Id"]
+    assert request_id.startswith("req_")
+
+    # Look it up by id on the Request log page, as a partner pastes it from the error. The edge flushes
+    # its request log to authsvc within about a second: look again for a few seconds at most.
+    row = page.locator(f"[data-testid=requests] tr[data-request-id='{request_id}']")
+    asked = time.monotonic()
+    while True:
+        page.goto(f"{stack.portal}/sandbox/requests")
+        page.fill("[data-testid=lookup] input[name=request_id]", request_id)
+        page.click("[data-testid=lookup] button")
+        page.wait_for_url(re.compile(rf"/sandbox/requests\?request_id={request_id}$"))
+        if row.count() == 1:
+            break
+        assert "No request" in page.text_content("[data-testid=requests]")
+        assert time.monotonic() - asked < 5.0, "the refused request is not in the request log after 5 s"
+        time.sleep(0.2)
+    cells = [str(c).strip() for c in row.locator("td").all_text_contents()]
+    assert cells[1:5] == ["GET", "/v1/account", "403", "missing_scope"]
+    assert cells[5].startswith("svc_test_...") and cells[7] == request_id
+    assert row.get_attribute("data-status") == "403"
+    shot(page, "request-lookup")
+
+    # The sandbox's listing shows it too, newest first; the live one does not.
+    page.goto(f"{stack.portal}/sandbox/requests")
+    assert page.locator(f"tr[data-request-id='{request_id}']").count() == 1
+    shot(page, "requests")
+    page.goto(f"{stack.portal}/live/requests")
+    assert page.locator(f"tr[data-request-id='{request_id}']").count() == 0
+
+    # Who gets alert e-mails: the owners and admins (this user among them) and extra addresses.
+    page.goto(f"{stack.portal}/sandbox/notifications")
+    assert "lookup@acme.example" in page.text_content("[data-testid=portal-recipients]")
+    assert page.locator("[data-testid=add-extra]").count() == 1
+    shot(page, "notifications")
     context.close()

@@ -6,7 +6,8 @@ from __future__ import annotations
 from prometheus_client import REGISTRY
 
 from portal.signin_limit import BURST
-from tests.integration.test_portal_http import Stack, csrf_of, stack  # noqa: F401
+from tests.integration.test_portal_http import Stack, stack  # noqa: F401
+from tests.support import csrf_of
 
 
 def _verifications() -> float:

@@ -88,6 +88,22 @@ CASES = [
     ("product:", HOOKS + "PublishEvent", False),
     ("products", HOOKS + "PublishEvent", False),
     ("stranger", AUTH + "GetAccount", False),
+    # Billing sets an account read-only after an unpaid settlement charge and lifts it once paid.
+    ("billing", AUTH + "SetAccountStatus", True),
+    ("billing", AUTH + "GetAccount", True),
+    ("billing", AUTH + "CreateKey", False),
+    ("billing", AUTH + "RevokeKey", False),
+    ("billing", AUTH + "ListKeys", False),
+    ("billing", AUTH + "UpdateAccount", False),
+    ("billing", AUTH + "CreateAccount", False),
+    ("billing", AUTH + "ListAuditEvents", False),
+    ("billing", AUTH + "Authorize", False),
+    ("billing", AUTH + "RecordRequests", False),
+    ("billing", IDENTITY + "RecordAuditEvent", False),
+    ("billing", HOOKS + "PublishEvent", True),
+    ("billing", HOOKS + "RegisterEndpoint", False),
+    ("product:billing", AUTH + "SetAccountStatus", False),  # a product named billing is still a product
+    ("billingx", AUTH + "SetAccountStatus", False),
     ("stranger", HEALTH, True),
     ("edge", HEALTH, True),
     ("edge", REFLECTION, True),
@@ -171,6 +187,16 @@ PRODUCT_MAY_CALL = {
 EVERY_RPC = sorted(
     path for module in (auth_pb2, identity_pb2, webhooks_pb2) for path in _methods(module.DESCRIPTOR).values()
 )
+
+
+# What the billing service may call (docs/authentication.md "Read-only accounts"): nothing else.
+BILLING_MAY_CALL = {AUTH + "SetAccountStatus", AUTH + "GetAccount", HOOKS + "PublishEvent"}
+
+
+@pytest.mark.parametrize("method", EVERY_RPC)
+def test_billing_role_by_rpc(method: str) -> None:
+    """Role x RPC, every RPC of every proto service: billing is allowed exactly its list."""
+    assert allowed("billing", method) is (method in BILLING_MAY_CALL)
 
 
 @pytest.mark.parametrize("identity", ["product:hotels", "product:flights", "product:esim"])
