@@ -149,6 +149,38 @@ def build_parser() -> FlagParser:
         help='seconds between {"type": "ping"} frames on /v1/stream',
     )
     flag(
+        "stream-max-per-key",
+        type=int,
+        default=default("stream_max_per_key"),
+        help="open /v1/stream connections per API key, per edge process (one more: 429), 0: no limit",
+    )
+    flag(
+        "stream-max-per-account",
+        type=int,
+        default=default("stream_max_per_account"),
+        help="open /v1/stream connections per account (all its keys), per edge process (one more: 429), "
+        "0: no limit",
+    )
+    flag(
+        "stream-messages-per-second",
+        type=float,
+        default=default("stream_messages_per_second"),
+        help="messages a second a /v1/stream client may send (bursts: --stream-message-burst); past it the "
+        "connection is closed with 1008, 0: no limit",
+    )
+    flag(
+        "stream-message-burst",
+        type=int,
+        default=default("stream_message_burst"),
+        help="messages a /v1/stream client may send at once before --stream-messages-per-second applies",
+    )
+    flag(
+        "stream-max-message-bytes",
+        type=int,
+        default=default("stream_max_message_bytes"),
+        help="largest message a /v1/stream client may send (larger: closed with 1009)",
+    )
+    flag(
         "keep-alive-timeout",
         type=float,
         default=default("keep_alive_timeout"),
@@ -212,6 +244,11 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         docs_dir=args.docs_dir,
         max_body_bytes=args.max_body_bytes,
         stream_ping_seconds=args.stream_ping_seconds,
+        stream_max_per_key=args.stream_max_per_key,
+        stream_max_per_account=args.stream_max_per_account,
+        stream_messages_per_second=args.stream_messages_per_second,
+        stream_message_burst=args.stream_message_burst,
+        stream_max_message_bytes=args.stream_max_message_bytes,
         sandbox_confirm_seconds=args.sandbox_confirm_seconds,
         rate_limit_live=args.rate_limit_live,
         rate_limit_sandbox=args.rate_limit_sandbox,

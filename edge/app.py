@@ -48,9 +48,11 @@ from svckit.db import create_engine
 from svckit.errors import ServiceError
 from svckit.http import PooledTransport, system_addresses
 from svckit.logs import request_id_var
+from svckit.refusallog import RefusalLog
 from svckit.secretbox import SecretBox
 
 log = logging.getLogger(__name__)
+REFUSAL_LOG = RefusalLog(log)
 _names = itertools.count()
 
 GRPC_OPTIONS = [
@@ -104,7 +106,9 @@ def handle_error(request: EdgeRequest | None, exc: BaseException) -> HTTPRespons
         if etype == "internal_error":
             log.error("unhandled error", exc_info=exc)
         else:
-            log.info("refused", extra={"type": etype, "path": request.path if request else ""})
+            # Counted by type, at most a line a second (svckit.refusallog): a flood of refusals is no
+            # flood of log lines. REFUSALS and edge_http_responses_total still count each one.
+            REFUSAL_LOG.add(etype)
     finally:
         request_id_var.reset(token)
     REFUSALS.labels(etype).inc()

@@ -71,6 +71,17 @@ class EdgeConfig:
     # A product upstream's answer longer than this is refused (503), never cut.
     upstream_max_body: int = 16 * 1024 * 1024
     stream_ping_seconds: float = 20.0
+    # /v1/stream's limits (edge.streamlimits; docs/edge.md "Stream limits"), the one place their defaults
+    # are stated. Open streams per API key and per account (all its keys), counted per edge process, 0: no
+    # limit; one more is refused with 429 rate_limited before the upgrade.
+    stream_max_per_key: int = 10
+    stream_max_per_account: int = 100
+    # Inbound messages a second per connection, in bursts of up to stream_message_burst (a token bucket);
+    # past it the connection is closed with 1008. 0: no limit.
+    stream_messages_per_second: float = 5.0
+    stream_message_burst: int = 20
+    # The largest inbound WebSocket message (bytes): a larger one closes the connection with 1009.
+    stream_max_message_bytes: int = 16 * 1024
     # An idle keep-alive connection is closed after this long; a request head (and a new connection's
     # first one, counted from connect) must be complete this long after it started; a request body
     # this long after its head ended.

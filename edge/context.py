@@ -18,6 +18,7 @@ from sanic.config import Config
 
 from edge.config import EdgeConfig
 from edge.requestcontext import EdgeRequestContext
+from edge.streamlimits import StreamSlots
 
 if TYPE_CHECKING:
     import httpx
@@ -54,6 +55,8 @@ class EdgeContext:
     account_bodies: dict[str, tuple[object, object, bytes]] = field(default_factory=dict)
     # The open /v1/stream sessions, finished at shutdown.
     streams: set[Stream] = field(default_factory=set)
+    # Their count by key and by account (edge.streamlimits): what the per-key and per-account limits read.
+    stream_slots: StreamSlots = field(default_factory=StreamSlots)
     # GET /openapi.json's document, built on first use.
     openapi: dict[str, Any] | None = None
     # GET /docs's pages (edge.docsite), made on first use; each page rendered on its first request.

@@ -19,6 +19,11 @@ RATELIMIT_REDIS_UP = Gauge(
     "edge_ratelimit_redis_up", "1 after a check went to Redis, 0 after one fell back to the local bucket"
 )
 STREAMS = Gauge("edge_streams_open", "Open /v1/stream WebSocket connections")
+# /v1/stream's limits (edge.streamlimits): streams refused by the per-key or per-account limit ("key",
+# "account"), and connections closed for sending too many messages ("messages").
+STREAM_LIMITED = Counter(
+    "edge_stream_limited_total", "/v1/stream connections refused or closed by a limit", ["limit"]
+)
 
 RESPONSES = LoopCounter("edge_http_responses_total", "HTTP responses by status code", ["status"])
 _by_status: dict[int, LoopCount] = {}

@@ -157,6 +157,12 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
         # /v1/stream decides per request what the answer selects (the client's own spelling of "svc", or
         # nothing when the key came in Authorization); the route's fixed list would refuse both.
         chosen = getattr(request.ctx, "ws_subprotocols", subprotocols)
+        # The largest message a client may send (edge.streamlimits): larger closes with 1009. Reads are
+        # bounded besides: Sanic's assembler holds one message and pauses reading until it is taken;
+        # sends wait for the transport's buffer to drain (a client that does not read holds one message
+        # per sender, and its stream counts against its key's limit).
+        config = getattr(self.app.ctx, "config", EdgeConfig)
+        self.websocket_max_size = config.stream_max_message_bytes
         return await super().websocket_handshake(request, chosen)
 
     def close(self, timeout: float | None = None) -> None:

@@ -9,34 +9,41 @@ import re
 from sanic import response
 from sanic.response import BaseHTTPResponse, HTTPResponse
 
+from portal.access import access
 from portal.context import PortalApp, PortalRequest, Viewer, auth
 from portal.web import ENVIRONMENTS, SESSION_COOKIE, begin, check_csrf, error_page, finish
 from svckit.clients import ClientError
 from travel.auth.v1 import identity_pb2 as ipb
 
-PUBLIC = ("/signin", "/invite/", "/static/", "/healthz", "/favicon.ico")
 # What a user who must enrol in TOTP may still open: its own page, the enrolment, sign-out.
 ENROLMENT_PATH = re.compile(r"^/(live|sandbox)/me(/totp|/totp-confirm)?$|^/signout$")
 
 
 async def load(request: PortalRequest) -> HTTPResponse | None:
     begin(request)
-    if request.path.startswith(PUBLIC) or request.path == "/":
-        token = request.cookies.get(SESSION_COOKIE)
-        if request.path == "/" and not token:
-            return response.redirect("/signin")
-        if request.path == "/":
-            return response.redirect("/live/")
+    # Public routes are matched whole (portal.access): never a prefix of a page's path.
+    need = access(request.method, request.path)
+    if need.root:
+        return response.redirect("/live/" if request.cookies.get(SESSION_COOKIE) else "/signin")
+    if not need.session:
+        if need.csrf:
+            check_csrf(request)  # signed out: the token of the browser's nonce (the handler checks too)
         return None
     token = request.cookies.get(SESSION_COOKIE) or ""
-    if request.route is None:
-        # No such page: the portal's 404 page (RouteErrorHandler), with the menu when signed in.
+    # A /<env>/... route whose first segment is no environment (/favicon.ico.bak, /healthz/keys/key_x) is
+    # no page either: answered 404 here, its handler never runs.
+    no_env = request.route is not None and request.match_info.get("env", "live") not in ENVIRONMENTS
+    if request.route is None or no_env:
+        # No such page: the portal's 404 page, with the menu when signed in.
         if token:
             try:
                 got = await auth(request).get_session(ipb.GetSessionRequest(session_token=token))
             except ClientError:
-                return None
-            request.ctx.viewer = Viewer(got.user, token, got.session.id)
+                got = None
+            if got is not None:
+                request.ctx.viewer = Viewer(got.user, token, got.session.id)
+        if no_env:
+            raise ClientError("not_found", "There is no page at this address.")
         return None
     try:
         got = await auth(request).get_session(ipb.GetSessionRequest(session_token=token))
@@ -49,7 +56,7 @@ async def load(request: PortalRequest) -> HTTPResponse | None:
     request.ctx.viewer = Viewer(
         got.user, token, got.session.id, got.totp_enrolment_required, got.account_requires_totp
     )
-    if request.method not in ("GET", "HEAD"):
+    if need.csrf:
         check_csrf(request)
     if got.totp_enrolment_required and not ENROLMENT_PATH.match(request.path):
         if request.method == "GET":

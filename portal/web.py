@@ -17,14 +17,17 @@ from sanic.log import error_logger
 from sanic.response import BaseHTTPResponse, HTTPResponse
 
 from portal import csrf, display, flash
+from portal.access import refusal
 from portal.context import PortalRequest, Viewer
 from svckit import roles
 from svckit.clients import ClientError
 from svckit.ids import new_id
 from svckit.logs import request_id_var
+from svckit.refusallog import RefusalLog
 from svckit.vocabulary import Environment as Env
 
 log = logging.getLogger("portal")
+REFUSAL_LOG = RefusalLog(log)
 
 REQUESTS = Histogram(
     "portal_request_seconds",
@@ -168,15 +171,19 @@ def finish(request: PortalRequest, resp: BaseHTTPResponse, secure: bool) -> None
         elapsed = time.perf_counter() - started
         route = route_of(request)
         REQUESTS.labels(route, str(resp.status)).observe(elapsed)
-        log.info(
-            "request",
-            extra={
-                "method": request.method,
-                "route": route,
-                "status": resp.status,
-                "ms": round(elapsed * 1000, 1),
-            },
-        )
+        kind = refusal(resp.status, ctx.viewer is not None, resp.headers.get("location", ""))
+        if kind is not None:
+            REFUSAL_LOG.add(kind)  # counted, at most a line a second: a flood is no flood of lines
+        else:
+            log.info(
+                "request",
+                extra={
+                    "method": request.method,
+                    "route": route,
+                    "status": resp.status,
+                    "ms": round(elapsed * 1000, 1),
+                },
+            )
     if ctx.token is not None:
         request_id_var.reset(ctx.token)
         ctx.token = None

@@ -6,6 +6,11 @@ case, spelt back as offered) and never the key; with the key in Authorization an
 it selects none. Events
 come from webhookd's StreamEvents, filtered by the key's scopes. A WatchKeyChanges message about the
 key (or its account) re-checks it at once; a revoked or expired key's stream is closed with 4001.
+
+Limits (edge.streamlimits, docs/edge.md "Stream limits"): a key or account with as many open streams as
+it may have is refused before the handshake (429 rate_limited); a client sending more messages than its
+token bucket allows is closed with 1008; a message larger than ``stream_max_message_bytes`` with 1009
+(edge.server.EdgeProtocol sets the WebSocket's limit).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import contextlib
 import datetime as dt
 import json
 import logging
+import time
 from typing import Any
 
 import grpc
@@ -26,10 +32,11 @@ from edge.context import EdgeRequest
 from edge.convert import event as event_json
 from edge.credentials import stream_credential
 from edge.environments import Environment
-from edge.exceptions import EdgeError
+from edge.exceptions import EdgeError, RateLimited
 from edge.jsonbody import JsonProblem, parse_json
-from edge.metrics import STREAMS
+from edge.metrics import STREAM_LIMITED, STREAMS
 from edge.streamfilter import may_read, unknown_patterns, wanted
+from edge.streamlimits import CLOSE_RATE_LIMITED, KEY, MessageBucket, refusal_message
 from svckit.clients import ClientError
 from svckit.clock import utcnow
 from svckit.logs import request_id_var
@@ -43,6 +50,10 @@ CLOSE_KEY_INVALID = 4001
 CLOSE_GOING_AWAY = 1001
 CLOSE_INVALID_DATA = 1007
 CLOSE_POLICY = 1008
+# How long a stream closed for a client's fault drains what the client still sends (StreamSession.linger).
+LINGER_SECONDS = 2.0
+# Retry-After of a stream refused by a limit: a slot frees only when one of the key's streams closes.
+LIMITED_RETRY_AFTER = 5
 
 
 @bp.on_request
@@ -58,6 +69,12 @@ async def authenticate_stream(request: EdgeRequest) -> None:
         request.headers.getall("sec-websocket-protocol", []), request.headers.get("authorization")
     )
     caller, source = await gate.authenticate(request, key, env, "", False)
+    cfg = request.app.ctx.config
+    maxima = (cfg.stream_max_per_key, cfg.stream_max_per_account)
+    limit = request.app.ctx.stream_slots.refused(caller.key_id, caller.account_id, *maxima)
+    if limit is not None:
+        STREAM_LIMITED.labels(limit).inc()
+        raise RateLimited(LIMITED_RETRY_AFTER, refusal_message(limit, maxima[0 if limit == KEY else 1]))
     rctx = request.ctx
     rctx.stream_auth = (key, env, source, caller)
     # What the handshake answer selects (edge.server.EdgeProtocol): the client's own "svc", or none.
@@ -91,6 +108,8 @@ class StreamSession:
         self.pump: asyncio.Task[None] | None = None
         self.expiry: asyncio.TimerHandle | None = None
         self.tasks: set[asyncio.Task[Any]] = set()
+        cfg = self.app_ctx.config
+        self.bucket = MessageBucket(cfg.stream_messages_per_second, cfg.stream_message_burst)
 
     # -- closing ---------------------------------------------------------------------------------
     def finish(self, code: int, reason: str) -> None:
@@ -199,6 +218,11 @@ class StreamSession:
             if raw is None:
                 self.finish(1000, "")
                 return
+            if not self.bucket.take(time.monotonic()):
+                STREAM_LIMITED.labels("messages").inc()
+                rate = self.app_ctx.config.stream_messages_per_second
+                self.finish(CLOSE_POLICY, f"rate_limited: more than {rate:g} messages a second")
+                return
             await self.handle(raw)
 
     async def handle(self, raw: str | bytes) -> None:
@@ -271,6 +295,35 @@ class StreamSession:
             request_id_var.reset(token)
 
     async def _run(self) -> None:
+        # The slot is taken here, after the handshake (authenticate_stream only checked): a handshake that
+        # raced another past that check is accepted, then closed with 4429.
+        cfg, slots = self.app_ctx.config, self.app_ctx.stream_slots
+        key_id, account_id = self.caller.key_id, self.caller.account_id
+        limit = slots.acquire(key_id, account_id, cfg.stream_max_per_key, cfg.stream_max_per_account)
+        if limit is not None:
+            STREAM_LIMITED.labels(limit).inc()
+            with contextlib.suppress(Exception):
+                await self.ws.close(CLOSE_RATE_LIMITED, f"rate_limited: too many open streams ({limit})")
+            return
+        try:
+            await self._serve()
+        finally:
+            slots.release(key_id, account_id)
+
+    async def linger(self) -> None:
+        """After closing on a client that may still be sending (a flood): read and drop what arrives until
+        its close answer, for at most ``LINGER_SECONDS``. Closing the socket with its data unread would
+        send a reset, which can make the client's kernel drop our close frame unread."""
+        drain = asyncio.ensure_future(self._discard())
+        await asyncio.wait({drain}, timeout=LINGER_SECONDS)
+        drain.cancel()
+
+    async def _discard(self) -> None:
+        with contextlib.suppress(Exception):
+            while await self.ws.recv() is not None:
+                pass
+
+    async def _serve(self) -> None:
         self.authorizer.add_listener(self.on_key_change)
         self.app_ctx.streams.add(self)
         STREAMS.inc()
@@ -293,6 +346,8 @@ class StreamSession:
                     task.cancel()
             with contextlib.suppress(Exception):
                 await self.ws.close(self.close_code, self.close_reason[:120])
+            if self.close_code in (CLOSE_INVALID_DATA, CLOSE_POLICY):
+                await self.linger()
             log.info(
                 "stream closed",
                 extra={

@@ -302,14 +302,74 @@ async def test_webhook_operations_are_in_the_audit_trail_with_the_portal_user(
     assert dict(updated.after)["description"] == "two"
     assert all(secret not in str(trail.events) for secret in secrets)
 
-    # The audit page shows them, filtered by user and by action.
+    # The audit page shows them, newest first, filtered by user and by action.
     page = (await dev.get("/sandbox/audit", params={"user_id": me.user.id})).text
-    assert re.findall(r'data-action="(webhook_[a-z_.]+)"', page) == WEBHOOK_ACTIONS
+    assert re.findall(r'data-action="(webhook_[a-z_.]+)"', page) == WEBHOOK_ACTIONS[::-1]
     assert all(secret not in page for secret in secrets)
     rotations = (await dev.get("/sandbox/audit", params={"action": "webhook_endpoint.secret_rotated"})).text
     assert re.findall(r'data-action="([a-z_.]+)"', rotations) == ["webhook_endpoint.secret_rotated"]
     assert "dev@acme.example" in rotations and "<dt>overlap_seconds</dt><dd>86400</dd>" in rotations
     await dev.aclose()
+
+
+def _audit_rows(page: str) -> list[tuple[str, str]]:
+    """(action, key id) of the audit page's rows, in order."""
+    return re.findall(r'<tr data-action="([a-z_.]+)"><td>[^<]*</td><td>[a-z_.]+</td>\n<td>([^<]*)</td>', page)
+
+
+async def test_audit_trail_opens_newest_first_and_pages_back_in_time(stack: Stack) -> None:
+    owner = await stack.join("audit-owner@acme.example")
+    made = []
+    for i in range(PAGE_SIZE + 3):
+        created = await stack.auth.CreateKey(
+            apb.CreateKeyRequest(
+                account_id=stack.account_id,
+                name=f"k{i}",
+                environment=apb.ENVIRONMENT_SANDBOX,
+                scopes=["hotels:read"],
+                actor=OPS,
+            )
+        )
+        made.append(created.key.id)
+    newest = made[-1]
+    await stack.auth.RevokeKey(apb.RevokeKeyRequest(key_id=newest, reason="done", actor=OPS))
+    first = (await owner.get("/sandbox/audit")).text
+    rows = _audit_rows(first)
+    assert len(rows) == PAGE_SIZE
+    # The first row is the newest event: the revocation just made, then the keys newest first.
+    assert rows[0] == ("key.revoked", newest)
+    assert rows[1:] == [("key.created", k) for k in made[::-1][: PAGE_SIZE - 1]]
+    # The next page goes on back in time, to the account's creation; nothing repeated or skipped.
+    second = (await owner.get("/sandbox/audit" + _next_page(first))).text
+    older = _audit_rows(second)
+    assert [k for _, k in older if k] == made[::-1][PAGE_SIZE - 1 :]
+    actions = re.findall(r'data-action="([a-z_.]+)"', second)
+    assert "account.created" in actions and _next_page(second) == ""
+    await owner.aclose()
+
+
+async def test_a_read_only_accounts_overview_says_how_it_is_lifted(stack: Stack) -> None:
+    viewer = await stack.join("viewer@acme.example", ipb.USER_ROLE_VIEWER)
+    assert 'data-testid="read-only"' not in (await viewer.get("/sandbox/")).text
+    await stack.auth.SetAccountStatus(
+        apb.SetAccountStatusRequest(
+            account_id=stack.account_id, status=apb.ACCOUNT_STATUS_READ_ONLY, actor=OPS
+        )
+    )
+    page = (await viewer.get("/sandbox/")).text
+    said = html.unescape(re.search(r'<p data-testid="read-only">(.*?)</p>', page, re.S)[1])  # type: ignore[index]
+    for fact in (
+        "settlement charge is unpaid",
+        "Pay the open settlement invoice",
+        "billing records the payment",
+    ):
+        assert fact in said
+    assert "Contact support" in said and "account_read_only" in said
+    await stack.auth.SetAccountStatus(
+        apb.SetAccountStatusRequest(account_id=stack.account_id, status=apb.ACCOUNT_STATUS_ACTIVE, actor=OPS)
+    )
+    assert 'data-testid="read-only"' not in (await viewer.get("/sandbox/")).text
+    await viewer.aclose()
 
 
 # -- Post/Redirect/Get, one-time flashes, pages --------------------------------------------------------
@@ -526,14 +586,14 @@ async def test_an_unexpected_error_is_the_portals_own_500_page(monkeypatch: pyte
     monkeypatch.setattr(Sanic, "test_mode", True)
     app = create_app(PortalConfig(authsvc="127.0.0.1:9", webhookd="127.0.0.1:9"), name="portal_boom")
 
-    @app.get("/healthz/boom")  # public (no session needed): under /healthz
+    @app.get("/static/boom")  # public (no session needed): a /static/<name> path
     async def boom(request: object) -> None:
         raise RuntimeError("boom")
 
     running = await start(app, ["127.0.0.1:0"])
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{running.ports[0]}") as client:
-            failed = await client.get("/healthz/boom")
+            failed = await client.get("/static/boom")
     finally:
         await running.stop(1)
     assert failed.status_code == 500
@@ -759,3 +819,55 @@ async def test_sandbox_clock_button_advances_the_schedule_and_says_what_is_due(s
     refused = await viewer.post("/sandbox/clock", data={"csrf": csrf_of(page.text), "by": "2h"})
     assert refused.status_code == 403
     await viewer.aclose()
+
+
+# -- public routes matched whole; refusals logged as counts ----------------------------------------------
+async def _get_raw(client: httpx.AsyncClient, raw_path: bytes) -> httpx.Response:
+    """GET with the path sent as written (httpx would resolve ``..`` itself)."""
+    request = client.build_request("GET", "/")
+    request.url = request.url.copy_with(raw_path=raw_path)
+    return await client.send(request)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [b"/healthz/keys/key_x", b"/healthz/keys", b"/signinX", b"/static/../x", b"/static/a/b", b"/invite/a/b"],
+)
+async def test_a_path_only_starting_like_a_public_one_needs_a_session(stack: Stack, path: bytes) -> None:
+    """The reproduction: /healthz/keys/key_x is /<env>/keys/<key_id> with env=healthz, and ran that page
+    with no session (a 500). Signed out, it is sent to sign in (or is no page); the route never runs."""
+    async with stack.client() as client:
+        resp = await _get_raw(client, path)
+    assert resp.status_code in (302, 303, 404), (path, resp.status_code, resp.text[:300])
+    if resp.status_code != 404:
+        assert resp.headers["location"] == "/signin"
+
+
+async def test_public_routes_still_serve_signed_out_and_a_post_needs_its_token(stack: Stack) -> None:
+    async with stack.client() as client:
+        assert (await client.get("/healthz")).json() == {"status": "ok"}
+        assert (await client.get("/static/portal.css")).status_code == 200
+        assert (await client.get("/favicon.ico")).status_code == 301
+        assert (await client.get("/signin")).status_code == 200
+        assert (await client.get("/static/nope.css")).status_code == 404
+        revoke = await client.post("/healthz/keys/key_x/revoke", data={"csrf": "x"})
+        assert revoke.status_code in (401, 403, 404), (
+            revoke.status_code,
+            revoke.text[:300],
+        )  # never run, never 500
+        forged = await client.post("/signin", data={"csrf": "forged", "email": "a@b.c", "password": "x"})
+        assert forged.status_code == 403
+
+
+async def test_a_flood_of_signed_out_requests_is_a_handful_of_log_lines(
+    stack: Stack, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "portal")
+    async with stack.client() as client:
+        for path in ("/healthz/keys/key_x", "/live/keys", "/nope") * 100:
+            assert (await client.get(path)).status_code in (302, 404)
+    records = [r for r in caplog.records if r.name == "portal"]
+    per_request = [r for r in records if r.getMessage() == "request"]
+    assert per_request == []
+    summaries = [r for r in records if r.getMessage() == "refused requests"]
+    assert 1 <= len(summaries) <= 10, len(summaries)
