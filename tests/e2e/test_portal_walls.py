@@ -20,7 +20,7 @@ from typing import Any
 import grpc
 import pytest
 
-from tests.e2e.test_portal_browser import CHROMIUM, Stack, chromium, edge_get, join, running_stack, shot
+from tests.e2e.portal_stack import CHROMIUM, Stack, chromium, edge_get, join, running_stack, shot
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.auth.v1 import identity_pb2 as ipb

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import httpx
 
-from tests.integration.test_edge_http import assert_error, hdrs, new_key
+from tests.integration.edge_stack import assert_error, hdrs, new_key
 from tests.integration.test_edge_stream_webhooks import (  # noqa: F401  (fixtures)
     Stack,
     auth,

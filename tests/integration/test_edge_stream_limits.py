@@ -23,7 +23,7 @@ from websockets.asyncio.client import ClientConnection
 from edge.streamlimits import CLOSE_RATE_LIMITED
 from edge.testing import Upstream, edge_args
 from svckit.refusallog import SUMMARY
-from tests.integration.test_edge_http import hdrs, new_key
+from tests.integration.edge_stack import hdrs, new_key
 from tests.integration.test_edge_stream_webhooks import Stack, publish, recv_json, ws
 from tests.support import ServiceProcess, close_code, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2_grpc

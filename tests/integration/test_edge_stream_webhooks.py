@@ -18,7 +18,7 @@ from google.protobuf import duration_pb2, struct_pb2
 from websockets.asyncio.client import ClientConnection, connect
 
 from edge.testing import SANDBOX_HOST, Upstream, edge_args
-from tests.integration.test_edge_http import ACTOR, assert_error, hdrs, new_key
+from tests.integration.edge_stack import ACTOR, assert_error, hdrs, new_key
 from tests.support import ServiceProcess, close_code, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc

@@ -7,7 +7,7 @@ import datetime as dt
 import re
 
 from svckit.protos import timestamp as ts
-from tests.integration.test_portal_http import Stack, stack  # noqa: F401 (the fixture)
+from tests.integration.portal_stack import Stack, stack  # noqa: F401 (the fixture)
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import identity_pb2 as ipb
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from prometheus_client import REGISTRY
 
 from portal.signin_limit import BURST
-from tests.integration.test_portal_http import Stack, stack  # noqa: F401
+from tests.integration.portal_stack import Stack, stack  # noqa: F401
 from tests.support import csrf_of
 
 

@@ -51,3 +51,9 @@ def test_fingerprint_headers_reads_every_line_of_the_listed_headers_only() -> No
     assert fingerprint_headers(headers) == {"x-partner-customer-ref": "a, b"}
     assert fingerprint_headers(CIMultiDict()) == {}
     assert all(name == name.lower() for name in FINGERPRINT_HEADERS)
+
+
+def test_request_hash_covers_method_path_and_body() -> None:
+    base = request_hash("POST", "/v1/x", b"{}")
+    assert base == request_hash("post", "/v1/x", b"{}")
+    assert len({base, request_hash("POST", "/v1/y", b"{}"), request_hash("POST", "/v1/x", b"{ }")}) == 3
