@@ -42,6 +42,7 @@ from svckit.db import create_engine
 from svckit.ids import new_id, sortable_id
 from svckit.signing import new_secret, sign
 from svckit.webhook_status import EndpointStatus
+from webhookd._admission import NO_SKIPS
 from webhookd._delivery import DeliveryWorker, Sender, SendResult, WorkerConfig
 from webhookd._events import Environment, build_envelope
 from webhookd._repository import EndpointRecord, SigningSecret
@@ -136,8 +137,8 @@ class CountingRepo(SqlRepository):
     committed = 0
     done: asyncio.Event
 
-    async def record_and_claim(self, outcomes, owner, now, limit, lease_until):  # type: ignore[no-untyped-def,override]
-        out = await super().record_and_claim(outcomes, owner, now, limit, lease_until)
+    async def record_and_claim(self, outcomes, owner, now, limit, lease_until, skips=NO_SKIPS):  # type: ignore[no-untyped-def,override]
+        out = await super().record_and_claim(outcomes, owner, now, limit, lease_until, skips)
         CountingRepo.committed += len(outcomes)
         if CountingRepo.committed >= self.target:
             self.done.set()

@@ -3,6 +3,8 @@ their modes, states and ``data`` shapes are defined once, in the event catalog (
 
 from __future__ import annotations
 
+import json
+
 from svckit.catalog import EVENT_KINDS, MODE_ONLY
 
 __all__ = [
@@ -44,3 +46,15 @@ TRIGGER_STATUS: dict[str, int] = {
     "payment_failed": 202,
 }
 TRIGGER_NAMES: tuple[str, ...] = tuple(TRIGGER_STATUS)
+
+
+# The most bytes of a sandbox event's ``data`` (compact JSON, UTF-8; ``data_bytes``): the edge answers 413
+# payload_too_large for ``POST /v1/sandbox/events`` above it, webhookd's PublishEvent refuses a sandbox event
+# above it from any publisher (INVALID_ARGUMENT, payload_too_large). Live events keep webhookd's envelope
+# limit (``webhookd._events.MAX_PAYLOAD_BYTES``, 256 KiB).
+SANDBOX_DATA_MAX_BYTES = 64 * 1024
+
+
+def data_bytes(data: object) -> int:
+    """The size of an event's ``data`` as both the edge and webhookd measure it."""
+    return len(json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode())

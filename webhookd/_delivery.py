@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import datetime as dt
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -22,6 +23,7 @@ from svckit.ids import new_id, sortable_id
 from svckit.signing import delivery_headers
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd import _metrics as metrics
+from webhookd._admission import Budgets, Counts, Key, Skips, Verdict, admit, skips
 from webhookd._events import TEST_EVENT_KIND
 from webhookd._http import FastTransport
 from webhookd._queue import Queue
@@ -208,10 +210,33 @@ def decide(
 
 @dataclass
 class WorkerConfig:
+    """The worker's budgets, each stated once here (``webhookd._admission``, docs/webhooks.md "Isolation")."""
+
     batch_size: int = 200
-    concurrency: int = 64  # sends in flight
+    concurrency: int = 64  # live sends in flight
+    sandbox_concurrency: int = 8  # sandbox sends in flight: a pool of its own, never taken from live
+    per_endpoint: int = 8  # sends in flight to any one endpoint
+    account_share: float = 0.5  # the most of an environment's pool one account holds
+    retry_share: float = 0.5  # the most of an environment's pool retries hold (first attempts keep the rest)
+    slow_after: float = 1.0  # seconds a send runs before it is slow and leaves its pool slot
+    slow_sends: int = 256  # the most slow live sends out of the pool at once (sandbox: its own pool)
     lease_seconds: float = 60.0
     poll_seconds: float = 0.25
+
+    def budgets(self) -> Budgets:
+        return Budgets(
+            live=self.concurrency,
+            sandbox=self.sandbox_concurrency,
+            per_endpoint=self.per_endpoint,
+            account_share=self.account_share,
+            retry_share=self.retry_share,
+            slow=self.slow_sends,
+        )
+
+
+def key_of(claim: Claim) -> Key:
+    d = claim.delivery
+    return Key(str(d.environment), d.account_id, d.endpoint_id, d.attempt_count > 0)
 
 
 class DeliveryWorker:
@@ -235,14 +260,31 @@ class DeliveryWorker:
         self.on_sent = on_sent
         self._wake = asyncio.Event()
         self._results: list[DeliveryResult] = []  # sent, waiting for the next group commit
-        self._ready: collections.deque[Claim] = collections.deque()  # claimed, waiting for a send slot
+        self._budgets = self.config.budgets()
+        # Claimed, waiting for a send slot, in claim order (only live claims wait for their pool: a sandbox
+        # claim whose pool is full is deferred, so it never keeps live claims out of this queue).
+        self._ready: collections.deque[Claim] = collections.deque()
+        # Claimed, held back by a cap of their own (endpoint, account, retries, the sandbox pool): by
+        # endpoint, each with when it was claimed; handed back to the queue unsent if held half a lease.
+        self._deferred: collections.OrderedDict[str, collections.deque[tuple[Claim, dt.datetime]]] = (
+            collections.OrderedDict()
+        )
+        self._inflight = Counts()  # sends in flight
+        self._held = Counts()  # every claim held: in flight, ready or deferred
         self._sending = 0
+        self._running: dict[int, tuple[Key, float]] = {}  # sends in flight by token: key, start (monotonic)
+        self._slow: set[int] = set()  # tokens of the sends marked slow
+        self._tokens = itertools.count()
+        # The skips of the last claim that found nothing, and when (monotonic): the same claim is not run
+        # again within ``poll_seconds`` (each would walk the skipped backlog) unless something is published.
+        self._found_nothing: tuple[Skips, float] | None = None
         self._stopping = False
         self._grace = 5.0
         self._tasks: set[asyncio.Task[None]] = set()
 
     def wake(self) -> None:
         """Something became due now (a publish, a recover): claim without waiting for the poll."""
+        self._found_nothing = None
         self._wake.set()
 
     # One claimed delivery
@@ -334,8 +376,9 @@ class DeliveryWorker:
             # the rest are cancelled and, their leases running out, sent again later (at least once).
             # Claims that never started are handed back at once.
             self._stopping = True
-            unsent = [_unclaimed(c) for c in self._ready]
+            unsent = [_unclaimed(c) for c in self._waiting()]
             self._ready.clear()
+            self._deferred.clear()
             if self._tasks:
                 _done, late = await asyncio.wait(list(self._tasks), timeout=self._grace)
                 for task in late:
@@ -355,11 +398,19 @@ class DeliveryWorker:
 
     async def _cycles(self) -> None:
         cfg = self.config
-        ahead = 2 * cfg.concurrency  # sending + ready
+        ahead = 2 * cfg.concurrency  # sending + waiting
         low_water = max(1, min(cfg.batch_size, cfg.concurrency) // 4)
         while not self._stopping:
-            room = ahead - self._sending - len(self._ready)
+            self._results.extend(self._hand_back(self.clock.now()))
+            if self._mark_slow():
+                self._start_sends()
+            held = sum(self._held.env.values()) - sum(self._held.slow_env.values())  # slow ones left
+            room = ahead - held
             limit = min(room, cfg.batch_size) if room >= low_water else 0
+            if not limit and self._deferred and held < 2 * ahead:
+                # What waits is held back by its own caps: claim a little past it (the claim skips what
+                # already has its fill), so others' deliveries behind it are reached.
+                limit = low_water
             if not self._results and not limit:
                 # Send slots and the ready queue are full: wait for a result (a publish's wake is no use
                 # until then).
@@ -369,9 +420,17 @@ class DeliveryWorker:
             batch, self._results = self._results, []
             now = self.clock.now()
             self._wake.clear()
+            skipped = skips(self._held, self._budgets) if limit else Skips()
+            if limit and skipped and self._found_nothing is not None:
+                same, at = self._found_nothing
+                if same == skipped and time.monotonic() - at < cfg.poll_seconds:
+                    limit = 0  # the same claim found nothing a moment ago: only write the results
+                    if not batch:
+                        await self._sleep(cfg.poll_seconds)
+                        continue
             try:
                 alerts, claims = await self.queue.record_and_claim(
-                    batch, self.owner, now, limit, now + dt.timedelta(seconds=cfg.lease_seconds)
+                    batch, self.owner, now, limit, now + dt.timedelta(seconds=cfg.lease_seconds), skipped
                 )
             except Exception:
                 log.exception(
@@ -381,23 +440,114 @@ class DeliveryWorker:
                 await self._sleep(1.0)
                 continue
             self._alerted(alerts)
+            if limit:
+                self._found_nothing = (skipped, time.monotonic()) if skipped and not claims else None
+            for claim in claims:
+                self._held.add(key_of(claim))
             self._ready.extend(claims)
             self._start_sends()
             if batch or (limit and len(claims) >= limit):
                 await asyncio.sleep(0)  # let the new sends start, then the next cycle
                 continue
             if limit:
-                await self._idle(now, claimed=bool(claims))
+                await self._idle(now, claimed=bool(claims), skipping=bool(skipped))
+
+    def _waiting(self) -> list[Claim]:
+        """Every claim held and not sending."""
+        out = list(self._ready)
+        out.extend(c for deferred in self._deferred.values() for c, _at in deferred)
+        return out
+
+    def _hand_back(self, now: dt.datetime) -> list[DeliveryResult]:
+        """Deferred claims go back to the queue unsent, due when they were due, when held half a lease or
+        when their endpoint has a slow send (it hangs: they would only keep their account's share), to be
+        claimed again when their endpoint, account or pool has room; never lost, never sent twice."""
+        if not self._deferred:
+            return []
+        oldest = now - dt.timedelta(seconds=self.config.lease_seconds / 2)
+        hanging = self._inflight.slow_endpoint
+        out: list[DeliveryResult] = []
+        for endpoint_id in list(self._deferred):
+            deferred = self._deferred[endpoint_id]
+            full = hanging[endpoint_id] > 0
+            while deferred and (full or deferred[0][1] <= oldest):
+                claim, _at = deferred.popleft()
+                self._held.remove(key_of(claim))
+                out.append(_unclaimed(claim))
+            if not deferred:
+                del self._deferred[endpoint_id]
+        return out
+
+    def _mark_slow(self) -> bool:
+        """Sends running past ``slow_after`` leave their pool slot (while the slow budget has room)."""
+        edge = time.monotonic() - self.config.slow_after
+        marked = False
+        for token, (key, started) in self._running.items():
+            if started > edge or token in self._slow:
+                continue
+            if self._inflight.slow_env[key.env] >= self._budgets.slow_cap(key.env):
+                continue
+            self._slow.add(token)
+            self._inflight.mark_slow(key)
+            self._held.mark_slow(key)
+            marked = True
+        return marked
+
+    def _pick(self) -> tuple[Claim, Key, int] | None:
+        """The next claim allowed to send now (``webhookd._admission.admit``), counted in flight: deferred
+        claims first, of the endpoint with the fewest sends in flight (a healthy endpoint's sends finish at
+        once, so it goes before the ones that hang), then the ready queue in order; a ready claim held back
+        by a cap of its own is moved to the deferred."""
+        best: tuple[int, str, Key] | None = None
+        for endpoint_id, deferred in self._deferred.items():
+            key = key_of(deferred[0][0])
+            busy = self._inflight.endpoint[endpoint_id]
+            if (best is None or busy < best[0]) and admit(key, self._inflight, self._budgets) is Verdict.SEND:
+                best = (busy, endpoint_id, key)
+                if busy == 0:
+                    break
+        if best is not None:
+            _busy, endpoint_id, key = best
+            deferred = self._deferred[endpoint_id]
+            claim, _at = deferred.popleft()
+            if deferred:
+                self._deferred.move_to_end(endpoint_id)
+            else:
+                del self._deferred[endpoint_id]
+            return self._started(key, claim)
+        now: dt.datetime | None = None
+        ready = self._ready
+        while ready:
+            claim = ready[0]
+            key = key_of(claim)
+            verdict = admit(key, self._inflight, self._budgets)
+            if verdict is Verdict.WAIT:
+                return None
+            ready.popleft()
+            if verdict is Verdict.SEND:
+                return self._started(key, claim)
+            now = now or self.clock.now()
+            self._deferred.setdefault(key.endpoint, collections.deque()).append((claim, now))
+        return None
+
+    def _started(self, key: Key, claim: Claim) -> tuple[Claim, Key, int]:
+        self._inflight.add(key)
+        self._sending += 1
+        token = next(self._tokens)
+        self._running[token] = (key, time.monotonic())
+        return claim, key, token
 
     def _start_sends(self) -> None:
-        """Fill the free send slots; a slot's task goes on with the next ready claim until none is left."""
-        while self._ready and self._sending < self.config.concurrency and not self._stopping:
-            self._sending += 1
-            task = asyncio.create_task(self._slot(self._ready.popleft()))
+        """Start every claim admission allows; a slot's task goes on with the next one until none is left."""
+        while not self._stopping:
+            picked = self._pick()
+            if picked is None:
+                return
+            task = asyncio.create_task(self._slot(*picked))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def _idle(self, now: dt.datetime, claimed: bool) -> None:
+    async def _idle(self, now: dt.datetime, claimed: bool, skipping: bool = False) -> None:
         wait = self.config.poll_seconds
         try:
             due = await self.queue.next_due()
@@ -407,6 +557,9 @@ class DeliveryWorker:
             until_due = (due - now).total_seconds()
             if until_due > 0:
                 wait = min(wait, until_due)
+            elif not claimed and skipping:
+                # Due rows we skipped wait for room here: a finished send wakes us.
+                pass
             elif not claimed:
                 # Due rows we could not claim are locked by another process: don't spin on them.
                 wait = min(wait, 0.01)
@@ -426,23 +579,31 @@ class DeliveryWorker:
         except TimeoutError:
             pass
 
-    async def _slot(self, claim: Claim) -> None:
-        try:
-            while True:
-                try:
-                    outcome = await self._attempt(claim)
-                    # Not ``self._results.append(await ...)``: a cycle may swap the list during the await.
-                    self._results.append(outcome)
-                except Exception:
-                    # The lease runs out and the delivery is claimed again.
-                    log.exception("delivery crashed", extra={"delivery_id": claim.delivery.id})
+    async def _slot(self, claim: Claim, key: Key, token: int) -> None:
+        while True:
+            try:
+                outcome = await self._attempt(claim)
+                # Not ``self._results.append(await ...)``: a cycle may swap the list during the await.
+                self._results.append(outcome)
+            except Exception:
+                # The lease runs out and the delivery is claimed again.
+                log.exception("delivery crashed", extra={"delivery_id": claim.delivery.id})
+            finally:
+                del self._running[token]
+                if token in self._slow:
+                    self._slow.discard(token)
+                    self._inflight.unmark_slow(key)
+                    self._held.unmark_slow(key)
+                self._inflight.remove(key)
+                self._held.remove(key)
+                self._sending -= 1
                 self._wake.set()
-                if not self._ready or self._stopping:
-                    return
-                claim = self._ready.popleft()
-        finally:
-            self._sending -= 1
-            self._wake.set()
+            if self._stopping:
+                return
+            picked = self._pick()
+            if picked is None:
+                return
+            claim, key, token = picked
 
 
 def _unclaimed(claim: Claim) -> DeliveryResult:

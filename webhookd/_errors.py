@@ -8,6 +8,7 @@
         ├── NotFound                  not_found: unknown id, or an id of another account/environment
         ├── Conflict                  conflict: the resource is not in a state that allows the call
         ├── IdempotencyKeyReused      idempotency_key_reused: the key came with a different request
+        ├── RateLimited               rate_limited: an account's sandbox events of a day are at their bound
         ├── Unavailable               service_unavailable
         └── SecretsKeyError           internal_error: --secrets-key missing, malformed or not the sealing key
 
@@ -39,6 +40,7 @@ __all__ = [
     "NoMatchingSignature",
     "NotFound",
     "PayloadTooLarge",
+    "RateLimited",
     "SecretsKeyError",
     "SignatureFormatError",
     "TimestampTooNew",
@@ -77,6 +79,10 @@ class Conflict(WebhookError):
 
 class IdempotencyKeyReused(WebhookError):
     type = "idempotency_key_reused"
+
+
+class RateLimited(WebhookError):
+    type = "rate_limited"
 
 
 class Unavailable(WebhookError):

@@ -9,6 +9,7 @@ a step that raises leaves the tables as they were. Not a store for the service: 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -63,6 +64,7 @@ class MemoryQueue(StatementQueue):
             "oldest_due": self._oldest_due,
             "next_due": self._next_due,
             "purge_attempts": self._purge_attempts,
+            "purge_sandbox_attempts": self._purge_sandbox_attempts,
             "advance_sandbox": self._advance_sandbox,
             "sandbox_due": self._sandbox_due,
         }
@@ -102,8 +104,9 @@ class MemoryQueue(StatementQueue):
 
     # The statements' twins, by name (their parameters as in ``webhookd._queue_sql``)
 
-    def _claim(self, params: tuple[int, str, int, int]) -> q.Claimed:
-        lease_until, owner, now, limit = params
+    def _claim(self, params: tuple[Any, ...]) -> q.Claimed:
+        lease_until, owner, now, limit, *skip_json = params
+        endpoints_skipped, accounts, environments, retries_in = (set(json.loads(j)) for j in skip_json)
         due = sorted(
             (
                 d
@@ -111,6 +114,10 @@ class MemoryQueue(StatementQueue):
                 if d["status"] == D.PENDING
                 and d["next_attempt_at"] is not None
                 and d["next_attempt_at"] <= now
+                and d["endpoint_id"] not in endpoints_skipped
+                and f"{d['environment']}:{d['account_id']}" not in accounts
+                and d["environment"] not in environments
+                and (d["attempt_count"] == 0 or d["environment"] not in retries_in)
             ),
             key=lambda d: d["next_attempt_at"],
         )[:limit]
@@ -229,6 +236,11 @@ class MemoryQueue(StatementQueue):
 
     def _purge_attempts(self, params: tuple[int]) -> int:
         kept = [a for a in self.attempts if a["attempted_at"] >= params[0]]
+        purged, self.attempts = len(self.attempts) - len(kept), kept
+        return purged
+
+    def _purge_sandbox_attempts(self, params: tuple[int]) -> int:
+        kept = [a for a in self.attempts if a["attempted_at"] >= params[0] or a["environment"] != Env.SANDBOX]
         purged, self.attempts = len(self.attempts) - len(kept), kept
         return purged
 

@@ -27,6 +27,7 @@ from typing import Any, Protocol, TypeVar
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from webhookd import _queue_sql as q
+from webhookd._admission import NO_SKIPS, Skips
 from webhookd._repository import (
     Alert,
     AttemptRecord,
@@ -54,9 +55,11 @@ class Queue(Protocol):
         now: dt.datetime,
         limit: int,
         lease_until: dt.datetime,
+        skips: Skips = NO_SKIPS,
     ) -> tuple[list[Alert], list[Claim]]:
         """One cycle, one transaction: write ``outcomes`` (their leases held by ``owner``), then lease up
-        to ``limit`` due deliveries to ``owner`` until ``lease_until`` (none when ``limit`` is 0)."""
+        to ``limit`` due deliveries to ``owner`` until ``lease_until`` (none when ``limit`` is 0), leaving
+        what ``skips`` names in the table (``webhookd._admission``)."""
         ...
 
     async def claim_due(
@@ -116,7 +119,7 @@ def record(rows: q.ResultRows, owner: str) -> Step[list[tuple[Any, ...]]]:
 
 
 def cycle(
-    rows: q.ResultRows | None, owner: str, claim: tuple[int, str, int, int] | None
+    rows: q.ResultRows | None, owner: str, claim: tuple[Any, ...] | None
 ) -> Step[tuple[list[tuple[Any, ...]], q.Claimed]]:
     """The worker's cycle: record (if there are results), then claim (if there is room)."""
     alerts = (yield from record(rows, owner)) if rows is not None else []
@@ -189,10 +192,11 @@ class StatementQueue(abc.ABC):
         now: dt.datetime,
         limit: int,
         lease_until: dt.datetime,
+        skips: Skips = NO_SKIPS,
     ) -> tuple[list[Alert], list[Claim]]:
         # Rows are built before the store's hop and claims after it: a store does nothing but run statements.
         rows = q.ResultRows(outcomes, us(now)) if outcomes else None
-        claim = (us(lease_until), owner, us(now), limit) if limit > 0 else None
+        claim = (us(lease_until), owner, us(now), limit, *skips.params()) if limit > 0 else None
         if rows is None and claim is None:
             return [], []  # no transaction for nothing
         alert_rows, claimed = await self._run(cycle(rows, owner, claim))
@@ -270,3 +274,6 @@ class StatementQueue(abc.ABC):
 
     async def purge_attempts(self, before: dt.datetime) -> int:
         return int(await self._run(one("purge_attempts", (us(before),))))
+
+    async def purge_sandbox_attempts(self, before: dt.datetime) -> int:
+        return int(await self._run(one("purge_sandbox_attempts", (us(before),))))

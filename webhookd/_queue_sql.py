@@ -88,18 +88,34 @@ ATTEMPT_WIDTH = len(ATTEMPT_COLUMNS)
 DELIVERY_WIDTH = len(DELIVERY_COLUMNS)
 ENDPOINT_WIDTH = len(ENDPOINT_COLUMNS)
 
-# claim: (lease expiry, owner, now, limit) -> delivery columns [+ envelope + endpoint columns]
+# claim: (lease expiry, owner, now, limit, skipped endpoints, accounts ("environment:account"),
+# environments, environments whose retries are skipped) -> delivery columns [+ envelope + endpoint columns].
+# The skips are JSON arrays of text (``webhookd._admission.Skips``): what the worker already holds its fill
+# of is left in the table, so the claim reaches the deliveries of others behind it. ``{elements}`` is the
+# dialect's set of a JSON array's texts.
 _CLAIM = f"""
     UPDATE wh_deliveries SET next_attempt_at = $1, lease_owner = $2
     WHERE id IN (
         SELECT id FROM wh_deliveries
         WHERE status = '{D.PENDING}' AND next_attempt_at <= $3
+          AND endpoint_id NOT IN ({{elements5}})
+          AND environment || ':' || account_id NOT IN ({{elements6}})
+          AND environment NOT IN ({{elements7}})
+          AND (attempt_count = 0 OR environment NOT IN ({{elements8}}))
         ORDER BY next_attempt_at LIMIT $4 {{lock}}
     )
     RETURNING {_DELIVERIES}
 """
+
+
+def _claim_text(lock: str, elements: str) -> str:
+    return _CLAIM.format(lock=lock, **{f"elements{i}": elements.format(i=i) for i in (5, 6, 7, 8)})
+
+
+_PG_ELEMENTS = "SELECT jsonb_array_elements_text(${i}::jsonb)"
+_SQLITE_ELEMENTS = "SELECT value FROM json_each(${i})"
 CLAIM_POSTGRES = f"""
-    WITH claimed AS ({_CLAIM.format(lock="FOR UPDATE SKIP LOCKED")})
+    WITH claimed AS ({_claim_text("FOR UPDATE SKIP LOCKED", _PG_ELEMENTS)})
     SELECT c.*, ev.envelope, {spelled(ENDPOINT_COLUMNS, "ep.")}
     FROM claimed c JOIN wh_events ev ON ev.id = c.event_id
     LEFT JOIN wh_endpoints ep ON ep.id = c.endpoint_id AND ep.deleted_at IS NULL
@@ -139,7 +155,7 @@ _ALL = [
         Kind.CLAIM,
         "",
         postgres=CLAIM_POSTGRES,
-        sqlite=sqlite(_CLAIM.format(lock="")),
+        sqlite=sqlite(_claim_text("", _SQLITE_ELEMENTS)),
     ),
     # record results, attempts: rows of ``ATTEMPT_COLUMNS`` (``_rows.attempt_row``), many at once
     Statement(
@@ -290,6 +306,12 @@ _ALL = [
     ),
     # purge: (before) the attempt log past its 30 days
     Statement("purge_attempts", Kind.EXEC, "DELETE FROM wh_attempts WHERE attempted_at < $1"),
+    # purge: (before) the sandbox's attempt log past its shorter retention (``_events.SANDBOX_RETENTION``)
+    Statement(
+        "purge_sandbox_attempts",
+        Kind.EXEC,
+        f"DELETE FROM wh_attempts WHERE attempted_at < $1 AND environment = '{Env.SANDBOX}'",
+    ),
 ]
 STATEMENTS: dict[str, Statement] = {s.name: s for s in _ALL}
 # Only these read: a store may run them without taking its write lock.

@@ -31,6 +31,7 @@ from webhookd import _metrics as metrics
 from webhookd._accounts import Accounts
 from webhookd._delivery import DELIVERY_TIMEOUT, DeliveryWorker, Sender, WorkerConfig
 from webhookd._errors import SecretsKeyError
+from webhookd._events import SANDBOX_RETENTION
 from webhookd._http import FastTransport
 from webhookd._mailer import Mailer, SmtpConfig
 from webhookd._repository import IDEMPOTENCY_WINDOW
@@ -110,7 +111,8 @@ class Webhookd:
 
 
 async def housekeeping(repo: SqlRepository, clock: Clock, config: Config) -> None:
-    """Queue gauges every few seconds; purge attempts older than 30 days every ``purge_interval``."""
+    """Queue gauges every few seconds; every ``purge_interval`` purge attempts older than 30 days (the
+    sandbox's older than ``SANDBOX_RETENTION``, 7 days)."""
     last_purge: dt.datetime | None = None
     while True:
         now = clock.now()
@@ -120,6 +122,7 @@ async def housekeeping(repo: SqlRepository, clock: Clock, config: Config) -> Non
             metrics.OLDEST_OVERDUE.set(stats.oldest_overdue_seconds)
             if last_purge is None or (now - last_purge).total_seconds() >= config.purge_interval:
                 purged = await repo.purge_attempts(now - ATTEMPT_RETENTION)
+                purged += await repo.purge_sandbox_attempts(now - SANDBOX_RETENTION)
                 await repo.purge_idempotency(now - IDEMPOTENCY_WINDOW)
                 last_purge = now
                 if purged:
@@ -282,7 +285,19 @@ def build_parser() -> argparse.ArgumentParser:
         "concurrency",
         type=int,
         default=config_default(WorkerConfig, "concurrency"),
-        help="deliveries in flight at once",
+        help="live deliveries in flight at once",
+    )
+    flag(
+        "sandbox-concurrency",
+        type=int,
+        default=config_default(WorkerConfig, "sandbox_concurrency"),
+        help="sandbox deliveries in flight at once (a pool of their own, never taken from --concurrency)",
+    )
+    flag(
+        "endpoint-concurrency",
+        type=int,
+        default=config_default(WorkerConfig, "per_endpoint"),
+        help="deliveries in flight at once to any one endpoint",
     )
     flag(
         "batch-size",
@@ -346,6 +361,8 @@ def config_from_args(args: argparse.Namespace) -> Config:
         worker=WorkerConfig(
             batch_size=args.batch_size,
             concurrency=args.concurrency,
+            sandbox_concurrency=args.sandbox_concurrency,
+            per_endpoint=args.endpoint_concurrency,
             lease_seconds=args.lease_seconds,
             poll_seconds=args.poll_seconds,
         ),

@@ -17,7 +17,7 @@ import grpc
 from svckit.catalog import webhook_test
 from svckit.clock import Clock
 from svckit.durations import CLOCK_ADVANCE_MAX, CLOCK_ADVANCE_MIN
-from svckit.events import MODE_ONLY, mode_refusal
+from svckit.events import MODE_ONLY, SANDBOX_DATA_MAX_BYTES, data_bytes, mode_refusal
 from svckit.ids import new_id, sortable_id
 from svckit.peers import identity_of, may_publish, refuse
 from svckit.protos import struct_to_dict
@@ -28,10 +28,18 @@ from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import _convert as cv
 from webhookd._delivery import DeliveryWorker, Sender, decide
-from webhookd._errors import Conflict, IdempotencyKeyReused, InvalidRequest, NotFound
+from webhookd._errors import (
+    Conflict,
+    IdempotencyKeyReused,
+    InvalidRequest,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+)
 from webhookd._events import (
     EVENT_KINDS,
     MAX_STATE_LENGTH,
+    SANDBOX_EVENTS_PER_DAY,
     TEST_EVENT_KIND,
     Environment,
     build_envelope,
@@ -373,6 +381,9 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
         key = request.idempotency_key
         check_idempotency_key(key)
         now = self.clock.now()
+        data = struct_to_dict(request.data)
+        if env == Environment.SANDBOX:
+            await self._check_sandbox_bounds(account_id, data, now)
         event_id = sortable_id("evt", now)
         envelope = build_envelope(
             event_id=event_id,
@@ -381,7 +392,7 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
             environment=Environment(env),
             account_id=account_id,
             state=state,
-            data=struct_to_dict(request.data),
+            data=data,
         )
         event = EventRecord(event_id, account_id, env, request.type, state, now, envelope)
         stored, count = await self.repo.publish(event, key, now)
@@ -398,6 +409,20 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
                 },
             )
         return pb.PublishEventResponse(event=cv.event_pb(stored), delivery_count=count)
+
+    async def _check_sandbox_bounds(self, account_id: str, data: dict[str, Any], now: dt.datetime) -> None:
+        """A sandbox event's storage bounds (docs/webhooks.md "Sandbox bounds"), whoever publishes it: its
+        data at most ``SANDBOX_DATA_MAX_BYTES``, the account's sandbox events of the last 24 hours fewer than
+        ``SANDBOX_EVENTS_PER_DAY``. Live events are bounded by neither."""
+        size = data_bytes(data)
+        if size > SANDBOX_DATA_MAX_BYTES:
+            raise PayloadTooLarge(f"data: {size} bytes, a sandbox event's limit is {SANDBOX_DATA_MAX_BYTES}")
+        stored = await self.repo.count_events(account_id, Environment.SANDBOX, now - dt.timedelta(days=1))
+        if stored >= SANDBOX_EVENTS_PER_DAY:
+            raise RateLimited(
+                f"this account published {stored} sandbox events in the last 24 hours, the limit is "
+                f"{SANDBOX_EVENTS_PER_DAY}; older ones make room as they age"
+            )
 
     # Delivery log
 

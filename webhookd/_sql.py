@@ -23,6 +23,7 @@ from svckit.ids import sortable_id
 from svckit.migrations import upgrade
 from svckit.vocabulary import AttemptOutcome
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
+from webhookd._admission import NO_SKIPS, Skips
 from webhookd._queue import StatementQueue
 from webhookd._queues import new_queue
 from webhookd._repository import (
@@ -357,8 +358,9 @@ class SqlRepository:
         now: dt.datetime,
         limit: int,
         lease_until: dt.datetime,
+        skips: Skips = NO_SKIPS,
     ) -> tuple[list[Alert], list[Claim]]:
-        return await self.queue.record_and_claim(outcomes, owner, now, limit, lease_until)
+        return await self.queue.record_and_claim(outcomes, owner, now, limit, lease_until, skips)
 
     async def release_leases(self, now: dt.datetime) -> int:
         return await self.queue.release_leases(now)
@@ -543,6 +545,20 @@ class SqlRepository:
 
     async def purge_attempts(self, before: dt.datetime) -> int:
         return await self.queue.purge_attempts(before)
+
+    async def purge_sandbox_attempts(self, before: dt.datetime) -> int:
+        return await self.queue.purge_sandbox_attempts(before)
+
+    async def count_events(self, account_id: str, environment: str, since: dt.datetime) -> int:
+        """The account's events of ``environment`` created at or after ``since``."""
+        c = events.c
+        query = (
+            sa.select(sa.func.count())
+            .select_from(events)
+            .where(c.account_id == account_id, c.environment == environment, c.created_at >= us(since))
+        )
+        async with self.engine.connect() as conn:
+            return int((await conn.execute(query)).scalar_one())
 
     async def pending_alerts(self, limit: int, after: tuple[dt.datetime, str] | None = None) -> list[Alert]:
         c = alerts.c

@@ -137,7 +137,7 @@ def _execute(db: sqlite3.Connection, name: str, params: Any) -> Any:
     return _claim(db, text, params)
 
 
-def _claim(db: sqlite3.Connection, text: str, params: tuple[int, str, int, int]) -> q.Claimed:
+def _claim(db: sqlite3.Connection, text: str, params: tuple[Any, ...]) -> q.Claimed:
     rows = db.execute(text, params).fetchall()
     if not rows:
         return q.NOTHING_CLAIMED

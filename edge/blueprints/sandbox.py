@@ -4,7 +4,9 @@ The sample goes through webhookd's PublishEvent like every real event: stored, s
 account's sandbox endpoints subscribed to the kind, retried, logged and on /v1/stream. ``data`` (an
 object) is merged over the sample's data, so a partner can use its own booking id or customerRef; a field
 the kind does not have, or a value its schema refuses, is a 400 (edge.samplecheck): a sample is shaped as
-a live event of its kind, always.
+a live event of its kind, always. The sample's data is at most ``SANDBOX_DATA_MAX_BYTES`` (64 KiB, 413
+payload_too_large above it; the edge's body limit, 1 MiB, is the outer one), and webhookd bounds an
+account's sandbox events per day (429 rate_limited past it): docs/webhooks.md "Sandbox bounds".
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from edge.gate import Ctx, guarded
 from edge.responses import json_response
 from edge.samplecheck import refusal as data_refusal
 from edge.samples import sample
-from svckit.events import EVENT_KINDS, mode_refusal
+from svckit.events import EVENT_KINDS, SANDBOX_DATA_MAX_BYTES, data_bytes, mode_refusal
 
 bp = Blueprint("sandbox")
 
@@ -46,6 +48,12 @@ async def sample_event(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
         raise EdgeError("data must be a JSON object (merged over the sample's data)", type="invalid_request")
     caller = ctx.caller
     state, data = sample(kind, caller.account_mode, dt.datetime.now(dt.UTC), caller.daily_search_allowance)
+    size = data_bytes({**data, **extra})  # what would be stored; measured before anything else reads it
+    if size > SANDBOX_DATA_MAX_BYTES:
+        raise EdgeError(
+            f"data: {size} bytes, a sandbox event's data is at most {SANDBOX_DATA_MAX_BYTES} bytes",
+            type="payload_too_large",
+        )
     problem = data_refusal(kind, data, extra)
     if problem:
         raise EdgeError(problem, type="invalid_request")

@@ -23,7 +23,7 @@ from websockets.asyncio.client import connect
 from edge.routetable import DEFAULT_ROUTES
 from edge.testing import LIVE_HOST, SANDBOX_HOST, edge_args
 from edge.triggers import NAMES as SIX
-from svckit.events import EVENT_KINDS, mode_refusal
+from svckit.events import EVENT_KINDS, SANDBOX_DATA_MAX_BYTES, mode_refusal
 from svckit.scopes import ALL_SCOPES
 from tests.support import ServiceProcess, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2 as pb
@@ -482,3 +482,22 @@ async def test_sample_data_within_the_schema_is_merged(stack: Stack, http: httpx
     assert resp.status_code == 202, resp.text
     ev = await wait_event(stack, a, "booking.cancelled", booking="bk_test_mine01")
     assert {k: ev["data"][k] for k in data} == data
+
+
+async def test_sample_data_over_the_sandbox_cap_is_413_and_stores_nothing(
+    stack: Stack, http: httpx.AsyncClient
+) -> None:
+    """Reproduction (issue "webhook delivery beyond every anchor"): 240 KB of ``data`` per sample filled the
+    disk. Over ``SANDBOX_DATA_MAX_BYTES`` it is 413 payload_too_large (the edge's body limit, 1 MiB, is the
+    outer one) and nothing is published; just under it is accepted."""
+    a = stack.partners["A"]
+    before = len(delivered(stack, a))
+    resp = await http.post(
+        "/v1/sandbox/events",
+        headers=hdrs(a.secret, post=True),
+        json={"type": "booking.cancelled", "data": {"customerRef": "x" * 240_000}},
+    )
+    message = error_of(resp, 413, "payload_too_large")
+    assert str(SANDBOX_DATA_MAX_BYTES) in message, message
+    await asyncio.sleep(0.3)
+    assert len(delivered(stack, a)) == before  # nothing published
