@@ -43,10 +43,11 @@ from svckit.ids import new_id, sortable_id
 from svckit.signing import new_secret, sign
 from svckit.webhook_status import EndpointStatus
 from webhookd._admission import NO_SKIPS
-from webhookd._delivery import DeliveryWorker, Sender, SendResult, WorkerConfig
+from webhookd._delivery import DeliveryWorker, WorkerConfig
 from webhookd._events import Environment, build_envelope
 from webhookd._repository import EndpointRecord, SigningSecret
 from webhookd._retry import Outcome
+from webhookd._sender import Sender, SendResult
 from webhookd._server import Config, make_client, make_transport
 from webhookd._sql import SqlRepository, deliveries, events
 from webhookd._ssrf import Policy

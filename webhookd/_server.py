@@ -29,14 +29,16 @@ from svckit.tls import Tls, add_tls_args, tls_from_args
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 from webhookd import _metrics as metrics
 from webhookd._accounts import Accounts
-from webhookd._delivery import DELIVERY_TIMEOUT, DeliveryWorker, Sender, WorkerConfig
+from webhookd._delivery import DeliveryWorker, WorkerConfig
 from webhookd._errors import SecretsKeyError
 from webhookd._events import SANDBOX_RETENTION
 from webhookd._http import FastTransport
 from webhookd._mailer import Mailer, SmtpConfig
 from webhookd._repository import IDEMPOTENCY_WINDOW
 from webhookd._secretbox import SecretBox, new_key
-from webhookd._service import EventHub, WebhookService
+from webhookd._sender import DELIVERY_TIMEOUT, Sender
+from webhookd._service import WebhookService
+from webhookd._service_events import EventHub
 from webhookd._sql import SqlRepository
 from webhookd._ssrf import Policy, Resolver, system_resolver
 

@@ -5,11 +5,10 @@ Every check runs before anything is written, so a refused call changes nothing.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -27,7 +26,7 @@ from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import _convert as cv
-from webhookd._delivery import DeliveryWorker, Sender, decide
+from webhookd._delivery import DeliveryWorker, decide
 from webhookd._errors import (
     Conflict,
     IdempotencyKeyReused,
@@ -50,12 +49,13 @@ from webhookd._repository import (
     DeliveryFilter,
     DeliveryRecord,
     EndpointRecord,
-    EventFilter,
     EventRecord,
     IdempotencyRecord,
     Repository,
     SigningSecret,
 )
+from webhookd._sender import Sender
+from webhookd._service_events import EventHub, EventReads
 from webhookd._ssrf import Policy, Resolver, check_target, system_resolver
 
 log = logging.getLogger("webhookd.service")
@@ -64,24 +64,6 @@ DEFAULT_OVERLAP = dt.timedelta(hours=24)
 MAX_OVERLAP = dt.timedelta(days=7)
 MAX_IDEMPOTENCY_KEY = 255
 UPDATABLE = ("url", "events", "description")
-STREAM_BATCH = 200
-STREAM_POLL_SECONDS = 1.0
-# How far back ListEvents and GetEvent reach (spec: what a partner can look back on is 30 days).
-EVENT_VISIBILITY = dt.timedelta(days=30)
-
-
-class EventHub:
-    """Wakes StreamEvents readers when this process stores an event (others are found by polling)."""
-
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
-
-    def notify(self) -> None:
-        self._event.set()
-        self._event = asyncio.Event()
-
-    def waiter(self) -> asyncio.Event:
-        return self._event
 
 
 def check_idempotency_key(key: str) -> None:
@@ -89,7 +71,7 @@ def check_idempotency_key(key: str) -> None:
         raise InvalidRequest(f"idempotency_key: at most {MAX_IDEMPOTENCY_KEY} printable characters")
 
 
-class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
+class WebhookService(EventReads, webhooks_pb2_grpc.WebhookServiceServicer):
     def __init__(
         self,
         repo: Repository,
@@ -562,60 +544,3 @@ class WebhookService(webhooks_pb2_grpc.WebhookServiceServicer):
             extra={"account_id": account_id, "by_seconds": by.total_seconds(), "due": due},
         )
         return pb.AdvanceSandboxClockResponse(deliveries_due=due)
-
-    # Stream
-
-    async def StreamEvents(
-        self, request: pb.StreamEventsRequest, context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[pb.StreamEventsResponse]:
-        account_id, env = cv.scope(request)
-        types = check_event_kinds(request.types, "types") if request.types else list(EVENT_KINDS)
-        if request.since_event_id:
-            seq = await self.repo.event_seq(account_id, env, request.since_event_id)
-            if seq is None:
-                raise NotFound(
-                    f"since_event_id: no event {request.since_event_id} in this account and environment"
-                )
-        else:
-            seq = await self.repo.max_event_seq()
-        while True:
-            waiter = self.hub.waiter()
-            batch = await self.repo.events_after(account_id, env, seq, types, STREAM_BATCH)
-            for event in batch:
-                yield pb.StreamEventsResponse(event=cv.event_pb(event))
-                seq = event.seq
-            if len(batch) == STREAM_BATCH:
-                continue
-            try:
-                async with asyncio.timeout(STREAM_POLL_SECONDS):
-                    await waiter.wait()
-            except TimeoutError:
-                pass
-
-    async def ListEvents(
-        self, request: pb.ListEventsRequest, context: grpc.aio.ServicerContext
-    ) -> pb.ListEventsResponse:
-        account_id, env = cv.scope(request)
-        types = check_event_kinds(request.types, "types") if request.types else list(EVENT_KINDS)
-        oldest = self.clock.now() - EVENT_VISIBILITY
-        since = cv.time_or_none(request, "since")
-        until = cv.time_or_none(request, "until")
-        if since and until and until <= since:
-            raise InvalidRequest("until: must be after since")
-        flt = EventFilter(account_id, env, tuple(types), max(since or oldest, oldest), until)
-        size = cv.page_size(request.page_size)
-        rows = await self.repo.list_events(flt, size + 1, cv.parse_page_token(request.page_token))
-        token = cv.page_token(rows[size - 1].created_at, rows[size - 1].id) if len(rows) > size else ""
-        return pb.ListEventsResponse(events=[cv.event_pb(e) for e in rows[:size]], next_page_token=token)
-
-    async def GetEvent(
-        self, request: pb.GetEventRequest, context: grpc.aio.ServicerContext
-    ) -> pb.GetEventResponse:
-        account_id, env = cv.scope(request)
-        event_id = cv.identifier(request.event_id, "event_id")
-        event = await self.repo.get_event(account_id, env, event_id, self.clock.now() - EVENT_VISIBILITY)
-        if event is None or event.type not in EVENT_KINDS:
-            raise NotFound(
-                f"event_id: no event {event_id} of the last 30 days in this account and environment"
-            )
-        return pb.GetEventResponse(event=cv.event_pb(event))

@@ -18,7 +18,7 @@ import pytest
 from svckit.clock import FakeClock
 from svckit.migrations import downgrade
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
-from webhookd._delivery import DeliveryWorker, Sender, WorkerConfig
+from webhookd._delivery import DeliveryWorker, WorkerConfig
 from webhookd._pg_queue import PostgresQueue
 from webhookd._repository import (
     AttemptRecord,
@@ -28,6 +28,7 @@ from webhookd._repository import (
     SigningSecret,
 )
 from webhookd._repository import DeliveryResult as Stored
+from webhookd._sender import Sender
 from webhookd._sql import SqlRepository
 from webhookd._sqlite_queue import SqliteQueue
 from webhookd.migrations import SCHEMA

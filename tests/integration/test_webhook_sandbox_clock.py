@@ -14,9 +14,9 @@ from google.protobuf import duration_pb2
 from svckit.clock import FakeClock
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from travel.webhooks.v1 import webhooks_pb2 as pb
-from webhookd._delivery import Sender
 from webhookd._errors import InvalidRequest
 from webhookd._repository import DeliveryFilter, DeliveryResult, EndpointRecord, EventRecord, SigningSecret
+from webhookd._sender import Sender
 from webhookd._service import WebhookService
 from webhookd._sql import SqlRepository
 

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from webhookd import Outcome, Policy
-from webhookd._delivery import RESPONSE_KEEP, Sender, SendResult
 from webhookd._http import FastTransport
+from webhookd._sender import RESPONSE_KEEP, Sender, SendResult
 
 DEV = Policy(allow_http=True, allow_private=True)
 Reply = Callable[[int], bytes]
@@ -297,7 +297,7 @@ async def test_slow_endpoint_is_a_timeout(tmp_path) -> None:
     import datetime as dt
 
     from webhookd import Outcome
-    from webhookd._delivery import Sender
+    from webhookd._sender import Sender
 
     receiver, trusted = _tls_receiver(tmp_path, delay=2.0)
     try:

@@ -10,13 +10,14 @@ import pytest
 from svckit.signing import USER_AGENT
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd import Outcome, verify
-from webhookd._delivery import RESPONSE_KEEP, Sender, decide
+from webhookd._delivery import decide
 from webhookd._repository import (
     Claim,
     DeliveryRecord,
     EndpointRecord,
     SigningSecret,
 )
+from webhookd._sender import RESPONSE_KEEP, Sender
 
 NOW = dt.datetime(2026, 5, 1, 8, 0, tzinfo=dt.UTC)
 SECRET = "whsec_" + "A" * 44
@@ -37,7 +38,7 @@ def _claim(
 
 
 def _sent(outcome: Outcome, status: int = 0) -> object:
-    from webhookd._delivery import SendResult
+    from webhookd._sender import SendResult
 
     return SendResult(outcome, status, "", {}, 1.0, "" if outcome.ok else "boom")
 
@@ -174,7 +175,7 @@ def test_a_sender_times_out_in_every_event_loop_it_is_used_in() -> None:
     ],
 )
 def test_kept_response_headers_table(headers: list[tuple[bytes, bytes]], kept: dict[str, str]) -> None:
-    from webhookd._delivery import RESPONSE_HEADERS_KEEP, kept_headers
+    from webhookd._sender import RESPONSE_HEADERS_KEEP, kept_headers
 
     assert RESPONSE_HEADERS_KEEP == 4096
     assert kept_headers(headers) == kept

@@ -21,11 +21,12 @@ import pytest
 from svckit.clock import FakeClock
 from svckit.vocabulary import AttemptOutcome
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
-from webhookd._delivery import DeliveryWorker, Sender, WorkerConfig
+from webhookd._delivery import DeliveryWorker, WorkerConfig
 from webhookd._memory_queue import MemoryQueue
 from webhookd._queue_sql import STATEMENTS
 from webhookd._queues import new_queue
 from webhookd._repository import DeliveryRecord, DeliveryResult, EndpointRecord, SigningSecret
+from webhookd._sender import Sender
 from webhookd._times import us
 
 NOW = dt.datetime(2026, 5, 1, 8, 0, tzinfo=dt.UTC)
