@@ -245,7 +245,7 @@ class Gate:
         status = response.status
         count_response(status)
         requests = self.requests
-        if requests is not None:
+        if requests is not None and (status >= 400 or requests.files_success(request.ctx.started)):
             # RequestLog.record inlined (the request path: a method call cost as much as the append).
             buffer = requests.buffer
             if len(buffer) >= requests.batch:

@@ -38,6 +38,11 @@ log = logging.getLogger(__name__)
 MAX_BUFFER = 20_000
 # Records in one RecordRequests call (authsvc takes at most 1000), and the count that wakes the flusher.
 BATCH = 500
+# Answered requests below 400 filed per second by one edge process; beyond it, the second's other
+# successes are not filed. Errors (400 and up) are always filed: they are what a partner looks up. At
+# thousands of requests a second, filing every success cost the edge a third of its throughput (the
+# records' protos, the gRPC batches, and authsvc's inserts on the same cores: docs/edge.md "Request log").
+SUCCESSES_PER_SECOND = 50
 # Seconds between flushes.
 INTERVAL = 1.0
 # The longest path sent (authsvc keeps at most 200 characters).
@@ -56,12 +61,34 @@ Entry = tuple[float, float, "Caller", str, str, int, str, str]
 
 
 class RequestLog:
-    __slots__ = ("_failing", "_task", "_wakeup", "auth", "batch", "buffer", "interval", "maxlen", "overflow")
+    __slots__ = (
+        "_failing",
+        "_second",
+        "_successes",
+        "_task",
+        "_wakeup",
+        "auth",
+        "batch",
+        "buffer",
+        "interval",
+        "maxlen",
+        "overflow",
+        "successes_per_second",
+    )
 
     def __init__(
-        self, auth: AuthClient, *, maxlen: int = MAX_BUFFER, batch: int = BATCH, interval: float = INTERVAL
+        self,
+        auth: AuthClient,
+        *,
+        maxlen: int = MAX_BUFFER,
+        batch: int = BATCH,
+        interval: float = INTERVAL,
+        successes_per_second: int = SUCCESSES_PER_SECOND,
     ) -> None:
         self.auth = auth
+        self.successes_per_second = successes_per_second
+        self._second = 0
+        self._successes = 0
         self.maxlen = maxlen
         self.batch = batch
         self.interval = interval
@@ -80,6 +107,18 @@ class RequestLog:
         if len(buffer) >= self.batch:
             self.crowded()
         buffer.append((started, time.time(), caller, method, path, status, error_type, rid))
+
+    def files_success(self, started: float) -> bool:
+        """Whether an answered request below 400 that started at ``started`` (unix seconds) is filed: the
+        first ``successes_per_second`` of each second are."""
+        second = int(started)
+        if second != self._second:
+            self._second = second
+            self._successes = 0
+        if self._successes >= self.successes_per_second:
+            return False
+        self._successes += 1
+        return True
 
     def crowded(self) -> None:
         """The buffer holds a batch or more (checked before an append): wake the flusher, and count the

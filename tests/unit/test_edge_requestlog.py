@@ -70,3 +70,13 @@ async def test_a_record_that_cannot_be_sent_does_not_block_the_rest() -> None:
     assert await log.flush()
     assert [r.request_id for r in auth.batches[0]] == ["req_1", "req_2"]
     assert auth.batches[0][0].latency_ms == 2**31 - 1
+
+
+async def test_successes_are_filed_up_to_a_number_a_second() -> None:
+    """Errors are always filed (by the gate); successes: the first N of each second, the count starting
+    afresh each second."""
+    log = RequestLog(FakeAuth(), successes_per_second=3)  # type: ignore[arg-type]
+    starts = [100.0, 100.2, 100.5, 100.9, 101.0, 101.1, 101.2, 101.3, 105.7]
+    assert [log.files_success(t) for t in starts] == [True, True, True, False, True, True, True, False, True]
+    off = RequestLog(FakeAuth(), successes_per_second=0)  # type: ignore[arg-type]
+    assert not off.files_success(100.0)
