@@ -9,18 +9,9 @@ from typing import Any
 from google.protobuf import timestamp_pb2
 
 from edge.exceptions import EdgeError
-from svckit.webhook_status import DeliveryStatus, EndpointStatus, proto_values
+from svckit.prototables import ATTEMPT_OUTCOME, DELIVERY_STATUS, ENDPOINT_STATUS
+from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from travel.webhooks.v1 import webhooks_pb2
-
-ENDPOINT_STATUS = proto_values(EndpointStatus, webhooks_pb2.EndpointStatus, "ENDPOINT_STATUS_")
-DELIVERY_STATUS = proto_values(DeliveryStatus, webhooks_pb2.DeliveryStatus, "DELIVERY_STATUS_")
-DELIVERY_STATUS_BY_NAME = {v: k for k, v in DELIVERY_STATUS.items()}
-OUTCOME = {
-    webhooks_pb2.ATTEMPT_OUTCOME_SUCCEEDED: "succeeded",
-    webhooks_pb2.ATTEMPT_OUTCOME_HTTP_ERROR: "http_error",
-    webhooks_pb2.ATTEMPT_OUTCOME_TIMEOUT: "timeout",
-    webhooks_pb2.ATTEMPT_OUTCOME_NETWORK_ERROR: "network_error",
-}
 
 
 def rfc3339(ts: Any) -> str | None:
@@ -93,7 +84,7 @@ def attempt(a: webhooks_pb2.Attempt) -> dict[str, Any]:
         "endpointId": a.endpoint_id,
         "eventId": a.event_id,
         "attemptNumber": a.attempt_number,
-        "outcome": OUTCOME.get(a.outcome, "unknown"),
+        "outcome": ATTEMPT_OUTCOME.get(a.outcome, "unknown"),
         "responseStatus": a.response_status or None,
         "responseBody": a.response_body,
         "requestHeaders": dict(a.request_headers),

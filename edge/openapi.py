@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from edge.config import EdgeConfig
-from edge.convert import OUTCOME
 from svckit.catalog import TEST_KIND, envelope_schema
 from svckit.errors import ERROR_KINDS
 from svckit.events import EVENT_KINDS
+from svckit.prototables import ATTEMPT_OUTCOME
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 
 ERROR_REF = {"$ref": "#/components/responses/Error"}
@@ -83,7 +83,7 @@ ATTEMPT_SCHEMA = {
         "endpointId": {"type": "string"},
         "eventId": {"type": "string"},
         "attemptNumber": {"type": "integer"},
-        "outcome": {"enum": [*OUTCOME.values(), "unknown"]},
+        "outcome": {"enum": [*ATTEMPT_OUTCOME.names().values(), "unknown"]},
         "responseStatus": {"type": ["integer", "null"]},
         "responseBody": {"type": "string", "description": "the first 4 KiB of the receiver's response"},
         "requestHeaders": {"type": "object", "additionalProperties": {"type": "string"}},

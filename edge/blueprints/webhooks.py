@@ -15,7 +15,7 @@ from edge.exceptions import EdgeError
 from edge.gate import Ctx, guarded
 from edge.responses import json_response
 from svckit.clients import HooksClient
-from svckit.prototables import HOOKS_ENVIRONMENT
+from svckit.prototables import DELIVERY_STATUS, HOOKS_ENVIRONMENT
 from travel.webhooks.v1 import webhooks_pb2
 
 bp = Blueprint("webhooks")
@@ -185,12 +185,13 @@ async def list_deliveries(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
     status_name = args.get("status")
     status = 0
     if status_name:
-        if status_name not in convert.DELIVERY_STATUS_BY_NAME:
+        try:
+            status = DELIVERY_STATUS.pb(status_name)
+        except ValueError:
             raise EdgeError(
                 "the query parameter status must be one of pending, succeeded, failed, held",
                 type="invalid_request",
-            )
-        status = convert.DELIVERY_STATUS_BY_NAME[status_name]
+            ) from None
     resp = await hooks(request).list_deliveries(
         webhooks_pb2.ListDeliveriesRequest(
             **scope_of(ctx),

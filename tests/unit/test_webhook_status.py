@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from svckit.webhook_status import DeliveryStatus, EndpointStatus, proto_values
+from svckit.prototables import DELIVERY_STATUS, ENDPOINT_STATUS, EnumTable
+from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from travel.webhooks.v1 import webhooks_pb2 as pb
 
 
 @pytest.mark.parametrize(
-    ("status", "proto_enum", "prefix"),
+    ("status", "proto_enum", "prefix", "derived"),
     [
-        (DeliveryStatus, pb.DeliveryStatus, "DELIVERY_STATUS_"),
-        (EndpointStatus, pb.EndpointStatus, "ENDPOINT_STATUS_"),
+        (DeliveryStatus, pb.DeliveryStatus, "DELIVERY_STATUS_", DELIVERY_STATUS),
+        (EndpointStatus, pb.EndpointStatus, "ENDPOINT_STATUS_", ENDPOINT_STATUS),
     ],
 )
-def test_statuses_and_proto_enum_name_the_same_set(status, proto_enum, prefix):
-    table = proto_values(status, proto_enum, prefix)
+def test_statuses_and_proto_enum_name_the_same_set(status, proto_enum, prefix, derived: EnumTable) -> None:  # type: ignore[type-arg]
+    table = derived.names()
     named = {n for n in proto_enum.keys() if n != f"{prefix}UNSPECIFIED"}
     assert {proto_enum.Name(v) for v in table} == named
     assert sorted(table.values()) == sorted(m.value for m in status)
