@@ -23,18 +23,15 @@ from svckit.clients import AuthClient, ClientError, HooksClient
 
 log = logging.getLogger("portal")
 
-__all__ = ["PAGE_SIZE", "TIMEOUT", "PortalConfig", "create_app"]
-
-# Seconds each gRPC call to authsvc or webhookd may take.
-TIMEOUT = 10.0
-
+__all__ = ["PAGE_SIZE", "PortalConfig", "create_app"]
 
 def create_app(config: PortalConfig, name: str = "portal") -> PortalApp:
     csrf_key = config.csrf_key or os.urandom(32)
     ctx = PortalContext(
         settings=config,
-        auth=AuthClient(config.authsvc, config.tls, timeout=TIMEOUT),
-        hooks=HooksClient(config.webhookd, config.tls, timeout=TIMEOUT),
+        # Each call's deadline: the clients' own default (svckit.clients.DEFAULT_TIMEOUT, 10 s).
+        auth=AuthClient(config.authsvc, config.tls),
+        hooks=HooksClient(config.webhookd, config.tls),
         csrf_key=csrf_key,
         flash_key=flash_key(csrf_key),
         secure=config.public_url.startswith("https://"),
