@@ -25,6 +25,7 @@ log = logging.getLogger("portal")
 
 __all__ = ["PAGE_SIZE", "PortalConfig", "create_app"]
 
+
 def create_app(config: PortalConfig, name: str = "portal") -> PortalApp:
     csrf_key = config.csrf_key or os.urandom(32)
     ctx = PortalContext(
