@@ -18,7 +18,7 @@ from google.protobuf.message import Message
 
 from svcctl.client import hooks_client
 from svckit.clients import HooksClient
-from svckit.webhook_status import DeliveryStatus, proto_values
+from svckit.prototables import DELIVERY_STATUS
 from travel.webhooks.v1 import webhooks_pb2 as pb
 
 ENVIRONMENTS = {
@@ -26,8 +26,8 @@ ENVIRONMENTS = {
     "sandbox": pb.ENVIRONMENT_SANDBOX,
     "test": pb.ENVIRONMENT_SANDBOX,
 }
-DELIVERY_STATUSES = {
-    name: value for value, name in proto_values(DeliveryStatus, pb.DeliveryStatus, "DELIVERY_STATUS_").items()
+DELIVERY_STATUSES: dict[str, pb.DeliveryStatus.ValueType] = {
+    name: pb.DeliveryStatus.ValueType(value) for value, name in DELIVERY_STATUS.names().items()
 }
 OUTCOMES = {
     "succeeded": pb.ATTEMPT_OUTCOME_SUCCEEDED,
