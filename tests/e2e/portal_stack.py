@@ -28,7 +28,7 @@ from google.protobuf.json_format import MessageToJson
 
 from edge.testing import SANDBOX_HOST, edge_args
 from svckit.secretbox import new_key as new_secrets_key
-from tests.support import ROOT, ServiceProcess, sqlite_url, start_service
+from tests.support import ROOT, ServiceProcess, free_port, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import auth_pb2_grpc, identity_pb2_grpc
 from travel.auth.v1 import identity_pb2 as ipb
@@ -99,16 +99,19 @@ def running_stack(tmp: pathlib.Path) -> Iterator[Stack]:
     webhookd_key_file = tmp / "webhookd.key"
     webhookd_key_file.write_text(new_secrets_key())
     procs: list[ServiceProcess] = []
+    authsvc_port = free_port()  # webhookd asks authsvc who gets alert e-mails; authsvc starts second
     try:
         webhookd = start_service(
             "webhookd", tmp, sqlite_url(tmp, "webhookd.db"),
             "--allow-private-targets", "--ca-bundle", str(ca_file), "--poll-seconds", "0.2",
-            "--secrets-key-file", str(webhookd_key_file),
+            "--secrets-key-file", str(webhookd_key_file), "--smtp", f"127.0.0.1:{smtp_port}",
+            "--authsvc", f"127.0.0.1:{authsvc_port}",
         )  # fmt: skip
         procs.append(webhookd)
         authsvc = start_service(
             "authsvc", tmp, sqlite_url(tmp, "authsvc.db"),
             "--webhookd", webhookd.grpc_target, "--secrets-key-file", str(key_file),
+            "--listen", f"127.0.0.1:{authsvc_port}",
         )  # fmt: skip
         procs.append(authsvc)
         edge = ServiceProcess(

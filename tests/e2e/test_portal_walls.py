@@ -12,14 +12,22 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import grpc
+import httpx
 import pytest
+from jsonschema import Draft202012Validator, FormatChecker
 
+from edge.docsite import slug
+from edge.testing import SANDBOX_HOST
+from svckit import catalog
+from svckit.errors import ERROR_KINDS
 from tests.e2e.portal_stack import CHROMIUM, Stack, chromium, edge_get, join, running_stack, shot
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import auth_pb2_grpc
@@ -286,3 +294,202 @@ def test_a_refused_requests_id_is_found_in_the_request_log(browser: Any, stack: 
     assert page.locator("[data-testid=add-extra]").count() == 1
     shot(page, "notifications")
     context.close()
+
+
+def _payload(page: Any) -> dict[str, Any]:
+    return dict(json.loads(str(page.text_content("[data-testid=payload]"))))
+
+
+def _newest_event(page: Any, stack: Stack, env: str, kind: str, within: float = 10.0) -> dict[str, Any]:
+    """The newest event of ``kind`` on the portal's Events page of ``env``, opened: its payload."""
+    deadline = time.monotonic() + within
+    while True:
+        page.goto(f"{stack.portal}/{env}/events?kind={kind}")
+        rows = page.locator("[data-testid=event-row]")
+        if rows.count():
+            rows.first.locator("a").first.click()
+            page.wait_for_selector("[data-testid=payload]")
+            assert page.text_content("[data-testid=event-kind]") == kind
+            return _payload(page)
+        assert time.monotonic() < deadline, f"no {kind} event on /{env}/events after {within} s"
+        time.sleep(0.2)
+
+
+def test_live_and_sandbox_events_have_one_shape_the_catalogs(browser: Any, stack: Stack) -> None:
+    """A key revoked in live (authsvc publishes apikey.revoked) and the sandbox's sample of the same kind,
+    each read from the portal's event page, both validate against the catalog's schema, with the same
+    fields; /v1/event-types serves that same schema."""
+    context, page = join(browser, stack, "shapes@acme.example", ipb.USER_ROLE_OWNER)
+    page.goto(f"{stack.portal}/live/keys")
+    page.fill("[data-testid=create-key] input[name=name]", "short-lived")
+    page.check("[data-testid=create-key] input[value='account:read']")
+    page.click("[data-testid=create-key] button[type=submit]")
+    page.wait_for_selector("[data-testid=secret]")
+    key_url = page.url.removesuffix("/secret")
+    page.goto(key_url)
+    page.fill("[data-testid=revoke] input[name=reason]", "leaked in a log")
+    page.fill("[data-testid=revoke] input[name=confirm]", "short-lived")
+    page.click("[data-testid=revoke] button[type=submit]")
+    page.wait_for_selector("[data-testid=key-status]:has-text('revoked')")
+    live = _newest_event(page, stack, "live", "apikey.revoked")
+    assert page.text_content("[data-testid=livemode]") == "false" or live["livemode"] is True
+    shot(page, "event-live")
+
+    secret = create_key(page, stack, "sampler", "webhooks:write", "account:read")
+    sent = _sample_event(stack, secret, "apikey.revoked")
+    assert sent.status_code == 202, sent.text
+    sample = _newest_event(page, stack, "sandbox", "apikey.revoked")
+
+    types = httpx.get(
+        f"{stack.edge_sandbox}/v1/event-types",
+        headers={"Host": SANDBOX_HOST, "Authorization": f"Svc {secret}"},
+        timeout=5,
+    )
+    assert types.status_code == 200, types.text
+    served = {t["kind"]: t for t in types.json()["data"]}["apikey.revoked"]
+    assert served["schema"] == catalog.schema("apikey.revoked")
+    for envelope, livemode in ((live, True), (sample, False)):
+        validator = Draft202012Validator(
+            catalog.envelope_schema("apikey.revoked"), format_checker=FormatChecker()
+        )
+        errors = [
+            f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(envelope)
+        ]
+        assert errors == [], errors
+        assert envelope["livemode"] is livemode
+    assert live["data"].keys() == sample["data"].keys()
+    assert (live["data"]["name"], live["data"]["reason"]) == ("short-lived", "leaked in a log")
+    context.close()
+
+
+def test_every_doc_url_opens_its_section(browser: Any, stack: Stack) -> None:
+    """Real refusals' docUrls, opened in the browser, land on their section of the docs the edge serves;
+    every other error type's anchor is on the same page. (The test edge listens on a free port but answers
+    for the default sandbox host its docUrls name: the browser's requests for that host are carried to it
+    with their Host unchanged.)"""
+    context = browser.new_context()
+
+    def to_test_edge(route: Any) -> None:
+        url = urlsplit(route.request.url)
+        got = httpx.get(f"{stack.edge_sandbox}{url.path}", headers={"Host": SANDBOX_HOST}, timeout=5)
+        route.fulfill(status=got.status_code, headers=dict(got.headers), body=got.content)
+
+    context.route(f"http://{SANDBOX_HOST}/**", to_test_edge)
+    page = context.new_page()
+    sent = {"Host": SANDBOX_HOST}
+    answers = {
+        "missing_api_key": httpx.get(f"{stack.edge_sandbox}/v1/account", headers=sent, timeout=5),
+        "invalid_api_key": edge_get(stack, "svc_test_nope"),
+        "not_found": httpx.get(f"{stack.edge_sandbox}/v1/nothing/here", headers=sent, timeout=5),
+    }
+    for etype, answer in answers.items():
+        error = answer.json()["error"]
+        assert error["type"] == etype, error
+        assert error["docUrl"] == f"http://{SANDBOX_HOST}/docs/errors#{slug(etype)}", error["docUrl"]
+        page.goto("about:blank")  # else a second docUrl is only a change of fragment
+        opened = page.goto(error["docUrl"])
+        assert opened is not None and opened.status == 200
+        section = page.locator(f"[id='{slug(etype)}']")
+        assert section.count() == 1 and section.is_visible(), etype
+        assert section.text_content() == etype
+    for etype in ERROR_KINDS:
+        assert page.locator(f"h2[id='{slug(etype)}']").count() == 1, etype
+    shot(page, "docs-errors")
+    context.close()
+
+
+def test_the_sandbox_clock_walks_an_endpoint_to_disabled_the_alert_and_recovery(
+    browser: Any, stack: Stack
+) -> None:
+    """From the portal only: an extra alert address, an endpoint whose receiver fails, a test event, then
+    the sandbox clock's button through 1m…24h: each retry comes at once, the 7th failure disables the
+    endpoint and the alert e-mail reaches the portal's owners and the extra address; fixed, enabled and
+    recovered, the event is delivered. (The event is the sandbox's sample, as `svc trigger` sends it.)"""
+    context, page = join(browser, stack, "clock@acme.example", ipb.USER_ROLE_OWNER)
+    page.goto(f"{stack.portal}/sandbox/notifications")
+    page.fill("[data-testid=add-extra] input[name=email]", "oncall@acme.example")
+    page.click("[data-testid=add-extra] button")
+    assert "oncall@acme.example now receives alert e-mails." in page.text_content("[data-testid=notice]")
+    page.reload()
+    assert page.locator("[data-testid=extra-addresses] td:text-is('oncall@acme.example')").count() == 1
+
+    path = "/clock-wall"
+    failing = {"now": True}
+    stack.receiver.responder = lambda r: 500 if r.path == path and failing["now"] else 200
+    hits = lambda: sum(1 for r in stack.receiver.requests if r.path == path)  # noqa: E731
+    try:
+        page.goto(f"{stack.portal}/sandbox/webhooks")
+        page.fill("[data-testid=endpoint-form] input[name=url]", stack.receiver.url(path))
+        page.check("[data-testid=endpoint-form] input[value='booking.confirmed']")
+        page.click("[data-testid=endpoint-form] button[type=submit]")
+        page.wait_for_selector("[data-testid=secret]")
+        endpoint_url = page.url.removesuffix("/secret")
+        secret = create_key(page, stack, "trigger", "webhooks:write")
+        sent = _sample_event(stack, secret, "booking.confirmed")  # as `svc trigger booking.confirmed`
+        assert sent.status_code == 202, sent.text
+        log = f"{stack.portal}/sandbox/deliveries?endpoint_id={endpoint_url.rsplit('/', 1)[1]}"
+        _until(lambda: _delivery_row(page, log) == ["pending", "1"], "the first attempt failed")
+        mails = len(stack.inbox.messages)
+        for n, step in enumerate(("1m", "5m", "30m", "2h", "6h", "24h"), start=2):
+            page.select_option("[data-testid=sandbox-clock] select[name=by]", step)
+            page.click("[data-testid=sandbox-clock] button")
+            notice = page.text_content("[data-testid=notice]")
+            assert notice == f"Sandbox clock advanced by {step}: 1 delivery due now", notice
+            final = "failed" if n == 7 else "pending"
+            _until(lambda: _delivery_row(page, log) == [final, str(n)], f"attempt {n} after {step}")  # noqa: B023
+        assert hits() == 7
+        shot(page, "deliveries-clock")
+        page.goto(endpoint_url)
+        _until(lambda: "disabled" in _status(page, endpoint_url), "the endpoint disabled")
+        shot(page, "endpoint-disabled")
+
+        _until(lambda: len(stack.inbox.messages) > mails, "the disable e-mail")
+        mail = stack.inbox.messages[-1]
+        to = {a.strip() for a in str(mail["To"]).split(",")}
+        assert {"clock@acme.example", "oncall@acme.example"} <= to, to
+        assert "disabled" in str(mail["Subject"])
+
+        failing["now"] = False
+        page.goto(endpoint_url)
+        page.click("button:text-is('Enable')")
+        assert "enabled" == _status(page, endpoint_url)
+        page.click("[data-testid=recover] button")
+        assert re.match(r"[1-9]\d* deliver(y|ies) queued", str(page.text_content("[data-testid=notice]")))
+        _until(lambda: hits() == 8, "the recovered delivery")
+    finally:
+        stack.receiver.responder = lambda _r: 200
+    context.close()
+
+
+def _sample_event(stack: Stack, secret: str, kind: str) -> httpx.Response:
+    """POST /v1/sandbox/events: the sandbox's sample of ``kind``, as ``svc trigger`` sends it."""
+    return httpx.post(
+        f"{stack.edge_sandbox}/v1/sandbox/events",
+        headers={
+            "Host": SANDBOX_HOST,
+            "Authorization": f"Svc {secret}",
+            "Idempotency-Key": f"sample-{time.time_ns()}",
+        },
+        json={"type": kind},
+        timeout=5,
+    )
+
+
+def _delivery_row(page: Any, log: str) -> list[str]:
+    """Status and attempts of the one delivery on the delivery log page ``log``, loaded afresh."""
+    page.goto(log)
+    cells = page.locator("[data-testid=deliveries] tbody tr").first.locator("td").all_text_contents()
+    return [c.strip() for c in cells[3:5]]
+
+
+def _status(page: Any, endpoint_url: str) -> str:
+    page.goto(endpoint_url)
+    return str(page.text_content("dl.facts dt:text-is('Status') + dd")).strip()
+
+
+def _until(check: Any, what: str, within: float = 15.0) -> None:
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, f"{what}: not within {within} s"
+
+        time.sleep(0.1)
