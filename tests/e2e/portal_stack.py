@@ -202,9 +202,9 @@ def enrol_totp(page: Any, stack: Stack) -> pyotp.TOTP:
     return totp
 
 
-def shot(page: Any, name: str) -> None:
+def shot(page: Any, name: str, full_page: bool = True) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full_page)
 
 
 def edge_get(stack: Stack, secret: str) -> httpx.Response:
