@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import time
+
 from prometheus_client import REGISTRY
 
-from portal.signin_limit import BURST
+from portal.signin_limit import BURST, PERIOD
 from tests.integration.portal_stack import Stack, stack  # noqa: F401
 from tests.support import csrf_of
 
@@ -20,6 +22,7 @@ async def test_a_sign_in_flood_from_one_address_is_refused_before_authsvc(stack:
         before = _verifications()
         statuses: list[int] = []
         retry_after: list[str] = []
+        started = time.monotonic()
         for i in range(BURST + 15):
             got = await browser.post(
                 "/signin",
@@ -29,6 +32,9 @@ async def test_a_sign_in_flood_from_one_address_is_refused_before_authsvc(stack:
             if got.status_code == 429:
                 retry_after.append(got.headers.get("retry-after", ""))
                 assert "Too many sign-in attempts" in got.text
-        assert statuses == [401] * BURST + [429] * 15
+        # One more attempt is earned every PERIOD seconds: on a slow machine the flood may earn a few.
+        earned = int((time.monotonic() - started) / PERIOD)
+        assert statuses[:BURST] == [401] * BURST
+        assert statuses.count(429) >= 15 - earned, statuses
         assert all(r.isdigit() and int(r) >= 1 for r in retry_after)
-        assert _verifications() - before == BURST  # the refused ones never reached authsvc
+        assert _verifications() - before == statuses.count(401)  # the refused ones never reached authsvc
