@@ -64,6 +64,20 @@ GOOD = generate_secret(Environment.LIVE)
         GOOD[:20] + "é" + GOOD[21:],
         "sk_live_" + GOOD[8:],
     ],
+    # GOOD is random: ids of their own, the same in every pytest-xdist worker
+    ids=[
+        "empty",
+        "prefix-only",
+        "short",
+        "long",
+        "typo",
+        "typo-in-checksum",
+        "other-prefix",
+        "upper-case",
+        "dash",
+        "non-ascii",
+        "stripe-prefix",
+    ],
 )
 def test_malformed_secrets_are_recognised_without_lookup(bad: str) -> None:
     assert environment_of(bad) is None
