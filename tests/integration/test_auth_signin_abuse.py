@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import time
 from collections.abc import Awaitable
 
 import grpc
@@ -165,8 +164,8 @@ async def test_wrong_passwords_from_one_address_do_not_lock_the_user_out_of_anot
 
 async def test_a_sign_in_flood_sheds_load_and_never_starves_authorize(sqlite_url: str) -> None:
     """300 concurrent sign-ins for unknown e-mails (each from its own address, so no throttle hides the
-    load) while 20 first-use keys are authorised: every Authorize succeeds, each within a generous
-    bound; the flood beyond the hashing queue is refused at once (rate_limited, nothing hashed), and
+    load) while 20 first-use keys are authorised: every Authorize succeeds before the hashing queue has
+    drained; the flood beyond the hashing queue is refused at once (rate_limited, nothing hashed), and
     every unknown e-mail that was answered cost one verification, as a known one does."""
     async with running_authsvc(sqlite_url) as (server, stub):
         async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
@@ -177,14 +176,13 @@ async def test_a_sign_in_flood_sheds_load_and_never_starves_authorize(sqlite_url
             async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as edge_channel:
                 edge = auth_pb2_grpc.AuthServiceStub(edge_channel)
 
-                async def authorize(secret: str) -> tuple[int, float]:
-                    started = time.monotonic()
+                async def authorize(secret: str) -> int:
                     got = await edge.Authorize(
                         apb.AuthorizeRequest(
                             api_key=secret, environment=apb.ENVIRONMENT_LIVE, required_scope="hotels:read"
                         )
                     )
-                    return got.decision, time.monotonic() - started
+                    return got.decision
 
                 before = verifications()
                 flood = [
@@ -203,9 +201,12 @@ async def test_a_sign_in_flood_sheds_load_and_never_starves_authorize(sqlite_url
                 ]
                 await asyncio.sleep(0.05)  # the flood is under way
                 answers = await asyncio.gather(*(authorize(k) for k in keys))
+                # Not a time bound (the machine may be slow): Authorize did not wait for the hashing queue,
+                # which was still being worked through when every Authorize had its answer.
+                hashing = sum(not task.done() for task in flood)
                 outcomes = await asyncio.gather(*flood)
-            assert [d for d, _ in answers] == [apb.DECISION_ALLOW] * 20
-            assert max(took for _, took in answers) < 2.0
+            assert answers == [apb.DECISION_ALLOW] * 20
+            assert hashing > 0, "every sign-in was answered before the Authorize calls"
             assert set(outcomes) <= {"invalid_credentials", "rate_limited"}
             assert outcomes.count("rate_limited") > 0
             assert outcomes.count("invalid_credentials") == verifications() - before
