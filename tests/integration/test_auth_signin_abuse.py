@@ -182,7 +182,7 @@ async def test_a_sign_in_flood_sheds_load_and_never_starves_authorize(sqlite_url
                             api_key=secret, environment=apb.ENVIRONMENT_LIVE, required_scope="hotels:read"
                         )
                     )
-                    return got.decision
+                    return int(got.decision)
 
                 before = verifications()
                 flood = [
