@@ -150,7 +150,7 @@ class NullSender:
     """Signs and answers 200 without any network: isolates claim + sign + group commit."""
 
     async def send(
-        self, url: str, body: bytes, secrets: list[str], event_id: str, now: dt.datetime
+        self, url: str, body: bytes, secrets: list[str], event_id: str, now: dt.datetime, *_scheme: object
     ) -> SendResult:
         header = sign(secrets, body, now)
         await asyncio.sleep(0)

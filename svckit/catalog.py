@@ -166,6 +166,44 @@ def webhook_test(endpoint_id: str) -> dict[str, Any]:
     return {"endpointId": endpoint_id, "message": TEST_MESSAGE}
 
 
+def endpoint_failing(endpoint_id: str, url: str, percent: int, attempts: int, error: str) -> dict[str, Any]:
+    """``data`` of endpoint.failing."""
+    return {
+        "endpointId": endpoint_id,
+        "url": url,
+        "thresholdPercent": percent,
+        "attemptsFailed": attempts,
+        "error": error,
+    }
+
+
+def endpoint_disabled(endpoint_id: str, url: str, reason: str, at: dt.datetime) -> dict[str, Any]:
+    """``data`` of endpoint.disabled."""
+    return {"endpointId": endpoint_id, "url": url, "reason": reason, "disabledAt": timestamp(at)}
+
+
+def endpoint_recovered(endpoint_id: str, url: str) -> dict[str, Any]:
+    """``data`` of endpoint.recovered."""
+    return {"endpointId": endpoint_id, "url": url}
+
+
+def delivery_exhausted(
+    endpoint_id: str, delivery_id: str, event_id: str, attempts: int, error: str
+) -> dict[str, Any]:
+    """``data`` of delivery.exhausted."""
+    return {
+        "endpointId": endpoint_id,
+        "delivery": delivery_id,
+        "event": event_id,
+        "attempts": attempts,
+        "error": error,
+    }
+
+
+SAMPLE_ENDPOINT = ("we_test_sample0000000000", "https://hooks.partner.example/webhooks")
+SAMPLE_ERROR = "endpoint answered HTTP 503"
+
+
 def sample(kind: str, mode: str, now: dt.datetime, allowance: int = 1000) -> tuple[str, dict[str, Any]]:
     """(state, data) of the sample event of ``kind`` for an account of ``mode`` ("A" or "B")."""
     if kind.startswith("booking.") or kind.startswith("payment."):
@@ -189,6 +227,16 @@ def sample(kind: str, mode: str, now: dt.datetime, allowance: int = 1000) -> tup
         )
     elif kind == TEST_KIND.kind:
         data = webhook_test("we_test_sample0000000000")
+    elif kind == "endpoint.failing":
+        data = endpoint_failing(*SAMPLE_ENDPOINT, 50, 4, SAMPLE_ERROR)
+    elif kind == "endpoint.disabled":
+        data = endpoint_disabled(*SAMPLE_ENDPOINT, f"the last of 7 attempts failed: {SAMPLE_ERROR}", now)
+    elif kind == "endpoint.recovered":
+        data = endpoint_recovered(*SAMPLE_ENDPOINT)
+    elif kind == "delivery.exhausted":
+        data = delivery_exhausted(
+            SAMPLE_ENDPOINT[0], "msg_test_sample000000000", "evt_test_sample000000000", 7, SAMPLE_ERROR
+        )
     else:
         raise KeyError(kind)
     return kind_of(kind).state, data
@@ -257,6 +305,10 @@ __all__ = [
     "EventKind",
     "apikey_revoked",
     "catalog",
+    "delivery_exhausted",
+    "endpoint_disabled",
+    "endpoint_failing",
+    "endpoint_recovered",
     "envelope_schema",
     "event_data",
     "example",

@@ -351,6 +351,74 @@ _KINDS: tuple[EventKind, ...] = (
             ["keyId", "hint", "name", "revokedAt", "revokedBy", "reason"],
         ),
     ),
+    # Operational events about the account's own webhook endpoints (docs/webhooks.md "Operational
+    # events"): never delivered to the endpoint they are about.
+    EventKind(
+        "endpoint.failing",
+        "Deliveries to one of the account's endpoints keep failing: half its retries are spent "
+        "(thresholdPercent 50), then all but the last (90); fired once per level until it recovers.",
+        ("failing",),
+        "webhookd",
+        _object(
+            "endpoint.failing",
+            {
+                "endpointId": _id("we", "the failing endpoint"),
+                "url": _str("its URL"),
+                "thresholdPercent": {"enum": [50, 90], "description": "how far along the road to disabling"},
+                "attemptsFailed": _int(
+                    "the failed attempts of the delivery that crossed the level", minimum=1
+                ),
+                "error": _str("what the last attempt got"),
+            },
+            ["endpointId", "url", "thresholdPercent", "attemptsFailed", "error"],
+        ),
+    ),
+    EventKind(
+        "endpoint.disabled",
+        "One of the account's endpoints was disabled: a delivery's last retry failed, or it answered "
+        "410 Gone. Its events are kept, not sent, until it is re-enabled and recovered.",
+        ("disabled",),
+        "webhookd",
+        _object(
+            "endpoint.disabled",
+            {
+                "endpointId": _id("we", "the disabled endpoint"),
+                "url": _str("its URL"),
+                "reason": _str("why it was disabled"),
+                "disabledAt": _timestamp("when"),
+            },
+            ["endpointId", "url", "reason", "disabledAt"],
+        ),
+    ),
+    EventKind(
+        "endpoint.recovered",
+        "An endpoint that was failing or disabled answered a delivery with 2xx again.",
+        ("enabled",),
+        "webhookd",
+        _object(
+            "endpoint.recovered",
+            {"endpointId": _id("we", "the endpoint"), "url": _str("its URL")},
+            ["endpointId", "url"],
+        ),
+    ),
+    EventKind(
+        "delivery.exhausted",
+        "A delivery gave up: its last retry failed (or its endpoint answered 410 Gone); the event can be "
+        "recovered after the endpoint is re-enabled.",
+        ("failed",),
+        "webhookd",
+        _object(
+            "delivery.exhausted",
+            {
+                "endpointId": _id("we", "the endpoint it was for"),
+                "delivery": _id("msg", "the delivery"),
+                "event": _id("evt", "the event it carried"),
+                "attempts": _int("attempts made", minimum=1),
+                "error": _str("what the last attempt got"),
+            },
+            ["endpointId", "delivery", "event", "attempts", "error"],
+        ),
+    ),
 )
 
 TEST_KIND = EventKind(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar
 
+from svckit.signing import SignatureScheme
 from svckit.vocabulary import (
     AccountMode,
     AccountStatus,
@@ -65,3 +66,4 @@ USER_ROLE = EnumTable(UserRole, identity_pb2.UserRole, "USER_ROLE_")
 ENDPOINT_STATUS = EnumTable(EndpointStatus, webhooks_pb2.EndpointStatus, "ENDPOINT_STATUS_")
 DELIVERY_STATUS = EnumTable(DeliveryStatus, webhooks_pb2.DeliveryStatus, "DELIVERY_STATUS_")
 ATTEMPT_OUTCOME = EnumTable(AttemptOutcome, webhooks_pb2.AttemptOutcome, "ATTEMPT_OUTCOME_")
+SIGNATURE_SCHEME = EnumTable(SignatureScheme, webhooks_pb2.SignatureScheme, "SIGNATURE_SCHEME_")

@@ -6,6 +6,12 @@ alike) and ``svc verify``; standard library only, so a partner's tool loads no s
 Header: ``X-Service-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>...]`` where each ``v1`` is
 HMAC-SHA256, keyed by one valid signing secret, over ``f"{t}.".encode() + raw_body``. During a rotation
 overlap there is one ``v1`` per valid secret, newest first.
+
+An endpoint may ask for Standard Webhooks headers instead, or both (``SignatureScheme``):
+``webhook-id: <event id>``, ``webhook-timestamp: <unix seconds>`` and ``webhook-signature: v1,<base64>
+[ v1,<base64>...]``, each HMAC-SHA256 over ``f"{id}.{t}.".encode() + raw_body`` keyed by the secret's
+base64 part decoded (the Standard Webhooks spec; the ``standardwebhooks`` library verifies it with the same
+``whsec_`` secret). The two schemes key their HMAC differently, each as its own convention says.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ import datetime as dt
 import hashlib
 import hmac
 import secrets as _secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from enum import StrEnum
 
 SIGNATURE_HEADER = "X-Service-Signature"
 SECRET_PREFIX = "whsec_"
@@ -24,15 +31,31 @@ EVENT_ID_HEADER = "X-Service-Event-Id"
 # No docs URL: webhookd knows no host the docs are served on (the edge serves them, at /docs/webhooks on
 # its own hosts), and a made-up domain would be a dead link (docs/webhooks.md).
 USER_AGENT = "Svc-Webhooks/1.0"
+STANDARD_ID_HEADER = "webhook-id"
+STANDARD_TIMESTAMP_HEADER = "webhook-timestamp"
+STANDARD_SIGNATURE_HEADER = "webhook-signature"
+
+
+class SignatureScheme(StrEnum):
+    """Which signature headers an endpoint's deliveries carry."""
+
+    STRIPE = "stripe"  # X-Service-Signature (spec section 6): the default
+    STANDARD = "standard"  # webhook-id, webhook-timestamp, webhook-signature (Standard Webhooks)
+    BOTH = "both"
+
 
 __all__ = [
     "DEFAULT_TOLERANCE",
     "EVENT_ID_HEADER",
     "SECRET_PREFIX",
     "SIGNATURE_HEADER",
+    "STANDARD_ID_HEADER",
+    "STANDARD_SIGNATURE_HEADER",
+    "STANDARD_TIMESTAMP_HEADER",
     "USER_AGENT",
     "NoMatchingSignature",
     "SignatureFormatError",
+    "SignatureScheme",
     "TimestampTooNew",
     "TimestampTooOld",
     "WebhookVerificationError",
@@ -41,6 +64,8 @@ __all__ = [
     "new_secret",
     "parse_header",
     "sign",
+    "sign_standard",
+    "standard_signature",
     "verify",
 ]
 
@@ -102,16 +127,60 @@ def sign(secrets: Sequence[str], raw_body: bytes, now: dt.datetime | int | float
     return ",".join([f"t={t}", *(f"v1={compute_signature(s, t, raw_body)}" for s in secrets)])
 
 
-def delivery_headers(
-    secrets: Sequence[str], body: bytes, event_id: str, now: dt.datetime | int | float
+def _standard_key(secret: str) -> bytes:
+    """The Standard Webhooks HMAC key: the base64 after ``whsec_``, decoded."""
+    try:
+        return base64.b64decode(secret.removeprefix(SECRET_PREFIX), validate=True)
+    except ValueError:
+        raise ValueError("a signing secret for Standard Webhooks is whsec_ + base64") from None
+
+
+def standard_signature(secret: str, msg_id: str, timestamp: int, raw_body: bytes) -> str:
+    """One ``v1,<base64>`` entry of ``webhook-signature``."""
+    mac = hmac.new(_standard_key(secret), f"{msg_id}.{timestamp}.".encode() + raw_body, hashlib.sha256)
+    return "v1," + base64.b64encode(mac.digest()).decode()
+
+
+def sign_standard(
+    secrets: Sequence[str],
+    msg_id: str,
+    raw_body: bytes,
+    now: dt.datetime | int | float,
+    signers: Sequence[Callable[[bytes], bytes]] = (),
 ) -> dict[str, str]:
-    """The headers of every delivery (``svc listen`` signs its local forwards with this too)."""
+    """The three Standard Webhooks headers; one ``v1,`` entry per secret, newest first, then one ``v1a,``
+    entry per asymmetric signer (ed25519: it signs the same content), all space-separated."""
+    if not secrets:
+        raise ValueError("at least one signing secret is needed")
+    t = _unix(now)
+    entries = [standard_signature(s, msg_id, t, raw_body) for s in secrets]
+    if signers:
+        content = f"{msg_id}.{t}.".encode() + raw_body
+        entries += ["v1a," + base64.b64encode(sign_with(content)).decode() for sign_with in signers]
     return {
-        "Content-Type": "application/json",
-        "User-Agent": USER_AGENT,
-        EVENT_ID_HEADER: event_id,
-        SIGNATURE_HEADER: sign(secrets, body, now),
+        STANDARD_ID_HEADER: msg_id,
+        STANDARD_TIMESTAMP_HEADER: str(t),
+        STANDARD_SIGNATURE_HEADER: " ".join(entries),
     }
+
+
+def delivery_headers(
+    secrets: Sequence[str],
+    body: bytes,
+    event_id: str,
+    now: dt.datetime | int | float,
+    scheme: SignatureScheme = SignatureScheme.STRIPE,
+    signers: Sequence[Callable[[bytes], bytes]] = (),
+) -> dict[str, str]:
+    """The headers of every delivery (``svc listen`` signs its local forwards with this too). The Standard
+    Webhooks ``webhook-id`` is the event id: the same on every retry, as that spec asks; ``signers`` add
+    ``v1a`` entries to ``webhook-signature`` (the X-Service-Signature header has no such entry)."""
+    headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, EVENT_ID_HEADER: event_id}
+    if scheme is not SignatureScheme.STANDARD:
+        headers[SIGNATURE_HEADER] = sign(secrets, body, now)
+    if scheme is not SignatureScheme.STRIPE:
+        headers.update(sign_standard(secrets, event_id, body, now, signers))
+    return headers
 
 
 def parse_header(header: str) -> tuple[int, list[str]]:

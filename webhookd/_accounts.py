@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 
 import grpc
 
+from svckit.portal_calls import PortalUser
+from svckit.prototables import USER_ROLE
 from svckit.tls import channel as tls_channel
-from travel.auth.v1 import auth_pb2, auth_pb2_grpc
+from travel.auth.v1 import auth_pb2, auth_pb2_grpc, identity_pb2, identity_pb2_grpc
 from webhookd._errors import InvalidRequest, Unavailable
 
 if TYPE_CHECKING:
@@ -78,6 +80,22 @@ class Accounts:
             self._modes.clear()
         self._modes[account_id] = mode
         return mode
+
+    async def portal_user(self, token: str) -> PortalUser | None:
+        """The portal user a call's session token is of, as authsvc resolves it (GetSession); None when
+        authsvc does not know it, or cannot be asked: the portal's call is then refused
+        (svckit.portal_calls)."""
+        self._stub()  # opens the channel
+        stub = identity_pb2_grpc.IdentityServiceStub(self._channel)
+        try:
+            got: identity_pb2.GetSessionResponse = await stub.GetSession(
+                identity_pb2.GetSessionRequest(session_token=token), timeout=self.timeout
+            )
+        except grpc.aio.AioRpcError:
+            return None
+        u = got.user
+        role = USER_ROLE.get(u.role)
+        return PortalUser(u.account_id, u.id, u.email, role, got.session.id, got.session.source_address)
 
     async def close(self) -> None:
         """Close the channel to authsvc, if one was opened (webhookd's stop)."""

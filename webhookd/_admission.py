@@ -27,6 +27,7 @@ import collections
 import enum
 import json
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -176,12 +177,12 @@ class Skips:
 NO_SKIPS = Skips()
 
 
-def skips(held: Counts, budgets: Budgets) -> Skips:
-    """From the claims a worker holds (sending or waiting): what already has its fill, in sorted order."""
+def skips(held: Counts, budgets: Budgets, breaker_open: Collection[str] = ()) -> Skips:
+    """From the claims a worker holds (sending or waiting): what already has its fill, in sorted order;
+    and the endpoints whose circuit breaker holds their deliveries back (``webhookd._breaker``)."""
+    full = {e for e, n in held.endpoint.items() if n >= budgets.per_endpoint or held.slow_endpoint[e]}
     return Skips(
-        endpoints=tuple(
-            sorted(e for e, n in held.endpoint.items() if n >= budgets.per_endpoint or held.slow_endpoint[e])
-        ),
+        endpoints=tuple(sorted(full.union(breaker_open))),
         accounts=tuple(
             sorted(
                 f"{e}:{a}" for (e, a) in held.account if held.fresh_account(e, a) >= budgets.account_cap(e)

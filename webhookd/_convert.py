@@ -10,7 +10,14 @@ from google.protobuf import duration_pb2, struct_pb2, timestamp_pb2
 from svckit import pages
 from svckit.freetext import content_problem, free_text_problem
 from svckit.protos import timestamp as ts
-from svckit.prototables import ATTEMPT_OUTCOME, DELIVERY_STATUS, ENDPOINT_STATUS, HOOKS_ENVIRONMENT
+from svckit.prototables import (
+    ATTEMPT_OUTCOME,
+    DELIVERY_STATUS,
+    ENDPOINT_STATUS,
+    HOOKS_ENVIRONMENT,
+    SIGNATURE_SCHEME,
+)
+from svckit.signing import SignatureScheme
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from webhookd._errors import InvalidRequest
 from webhookd._repository import (
@@ -87,6 +94,16 @@ def description(value: str) -> str:
     return value
 
 
+def signature_scheme(value: int) -> SignatureScheme:
+    """UNSPECIFIED is the default, STRIPE (the spec's own header)."""
+    if value == pb.SIGNATURE_SCHEME_UNSPECIFIED:
+        return SignatureScheme.STRIPE
+    try:
+        return SIGNATURE_SCHEME.word(value)
+    except ValueError:
+        raise InvalidRequest(f"signature_scheme: {value} is not a known scheme") from None
+
+
 def page_size(value: int) -> int:
     if value < 0:
         raise InvalidRequest("page_size: must not be negative")
@@ -127,6 +144,7 @@ def endpoint_pb(e: EndpointRecord, now: dt.datetime) -> pb.Endpoint:
         created_at=ts(e.created_at),
         updated_at=ts(e.updated_at),
         previous_secret_expires_at=ts(e.previous_secret_expires_at(now)),
+        signature_scheme=SIGNATURE_SCHEME.pb(e.signature_scheme),
     )
 
 

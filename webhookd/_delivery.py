@@ -20,11 +20,16 @@ from svckit.ids import new_id, sortable_id
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd import _metrics as metrics
 from webhookd._admission import Budgets, Counts, Key, Skips, Verdict, admit, skips
+from webhookd._breaker import UNANSWERED, Breaker, Breakers, State
+from webhookd._breaker import Settings as BreakerSettings
+from webhookd._breaker import Verdict as Gate
 from webhookd._events import TEST_EVENT_KIND
+from webhookd._health import failing_level, recovered
 from webhookd._queue import Queue
 from webhookd._repository import Alert, AttemptRecord, Claim, DeliveryResult
 from webhookd._retry import Action, next_attempt
 from webhookd._sender import Sender, SendResult
+from webhookd._steering import steer
 
 log = logging.getLogger("webhookd.delivery")
 
@@ -56,13 +61,24 @@ def decide(
         attempted_at=attempted_at,
         manual=manual,
     )
-    decision = next_attempt(d.schedule_count + 1, sent.result, attempted_at)
+    decision = steer(
+        next_attempt(d.schedule_count + 1, sent.result, attempted_at),
+        sent.status,
+        sent.response_headers,
+        attempted_at,
+    )
     if d.event_type == TEST_EVENT_KIND and decision.action is not Action.DONE:
         # A test send is one attempt: it reports, it never retries and never disables the endpoint.
         return DeliveryResult(d.id, d.endpoint_id, attempt, DeliveryStatus.FAILED, None, counts_attempt=True)
     if decision.action is Action.DONE:
         return DeliveryResult(
-            d.id, d.endpoint_id, attempt, DeliveryStatus.SUCCEEDED, None, counts_attempt=True
+            d.id,
+            d.endpoint_id,
+            attempt,
+            DeliveryStatus.SUCCEEDED,
+            None,
+            counts_attempt=True,
+            recovered=recovered(claim.endpoint.failing_level, True),
         )
     if decision.action is Action.RETRY:
         return DeliveryResult(
@@ -72,6 +88,7 @@ def decide(
             DeliveryStatus.PENDING,
             decision.next_attempt_at,
             counts_attempt=True,
+            failing_level=failing_level(d.schedule_count + 1),
         )
     return DeliveryResult(
         d.id,
@@ -80,8 +97,11 @@ def decide(
         DeliveryStatus.FAILED,
         None,
         counts_attempt=True,
+        exhausted=True,
         disable_endpoint=True,
-        disabled_reason=f"the last of {d.schedule_count + 1} attempts failed: {sent.error}"[:500],
+        disabled_reason=(
+            decision.reason or f"the last of {d.schedule_count + 1} attempts failed: {sent.error}"
+        )[:500],
     )
 
 
@@ -99,6 +119,11 @@ class WorkerConfig:
     slow_sends: int = 256  # the most slow live sends out of the pool at once (sandbox: its own pool)
     lease_seconds: float = 60.0
     poll_seconds: float = 0.25
+    breaker_threshold: int = 5  # consecutive sends with no HTTP response that open an endpoint's breaker
+    breaker_interval: float = 30.0  # seconds between probes of an open breaker (``webhookd._breaker``)
+
+    def breaker_settings(self) -> BreakerSettings:
+        return BreakerSettings(self.breaker_threshold, dt.timedelta(seconds=self.breaker_interval))
 
     def budgets(self) -> Budgets:
         return Budgets(
@@ -127,6 +152,7 @@ class DeliveryWorker:
         owner: str | None = None,
         on_alerts: Callable[[list[Alert]], None] | None = None,
         on_sent: Callable[[Claim, float], None] | None = None,
+        on_notices: Callable[[], None] | None = None,
     ) -> None:
         self.queue = queue
         self.sender = sender
@@ -135,9 +161,11 @@ class DeliveryWorker:
         self.owner = owner or new_id("wrk")
         self.on_alerts = on_alerts
         self.on_sent = on_sent
+        self.on_notices = on_notices  # results written that may have left operational events to publish
         self._wake = asyncio.Event()
         self._results: list[DeliveryResult] = []  # sent, waiting for the next group commit
         self._budgets = self.config.budgets()
+        self.breakers = Breakers(self.config.breaker_settings())
         # Claimed, waiting for a send slot, in claim order (only live claims wait for their pool: a sandbox
         # claim whose pool is full is deferred, so it never keeps live claims out of this queue).
         self._ready: collections.deque[Claim] = collections.deque()
@@ -171,6 +199,13 @@ class DeliveryWorker:
         now = self.clock.now()
         if ep is None or ep.status != EndpointStatus.ENABLED:
             return decide(claim, None, now)
+        breakers = self.breakers
+        probe = False
+        if breakers.tracked(ep.id) and claim.delivery.event_type != TEST_EVENT_KIND:
+            gate = breakers.admit(ep.id, now)
+            if gate.verdict is Gate.WAIT:
+                return _unclaimed(claim)  # still due; claims skip the endpoint until its next probe
+            probe = gate.verdict is Gate.PROBE
         due = claim.delivery.next_attempt_at
         if due is not None:
             lag = max(0.0, (now - due).total_seconds())
@@ -178,8 +213,17 @@ class DeliveryWorker:
             if self.on_sent is not None:
                 self.on_sent(claim, lag)
         sent = await self.sender.send(
-            ep.url, claim.envelope, ep.valid_secrets(now), claim.delivery.event_id, now
+            ep.url,
+            claim.envelope,
+            ep.valid_secrets(now),
+            claim.delivery.event_id,
+            now,
+            ep.signature_scheme,
+            ep.signers(now),
         )
+        if sent.result in UNANSWERED or breakers.tracked(ep.id):
+            before = breakers.state(ep.id)
+            self._breaker_moved(ep.id, before, breakers.record(ep.id, sent.result, self.clock.now()), probe)
         outcome = decide(claim, sent, now)
         if outcome.status != DeliveryStatus.SUCCEEDED:
             log.info(
@@ -209,11 +253,28 @@ class DeliveryWorker:
             )
         return outcome
 
+    @staticmethod
+    def _breaker_moved(endpoint_id: str, before: Breaker, after: Breaker, probe: bool) -> None:
+        if before.state is not after.state and (
+            after.state is State.OPEN or before.state is not State.CLOSED
+        ):
+            log.warning(
+                "endpoint circuit breaker %s",
+                "opened: its due deliveries wait for a probe" if after.state is State.OPEN else "closed",
+                extra={"endpoint_id": endpoint_id, "failures": after.failures, "probe": probe},
+            )
+
+    def _noticed(self, results: list[DeliveryResult]) -> None:
+        if self.on_notices is not None and any(
+            r.failing_level or r.recovered or r.exhausted for r in results
+        ):
+            self.on_notices()
+
     def _alerted(self, alerts: list[Alert]) -> None:
         for alert in alerts:
             metrics.ENDPOINTS_DISABLED.inc()
             log.warning(
-                "endpoint disabled after its last retry failed",
+                "endpoint disabled (its last retry failed, or it answered 410 Gone)",
                 extra={
                     "endpoint_id": alert.endpoint_id,
                     "account_id": alert.account_id,
@@ -237,8 +298,9 @@ class DeliveryWorker:
         )
         if not claims:
             return 0
-        outcomes = await asyncio.gather(*(self._attempt(c) for c in claims))
-        self._alerted(await self.queue.record_outcomes(list(outcomes), self.owner, self.clock.now()))
+        outcomes = list(await asyncio.gather(*(self._attempt(c) for c in claims)))
+        self._alerted(await self.queue.record_outcomes(outcomes, self.owner, self.clock.now()))
+        self._noticed(outcomes)
         return len(claims)
 
     # The pipelined loop. One cycle = one storage round trip that commits every result finished since the
@@ -265,6 +327,7 @@ class DeliveryWorker:
             if batch:
                 try:
                     self._alerted(await self.queue.record_outcomes(batch, self.owner, self.clock.now()))
+                    self._noticed(batch)
                 except Exception:
                     log.exception("writing %d delivery results failed; their leases will run out", len(batch))
 
@@ -297,7 +360,7 @@ class DeliveryWorker:
             batch, self._results = self._results, []
             now = self.clock.now()
             self._wake.clear()
-            skipped = skips(self._held, self._budgets) if limit else Skips()
+            skipped = skips(self._held, self._budgets, self.breakers.waiting(now)) if limit else Skips()
             if limit and skipped and self._found_nothing is not None:
                 same, at = self._found_nothing
                 if same == skipped and time.monotonic() - at < cfg.poll_seconds:
@@ -317,6 +380,7 @@ class DeliveryWorker:
                 await self._sleep(1.0)
                 continue
             self._alerted(alerts)
+            self._noticed(batch)
             if limit:
                 self._found_nothing = (skipped, time.monotonic()) if skipped and not claims else None
             for claim in claims:

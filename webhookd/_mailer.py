@@ -21,6 +21,7 @@ from email.message import EmailMessage
 from svckit.clock import Clock
 from webhookd import _metrics as metrics
 from webhookd._repository import Alert, Repository
+from webhookd._steering import GONE_REASON
 
 log = logging.getLogger("webhookd.mailer")
 
@@ -40,11 +41,17 @@ def compose(alert: Alert, sender: str, recipients: Sequence[str]) -> EmailMessag
     msg = EmailMessage()
     msg["From"] = sender
     msg["To"] = ", ".join(recipients)
-    msg["Subject"] = f"Webhook endpoint {alert.endpoint_id} disabled after repeated delivery failures"
+    gone = alert.reason.startswith(GONE_REASON)
+    why = "it answered 410 Gone" if gone else "every delivery attempt of the retry schedule failed"
+    msg["Subject"] = (
+        f"Webhook endpoint {alert.endpoint_id} disabled: it answered 410 Gone"
+        if gone
+        else f"Webhook endpoint {alert.endpoint_id} disabled after repeated delivery failures"
+    )
     msg.set_content(
         f"Your webhook endpoint {alert.endpoint_id} ({alert.url}, {alert.environment} environment, "
-        f"account {alert.account_id}) was disabled at {alert.created_at.isoformat()} because every "
-        f"delivery attempt of the retry schedule failed.\n\nLast error: {alert.reason}\n\n"
+        f"account {alert.account_id}) was disabled at {alert.created_at.isoformat()} because "
+        f"{why}.\n\nLast error: {alert.reason}\n\n"
         "Events for this endpoint are kept, not sent. Fix the endpoint, re-enable it, then recover the "
         "missed events (EnableEndpoint, then RecoverEndpoint with the time it was disabled).\n"
     )

@@ -17,6 +17,7 @@ from svckit.vocabulary import Environment as Env
 from svckit.webhook_status import DeliveryStatus as D
 from svckit.webhook_status import EndpointStatus as E
 from webhookd import _queue_sql as q
+from webhookd._health import DISABLED_LEVEL
 from webhookd._queue import StatementQueue, Step, drive
 from webhookd._repository import DeliveryRecord, EndpointRecord
 from webhookd._rows import DeliveryRow, delivery_of, endpoint_of, endpoint_values
@@ -27,6 +28,7 @@ from webhookd._tables import (
     DELIVERY_COLUMNS,
     DELIVERY_INSERT_COLUMNS,
     ENDPOINT_COLUMNS,
+    NOTICE_INSERT_COLUMNS,
 )
 
 T = TypeVar("T")
@@ -46,12 +48,16 @@ class MemoryQueue(StatementQueue):
         self.deliveries: dict[str, Row] = {}
         self.attempts: list[Row] = []
         self.alerts: list[Row] = []
+        self.notices: list[Row] = []
         self._statements: dict[str, Callable[[Any], Any]] = {
             "claim": self._claim,
             "record_attempts": self._record_attempts,
             "record_deliveries": self._record_deliveries,
             "disable_endpoint": self._disable_endpoint,
             "insert_alert": self._insert_alert,
+            "raise_failing": self._raise_failing,
+            "clear_failing": self._clear_failing,
+            "insert_notices": self._insert_notices,
             "hold": self._hold,
             "release_leases": self._release_leases,
             "insert_deliveries": self._insert_deliveries,
@@ -60,6 +66,7 @@ class MemoryQueue(StatementQueue):
             "manual_failed": lambda p: self._manual(p, succeeded=False),
             "recover": lambda p: self._recover(p[0], p[1], None),
             "recover_since": lambda p: self._recover(p[0], p[1], p[2]),
+            "recoverable": self._recoverable,
             "queue_depth": self._queue_depth,
             "oldest_due": self._oldest_due,
             "next_due": self._next_due,
@@ -75,11 +82,11 @@ class MemoryQueue(StatementQueue):
         return frozenset(self._statements)
 
     async def _run(self, step: Step[T], *, write: bool = True) -> T:
-        saved = copy.deepcopy((self.endpoints, self.deliveries, self.attempts, self.alerts))
+        saved = copy.deepcopy((self.endpoints, self.deliveries, self.attempts, self.alerts, self.notices))
         try:
             return drive(step, lambda name, params: self._statements[name](params))
         except BaseException:
-            self.endpoints, self.deliveries, self.attempts, self.alerts = saved
+            self.endpoints, self.deliveries, self.attempts, self.alerts, self.notices = saved
             raise
 
     async def _run_in(self, conn: Any, step: Step[T]) -> T:
@@ -91,7 +98,8 @@ class MemoryQueue(StatementQueue):
     # What the service and the repository would have stored
 
     def add_endpoint(self, endpoint: EndpointRecord) -> None:
-        self.endpoints[endpoint.id] = {**endpoint_values(endpoint, self._box), "deleted_at": None}
+        values = endpoint_values(endpoint, self._box)
+        self.endpoints[endpoint.id] = {**values, "deleted_at": None, "failing_level": endpoint.failing_level}
 
     def add_event(self, event_id: str, envelope: bytes) -> None:
         self.envelopes[event_id] = envelope
@@ -150,8 +158,39 @@ class MemoryQueue(StatementQueue):
         ep = self.endpoints.get(endpoint_id)
         if ep is None or ep["status"] != E.ENABLED:
             return None
-        ep.update(status=str(E.DISABLED), disabled_reason=reason, updated_at=t)
+        ep.update(status=str(E.DISABLED), disabled_reason=reason, updated_at=t, failing_level=DISABLED_LEVEL)
         return ep["account_id"], ep["environment"], ep["url"]
+
+    def _raise_failing(self, params: tuple[int, str]) -> tuple[str, str, str] | None:
+        level, endpoint_id = params
+        ep = self.endpoints.get(endpoint_id)
+        if ep is None or ep["failing_level"] >= level or ep["status"] != E.ENABLED:
+            return None
+        ep["failing_level"] = level
+        return ep["account_id"], ep["environment"], ep["url"]
+
+    def _clear_failing(self, params: tuple[str]) -> tuple[str, str, str] | None:
+        ep = self.endpoints.get(params[0])
+        if ep is None or ep["failing_level"] <= 0:
+            return None
+        ep["failing_level"] = 0
+        return ep["account_id"], ep["environment"], ep["url"]
+
+    def _recoverable(self, params: tuple[str, int]) -> tuple[int]:
+        endpoint_id, since = params
+        return (
+            sum(
+                1
+                for d in self.deliveries.values()
+                if d["endpoint_id"] == endpoint_id
+                and d["status"] in (D.HELD, D.FAILED)
+                and d["created_at"] >= since
+            ),
+        )
+
+    def _insert_notices(self, params: Sequence[tuple[Any, ...]]) -> None:
+        for row in params:
+            self.notices.append({**dict(zip(NOTICE_INSERT_COLUMNS, row, strict=True)), "published_at": None})
 
     def _insert_alert(self, params: tuple[Any, ...]) -> int:
         self.alerts.append(dict(zip(ALERT_INSERT_COLUMNS, (*params, None, ""), strict=True)))

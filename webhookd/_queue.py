@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from svckit import catalog
 from webhookd import _queue_sql as q
 from webhookd._admission import NO_SKIPS, Skips
 from webhookd._repository import (
@@ -38,7 +39,7 @@ from webhookd._repository import (
     Stats,
 )
 from webhookd._rows import DeliveryRow, EndpointRow, attempt_row, delivery_of, delivery_row
-from webhookd._times import from_us, us
+from webhookd._times import at_us, from_us, us
 
 T = TypeVar("T")
 # A step: yields (statement name, parameters), is sent each statement's answer, returns its own.
@@ -107,12 +108,27 @@ def record(rows: q.ResultRows, owner: str) -> Step[list[tuple[Any, ...]]]:
         yield "record_attempts", ((), rows.attempts)
     yield "record_deliveries", ((rows.t, owner), rows.deliveries)
     alerts: list[tuple[Any, ...]] = []
+    notices = list(rows.exhausted)
     for endpoint_id, reason in rows.disabling:
         disabled = yield "disable_endpoint", (reason, rows.t, endpoint_id)
         if disabled is not None:
             alert = q.alert_row(endpoint_id, reason, disabled, rows.t)
             yield "insert_alert", alert
             alerts.append(alert)
+            data = catalog.endpoint_disabled(endpoint_id, disabled[2], reason, at_us(rows.t))
+            notices.append(q.notice_row(disabled, endpoint_id, "endpoint.disabled", data, rows.t))
+    for endpoint_id, (level, attempts, error) in rows.levels.items():
+        raised = yield "raise_failing", (level, endpoint_id)
+        if raised is not None:
+            data = catalog.endpoint_failing(endpoint_id, raised[2], level, attempts, error)
+            notices.append(q.notice_row(raised, endpoint_id, "endpoint.failing", data, rows.t))
+    for endpoint_id in sorted(rows.recovered):
+        cleared = yield "clear_failing", (endpoint_id,)
+        if cleared is not None:
+            data = catalog.endpoint_recovered(endpoint_id, cleared[2])
+            notices.append(q.notice_row(cleared, endpoint_id, "endpoint.recovered", data, rows.t))
+    if notices:
+        yield "insert_notices", notices
     if rows.failing:
         yield "hold", rows.holds()
     return alerts
@@ -266,6 +282,11 @@ class StatementQueue(abc.ABC):
         if since is None:
             return int(await self._run(one("recover", (us(now), endpoint_id))))
         return int(await self._run(one("recover_since", (us(now), endpoint_id, us(since)))))
+
+    async def recoverable(self, endpoint_id: str, since: dt.datetime | None) -> int:
+        """How many deliveries ``recover`` would queue again (a dry run)."""
+        (count,) = await self._run(one("recoverable", (endpoint_id, us(since) if since else 0)), write=False)
+        return int(count)
 
     async def advance_sandbox(self, account_id: str, by: dt.timedelta, now: dt.datetime) -> int:
         """The account's sandbox deliveries waiting for a later attempt become due ``by`` earlier (never

@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from svckit import catalog
 from svckit.ids import new_id
 from svckit.vocabulary import Environment as Env
 from svckit.webhook_status import DeliveryStatus as D
 from svckit.webhook_status import EndpointStatus as E
+from webhookd._health import DISABLED_LEVEL
 from webhookd._repository import Alert, DeliveryResult
 from webhookd._rows import attempt_row
 from webhookd._tables import (
@@ -36,6 +39,7 @@ from webhookd._tables import (
     DELIVERY_COLUMNS,
     DELIVERY_INSERT_COLUMNS,
     ENDPOINT_COLUMNS,
+    NOTICE_INSERT_COLUMNS,
     spelled,
 )
 from webhookd._times import us
@@ -189,9 +193,34 @@ _ALL = [
         "disable_endpoint",
         Kind.ONE,
         f"""
-    UPDATE wh_endpoints SET status = '{E.DISABLED}', disabled_reason = $1, updated_at = $2
+    UPDATE wh_endpoints SET status = '{E.DISABLED}', disabled_reason = $1, updated_at = $2,
+        failing_level = {DISABLED_LEVEL}
     WHERE id = $3 AND status = '{E.ENABLED}' RETURNING account_id, environment, url
 """,
+    ),
+    # record results, an endpoint.failing level reached: (level, endpoint id) -> account, environment,
+    # url when it is a new level for the endpoint (``webhookd._health``), else nothing
+    Statement(
+        "raise_failing",
+        Kind.ONE,
+        f"""
+    UPDATE wh_endpoints SET failing_level = $1
+    WHERE id = $2 AND failing_level < $1 AND status = '{E.ENABLED}' RETURNING account_id, environment, url
+""",
+    ),
+    # record results, a 2xx from an endpoint with a level: (endpoint id) -> account, environment, url
+    Statement(
+        "clear_failing",
+        Kind.ONE,
+        "UPDATE wh_endpoints SET failing_level = 0 WHERE id = $1 AND failing_level > 0"
+        " RETURNING account_id, environment, url",
+    ),
+    # operational events to publish (``NOTICE_INSERT_COLUMNS``; ``webhookd._notices`` publishes them)
+    Statement(
+        "insert_notices",
+        Kind.MANY,
+        f"INSERT INTO wh_notices ({spelled(NOTICE_INSERT_COLUMNS)})"
+        f" VALUES ({_params(1, len(NOTICE_INSERT_COLUMNS))})",
     ),
     # (``ALERT_INSERT_COLUMNS`` less sent_at, error)
     Statement(
@@ -225,6 +254,15 @@ _ALL = [
         Kind.MANY,
         f"INSERT INTO wh_deliveries ({spelled(DELIVERY_INSERT_COLUMNS)})"
         f" VALUES ({_params(1, len(DELIVERY_INSERT_COLUMNS))})",
+    ),
+    # a recovery's dry run: (endpoint id, created since) -> how many RecoverEndpoint would queue again
+    Statement(
+        "recoverable",
+        Kind.ONE,
+        f"""
+    SELECT count(*) FROM wh_deliveries
+    WHERE endpoint_id = $1 AND status IN ('{D.HELD}', '{D.FAILED}') AND created_at >= $2
+""",
     ),
     # an endpoint deleted: (now, endpoint id). What it still had to send fails.
     Statement(
@@ -315,7 +353,7 @@ _ALL = [
 ]
 STATEMENTS: dict[str, Statement] = {s.name: s for s in _ALL}
 # Only these read: a store may run them without taking its write lock.
-READS = frozenset({"queue_depth", "oldest_due", "next_due"})
+READS = frozenset({"queue_depth", "oldest_due", "next_due", "recoverable"})
 
 
 @dataclass(slots=True)
@@ -334,7 +372,7 @@ NOTHING_CLAIMED = Claimed((), {}, {})
 class ResultRows:
     """One cycle's results as statement parameters, built before the storage hop."""
 
-    __slots__ = ("attempts", "deliveries", "disabling", "failing", "t")
+    __slots__ = ("attempts", "deliveries", "disabling", "exhausted", "failing", "levels", "recovered", "t")
 
     def __init__(self, results: Sequence[DeliveryResult], now_us: int) -> None:
         self.t = now_us
@@ -342,9 +380,26 @@ class ResultRows:
         self.deliveries: list[tuple[Any, ...]] = []  # (status, next, id, inc)
         self.disabling: list[tuple[str, str]] = []  # (endpoint id, reason)
         failing: set[str] = set()
+        self.levels: dict[str, tuple[int, int, str]] = {}  # endpoint id -> (level, attempts, error)
+        self.recovered: set[str] = set()
+        self.exhausted: list[tuple[Any, ...]] = []  # ``insert_notices`` rows
         for r in results:
             if r.attempt is not None:
                 self.attempts.append(attempt_row(r.attempt))
+                a = r.attempt
+                if r.failing_level and r.failing_level > self.levels.get(r.endpoint_id, (0, 0, ""))[0]:
+                    self.levels[r.endpoint_id] = (r.failing_level, a.attempt_number, a.error)
+                if r.recovered:
+                    self.recovered.add(r.endpoint_id)
+                if r.exhausted:
+                    data = catalog.delivery_exhausted(
+                        r.endpoint_id, r.delivery_id, a.event_id, a.attempt_number, a.error
+                    )
+                    self.exhausted.append(
+                        notice_row(
+                            (a.account_id, a.environment), r.endpoint_id, "delivery.exhausted", data, now_us
+                        )
+                    )
             nxt = us(r.next_attempt_at) if r.next_attempt_at else None
             self.deliveries.append((str(r.status), nxt, r.delivery_id, 1 if r.counts_attempt else 0))
             if r.disable_endpoint:
@@ -356,6 +411,13 @@ class ResultRows:
     def holds(self) -> list[tuple[int, str]]:
         """``hold``'s parameters for each endpoint that saw a failure."""
         return [(self.t, endpoint_id) for endpoint_id in self.failing]
+
+
+def notice_row(
+    scope: Sequence[Any], endpoint_id: str, kind: str, data: dict[str, Any], now_us: int
+) -> tuple[Any, ...]:
+    """An ``insert_notices`` row; ``scope`` starts with (account id, environment)."""
+    return (new_id("ntc"), scope[0], scope[1], endpoint_id, kind, json.dumps(data), now_us)
 
 
 def alert_row(endpoint_id: str, reason: str, disabled: Sequence[Any], now_us: int) -> tuple[Any, ...]:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from svckit.signing import SignatureScheme
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
+from webhookd._ed25519 import signer
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +20,8 @@ class SigningSecret:
     secret: str
     # None: the current secret. Otherwise the end of its rotation overlap.
     expires_at: dt.datetime | None = None
+    # The ed25519 key made with it (``_ed25519``, Standard Webhooks ``v1a``); "" for secrets made before.
+    signing_key: str = ""
 
     def __repr__(self) -> str:  # never print a secret by accident
         return f"SigningSecret(expires_at={self.expires_at!r})"
@@ -36,10 +40,23 @@ class EndpointRecord:
     created_at: dt.datetime
     updated_at: dt.datetime
     secrets: list[SigningSecret] = field(repr=False)
+    signature_scheme: SignatureScheme = SignatureScheme.STRIPE
+    # The endpoint.failing level last announced (``_health``); read, never written through the record.
+    failing_level: int = 0
 
     def valid_secrets(self, now: dt.datetime) -> list[str]:
         """Newest first: the current secret and every previous one still inside its overlap."""
         return [s.secret for s in self.secrets if s.expires_at is None or s.expires_at > now]
+
+    def valid_signing_keys(self, now: dt.datetime) -> list[SigningSecret]:
+        """The valid secrets that have an ed25519 key, newest first."""
+        return [s for s in self.secrets if s.signing_key and (s.expires_at is None or s.expires_at > now)]
+
+    def signers(self, now: dt.datetime) -> list[Callable[[bytes], bytes]]:
+        """``v1a`` signers, only for the schemes that carry ``webhook-signature``."""
+        if self.signature_scheme is SignatureScheme.STRIPE:
+            return []
+        return [signer(s.signing_key) for s in self.valid_signing_keys(now)]
 
     def previous_secret_expires_at(self, now: dt.datetime) -> dt.datetime | None:
         live = [s.expires_at for s in self.secrets if s.expires_at is not None and s.expires_at > now]
@@ -123,6 +140,11 @@ class DeliveryResult:
     counts_attempt: bool
     disable_endpoint: bool = False
     disabled_reason: str = ""
+    # Health to announce (``_health``): the endpoint.failing level this failure reached, a recovery,
+    # a delivery that gave up (delivery.exhausted).
+    failing_level: int = 0
+    recovered: bool = False
+    exhausted: bool = False
 
 
 @dataclass(slots=True)
@@ -158,6 +180,7 @@ class EventFilter:
     types: tuple[str, ...]
     since: dt.datetime
     until: dt.datetime | None = None
+    undelivered_to: str = ""  # an endpoint id: only events whose delivery to it is held or failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,8 +231,11 @@ class Repository(Protocol):
     async def delete_endpoint(self, endpoint: EndpointRecord, now: dt.datetime) -> None: ...
 
     async def publish(
-        self, event: EventRecord, idempotency_key: str, now: dt.datetime
-    ) -> tuple[EventRecord, int]: ...
+        self, event: EventRecord, idempotency_key: str, now: dt.datetime, exclude_endpoint: str = ""
+    ) -> tuple[EventRecord, int]:
+        """Store ``event`` and fan it out to the scope's endpoints subscribed to its kind (all but
+        ``exclude_endpoint``); (the stored event, its deliveries). A key seen before: the first event."""
+        ...
 
     async def create_test_delivery(self, event: EventRecord, delivery: DeliveryRecord) -> None: ...
 
@@ -241,6 +267,10 @@ class Repository(Protocol):
         ...
 
     async def recover(self, endpoint: EndpointRecord, since: dt.datetime | None, now: dt.datetime) -> int: ...
+
+    async def recoverable(self, endpoint: EndpointRecord, since: dt.datetime | None) -> int:
+        """How many deliveries ``recover`` would queue again, changing nothing."""
+        ...
 
     async def advance_sandbox(self, account_id: str, by: dt.timedelta, now: dt.datetime) -> int:
         """The sandbox clock (``Queue.advance_sandbox``): how many of the account's sandbox deliveries are

@@ -37,6 +37,7 @@ class Action(enum.Enum):
 class Decision:
     action: Action
     next_attempt_at: dt.datetime | None = None
+    reason: str = ""  # why it gives up before the schedule ends (``_steering``); empty: the schedule ended
 
 
 def next_attempt(attempt_number: int, outcome: Outcome, now: dt.datetime) -> Decision:

@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from svckit.signing import SignatureScheme
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd._repository import (
     Alert,
@@ -41,7 +42,13 @@ if tuple(f.name for f in dataclasses.fields(AttemptRecord)) != ATTEMPT_COLUMNS:
 
 
 def secrets_json(secrets: Sequence[SigningSecret]) -> str:
-    return json.dumps([{"s": s.secret, "exp": us(s.expires_at) if s.expires_at else None} for s in secrets])
+    return json.dumps(
+        [
+            {"s": s.secret, "exp": us(s.expires_at) if s.expires_at else None}
+            | ({"k": s.signing_key} if s.signing_key else {})
+            for s in secrets
+        ]
+    )
 
 
 def endpoint_of(row: Any, box: SecretBox) -> EndpointRecord:
@@ -56,7 +63,12 @@ def endpoint_of(row: Any, box: SecretBox) -> EndpointRecord:
         disabled_reason=row.disabled_reason,
         created_at=at_us(row.created_at),
         updated_at=at_us(row.updated_at),
-        secrets=[SigningSecret(x["s"], from_us(x["exp"])) for x in json.loads(box.open(row.secrets, row.id))],
+        secrets=[
+            SigningSecret(x["s"], from_us(x["exp"]), x.get("k", ""))
+            for x in json.loads(box.open(row.secrets, row.id))
+        ],
+        signature_scheme=SignatureScheme(row.signature_scheme),
+        failing_level=row.failing_level,
     )
 
 
@@ -74,6 +86,7 @@ def endpoint_values(e: EndpointRecord, box: SecretBox) -> dict[str, Any]:
         "secrets": box.seal(secrets_json(e.secrets), e.id),
         "created_at": us(e.created_at),
         "updated_at": us(e.updated_at),
+        "signature_scheme": str(e.signature_scheme),
     }
 
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from svckit.signing import delivery_headers
+from svckit import tracing
+from svckit.signing import SignatureScheme, delivery_headers
 from webhookd import _metrics as metrics
 from webhookd._http import FastTransport
 from webhookd._retry import Outcome
@@ -84,9 +85,17 @@ class Sender:
         self._watchdog = loop.call_later(self._watch_every, self._watch) if self._deadlines else None
 
     async def send(
-        self, url: str, body: bytes, secrets: list[str], event_id: str, now: dt.datetime
+        self,
+        url: str,
+        body: bytes,
+        secrets: list[str],
+        event_id: str,
+        now: dt.datetime,
+        scheme: SignatureScheme = SignatureScheme.STRIPE,
+        signers: Sequence[Callable[[bytes], bytes]] = (),
     ) -> SendResult:
-        headers = delivery_headers(secrets, body, event_id, now)
+        headers = delivery_headers(secrets, body, event_id, now, scheme, signers)
+        delivery_span = tracing.start_delivery(event_id, headers)  # adds traceparent; None when off
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()
@@ -117,6 +126,7 @@ class Sender:
             self._expired.discard(task)
         latency = time.perf_counter() - start
         metrics.LATENCY.observe(latency)
+        tracing.end_delivery(delivery_span, status)
         _ATTEMPTS[result].inc()
         return SendResult(result, status, text, headers, latency * 1000, error, received)
 

@@ -16,13 +16,17 @@ import grpc
 import httpx
 from grpc_health.v1.health import aio as health_aio
 
-from svckit import addresses
+from svckit import addresses, tracing
+from svckit.clients.channels import target
 from svckit.clock import Clock, SystemClock
 from svckit.db import is_postgres
 from svckit.flags import ArgumentError, FlagParser, add_flag, config_default, env_name
 from svckit.grpc_server import start_server, stop_server
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
+from svckit.migrations import SchemaError, add_migrate_command, run_migrate
+from svckit.outage import describe, is_outage
+from svckit.readiness import PROBE_INTERVAL, DatabaseHealth
 from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal
 from svckit.secretbox import key_from
 from svckit.tls import Tls, add_tls_args, tls_from_args
@@ -34,6 +38,7 @@ from webhookd._errors import SecretsKeyError
 from webhookd._events import SANDBOX_RETENTION
 from webhookd._http import FastTransport
 from webhookd._mailer import Mailer, SmtpConfig
+from webhookd._notices import NoticeRelay
 from webhookd._repository import IDEMPOTENCY_WINDOW
 from webhookd._secretbox import SecretBox, new_key
 from webhookd._sender import DELIVERY_TIMEOUT, Sender
@@ -41,6 +46,7 @@ from webhookd._service import WebhookService
 from webhookd._service_events import EventHub
 from webhookd._sql import SqlRepository
 from webhookd._ssrf import Policy, Resolver, system_resolver
+from webhookd.migrations import SCHEMA as WEBHOOKD_SCHEMA
 
 log = logging.getLogger("webhookd")
 
@@ -68,6 +74,8 @@ class Config:
     secrets_key: bytes | None = field(default=None, repr=False)
     # Mutual TLS for the gRPC server and the call to authsvc (svckit.tls); None is plaintext.
     tls: Tls | None = field(default=None, repr=False)
+    # How often the gRPC health looks at the database (svckit.readiness).
+    db_probe_interval: float = PROBE_INTERVAL
 
 
 def make_transport(config: Config, resolver: Resolver = system_resolver) -> FastTransport:
@@ -96,11 +104,17 @@ class Webhookd:
     tasks: list[asyncio.Task[None]]
     owns_client: bool
     accounts: Accounts | None = None
+    db_health: DatabaseHealth | None = None
+    notices: NoticeRelay | None = None
 
     async def stop(self, grace: float = ServeConfig.shutdown_grace) -> None:
+        if self.db_health is not None:
+            await self.db_health.stop()
         await stop_server(self.server, self.health, grace)
         await self.worker.stop(grace)
         await self.mailer.stop()
+        if self.notices is not None:
+            await self.notices.stop()
         for task in self.tasks:
             if task.get_name() == "housekeeping":
                 task.cancel()
@@ -129,8 +143,11 @@ async def housekeeping(repo: SqlRepository, clock: Clock, config: Config) -> Non
                 last_purge = now
                 if purged:
                     log.info("purged old attempts", extra={"purged": purged})
-        except Exception:
-            log.exception("housekeeping failed")
+        except Exception as exc:
+            if not is_outage(exc):
+                log.exception("housekeeping failed")
+            else:  # the database down: a line per round, no traceback (svckit.outage)
+                log.warning("housekeeping: database unavailable", extra={"error": describe(exc)})
         await asyncio.sleep(config.stats_interval)
 
 
@@ -164,7 +181,8 @@ async def run_server(
         sender = Sender(client, config.delivery_timeout, direct=transport)
     else:
         sender = Sender(client, config.delivery_timeout)
-    accounts = Accounts(config.authsvc, config.tls) if config.authsvc else None
+    # Several authsvc addresses: one target, failing over between them (svckit.clients.channels).
+    accounts = Accounts(target(config.authsvc, "--authsvc"), config.tls) if config.authsvc else None
     lookup = accounts.alert_recipients if accounts is not None else None
     mailer = Mailer(
         repo,
@@ -174,7 +192,11 @@ async def run_server(
         fallback=config.alert_emails,
         retry_seconds=config.mail_retry_seconds,
     )
-    worker = DeliveryWorker(repo.queue, sender, clock, config.worker, on_alerts=mailer.wake)
+    relay = NoticeRelay(repo, clock)
+    worker = DeliveryWorker(
+        repo.queue, sender, clock, config.worker, on_alerts=mailer.wake, on_notices=relay.wake
+    )
+    relay.on_published = worker.wake
     service = WebhookService(
         repo,
         clock,
@@ -190,8 +212,14 @@ async def run_server(
         [lambda s: webhooks_pb2_grpc.add_WebhookServiceServicer_to_server(service, s)],
         [SERVICE_NAME],
         config.tls,
+        # A portal call acts for the user of the session it carries, as authsvc resolves it; without
+        # --authsvc the portal's calls are refused (svckit.portal_calls).
+        portal_sessions=accounts.portal_user if accounts is not None else None,
     )
+    db_health = DatabaseHealth(repo.engine, health, [SERVICE_NAME], config.db_probe_interval)
+    db_health.start()
     tasks = [asyncio.create_task(mailer.run(), name="mailer")]
+    tasks.append(asyncio.create_task(relay.run(), name="notices"))
     tasks.append(asyncio.create_task(housekeeping(repo, clock, config), name="housekeeping"))
     if start_worker:
         tasks.append(asyncio.create_task(worker.run(), name="worker"))
@@ -206,7 +234,11 @@ async def run_server(
             "mtls": config.tls is not None,
         },
     )
-    return Webhookd(server, port, health, repo, service, worker, mailer, client, tasks, owns_client, accounts)
+    app = Webhookd(
+        server, port, health, repo, service, worker, mailer, client, tasks, owns_client, accounts, db_health
+    )
+    app.notices = relay
+    return app
 
 
 def _host_port(value: str, flag: str) -> tuple[str, int]:
@@ -249,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
         database=config_default(Config, "database"),
     )
     add_tls_args(serve, SERVICE)
+    tracing.add_tracing_args(serve, SERVICE)
 
     def flag(name: str, **kwargs: Any) -> None:
         add_flag(serve, f"--{name}", env=env_name(SERVICE, name), **kwargs)
@@ -270,7 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
         "authsvc",
         default=config_default(Config, "authsvc"),
         help=f"authsvc gRPC HOST:PORT (e.g. {addresses.AUTHSVC}), to look up who an account's alerts go to "
-        "(its portal owners and admins and extra addresses)",
+        "(its portal owners and admins and extra addresses); several authsvc processes: IP:PORT addresses "
+        "comma-separated, or one dns:///NAME:PORT resolving to several (failover)",
     )
     flag(
         "alert-email",
@@ -302,6 +336,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="deliveries in flight at once to any one endpoint",
     )
     flag(
+        "breaker-threshold",
+        type=int,
+        default=config_default(WorkerConfig, "breaker_threshold"),
+        help="consecutive sends with no HTTP response that open an endpoint's circuit breaker",
+    )
+    flag(
+        "breaker-interval",
+        type=float,
+        default=config_default(WorkerConfig, "breaker_interval"),
+        help="seconds between probes of an endpoint whose circuit breaker is open",
+    )
+    flag(
         "batch-size",
         type=int,
         default=config_default(WorkerConfig, "batch_size"),
@@ -326,6 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to wait for an endpoint's response",
     )
     commands.add_parser("new-secrets-key", help="print a new key for --secrets-key-file")
+    add_migrate_command(commands, SERVICE, config_default(Config, "database"))
     return parser
 
 
@@ -367,6 +414,8 @@ def config_from_args(args: argparse.Namespace) -> Config:
             per_endpoint=args.endpoint_concurrency,
             lease_seconds=args.lease_seconds,
             poll_seconds=args.poll_seconds,
+            breaker_threshold=args.breaker_threshold,
+            breaker_interval=args.breaker_interval,
         ),
         delivery_timeout=args.delivery_timeout,
         secrets_key=_secrets_key(args),
@@ -376,10 +425,12 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 async def serve(args: argparse.Namespace) -> None:
     config = config_from_args(args)
+    tracing.setup(SERVICE, args.otlp_endpoint)
     metrics_port = serve_metrics(args.metrics_listen) if args.metrics_listen else 0
     app = await run_server(config)
     print_ready(SERVICE, grpc_port=app.port, metrics_port=metrics_port)
     await run_until_signal(lambda: app.stop(args.shutdown_grace))
+    tracing.shutdown()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -387,6 +438,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "new-secrets-key":
         print(new_key())
         return 0
+    if args.command == "migrate":
+        return run_migrate(args, WEBHOOKD_SCHEMA)
     setup_logging(SERVICE, args.log_level)
     try:
         import uvloop
@@ -399,6 +452,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SecretsKeyError as exc:
         log.error("webhookd could not start", extra={"error": exc.message})
         print(f"webhookd: {exc.message}", file=sys.stderr)
+        return 2
+    except (SchemaError, ValueError) as exc:  # ValueError: a bad --authsvc address list
+        print(f"webhookd: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import grpc
 
+from svckit import tracing
 from svckit.catalog import webhook_test
 from svckit.clock import Clock
 from svckit.durations import CLOCK_ADVANCE_MAX, CLOCK_ADVANCE_MIN
@@ -27,6 +28,7 @@ from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import _convert as cv
 from webhookd._delivery import DeliveryWorker, decide
+from webhookd._ed25519 import new_signing_key
 from webhookd._errors import (
     Conflict,
     IdempotencyKeyReused,
@@ -56,6 +58,7 @@ from webhookd._repository import (
 )
 from webhookd._sender import Sender
 from webhookd._service_events import EventHub, EventReads
+from webhookd._service_keys import SigningKeyReads
 from webhookd._ssrf import Policy, Resolver, check_target, system_resolver
 
 log = logging.getLogger("webhookd.service")
@@ -63,7 +66,7 @@ log = logging.getLogger("webhookd.service")
 DEFAULT_OVERLAP = dt.timedelta(hours=24)
 MAX_OVERLAP = dt.timedelta(days=7)
 MAX_IDEMPOTENCY_KEY = 255
-UPDATABLE = ("url", "events", "description")
+UPDATABLE = ("url", "events", "description", "signature_scheme")
 
 
 def check_idempotency_key(key: str) -> None:
@@ -71,7 +74,7 @@ def check_idempotency_key(key: str) -> None:
         raise InvalidRequest(f"idempotency_key: at most {MAX_IDEMPOTENCY_KEY} printable characters")
 
 
-class WebhookService(EventReads, webhooks_pb2_grpc.WebhookServiceServicer):
+class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServiceServicer):
     def __init__(
         self,
         repo: Repository,
@@ -166,6 +169,7 @@ class WebhookService(EventReads, webhooks_pb2_grpc.WebhookServiceServicer):
             )
         kinds = check_event_kinds(request.events)
         desc = cv.description(request.description)
+        scheme = cv.signature_scheme(request.signature_scheme)
         await check_target(cv.url(request.url), self.policy, self.resolver)
         secret = new_secret()
         endpoint = EndpointRecord(
@@ -179,7 +183,8 @@ class WebhookService(EventReads, webhooks_pb2_grpc.WebhookServiceServicer):
             disabled_reason="",
             created_at=now,
             updated_at=now,
-            secrets=[SigningSecret(secret)],
+            secrets=[SigningSecret(secret, signing_key=new_signing_key())],
+            signature_scheme=scheme,
         )
         if not await self.repo.create_endpoint(endpoint, idem):
             endpoint = await self._raced(account_id, env, idem)
@@ -226,6 +231,8 @@ class WebhookService(EventReads, webhooks_pb2_grpc.WebhookServiceServicer):
             changes["events"] = check_event_kinds(request.events)
         if "description" in paths:
             changes["description"] = cv.description(request.description)
+        if "signature_scheme" in paths:
+            changes["signature_scheme"] = cv.signature_scheme(request.signature_scheme)
         if "url" in paths:
             await check_target(cv.url(request.url), self.policy, self.resolver)
             changes["url"] = request.url
@@ -275,11 +282,11 @@ class WebhookService(EventReads, webhooks_pb2_grpc.WebhookServiceServicer):
             )
         endpoint = await self._endpoint(request)
         secret = new_secret()
-        kept = [SigningSecret(secret)]
+        kept = [SigningSecret(secret, signing_key=new_signing_key())]
         for old in endpoint.secrets:
             expires = now + overlap if old.expires_at is None else min(old.expires_at, now + overlap)
             if expires > now:
-                kept.append(SigningSecret(old.secret, expires))
+                kept.append(SigningSecret(old.secret, expires, old.signing_key))
         endpoint.secrets, endpoint.updated_at = kept, now
         if not await self.repo.save_endpoint(endpoint, idem):
             endpoint = await self._raced(account_id, env, idem)
@@ -377,6 +384,7 @@ class WebhookService(EventReads, webhooks_pb2_grpc.WebhookServiceServicer):
             data=data,
         )
         event = EventRecord(event_id, account_id, env, request.type, state, now, envelope)
+        tracing.remember_event(event_id)  # its deliveries continue this call's trace (nothing when off)
         stored, count = await self.repo.publish(event, key, now)
         if stored.id == event_id:
             self._wake()
@@ -498,7 +506,13 @@ class WebhookService(EventReads, webhooks_pb2_grpc.WebhookServiceServicer):
         endpoint = claim.endpoint
         now = self.clock.now()
         sent = await self.sender.send(
-            endpoint.url, claim.envelope, endpoint.valid_secrets(now), claim.delivery.event_id, now
+            endpoint.url,
+            claim.envelope,
+            endpoint.valid_secrets(now),
+            claim.delivery.event_id,
+            now,
+            endpoint.signature_scheme,
+            endpoint.signers(now),
         )
         outcome = decide(claim, sent, now, manual=True)
         assert outcome.attempt is not None
@@ -523,6 +537,8 @@ class WebhookService(EventReads, webhooks_pb2_grpc.WebhookServiceServicer):
     ) -> pb.RecoverEndpointResponse:
         since = cv.time_or_none(request, "since")
         endpoint = await self._endpoint(request)
+        if request.dry_run:
+            return pb.RecoverEndpointResponse(recovered_count=await self.repo.recoverable(endpoint, since))
         if endpoint.status != EndpointStatus.ENABLED:
             raise Conflict("endpoint_id: the endpoint is disabled; enable it before recovering events")
         count = await self.repo.recover(endpoint, since, self.clock.now())

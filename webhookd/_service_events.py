@@ -80,7 +80,14 @@ class EventReads:
         until = cv.time_or_none(request, "until")
         if since and until and until <= since:
             raise InvalidRequest("until: must be after since")
-        flt = EventFilter(account_id, env, tuple(types), max(since or oldest, oldest), until)
+        undelivered_to = ""
+        if request.undelivered_to:
+            undelivered_to = cv.identifier(request.undelivered_to, "undelivered_to")
+            if await self.repo.get_endpoint(account_id, env, undelivered_to) is None:
+                raise NotFound(
+                    f"undelivered_to: no endpoint {undelivered_to} in this account and environment"
+                )
+        flt = EventFilter(account_id, env, tuple(types), max(since or oldest, oldest), until, undelivered_to)
         size = cv.page_size(request.page_size)
         rows = await self.repo.list_events(flt, size + 1, cv.parse_page_token(request.page_token))
         token = cv.page_token(rows[size - 1].created_at, rows[size - 1].id) if len(rows) > size else ""

@@ -244,11 +244,11 @@ class SqlRepository:
     # Events and fan-out
 
     async def publish(
-        self, event: EventRecord, idempotency_key: str, now: dt.datetime
+        self, event: EventRecord, idempotency_key: str, now: dt.datetime, exclude_endpoint: str = ""
     ) -> tuple[EventRecord, int]:
         for _ in range(3):
             try:
-                return await self._publish_once(event, idempotency_key, now)
+                return await self._publish_once(event, idempotency_key, now, exclude_endpoint)
             except IntegrityError:
                 if not idempotency_key:
                     raise
@@ -256,7 +256,7 @@ class SqlRepository:
         raise RuntimeError("publish: idempotency race did not settle")
 
     async def _publish_once(
-        self, event: EventRecord, idempotency_key: str, now: dt.datetime
+        self, event: EventRecord, idempotency_key: str, now: dt.datetime, exclude_endpoint: str
     ) -> tuple[EventRecord, int]:
         async with self.engine.begin() as conn:
             if idempotency_key:
@@ -316,7 +316,7 @@ class SqlRepository:
                     updated_at=now,
                 )
                 for r in targets
-                if event.type in json.loads(r.events)
+                if event.type in json.loads(r.events) and r.id != exclude_endpoint
             ]
             if new:
                 await self.queue.fan_out(new, conn)
@@ -468,6 +468,9 @@ class SqlRepository:
     async def recover(self, endpoint: EndpointRecord, since: dt.datetime | None, now: dt.datetime) -> int:
         return await self.queue.recover(endpoint.id, since, now)
 
+    async def recoverable(self, endpoint: EndpointRecord, since: dt.datetime | None) -> int:
+        return await self.queue.recoverable(endpoint.id, since)
+
     async def advance_sandbox(self, account_id: str, by: dt.timedelta, now: dt.datetime) -> int:
         return await self.queue.advance_sandbox(account_id, by, now)
 
@@ -518,6 +521,11 @@ class SqlRepository:
             conds.append(c.created_at < us(flt.until))
         if flt.types:
             conds.append(c.type.in_(list(flt.types)))
+        if flt.undelivered_to:
+            d = deliveries.c
+            waiting = [DeliveryStatus.HELD, DeliveryStatus.FAILED]
+            stuck = sa.select(d.event_id).where(d.endpoint_id == flt.undelivered_to, d.status.in_(waiting))
+            conds.append(c.id.in_(stuck))
         q = (
             sa.select(events)
             .where(*conds, _keyset(c.created_at, c.id, after))

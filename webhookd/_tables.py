@@ -28,6 +28,11 @@ endpoints = sa.Table(
     sa.Column("created_at", sa.BigInteger, nullable=False),
     sa.Column("updated_at", sa.BigInteger, nullable=False),
     sa.Column("deleted_at", sa.BigInteger, nullable=True),
+    # Revision 0007: which signature headers its deliveries carry (svckit.signing.SignatureScheme).
+    sa.Column("signature_scheme", sa.String(16), nullable=False, server_default="stripe"),
+    # Revision 0007: the highest endpoint.failing level announced (50, 90; 100 disabled) since it last
+    # answered 2xx (``webhookd._health``); 0 healthy.
+    sa.Column("failing_level", sa.Integer, nullable=False, server_default="0"),
     sa.Index("wh_endpoints_scope", "account_id", "environment", "created_at"),
 )
 
@@ -115,6 +120,24 @@ alerts = sa.Table(
 )
 
 
+# Revision 0007: the outbox of operational events (endpoint.failing/disabled/recovered,
+# delivery.exhausted), written in the delivery results' transaction and published by
+# ``webhookd._notices`` (the notice id is the event's idempotency key: published once).
+notices = sa.Table(
+    "wh_notices",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("account_id", sa.String(64), nullable=False),
+    sa.Column("environment", sa.String(16), nullable=False),
+    sa.Column("endpoint_id", sa.String(64), nullable=False),
+    sa.Column("kind", sa.String(64), nullable=False),
+    sa.Column("data", sa.Text, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("published_at", sa.BigInteger, nullable=True),
+    sa.Index("wh_notices_pending", "published_at", "created_at"),
+)
+
+
 # The idempotency keys of endpoint registrations and rotations (kept 24 h): a retry after the caller
 # lost the answer (the edge crashed after the call) gets the same endpoint instead of a second one.
 idempotency = sa.Table(
@@ -150,4 +173,5 @@ DELIVERY_INSERT_COLUMNS = columns(deliveries)
 # An endpoint as it is read: not its deletion time.
 ENDPOINT_COLUMNS = columns(endpoints, without=("deleted_at",))
 ATTEMPT_COLUMNS = columns(attempts)
+NOTICE_INSERT_COLUMNS = columns(notices, without=("published_at",))
 ALERT_INSERT_COLUMNS = columns(alerts)

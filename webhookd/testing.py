@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import socket
 import ssl
 import threading
 import time
@@ -21,7 +22,8 @@ class Received:
     at: float = field(default_factory=time.time)
 
 
-Responder = Callable[[Received], int]
+# The status to answer with, or the status and extra response headers (e.g. Retry-After).
+Responder = Callable[[Received], int | tuple[int, dict[str, str]]]
 
 
 class _Protocol(asyncio.Protocol):
@@ -53,10 +55,11 @@ class _Protocol(asyncio.Protocol):
             del self.buf[: end + 4 + length]
             self.receiver._handle(self, Received(method, path, headers, body))
 
-    def respond(self, status: int, body: bytes) -> None:
+    def respond(self, status: int, body: bytes, extra: dict[str, str] | None = None) -> None:
         assert self.transport is not None
         self.receiver.answered += 1
-        head = f"HTTP/1.1 {status} X\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n\r\n"
+        more = "".join(f"{k}: {v}\r\n" for k, v in (extra or {}).items())
+        head = f"HTTP/1.1 {status} X\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n{more}\r\n"
         self.transport.write(head.encode() + body)
 
 
@@ -92,16 +95,17 @@ class Receiver:
         self._thread: threading.Thread | None = None
 
     def _handle(self, proto: _Protocol, request: Received) -> None:
-        status = self.responder(request)
+        answer = self.responder(request)
+        status, extra = answer if isinstance(answer, tuple) else (answer, None)
         with self._lock:
             self.count += 1
             if self.record:
                 self.requests.append(request)
         body = b"ok" if 200 <= status < 300 else b"receiver says no"
         if self.delay and self._loop is not None:
-            self._loop.call_later(self.delay, proto.respond, status, body)
+            self._loop.call_later(self.delay, proto.respond, status, body, extra)
         else:
-            proto.respond(status, body)
+            proto.respond(status, body, extra)
 
     def start(self) -> Receiver:
         ready = threading.Event()
@@ -158,6 +162,45 @@ class Receiver:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"receiver got {self.count} requests, expected {count}")
             await asyncio.sleep(0.02)
+
+
+class Silent:
+    """A TCP socket on loopback that takes connections (the kernel completes the handshake) and never
+    answers: no TLS handshake, no HTTP response. ``accepted`` counts the connections it took."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self._sock = socket.create_server((host, 0), backlog=128)
+        self.host = host
+        self.port = self._sock.getsockname()[1]
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, name="silent-receiver", daemon=True)
+        self._sock.settimeout(0.05)
+        self._thread.start()
+
+    @property
+    def accepted(self) -> int:
+        return len(self._held)
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _addr = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self._held.append(conn)  # held open, never read, never written
+
+    def url(self, path: str = "/hook") -> str:
+        return f"https://{self.host}:{self.port}{path}"
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        for conn in self._held:
+            conn.close()
+        self._sock.close()
 
 
 def trusted_receiver(directory: pathlib.Path) -> tuple[Receiver, pathlib.Path]:

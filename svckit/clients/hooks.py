@@ -7,21 +7,14 @@ async with HooksClient("127.0.0.1:50052", tls) as hooks:
 from __future__ import annotations
 
 from svckit.clients.rpc import Client, Stream, Unary
+from svckit.portal_calls import HOOK_READS
 from travel.webhooks.v1 import webhooks_pb2 as pb
 
 WEBHOOK_SERVICE = "travel.webhooks.v1.WebhookService"
 # Reads only: every change (a publish, a registration, a resend) could be made twice by a retry. A publish
 # with an idempotency key is the exception, retried by the client itself (publish_event's retry_if): webhookd
 # answers a repeated key with the first event.
-RETRIED_METHODS = (
-    "GetEndpoint",
-    "ListEndpoints",
-    "ListDeliveries",
-    "ListAttempts",
-    "GetAttemptStats",
-    "ListEvents",
-    "GetEvent",
-)
+RETRIED_METHODS = HOOK_READS
 
 
 class HooksClient(Client):
@@ -48,3 +41,4 @@ class HooksClient(Client):
     list_events = Unary(pb.ListEventsRequest, pb.ListEventsResponse)
     get_event = Unary(pb.GetEventRequest, pb.GetEventResponse)
     advance_sandbox_clock = Unary(pb.AdvanceSandboxClockRequest, pb.AdvanceSandboxClockResponse)
+    list_signing_keys = Unary(pb.ListSigningKeysRequest, pb.ListSigningKeysResponse)

@@ -415,6 +415,73 @@ async def test_webhook_bad_input(
     assert listed.json()["data"] == []  # nothing was created
 
 
+async def test_webhook_signature_scheme_and_signing_keys(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    _, key = await new_key(auth, scopes=["webhooks:read", "webhooks:write", "account:read"])
+    base = stack.sandbox + "/v1/webhooks"
+    h = hdrs(key.secret, Content_Type="application/json")
+    body = {"url": stack.receiver.url + "/hook", "events": ["booking.confirmed"]}
+    bad = await http.post(
+        base + "/endpoints", headers={**h, "Idempotency-Key": "s0"}, json={**body, "signatureScheme": "v2"}
+    )
+    assert "signatureScheme" in assert_error(bad, 400, "invalid_request")["message"]
+    plain = await http.post(base + "/endpoints", headers={**h, "Idempotency-Key": "s1"}, json=body)
+    assert plain.json()["signatureScheme"] == "stripe"
+    std = await http.post(
+        base + "/endpoints",
+        headers={**h, "Idempotency-Key": "s2"},
+        json={**body, "signatureScheme": "standard"},
+    )
+    assert std.status_code == 201, std.text
+    ep = std.json()
+    assert ep["signatureScheme"] == "standard"
+    keys = (await http.get(base + f"/signing-keys?endpoint={ep['id']}", headers=hdrs(key.secret))).json()
+    (only,) = keys["data"]
+    assert only["object"] == "webhook_signing_key" and only["endpoint"] == ep["id"]
+    assert only["publicKey"].startswith("whpk_") and only["expires"] is None
+    every = (await http.get(base + "/signing-keys", headers=hdrs(key.secret))).json()["data"]
+    assert {k["endpoint"] for k in every} == {ep["id"], plain.json()["id"]}
+    assert "whsk_" not in json.dumps(every) and "whsec_" not in json.dumps(every)
+    both = await http.post(
+        base + f"/endpoints/{ep['id']}",
+        headers={**h, "Idempotency-Key": "s3"},
+        json={"signatureScheme": "both"},
+    )
+    assert both.status_code == 200 and both.json()["signatureScheme"] == "both"
+    # Reconciliation: nothing missed yet; a dry-run recovery counts and changes nothing.
+    missed = await http.get(stack.sandbox + f"/v1/events?undeliveredTo={ep['id']}", headers=hdrs(key.secret))
+    assert missed.status_code == 200 and missed.json()["data"] == []
+    assert_error(
+        await http.get(stack.sandbox + "/v1/events?undeliveredTo=x", headers=hdrs(key.secret)),
+        400,
+        "invalid_request",
+    )
+    assert_error(
+        await http.get(stack.sandbox + "/v1/events?undeliveredTo=we_nope", headers=hdrs(key.secret)),
+        404,
+        "not_found",
+    )
+    _, reader = await new_key(auth, scopes=["account:read"])
+    assert_error(
+        await http.get(stack.sandbox + f"/v1/events?undeliveredTo={ep['id']}", headers=hdrs(reader.secret)),
+        403,
+        "missing_scope",
+    )
+    dry = await http.post(
+        base + f"/endpoints/{ep['id']}/recover",
+        headers={**h, "Idempotency-Key": "s4"},
+        json={"since": "2026-01-01T00:00:00Z", "dryRun": True},
+    )
+    assert dry.status_code == 200, dry.text
+    assert dry.json() == {
+        "object": "webhook_recovery",
+        "endpointId": ep["id"],
+        "recovered": 0,
+        "dryRun": True,
+    }
+
+
 async def test_ws_example_script_prints_events_and_the_4001_close(
     stack: Stack,
     auth: auth_pb2_grpc.AuthServiceStub,

@@ -16,9 +16,12 @@ from webhookd import (
 from webhookd._events import check_event_kinds
 
 
-def test_fourteen_kinds_of_spec() -> None:
-    assert len(EVENT_KINDS) == len(set(EVENT_KINDS)) == 14
+def test_fourteen_kinds_of_spec_and_four_operational() -> None:
+    assert len(EVENT_KINDS) == len(set(EVENT_KINDS)) == 14 + 4
     assert "apikey.revoked" in EVENT_KINDS and "search_quota.threshold" in EVENT_KINDS
+    assert {"endpoint.failing", "endpoint.disabled", "endpoint.recovered", "delivery.exhausted"} < set(
+        EVENT_KINDS
+    )
 
 
 @pytest.mark.parametrize(
