@@ -218,9 +218,9 @@ class RouteTable:
 
 
 _LIVE = {
-    "hotels": "http://127.0.0.1:9201",
-    "flights": "http://127.0.0.1:9202",
-    "esim": "http://127.0.0.1:9203",
+    "hotels": "https://127.0.0.1:9201",
+    "flights": "https://127.0.0.1:9202",
+    "esim": "https://127.0.0.1:9203",
 }
 
 

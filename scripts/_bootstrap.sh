@@ -26,9 +26,13 @@ if [ ! -f "$gen_stamp" ]; then
     "$VPY" scripts/gen_protos.py
     touch "$gen_stamp"
 fi
-if [ ! -x node_modules/.bin/buf ] || [ ! -f node_modules/htmx.org/dist/htmx.min.js ]; then
-    echo "bootstrap: installing buf and htmx (npm)" >&2
+# The npm tools (buf, htmx, the OpenAPI client tools, a Node gRPC client): again whenever the lock changes.
+npm_stamp="node_modules/.installed-$(sha256sum package-lock.json | cut -c1-16)"
+if [ ! -f "$npm_stamp" ]; then
+    echo "bootstrap: installing buf, htmx, the OpenAPI client tools and grpc-js (npm)" >&2
     npm install --no-audit --no-fund --silent
+    rm -f node_modules/.installed-*
+    touch "$npm_stamp"
 fi
 # The portal's browser tests drive the system Chromium; never a browser downloaded by Playwright.
 if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then

@@ -35,7 +35,7 @@ class Service:
 
     @property
     def present(self) -> bool:
-        return (ROOT / self.module / "__main__.py").exists()
+        return (ROOT / self.module.replace(".", "/") / "__main__.py").exists()
 
 
 # Each service's own variable, else the address it listens on by default (svckit.addresses).
@@ -48,11 +48,10 @@ def secrets_key_file(name: str = "webhookd-secrets.key") -> pathlib.Path:
     responses) or signing the portal's CSRF tokens, made once per checkout (var/ is not committed)."""
     path = VAR / name
     if not path.exists():
-        from svckit.secretbox import new_key
+        from svckit.secretbox import write_new_key
 
-        VAR.mkdir(exist_ok=True)
-        path.touch(mode=0o600)
-        path.write_text(new_key() + "\n")
+        VAR.mkdir(mode=0o700, exist_ok=True)
+        write_new_key(path)
     return path
 
 
@@ -127,6 +126,16 @@ def services() -> list[Service]:
             ],
         ),
     ]
+
+
+# The reference product service (--with-example): the live upstream of the edge's default hotels routes.
+HOTELS_LISTEN = os.environ.get("HOTELS_LISTEN", "127.0.0.1:9201")
+
+
+def example_service() -> Service:
+    """examples/hotels behind the edge: HTTPS with its product:hotels certificate, the edge's verified."""
+    args = ["--listen", HOTELS_LISTEN, "--authsvc", AUTH_LISTEN, "--webhookd", WEBHOOKD_LISTEN]
+    return Service("examples.hotels", [*args, *tls_args("product:hotels")])
 
 
 def start(svc: Service) -> None:
@@ -205,16 +214,25 @@ ENVIRONMENT = f"""environment (each service's own; unset: the development defaul
 follow it
   AUTHSVC_METRICS_LISTEN, WEBHOOKD_METRICS_LISTEN, EDGE_METRICS_LISTEN   Prometheus /metrics
   EDGE_*, WEBHOOKD_*, AUTHSVC_*, PORTAL_*   any other flag of `python -m <service> serve --help`
+Several processes of a service are run as docs/operations.md says: every peer flag (--authsvc,
+--webhookd) takes IP:PORT addresses comma-separated; `python -m <service> migrate` upgrades a database.
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
-    return argparse.ArgumentParser(
+    parser = argparse.ArgumentParser(
         prog="scripts/run",
         description=__doc__,
         epilog=ENVIRONMENT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument(
+        "--with-example",
+        action="store_true",
+        help=f"also start the reference hotels service (examples/hotels) on {HOTELS_LISTEN}, the live "
+        "upstream of the edge's hotels routes (docs/product-services.md)",
+    )
+    return parser
 
 
 def edge_lines(sandbox_port: object, secret: str | None) -> list[str]:
@@ -230,15 +248,19 @@ def edge_lines(sandbox_port: object, secret: str | None) -> list[str]:
 
 
 def main() -> int:
-    build_parser().parse_args()
-    VAR.mkdir(exist_ok=True)
-    from svckit.devca import init_dir
+    args = build_parser().parse_args()
+    # Everything under var/ (keys, SQLite files with hashed and sealed secrets, logs) is the user's alone;
+    # the services started here inherit the mask.
+    os.umask(0o077)
+    VAR.mkdir(mode=0o700, exist_ok=True)
+    from svckit.devca import IDENTITIES, init_dir
 
-    if init_dir(TLS):  # once per checkout: a development CA and a certificate per service and svcctl
+    identities = (*IDENTITIES, "product:hotels") if args.with_example else IDENTITIES
+    if init_dir(TLS, identities):  # once per checkout: a development CA and a certificate per service
         print(f"made development certificates in {TLS.relative_to(ROOT)}/ (svcctl certs init)")
     running: list[Service] = []
     try:
-        for svc in services():
+        for svc in [*services(), *([example_service()] if args.with_example else [])]:
             if svc.present:
                 start(svc)
                 running.append(svc)
@@ -255,6 +277,14 @@ def main() -> int:
         edge = next((s for s in running if s.module == "edge"), None)
         if edge is not None:
             print("\n".join(edge_lines(edge.ports["sandbox_port"], secret)))
+            # Liveness and readiness (docs/operations.md "Health"): 503 names a dependency that is down.
+            print(f"Readiness:    curl http://127.0.0.1:{edge.ports['sandbox_port']}/readyz")
+        if args.with_example:
+            print(
+                f"Hotels:       live /v1/hotels/* on the edge's live port go to examples/hotels (https://"
+                f"{HOTELS_LISTEN}); a live key: .venv/bin/svcctl --authsvc {AUTH_LISTEN} keys create "
+                f"--account {account} --environment live --scope hotels:read --scope hotels:write"
+            )
         print("\nCtrl-C stops everything.")
         while all(s.proc is not None and s.proc.poll() is None for s in running):
             signal.pause()

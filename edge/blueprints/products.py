@@ -11,22 +11,27 @@ from sanic.response import HTTPResponse
 
 from edge.context import EdgeRequest
 from edge.environments import Environment
-from edge.exceptions import EdgeError, UpstreamUnavailable
+from edge.exceptions import EdgeError, UpstreamUnavailable, WrongMethod
 from edge.gate import Ctx
+from edge.methods import allowed_methods
 from edge.responses import EdgeResponse
 from edge.routetable import ProductRoute, path_problem
+from edge.upstream import ASSERTION_HEADER, assertion
+from svckit import tracing
+from svckit.http import PooledTransport
 from svckit.prototables import AUTH_ENVIRONMENT
 from travel.auth.v1 import auth_pb2
 
 bp = Blueprint("products")
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 # Headers passed upstream from the partner's request; never Authorization.
-PASS_HEADERS = ("content-type", "accept-language")
+PASS_HEADERS = (("content-type", "Content-Type"), ("accept-language", "Accept-Language"))
 
 
 async def proxy(route: ProductRoute, request: EdgeRequest, ctx: Ctx, **params: str) -> HTTPResponse:
     app_ctx = request.app.ctx
     caller = ctx.caller
+    tracing.annotate(ctx.request_id)  # the id gate.run gave the request
     if route.search and ctx.environment is Environment.LIVE:
         await app_ctx.auth.consume_search(
             auth_pb2.ConsumeSearchRequest(
@@ -40,50 +45,71 @@ async def proxy(route: ProductRoute, request: EdgeRequest, ctx: Ctx, **params: s
     # The upstream is chosen by the request's environment only: a sandbox request never reaches live.
     if route.builtin_action and ctx.environment is Environment.SANDBOX:
         return await app_ctx.simulator.answer(route, request, ctx, params)
+    env = ctx.environment
+    # Header names as sent upstream; the values are the edge's own or the partner's, checked by
+    # edge.requesthead (no control character).
+    headers = [
+        ("Accept", "application/json"),
+        ("Accept-Encoding", "identity"),  # the body is passed on as received
+        ("X-Request-Id", ctx.request_id),
+        ("X-Account-Id", caller.account_id),
+        ("X-Key-Id", caller.key_id),
+        ("X-Environment", env.value),
+    ]
     if ctx.trigger is not None:
         # A sandbox upstream of its own decides what a failure trigger means there.
-        headers_trigger = {"X-Sandbox-Trigger": ctx.trigger.name}
-    else:
-        headers_trigger = {}
-    url = route.upstream[ctx.environment] + request.path
-    if request.query_string:
-        url += "?" + request.query_string
-    headers = {
-        "Accept": "application/json",
-        "Accept-Encoding": "identity",  # the body is passed on as received
-        "X-Request-Id": ctx.request_id,
-        "X-Account-Id": caller.account_id,
-        "X-Key-Id": caller.key_id,
-        "X-Environment": ctx.environment.value,
-        **headers_trigger,
-    }
+        headers.append(("X-Sandbox-Trigger", ctx.trigger.name))
     if ctx.traveller_id:
-        headers["X-Traveller-Id"] = ctx.traveller_id
+        headers.append(("X-Traveller-Id", ctx.traveller_id))
     if ctx.idempotency_key:
         # The upstream deduplicates on it (scoped by X-Account-Id and X-Environment): a request the edge
         # re-runs after dying before it stored the answer does not book twice.
-        headers["Idempotency-Key"] = ctx.idempotency_key
-    for name in PASS_HEADERS:
-        value = request.headers.get(name)
+        headers.append(("Idempotency-Key", ctx.idempotency_key))
+    trace = tracing.traceparent()
+    if trace:
+        headers.append((tracing.TRACEPARENT, trace))
+    signing = app_ctx.config.upstream_signing_key
+    if signing is not None:  # for an upstream behind a proxy that ends TLS (edge.upstream)
+        headers.append((ASSERTION_HEADER, assertion(signing, ctx, request.method, request.path)))
+    request_headers = request.headers
+    for name, title in PASS_HEADERS:
+        value = request_headers.get(name)
         if value:
-            headers[name.title()] = value
-    # Straight to the transport: httpx's client would add a cookie jar shared by every partner's
-    # requests, redirects and auth, none of which a proxy wants.
+            headers.append((title, value))
+    target = request.path
+    query = request.query_string
+    if query:
+        target += "?" + query
+    base = route.upstream[env]
     upstream = app_ctx.http
-    outgoing = httpx.Request(request.method, url, content=request.body or None, headers=headers)
     try:
         async with asyncio.timeout(app_ctx.config.upstream_timeout):
-            resp = await upstream.handle_async_request(outgoing)
-            await resp.aread()
+            if isinstance(upstream, PooledTransport):
+                # One formatted head, no httpx Request/Response objects (svckit.http's fast path).
+                status, raw, content = await upstream.request(
+                    request.method, base, target, headers, request.body or b""
+                )
+                content_type = _content_type(raw)
+            else:  # another httpx transport (EdgeConfig.upstream_transport)
+                outgoing = httpx.Request(
+                    request.method, base + target, content=request.body or None, headers=headers
+                )
+                resp = await upstream.handle_async_request(outgoing)
+                await resp.aread()
+                status, content = resp.status_code, resp.content
+                content_type = resp.headers.get("content-type", "application/json")
     except (httpx.HTTPError, TimeoutError) as exc:
         raise UpstreamUnavailable(
             f"the {route.scope.split(':')[0]} service cannot be reached; retry later"
         ) from exc
-    return EdgeResponse(
-        resp.content,
-        status=resp.status_code,
-        content_type=resp.headers.get("content-type", "application/json"),
-    )
+    return EdgeResponse(content, status=status, content_type=content_type)
+
+
+def _content_type(headers: list[tuple[bytes, bytes]]) -> str:
+    for name, value in headers:
+        if len(name) == 12 and name.lower() == b"content-type":
+            return value.decode("latin-1")
+    return "application/json"
 
 
 async def product_route(request: EdgeRequest, rest: str) -> HTTPResponse:
@@ -98,17 +124,23 @@ async def product_route(request: EdgeRequest, rest: str) -> HTTPResponse:
         )
     match = app_ctx.config.routes.match(request.method, request.path)
     if match is None:
+        allowed = allowed_methods(request.app.router, app_ctx.config.routes, request.path)
+        if allowed:
+            raise WrongMethod(request.method, request.path, allowed)
         raise EdgeError(f"no route {request.method} {request.path}", type="not_found")
     route, params = match
-    return await gate.run(
-        request,
-        functools.partial(proxy, route),
-        route.scope,
-        route.is_write,
-        route.traveller,
-        params,
-        route.kind,
-    )
+    # A product request starts a trace (svckit.tracing; nothing when off) that authsvc, the upstream and
+    # webhookd's delivery of what it publishes continue. A partner's own traceparent is not followed.
+    with tracing.span(f"edge {route.method} {route.path}", kind="SERVER"):
+        return await gate.run(
+            request,
+            functools.partial(proxy, route),
+            route.scope,
+            route.is_write,
+            route.traveller,
+            params,
+            route.kind,
+        )
 
 
 # Registered by call: Sanic's route decorator is untyped (it would make the handler untyped too).
