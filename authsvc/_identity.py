@@ -41,6 +41,8 @@ from svckit import roles
 from svckit.clock import Clock, SystemClock
 from svckit.ids import new_id
 from svckit.pages import BAD_PAGE_TOKEN, page_parts, page_token
+from svckit.peers import portal_token_var
+from svckit.portal_calls import PortalUser
 from svckit.protos import timestamp as ts
 from svckit.prototables import USER_ROLE
 from svckit.secretbox import SecretBox
@@ -165,6 +167,30 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
             session = dataclasses.replace(session, last_seen_at=now)
         return user, session
 
+    async def portal_user(self, token: str) -> PortalUser | None:
+        """The user a portal call's session token is of (svckit.portal_calls); None when it has ended."""
+        try:
+            user, session = await self._signed_in(token)
+        except SessionExpired:
+            return None
+        return PortalUser(user.account_id, user.id, user.email, user.role, session.id, session.source_address)
+
+    async def _current_code(self, user: User, session: Session, code: str) -> None:
+        """Replacing a second factor needs that factor: a stolen session cannot swap it for its own. A
+        wrong code is a failed attempt of the sign-in throttle (e-mail and address), as at sign-in."""
+        now = self.clock.now()
+        verdict, reserved = await self.repo.reserve_attempt(
+            user.email, session.source_address, now, rules.THROTTLE_WINDOW
+        )
+        if reserved is None:
+            raise Throttled(SIGN_IN_REFUSED, metadata={"retry_after": str(int(verdict.retry_after) + 1)})
+        step = rules.totp_step(self._unseal(user.totp_seed or "", user.id), code, now, user.totp_last_step)
+        if step is None or not await self.repo.use_totp_step(user.id, step):
+            raise InvalidCredentials(
+                "current_code: enter the current code of your authenticator app to replace it"
+            )
+        await self.repo.release_attempt(reserved)
+
     def _may(self, user: User, action: roles.Action) -> None:
         if not roles.allowed(user.role, action):
             raise Forbidden(f"the {user.role} role may not do {action}")
@@ -194,8 +220,10 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
     ) -> pb.CreateInviteResponse:
         role = _role(request.role)
         email = _email(request.email)
-        if request.session_token:
-            inviter, session = await self._signed_in(request.session_token)
+        # From the portal, always its user's session (peers.guard checked it): never the operator's path.
+        token = request.session_token or portal_token_var.get()
+        if token:
+            inviter, session = await self._signed_in(token)
             if not roles.may_assign(inviter.role, None, role):
                 raise Forbidden(f"the {inviter.role} role may not invite a user as {role}")
             account_id = inviter.account_id
@@ -396,7 +424,9 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
     async def BeginTotpEnrollment(
         self, request: pb.BeginTotpEnrollmentRequest, context: grpc.aio.ServicerContext
     ) -> pb.BeginTotpEnrollmentResponse:
-        user, _ = await self._signed_in(request.session_token)
+        user, session = await self._signed_in(request.session_token)
+        if user.totp_seed is not None:
+            await self._current_code(user, session, request.current_code)
         seed = pyotp.random_base32()
         await self.repo.update_user(user.id, totp_pending_seed=self._seal(seed, user.id))
         uri = pyotp.TOTP(seed, interval=rules.TOTP_STEP).provisioning_uri(
@@ -463,8 +493,9 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
         problem = recorded_event_problem(request.action, before, after)
         if problem:
             raise InvalidRequest(problem)
-        if request.session_token:
-            user, session = await self._signed_in(request.session_token)
+        token = request.session_token or portal_token_var.get()
+        if token:
+            user, session = await self._signed_in(token)
             self._may(user, role_action(request.action))
             account_id = user.account_id
             actor = self._actor(user, request.source_address or session.source_address)

@@ -9,10 +9,12 @@ import grpc
 from authsvc import _convert as cv
 from authsvc import _identity_rules as rules
 from authsvc import _validate as v
-from authsvc._errors import InvalidRequest
+from authsvc._errors import Forbidden, InvalidRequest
 from authsvc._model import DEFAULT_DAILY_SEARCH_ALLOWANCE, Account, AccountMode, AccountStatus, KeyChange
 from authsvc._service_base import ServicerBase, masked_changes
 from svckit.ids import new_id
+from svckit.peers import portal_user_var
+from svckit.portal_calls import PORTAL_ACCOUNT_FIELDS
 from svckit.prototables import ACCOUNT_MODE, ACCOUNT_STATUS
 from svckit.vocabulary import Environment
 from travel.auth.v1 import auth_pb2 as pb
@@ -98,6 +100,8 @@ class AccountRpcs(ServicerBase):
     ) -> pb.UpdateAccountResponse:
         actor = self._actor(request.actor, context)
         account_id = v.ident(request.account_id, "account_id", "acct")
+        if portal_user_var.get() is not None and not set(request.update_mask.paths) <= PORTAL_ACCOUNT_FIELDS:
+            raise Forbidden("update_mask: the portal changes an account's alert addresses only")
         changes = masked_changes(
             request.update_mask,
             {

@@ -13,7 +13,7 @@ import grpc
 from authsvc import _convert as cv
 from authsvc import _validate as v
 from authsvc._cache import KeyCache
-from authsvc._errors import InvalidRequest
+from authsvc._errors import InvalidRequest, NotFound
 from authsvc._keys import hash_secret, hashes_equal
 from authsvc._lastused import LastUsed
 from authsvc._metrics import KEY_CACHE
@@ -23,6 +23,7 @@ from authsvc._service_answers import Answer, Shape
 from authsvc._watch import ChangeHub
 from svckit.clock import Clock, SystemClock
 from svckit.logs import redact
+from svckit.peers import portal_user_var
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 
@@ -79,8 +80,27 @@ class ServicerBase(auth_pb2_grpc.AuthServiceServicer):
     # -- helpers ---------------------------------------------------------------------------------
 
     def _actor(self, actor: pb.Actor, context: grpc.aio.ServicerContext) -> Actor:
+        portal = portal_user_var.get()
+        if portal is not None:
+            # A portal call acts for the user of its session, whatever the request names.
+            source = actor.source_address[: v.MAX_SOURCE] or portal.source_address
+            return Actor(portal.email, source, portal.user_id)
         a = v.actor(actor.user, actor.source_address, actor.user_id)
         return a if a.source_address else Actor(a.user, peer_address(context), a.user_id)
+
+    @staticmethod
+    def _owned(key: ApiKey) -> ApiKey:
+        """``key``, when a portal call may see it: only a key of its user's account (another's is
+        not_found, as an unknown one)."""
+        portal = portal_user_var.get()
+        if portal is not None and key.account_id != portal.account_id:
+            raise NotFound(f"key_id: no key {key.id!r}")
+        return key
+
+    async def _own_key(self, key_id: str) -> None:
+        """Refuses a portal call naming a key of another account (``_owned``); nothing for others."""
+        if portal_user_var.get() is not None:
+            self._owned(await self.repo.get_key(key_id))
 
     def _changed(self, change: KeyChange) -> None:
         self.hub.publish(change)

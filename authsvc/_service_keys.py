@@ -69,7 +69,7 @@ class KeyRpcs(ServicerBase):
         return pb.CreateKeyResponse(key=self._key_pb(key, now), secret=secret)
 
     async def GetKey(self, request: pb.GetKeyRequest, context: grpc.aio.ServicerContext) -> pb.GetKeyResponse:
-        key = await self.repo.get_key(v.ident(request.key_id, "key_id", "key"))
+        key = self._owned(await self.repo.get_key(v.ident(request.key_id, "key_id", "key")))
         return pb.GetKeyResponse(key=self._key_pb(key, self.clock.now()))
 
     async def ListKeys(
@@ -100,6 +100,7 @@ class KeyRpcs(ServicerBase):
     ) -> pb.UpdateKeyResponse:
         actor = self._actor(request.actor, context)
         key_id = v.ident(request.key_id, "key_id", "key")
+        await self._own_key(key_id)
         changes = masked_changes(
             request.update_mask,
             {
@@ -120,6 +121,7 @@ class KeyRpcs(ServicerBase):
     ) -> pb.RotateKeyResponse:
         actor = self._actor(request.actor, context)
         key_id = v.ident(request.key_id, "key_id", "key")
+        await self._own_key(key_id)
         grace = DEFAULT_GRACE
         if request.HasField("grace_period"):
             grace = request.grace_period.ToTimedelta()
@@ -165,6 +167,7 @@ class KeyRpcs(ServicerBase):
     ) -> pb.RevokeKeyResponse:
         actor = self._actor(request.actor, context)
         key_id = v.ident(request.key_id, "key_id", "key")
+        await self._own_key(key_id)
         reason = v.text(request.reason, "reason", max_len=v.MAX_REASON)
         now = self.clock.now()
         key, changed = await self.repo.revoke_key(key_id, reason, actor, now, new_id("obx"))

@@ -18,7 +18,9 @@ from google.protobuf import duration_pb2
 
 from edge.authcache import WATCH_SILENCE, Answer, AuthCache, CacheUse, Caller, cache_use, ttl_for
 from edge.environments import Environment
-from edge.exceptions import EdgeError, UpstreamUnavailable, edge_error
+from edge.exceptions import EdgeError, RateLimited, UpstreamUnavailable, edge_error
+from edge.gcra import US
+from edge.unknownkeys import UnknownKeyBudget
 from svckit.clients import AuthClient, ClientError, PeerUnavailable, ResponseStream, request_id_context
 from svckit.clock import utcnow
 from svckit.protos import datetime_of
@@ -76,9 +78,12 @@ class Authorizer:
         cache: AuthCache | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         wall: Callable[[], dt.datetime] = utcnow,
+        unknown_keys: UnknownKeyBudget | None = None,
     ) -> None:
         self.auth = auth
         self.cache = cache if cache is not None else AuthCache()
+        # Look-ups of keys authsvc does not know, per source (edge.unknownkeys).
+        self.unknown_keys = unknown_keys if unknown_keys is not None else UnknownKeyBudget()
         self.monotonic = monotonic
         self.wall = wall
         self._listeners: set[ChangeListener] = set()
@@ -136,6 +141,12 @@ class Authorizer:
         pending = self._inflight.get(ck)
         if pending is not None:
             return await asyncio.shield(pending)
+        wait = self.unknown_keys.wait(source, int(self.monotonic() * US))
+        if wait:
+            raise RateLimited(
+                wait / US,
+                f"Too many unknown API keys from this address; retry after {max(1, -(-wait // US))} s.",
+            )
         task = asyncio.ensure_future(self._ask(ck, api_key, env, scope, source, is_write, request_id))
         self._inflight[ck] = task
         task.add_done_callback(lambda _t: self._inflight.pop(ck, None))
@@ -197,7 +208,10 @@ class Authorizer:
             caller.expires_at if caller else None,
             self.wall(),
         )
-        cache.put(ck, answer, ttl, self.monotonic(), generation)
+        now = self.monotonic()
+        if caller is None:
+            self.unknown_keys.charge(source, int(now * US))
+        cache.put(ck, answer, ttl, now, generation)
         return answer
 
     # -- the watch ------------------------------------------------------------------------------

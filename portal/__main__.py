@@ -11,6 +11,7 @@ from typing import Any
 
 from portal.app import PortalConfig, create_app
 from svckit import addresses
+from svckit.clients.channels import target
 from svckit.flags import FlagParser, add_flag, config_default, env_name
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
@@ -44,8 +45,20 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         help="URL partners open (invite links; https:// makes cookies Secure); default http://<listen>",
     )
-    flag("authsvc", default=config_default(PortalConfig, "authsvc"), help="authsvc gRPC target")
-    flag("webhookd", default=config_default(PortalConfig, "webhookd"), help="webhookd gRPC target")
+    several = (
+        "; several processes: IP:PORT addresses comma-separated, or one dns:///NAME:PORT resolving to "
+        "several (round robin with failover)"
+    )
+    flag(
+        "authsvc",
+        default=config_default(PortalConfig, "authsvc"),
+        help=f"authsvc gRPC address HOST:PORT{several}",
+    )
+    flag(
+        "webhookd",
+        default=config_default(PortalConfig, "webhookd"),
+        help=f"webhookd gRPC address HOST:PORT{several}",
+    )
     flag(
         "smtp-host",
         default=config_default(PortalConfig, "smtp_host"),
@@ -81,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def serve(args: argparse.Namespace) -> None:
     listen = args.listen
+    target(args.authsvc, "--authsvc")  # a bad address list stops the start here, with its message
+    target(args.webhookd, "--webhookd")
     config = PortalConfig(
         authsvc=args.authsvc,
         webhookd=args.webhookd,

@@ -4,8 +4,8 @@ the method and the exact path (``lifecycle.load`` applies it before any route ru
 Only these routes are public, each matched whole (never a prefix, so ``/healthz/keys/key_x`` (a
 ``/<env>/keys/<key_id>`` page) or ``/signinX`` needs a session like every other page):
 
-- ``GET /healthz``, ``GET /favicon.ico``, ``GET /static/<name>`` (one path segment, no dot first: never
-  ``..``);
+- ``GET /healthz``, ``GET /readyz``, ``GET /favicon.ico``, ``GET /static/<name>`` (one path segment, no
+  dot first: never ``..``);
 - ``GET|POST /signin`` and ``GET|POST /invite/<token>`` (one segment of URL-safe characters).
 
 ``/`` is its own case (a redirect to sign in, or to ``/live/``). Every request whose method is not GET
@@ -22,6 +22,7 @@ _READ = SAFE_METHODS
 _FORM = SAFE_METHODS | {"POST"}
 PUBLIC_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = (
     (_READ, re.compile(r"/healthz")),
+    (_READ, re.compile(r"/readyz")),
     (_READ, re.compile(r"/favicon\.ico")),
     (_READ, re.compile(r"/static/[A-Za-z0-9][A-Za-z0-9._-]*")),
     (_FORM, re.compile(r"/signin")),

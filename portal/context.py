@@ -58,6 +58,8 @@ class Viewer:
 class RequestContext(SimpleNamespace):  # SimpleNamespace: the bound of Sanic's request context type
     rid: str = ""
     token: Token[str | None] | None = None
+    # The reset of svckit.clients' session_token_var: the session every call of this request carries.
+    session_token: Token[str] | None = None
     # A CSRF nonce made for this browser, set as its cookie on the response.
     new_csrf: str = ""
     viewer: Viewer | None = None

@@ -13,6 +13,7 @@ from portal.access import access
 from portal.context import PortalApp, PortalRequest, Viewer, auth
 from portal.web import ENVIRONMENTS, SESSION_COOKIE, begin, check_csrf, error_page, finish
 from svckit.clients import ClientError
+from svckit.clients.interceptors import session_token_var
 from travel.auth.v1 import identity_pb2 as ipb
 
 # What a user who must enrol in TOTP may still open: its own page, the enrolment, sign-out.
@@ -30,6 +31,8 @@ async def load(request: PortalRequest) -> HTTPResponse | None:
             check_csrf(request)  # signed out: the token of the browser's nonce (the handler checks too)
         return None
     token = request.cookies.get(SESSION_COOKIE) or ""
+    # Every call to authsvc and webhookd from here on is made for this session's user.
+    session_token_var.set(token)
     # A /<env>/... route whose first segment is no environment (/favicon.ico.bak, /healthz/keys/key_x) is
     # no page either: answered 404 here, its handler never runs.
     no_env = request.route is not None and request.match_info.get("env", "live") not in ENVIRONMENTS

@@ -21,6 +21,7 @@ from portal.access import refusal
 from portal.context import PortalRequest, Viewer
 from svckit import roles
 from svckit.clients import ClientError
+from svckit.clients.interceptors import session_token_var
 from svckit.ids import new_id
 from svckit.logs import request_id_var
 from svckit.refusallog import RefusalLog
@@ -76,7 +77,10 @@ def check_csrf(request: PortalRequest) -> None:
     sent = (request.form.get("csrf") if request.form else None) or request.headers.get("x-csrf-token", "")
     session_id = viewer.session_id if viewer is not None else ""
     nonce = "" if viewer is not None else (request.cookies.get(CSRF_COOKIE) or "")
-    if not csrf.valid(request.app.ctx.csrf_key, session_id, nonce, str(sent)):
+    planted = viewer is None and csrf.cross_origin(
+        request.headers.get("sec-fetch-site", ""), request.headers.get("origin", ""), request.host
+    )
+    if planted or not csrf.valid(request.app.ctx.csrf_key, session_id, nonce, str(sent)):
         raise ClientError("forbidden", "The form expired or did not come from this portal; reload and retry.")
 
 
@@ -148,6 +152,9 @@ def begin(request: PortalRequest) -> None:
     rid = request.headers.get("x-request-id", "")
     request.ctx.rid = rid if 0 < len(rid) <= 64 and rid.isprintable() else new_id("req")
     request.ctx.token = request_id_var.set(request.ctx.rid)
+    # No session until load() has read the cookie: authsvc and webhookd answer the portal for its
+    # signed-in user only (svckit.portal_calls).
+    request.ctx.session_token = session_token_var.set("")
     request.ctx.new_csrf = ""
     request.ctx.viewer = None
     request.ctx.started = time.perf_counter()
@@ -187,6 +194,9 @@ def finish(request: PortalRequest, resp: BaseHTTPResponse, secure: bool) -> None
     if ctx.token is not None:
         request_id_var.reset(ctx.token)
         ctx.token = None
+    if ctx.session_token is not None:
+        session_token_var.reset(ctx.session_token)
+        ctx.session_token = None
 
 
 def set_cookie(

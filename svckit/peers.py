@@ -9,13 +9,15 @@ name an actor of its choosing. Anything not listed is PERMISSION_DENIED.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
 import grpc
 
+from svckit.errors import ServiceError, to_grpc_status
 from svckit.metrics import GRPC_REFUSED
+from svckit.portal_calls import PORTAL_CALLS, SESSION_HEADER, PortalUser, needs_session, refusal
 
 log = logging.getLogger(__name__)
 
@@ -23,11 +25,14 @@ AUTH = "travel.auth.v1.AuthService/"
 HOOKS = "travel.webhooks.v1.WebhookService/"
 # Any certificate from our CA may ask whether a service is up and what it serves.
 OPEN_TO_EVERY_PEER = ("grpc.health.v1.Health/", "grpc.reflection.v1alpha.ServerReflection/")
-# Operators' CLI and the partner portal administer everything (and pass the acting user as the actor).
-# Some RPCs are theirs alone and must never be listed for another service below: writing the audit
-# trail in a user's name (IdentityService.RecordAuditEvent) is one.
-OPERATORS = frozenset({"svcctl", "portal"})
+# The operators' CLI administers everything (and passes the acting operator as the actor). Some RPCs are
+# for operators and the portal alone and must never be listed for another service below: writing the
+# audit trail in a user's name (IdentityService.RecordAuditEvent) is one.
+OPERATORS = frozenset({"svcctl"})
 OPERATORS_ONLY = frozenset({"travel.auth.v1.IdentityService/RecordAuditEvent"})
+# The partner portal calls what its pages need, each on behalf of the signed-in user whose session the
+# call carries (svckit.portal_calls): its certificate alone signs in and nothing more.
+PORTAL = "portal"
 # RPCs whose records only the service listed for them writes, operators included: the request log is what
 # the edge answered partners (AuthService.RecordRequests), never what a person says it answered.
 NOT_FOR_OPERATORS = frozenset({"travel.auth.v1.AuthService/RecordRequests"})
@@ -82,6 +87,7 @@ ALLOWED: dict[str, frozenset[str]] = {
                     "StreamEvents",
                     "ListEvents",
                     "GetEvent",
+                    "ListSigningKeys",
                     # Sandbox events only (triggers, samples, the simulator): see may_publish.
                     "PublishEvent",
                     # The sandbox clock (POST /v1/sandbox/clock/advance): webhookd refuses every other
@@ -95,7 +101,11 @@ ALLOWED: dict[str, frozenset[str]] = {
     "authsvc": frozenset([HOOKS + "PublishEvent"]),
     # webhookd looks up an account's mode (GetAccount) and who its alert e-mails go to (GetAlertRecipients;
     # an authsvc too old for it: GetAccount's admin_emails).
-    "webhookd": frozenset([AUTH + "GetAccount", AUTH + "GetAlertRecipients"]),
+    # GetSession: who a portal call is made for (svckit.portal_calls).
+    "webhookd": frozenset(
+        [AUTH + "GetAccount", AUTH + "GetAlertRecipients", "travel.auth.v1.IdentityService/GetSession"]
+    ),
+    PORTAL: frozenset(PORTAL_CALLS),
     "product": frozenset([*(AUTH + m for m in PRODUCT_AUTH_METHODS), HOOKS + "PublishEvent"]),
     # The billing service (certificate ``billing``): an account turns read-only after an unpaid settlement
     # charge and active again once billing records the payment, both with SetAccountStatus (audited as
@@ -125,8 +135,11 @@ def permits(method: str) -> Callable[[str], bool]:
     method = method.lstrip("/")
     if method.startswith(OPEN_TO_EVERY_PEER):
         return bool
-    # An operators-only method is refused to every other identity even if an entry above listed it.
-    roles = frozenset() if method in OPERATORS_ONLY else ROLES_BY_METHOD.get(method, frozenset())
+    # An operators-only method is refused to every other identity than the portal even if an entry above
+    # listed it.
+    roles = ROLES_BY_METHOD.get(method, frozenset())
+    if method in OPERATORS_ONLY:
+        roles &= {PORTAL}
     operators = frozenset() if method in NOT_FOR_OPERATORS else OPERATORS
 
     def test(identity: str) -> bool:
@@ -154,11 +167,38 @@ def may_publish(identity: str, live: bool) -> bool:
     return not live or role_of(identity) not in SANDBOX_ONLY_PUBLISHERS
 
 
-async def refuse(context: grpc.aio.ServicerContext, identity: str, method: str, message: str) -> None:
-    """Abort the call with PERMISSION_DENIED (raises); counted and logged with the caller's identity."""
+async def refuse(
+    context: grpc.aio.ServicerContext, identity: str, method: str, message: str, error: str = ""
+) -> None:
+    """Abort the call (raises); counted and logged with the caller's identity. Without ``error``:
+    PERMISSION_DENIED without ErrorInfo (the allow list: a deployment fault, read as internal_error);
+    with it, that error type (a portal call's session or role: the portal shows it as such)."""
     GRPC_REFUSED.labels(method.rsplit("/", 1)[-1], identity).inc()
     log.warning("call refused", extra={"peer": identity, "method": method, "reason": message})
+    if error:
+        await context.abort_with_status(to_grpc_status(ServiceError(message, type=error)))
     await context.abort(grpc.StatusCode.PERMISSION_DENIED, message)
+
+
+# The portal user a call from the portal is made for, resolved from its session (svckit.portal_calls);
+# None for every other caller and for the portal's sign-in flows. The token is the session's, for an
+# identity call that resolves the user again from it.
+portal_user_var: ContextVar[PortalUser | None] = ContextVar("portal_user", default=None)
+portal_token_var: ContextVar[str] = ContextVar("portal_token", default="")
+
+# A server's way to resolve a portal session token: its user, None when unknown or ended.
+SessionResolver = Callable[[str], Awaitable[PortalUser | None]]
+
+
+def _session_token(context: grpc.aio.ServicerContext) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == SESSION_HEADER and isinstance(value, str):
+            return value
+    return ""
+
+
+async def _no_sessions(_token: str) -> PortalUser | None:
+    return None
 
 
 def identity_of(context: grpc.aio.ServicerContext) -> str:
@@ -167,36 +207,71 @@ def identity_of(context: grpc.aio.ServicerContext) -> str:
     return names[0].decode() if names else ""
 
 
-def guard(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+def guard(
+    method: str, handler: grpc.RpcMethodHandler, sessions: SessionResolver | None = None
+) -> grpc.RpcMethodHandler:
     """``handler`` of ``method`` refusing, with PERMISSION_DENIED, any call whose certificate identity the
-    allow list does not permit, and naming the caller in ``caller_var`` while it runs. Built once per
-    method when the server registers it (svckit.grpc_server), not per call."""
+    allow list does not permit, and naming the caller in ``caller_var`` while it runs. A call from the
+    portal must also carry a session ``sessions`` resolves, of a user who may make it
+    (svckit.portal_calls): that user is ``portal_user_var`` while it runs. Built once per method when
+    the server registers it (svckit.grpc_server), not per call."""
     permitted = permits(method)
+    resolve = sessions or _no_sessions
+    portal_needs_session = needs_session(method)
 
-    async def check(context: grpc.aio.ServicerContext) -> str:
+    async def check(context: grpc.aio.ServicerContext, request: Any) -> tuple[str, PortalUser | None, str]:
         identity = identity_of(context)
         if not permitted(identity):
             await refuse(context, identity, method, f"the service {identity!r} may not call {method}")
-        return identity
+        if identity != PORTAL or not portal_needs_session:
+            return identity, None, ""
+        token = _session_token(context)
+        user = await resolve(token) if token else None
+        descriptor = getattr(request, "DESCRIPTOR", None)  # a client stream's request is an iterator
+        fields = descriptor.fields_by_name if descriptor is not None else {}
+        refused = refusal(
+            method,
+            user,
+            account_id=request.account_id if "account_id" in fields else None,
+            session_token=request.session_token if "session_token" in fields else "",
+            token=token,
+        )
+        if refused is not None:
+            await refuse(context, identity, method, refused.message, refused.type)
+        return identity, user, token
+
+    def enter(checked: tuple[str, PortalUser | None, str]) -> Callable[[], None]:
+        tokens = (
+            caller_var.set(checked[0]),
+            portal_user_var.set(checked[1]),
+            portal_token_var.set(checked[2]),
+        )
+
+        def leave() -> None:
+            caller_var.reset(tokens[0])
+            portal_user_var.reset(tokens[1])
+            portal_token_var.reset(tokens[2])
+
+        return leave
 
     def unary(behavior: Any) -> Any:
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            token = caller_var.set(await check(context))
+            leave = enter(await check(context, request))
             try:
                 return await behavior(request, context)
             finally:
-                caller_var.reset(token)
+                leave()
 
         return guarded
 
     def streaming(behavior: Any) -> Any:
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            token = caller_var.set(await check(context))
+            leave = enter(await check(context, request))
             try:
                 async for item in behavior(request, context):
                     yield item
             finally:
-                caller_var.reset(token)
+                leave()
 
         return guarded
 

@@ -21,11 +21,13 @@ import datetime as dt
 import json
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import grpc
 from sanic import Blueprint
 from sanic.server.websockets.impl import WebsocketImplProtocol
+from websockets.frames import Opcode
 
 from edge.authcache import Caller
 from edge.context import EdgeRequest
@@ -39,6 +41,7 @@ from edge.streamfilter import may_read, unknown_patterns, wanted
 from edge.streamlimits import CLOSE_RATE_LIMITED, KEY, MessageBucket, refusal_message
 from svckit.clients import ClientError
 from svckit.clock import utcnow
+from svckit.errors import http_status
 from svckit.logs import request_id_var
 from svckit.prototables import HOOKS_ENVIRONMENT
 from travel.auth.v1 import auth_pb2
@@ -47,13 +50,27 @@ from travel.webhooks.v1 import webhooks_pb2
 log = logging.getLogger(__name__)
 bp = Blueprint("stream")
 CLOSE_KEY_INVALID = 4001
+CLOSE_INTERNAL = 1011
 CLOSE_GOING_AWAY = 1001
 CLOSE_INVALID_DATA = 1007
 CLOSE_POLICY = 1008
+_CONTROL = (Opcode.PING, Opcode.PONG)
 # How long a stream closed for a client's fault drains what the client still sends (StreamSession.linger).
 LINGER_SECONDS = 2.0
 # Retry-After of a stream refused by a limit: a slot frees only when one of the key's streams closes.
 LIMITED_RETRY_AFTER = 5
+
+
+def recheck_close(error_type: str, message: str) -> tuple[int, str] | None:
+    """How a stream whose key re-check did not pass is closed: 4001 only when the key itself was refused
+    (docs/edge.md defines 4001 as revoked or expired). Trouble on our side is no revocation: an
+    unreachable authsvc leaves the stream open (None: checked again on the watch's next SYNC), any other
+    failure of ours closes it with 1011, and the client reconnects."""
+    if error_type == "service_unavailable":
+        return None
+    if http_status(error_type) >= 500:
+        return CLOSE_INTERNAL, "internal_error: the key could not be checked; reconnect"
+    return CLOSE_KEY_INVALID, f"{error_type}: {message}"
 
 
 @bp.on_request
@@ -110,6 +127,26 @@ class StreamSession:
         self.tasks: set[asyncio.Task[Any]] = set()
         cfg = self.app_ctx.config
         self.bucket = MessageBucket(cfg.stream_messages_per_second, cfg.stream_message_burst)
+        self.count_control_frames()
+
+    def count_control_frames(self) -> None:
+        """Ping and pong frames are answered inside the WebSocket layer and never reach ``read``: they take
+        from the same bucket as messages, so a flood of them is closed with 1008 as a flood of messages is."""
+        forward = self.ws.process_events
+
+        async def process_events(events: Sequence[Any]) -> None:
+            for event in events:
+                if getattr(event, "opcode", None) in _CONTROL and not self.bucket.take(time.monotonic()):
+                    self.rate_limited()
+                    return
+            await forward(events)
+
+        self.ws.process_events = process_events  # type: ignore[method-assign]
+
+    def rate_limited(self) -> None:
+        STREAM_LIMITED.labels("messages").inc()
+        rate = self.app_ctx.config.stream_messages_per_second
+        self.finish(CLOSE_POLICY, f"rate_limited: more than {rate:g} messages a second")
 
     # -- closing ---------------------------------------------------------------------------------
     def finish(self, code: int, reason: str) -> None:
@@ -139,15 +176,18 @@ class StreamSession:
                 self.key, self.env, "", self.source, False, self.request_id, use_cache=False
             )
         except EdgeError as exc:
-            if exc.type == "service_unavailable":
-                return  # checked again on the watch's next SYNC
-            self.finish(CLOSE_KEY_INVALID, f"{exc.type}: {exc.message}")
+            self.refused(exc.type, exc.message)
             return
         if not answer.allowed or answer.caller is None:
-            self.finish(CLOSE_KEY_INVALID, f"{answer.error_type}: {answer.error_message}")
+            self.refused(answer.error_type, answer.error_message)
             return
         self.caller = answer.caller
         self.arm_expiry()
+
+    def refused(self, error_type: str, message: str) -> None:
+        closing = recheck_close(error_type, message)
+        if closing is not None:
+            self.finish(*closing)
 
     def arm_expiry(self) -> None:
         if self.expiry is not None:
@@ -204,7 +244,7 @@ class StreamSession:
     def _pump_done(self, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception() is not None:
             log.warning("stream send failed", extra={"error": repr(task.exception())})
-            self.finish(1011, "internal error")
+            self.finish(CLOSE_INTERNAL, "internal error")
 
     async def pings(self) -> None:
         interval = self.app_ctx.config.stream_ping_seconds
@@ -219,9 +259,7 @@ class StreamSession:
                 self.finish(1000, "")
                 return
             if not self.bucket.take(time.monotonic()):
-                STREAM_LIMITED.labels("messages").inc()
-                rate = self.app_ctx.config.stream_messages_per_second
-                self.finish(CLOSE_POLICY, f"rate_limited: more than {rate:g} messages a second")
+                self.rate_limited()
                 return
             await self.handle(raw)
 

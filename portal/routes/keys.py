@@ -50,8 +50,11 @@ async def keys_page(request: PortalRequest, env: str, status: int = 200, **extra
 
 
 async def get_key(request: PortalRequest, key_id: str) -> apb.ApiKey:
+    """The key of a page's URL, in the URL's environment only: a live key is never shown, edited,
+    rotated or revoked under /sandbox/... (nor a sandbox key under /live/...)."""
     key = (await auth(request).get_key(apb.GetKeyRequest(key_id=key_id))).key
-    if key.account_id != viewer_of(request).user.account_id:
+    mine = key.account_id == viewer_of(request).user.account_id
+    if not mine or key.environment != AUTH_ENVIRONMENT.pb(env_of(request)):
         raise ClientError("not_found", "No such key.")
     return key
 

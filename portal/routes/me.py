@@ -88,7 +88,9 @@ async def change_password(request: PortalRequest, env: str) -> HTTPResponse | st
 async def begin_totp(request: PortalRequest, env: str) -> HTTPResponse | str:
     viewer = viewer_of(request)
     begun = await auth(request).begin_totp_enrollment(
-        ipb.BeginTotpEnrollmentRequest(session_token=viewer.session_token),
+        ipb.BeginTotpEnrollmentRequest(
+            session_token=viewer.session_token, current_code=fields(request).get("current_code", "")
+        ),
     )
     return redirect_with_secret(request, f"/{env}/me", "totp", viewer.user.id, begun.provisioning_uri)
 

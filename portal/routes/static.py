@@ -1,4 +1,5 @@
-"""GET /static/<name> (the stylesheet, the script, htmx, the icon), GET /favicon.ico and GET /healthz."""
+"""GET /static/<name> (the stylesheet, the script, htmx, the icon), GET /favicon.ico, GET /healthz
+(liveness) and GET /readyz (readiness: authsvc and webhookd answer; svckit.readiness)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from sanic.response import HTTPResponse
 
 from portal.context import PortalRequest
 from svckit.clients import ClientError
+from svckit.readiness import answer, peer_check, readiness
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STATIC = pathlib.Path(__file__).resolve().parents[1] / "static"
@@ -44,3 +46,11 @@ async def favicon(request: PortalRequest) -> HTTPResponse:
 @bp.get("/healthz")
 async def healthz(request: PortalRequest) -> HTTPResponse:
     return response.json({"status": "ok"})
+
+
+@bp.get("/readyz")
+async def readyz(request: PortalRequest) -> HTTPResponse:
+    ctx = request.app.ctx
+    checks = {"authsvc": peer_check(ctx.auth.channel), "webhookd": peer_check(ctx.hooks.channel)}
+    status, body = answer(await readiness(checks))
+    return response.json(body, status=status, headers={"Cache-Control": "no-store"})

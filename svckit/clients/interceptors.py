@@ -1,32 +1,48 @@
 """The request id travels with every call: a client interceptor adds ``x-request-id`` from
 ``svckit.logs.request_id_var`` (set by whoever handles the request), so no call site builds it. Metadata
-a caller passes is kept, an ``x-request-id`` among it included."""
+a caller passes is kept, an ``x-request-id`` among it included.
+
+The same interceptor adds the portal's ``x-portal-session`` from ``session_token_var``, set by the portal
+once it has read the signed-in user's cookie: authsvc and webhookd act on a portal call only for the user
+of that session (svckit.portal_calls). Only the portal sets it."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import grpc
 
 from svckit.logs import request_id_var
+from svckit.portal_calls import SESSION_HEADER
+from svckit.tracing import TRACEPARENT, traceparent
 
 REQUEST_ID = "x-request-id"
 
+# The portal session token the calls of this request are made for ("" for none).
+session_token_var: ContextVar[str] = ContextVar("portal_session_token", default="")
+
 
 def with_request_id(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
-    """``details`` with the context's request id added to its metadata (a copy: never the caller's)."""
-    rid = request_id_var.get()
-    if not rid:
-        return details
+    """``details`` with the context's request id and portal session added to its metadata (a copy: never
+    the caller's)."""
+    added = [
+        (k, v)
+        for k, v in (
+            (REQUEST_ID, request_id_var.get()),
+            (SESSION_HEADER, session_token_var.get()),
+            (TRACEPARENT, traceparent()),  # "" unless tracing is on (svckit.tracing)
+        )
+        if v
+    ]
     metadata = details.metadata
-    if metadata is None:
-        metadata = grpc.aio.Metadata((REQUEST_ID, rid))
-    elif REQUEST_ID in metadata:
+    if metadata is not None:
+        added = [(k, v) for k, v in added if k not in metadata]
+    if not added:
         return details
-    else:
-        metadata = grpc.aio.Metadata(*metadata, (REQUEST_ID, rid))
+    metadata = grpc.aio.Metadata(*(metadata or ()), *added)
     return grpc.aio.ClientCallDetails(
         details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
     )

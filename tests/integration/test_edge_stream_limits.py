@@ -151,6 +151,24 @@ async def test_a_ping_flood_closes_that_stream_with_1008_and_no_other_tenant_not
         assert got.status_code == 200, got.text
 
 
+async def test_a_flood_of_websocket_ping_frames_is_counted_and_closed_with_1008(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub
+) -> None:
+    """Ping frames (RFC 6455 control frames, answered by the WebSocket layer itself, never by the stream's
+    reader) take from the same message bucket as JSON messages: a flood of them is closed too."""
+    _, flooder = await new_key(auth, scopes=["account:read"])
+    async with ws(stack, ["svc", flooder.secret]) as loud:
+        sent = 0
+        with contextlib.suppress(websockets.ConnectionClosed):
+            for i in range(20 * BURST):
+                await loud.ping(str(i))
+                sent += 1
+        assert sent > BURST
+        code = await close_code(loud, 10.0)
+        assert code == 1008, (code, loud.close_reason, sent)
+        assert loud.close_reason.startswith("rate_limited"), loud.close_reason
+
+
 async def test_a_stream_accepted_over_the_limit_is_closed_with_4429(
     stack: Stack, auth: auth_pb2_grpc.AuthServiceStub
 ) -> None:
