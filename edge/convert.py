@@ -9,7 +9,8 @@ from typing import Any
 from google.protobuf import timestamp_pb2
 
 from edge.exceptions import EdgeError
-from svckit.prototables import ATTEMPT_OUTCOME, DELIVERY_STATUS, ENDPOINT_STATUS
+from svckit.prototables import ATTEMPT_OUTCOME, DELIVERY_STATUS, ENDPOINT_STATUS, SIGNATURE_SCHEME
+from svckit.signing import SignatureScheme
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from travel.webhooks.v1 import webhooks_pb2
 
@@ -37,6 +38,17 @@ def endpoint(ep: webhooks_pb2.Endpoint) -> dict[str, Any]:
         "created": rfc3339(ep.created_at),
         "updated": rfc3339(ep.updated_at),
         "previousSecretExpires": rfc3339(ep.previous_secret_expires_at),
+        "signatureScheme": SIGNATURE_SCHEME.get(ep.signature_scheme, SignatureScheme.STRIPE.value),
+    }
+
+
+def signing_key(key: webhooks_pb2.SigningKey) -> dict[str, Any]:
+    return {
+        "object": "webhook_signing_key",
+        "endpoint": key.endpoint_id,
+        "algorithm": "ed25519",
+        "publicKey": key.public_key,
+        "expires": rfc3339(key.expires_at),
     }
 
 
@@ -124,6 +136,18 @@ def string_field(
     return value
 
 
+def signature_scheme_field(body: dict[str, Any]) -> webhooks_pb2.SignatureScheme.ValueType:
+    """``signatureScheme`` as its proto number; UNSPECIFIED (the default scheme) when absent."""
+    value = body.get("signatureScheme")
+    if value is None:
+        return webhooks_pb2.SIGNATURE_SCHEME_UNSPECIFIED
+    if value not in tuple(SignatureScheme):
+        choices = ", ".join(s.value for s in SignatureScheme)
+        raise EdgeError(f"the field signatureScheme must be one of {choices}", type="invalid_request")
+    scheme: webhooks_pb2.SignatureScheme.ValueType = SIGNATURE_SCHEME.pb(value)
+    return scheme
+
+
 def string_list_field(body: dict[str, Any], name: str, *, required: bool = False) -> list[str] | None:
     value = body.get(name)
     if value is None:
@@ -139,6 +163,8 @@ def int_field(body: dict[str, Any], name: str, lo: int, hi: int) -> int | None:
     value = body.get(name)
     if value is None:
         return None
+    if isinstance(value, float) and value.is_integer():  # 60.0 is a JSON Schema integer
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise EdgeError(f"the field {name} must be an integer from {lo} to {hi}", type="invalid_request")
     return value

@@ -1,349 +1,293 @@
-"""The OpenAPI 3.1 document of the edge, built from the fixed routes and the product route table."""
+"""The OpenAPI 3.1 document of the edge, built from the fixed routes and the product route table.
+
+It is a contract partners generate clients from, and what schemathesis checks the edge against
+(tests/integration/test_edge_schemathesis.py): every status an operation can answer is declared with the
+error body, request schemas say what the edge checks (edge.openapi_schemas), the product routes come from
+the route table (edge.openapi_products), and links join an answer to the operations its ids feed
+(edge.openapi_links).
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from edge.config import EdgeConfig
-from svckit.catalog import TEST_KIND, envelope_schema
+from edge.openapi_links import links
+from edge.openapi_products import builtin
+from edge.openapi_schemas import (
+    ACCOUNT_SCHEMA,
+    ATTEMPT_SCHEMA,
+    CLOCK_BODY,
+    CLOCK_SCHEMA,
+    CUSTOMER_SCHEMA,
+    DELETED_SCHEMA,
+    DELIVERY_SCHEMA,
+    ENDPOINT_BODY,
+    ENDPOINT_SCHEMA,
+    ENDPOINT_UPDATE,
+    ERROR_SCHEMA,
+    EVENT_SCHEMA,
+    EVENT_TYPE_SCHEMA,
+    IDEMPOTENCY,
+    LIMIT,
+    NO_FIELDS,
+    OBJ,
+    PAGE,
+    RECOVER_BODY,
+    RECOVERY_SCHEMA,
+    REF_PATH,
+    ROTATE_BODY,
+    SAMPLE_BODY,
+    SAMPLE_SCHEMA,
+    SIGNING_KEY_SCHEMA,
+    TEST_SEND_SCHEMA,
+    TRIGGERS_TEXT,
+    customer_ref,
+    event_schema_name,
+    event_schemas,
+    families,
+    id_param,
+    list_of,
+    product_param,
+    query,
+    query_id,
+    ref,
+    sandbox_trigger,
+    webhooks,
+)
+from edge.routetable import BUILTIN_SHAPES, ProductRoute
+from edge.triggers import RouteKind
 from svckit.errors import ERROR_KINDS
 from svckit.events import EVENT_KINDS
-from svckit.prototables import ATTEMPT_OUTCOME
-from svckit.webhook_status import DeliveryStatus, EndpointStatus
+from svckit.webhook_status import DeliveryStatus
 
-ERROR_REF = {"$ref": "#/components/responses/Error"}
+__all__ = ["build_openapi", "event_schema_name", "event_schemas", "webhooks"]
 
-
-def _params(*names: str) -> list[dict[str, Any]]:
-    return [
-        {"name": n, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
-        for n in names
-    ]
-
-
-def _query(name: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "schema": schema}
-
-
-IDEMPOTENCY = {
-    "name": "Idempotency-Key",
-    "in": "header",
-    "required": True,
-    "description": "1 to 255 printable ASCII characters; kept 24 h per account and environment.",
-    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"},
+# Every refusal an operation can answer, by status: what each means there.
+STATUS_TEXT = {
+    400: "invalid_request (a parameter, header or body the edge refuses; the message names it), "
+    "missing_idempotency_key, invalid_customer_ref",
+    401: "missing_api_key, invalid_api_key, environment_mismatch",
+    402: "search_quota_exhausted (live searches), credit_exhausted (mode A creation)",
+    403: "missing_scope, ip_not_allowed, account_read_only",
+    404: "not_found: an unknown id, or one of another account or environment",
+    406: "not_acceptable: Accept excludes application/json",
+    409: "idempotency_key_in_use, or conflict: the resource's state does not allow it",
+    413: "payload_too_large: the body is over the limit",
+    415: "unsupported_media_type: a body that is not application/json",
+    421: "misdirected_request: a Host this edge does not serve",
+    422: "idempotency_key_reused: the Idempotency-Key was used for another request",
+    429: "rate_limited: over the key's request rate; retry after Retry-After seconds",
+    503: "service_unavailable: a backend cannot be reached; retry (a POST with the same Idempotency-Key)",
 }
-CUSTOMER_REF = {
-    "name": "X-Partner-Customer-Ref",
-    "in": "header",
-    "required": False,
-    "schema": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[\\x21-\\x7e]+$"},
-}
-LIMIT = _query("limit", {"type": "integer", "minimum": 1, "maximum": 100})
-PAGE = _query("page_token", {"type": "string"})
-
-OBJ = {"type": "object"}
-ENDPOINT_SCHEMA = {
-    "type": "object",
-    "required": ["object", "id", "url", "events", "status"],
-    "properties": {
-        "object": {"const": "webhook_endpoint"},
-        "id": {"type": "string"},
-        "url": {"type": "string"},
-        "events": {"type": "array", "items": {"type": "string"}},
-        "description": {"type": "string"},
-        "status": {"enum": [s.value for s in EndpointStatus]},
-        "secret": {"type": "string"},
-    },
-}
-DELETED_SCHEMA = {
-    "type": "object",
-    "required": ["object", "id", "deleted"],
-    "properties": {
-        "object": {"const": "webhook_endpoint"},
-        "id": {"type": "string"},
-        "deleted": {"const": True},
-    },
-}
-LIST_SCHEMA = {
-    "type": "object",
-    "required": ["object", "data"],
-    "properties": {
-        "object": {"const": "list"},
-        "data": {"type": "array"},
-        "nextPageToken": {"type": ["string", "null"]},
-    },
-}
-ATTEMPT_SCHEMA = {
-    "type": "object",
-    "required": ["object", "id", "deliveryId", "outcome", "requestHeaders", "responseHeaders"],
-    "properties": {
-        "object": {"const": "webhook_attempt"},
-        "id": {"type": "string"},
-        "deliveryId": {"type": "string"},
-        "endpointId": {"type": "string"},
-        "eventId": {"type": "string"},
-        "attemptNumber": {"type": "integer"},
-        "outcome": {"enum": [*ATTEMPT_OUTCOME.names().values(), "unknown"]},
-        "responseStatus": {"type": ["integer", "null"]},
-        "responseBody": {"type": "string", "description": "the first 4 KiB of the receiver's response"},
-        "requestHeaders": {"type": "object", "additionalProperties": {"type": "string"}},
-        "responseHeaders": {
-            "type": "object",
-            "additionalProperties": {"type": "string"},
-            "description": "the receiver's response headers, lower-case names, at most 4 KiB in all",
-        },
-        "latencyMs": {"type": "number"},
-        "error": {"type": ["string", "null"]},
-        "attempted": {"type": ["string", "null"]},
-        "manual": {"type": "boolean"},
-    },
+COMMON = (400, 401, 403, 404, 406, 413, 415, 421, 429, 503)
+REQUEST_ID = {
+    "description": "the request's id (also the error body's requestId)",
+    "schema": {"type": "string"},
 }
 
 
-def _list_of(item: dict[str, Any]) -> dict[str, Any]:
+def _error_response(status: int) -> dict[str, Any]:
+    headers: dict[str, Any] = {"X-Request-Id": REQUEST_ID}
+    if status == 429:
+        headers["Retry-After"] = {"required": True, "schema": {"type": "string", "pattern": "^[0-9]+$"}}
     return {
-        "type": "object",
-        "required": ["object", "data"],
-        "properties": {
-            "object": {"const": "list"},
-            "data": {"type": "array", "items": item},
-            "nextPageToken": {"type": ["string", "null"]},
-        },
+        "description": STATUS_TEXT[status],
+        "headers": headers,
+        "content": {"application/json": {"schema": ref("Error")}},
     }
 
 
-ENDPOINT_BODY = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "url": {"type": "string", "format": "uri"},
-        "events": {"type": "array", "items": {"type": "string"}},
-        "description": {"type": "string", "maxLength": 1024},
-    },
-}
-
-
 def _op(
+    op_id: str,
     summary: str,
     scope: str | None,
     ok: int = 200,
     schema: dict[str, Any] | None = None,
     params: list[dict[str, Any]] | None = None,
     body: dict[str, Any] | None = None,
-    post: bool = False,
+    body_required: bool = False,
+    kind: RouteKind = RouteKind.OTHER,
+    also: tuple[int, ...] = (),
 ) -> dict[str, Any]:
+    """One operation: its success answer, every refusal it can answer (``also``: beyond the ones every
+    route can), and the headers the gate reads (Idempotency-Key on POST, X-Sandbox-Trigger)."""
+    post = body is not None
+    statuses = sorted({*COMMON, *also, *((409, 422) if post else ())})
     op: dict[str, Any] = {
+        "operationId": op_id,
         "summary": summary,
         "responses": {
-            str(ok): {"description": "OK", "content": {"application/json": {"schema": schema or OBJ}}},
-            "default": ERROR_REF,
+            str(ok): {
+                "description": "OK" if ok < 300 else "Accepted",
+                "headers": {"X-Request-Id": REQUEST_ID},
+                "content": {"application/json": {"schema": schema or OBJ}},
+            },
+            **{str(s): {"$ref": f"#/components/responses/Error{s}"} for s in statuses},
+            "default": {"$ref": "#/components/responses/Error"},
         },
+        "security": [{"svcKey": []}],
     }
     if scope:
         op["description"] = f"Required scope: `{scope}`."
         op["x-required-scope"] = scope
-        op["security"] = [{"svcKey": []}]
     else:
-        op["security"] = []
-    params = list(params or [])
-    if post:
-        params.append(IDEMPOTENCY)
-    if params:
-        op["parameters"] = params
+        op["description"] = "Any valid key; events are filtered by the key's scopes as on /v1/stream."
+    trigger = sandbox_trigger(kind)
+    op["parameters"] = [*(params or []), *([IDEMPOTENCY] if post else []), *([trigger] if trigger else [])]
     if body is not None:
-        op["requestBody"] = {"required": False, "content": {"application/json": {"schema": body}}}
+        op["requestBody"] = {"required": body_required, "content": {"application/json": {"schema": body}}}
     return op
 
 
-def event_schema_name(kind: str) -> str:
-    """The component of the envelope of ``kind``: booking.confirmed -> BookingConfirmedEvent."""
-    return "".join(w.capitalize() for w in kind.replace(".", "_").split("_")) + "Event"
-
-
-def _ref(name: str) -> dict[str, Any]:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def event_schemas() -> dict[str, Any]:
-    """One component per event kind (webhook.test included): its whole envelope, ``data`` by the event
-    catalog's JSON Schema (svckit.catalog); OpenAPI 3.1's schemas are JSON Schema 2020-12 as they are."""
-    out = {}
-    for kind in (*EVENT_KINDS, TEST_KIND.kind):
-        schema = envelope_schema(kind)
-        schema.pop("$schema", None)
-        out[event_schema_name(kind)] = schema
-    return out
-
-
-# An event read back (GET /v1/events): one of the published kinds' envelopes, told apart by ``type``.
-EVENT_SCHEMA = {
-    "oneOf": [_ref(event_schema_name(k)) for k in EVENT_KINDS],
-    "discriminator": {
-        "propertyName": "type",
-        "mapping": {k: f"#/components/schemas/{event_schema_name(k)}" for k in EVENT_KINDS},
-    },
-}
-EVENT_TYPE_SCHEMA = {
-    "type": "object",
-    "required": ["object", "kind", "description", "states", "mode", "subscribable", "schema", "example"],
-    "properties": {
-        "object": {"const": "event_type"},
-        "kind": {"enum": [*EVENT_KINDS, TEST_KIND.kind]},
-        "description": {"type": "string"},
-        "states": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-        "mode": {"enum": ["A", "B", None], "description": "its only commercial mode; null: both"},
-        "subscribable": {"type": "boolean", "description": "false: sent by test sends only (webhook.test)"},
-        "schema": {"type": "object", "description": "JSON Schema (draft 2020-12) of the event's data"},
-        "example": {"type": "object", "description": "an example data, valid against schema"},
-    },
-}
-
-
-def webhooks() -> dict[str, Any]:
-    """OpenAPI 3.1 ``webhooks``: what a partner's endpoint receives, one entry per event kind."""
+def _fixed_paths() -> dict[str, Any]:
+    ep = [id_param("endpoint_id", "we")]
+    endpoint_ref = ref("WebhookEndpoint")
     return {
-        kind: {
-            "post": {
-                "summary": f"{kind} delivered to a subscribed endpoint (signed: X-Service-Signature)",
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": _ref(event_schema_name(kind))}},
-                },
-                "responses": {"2XX": {"description": "received; anything else is retried"}},
-            }
-        }
-        for kind in (*EVENT_KINDS, TEST_KIND.kind)
-    }
-
-
-EVENT_LIST_SCHEMA = _list_of(EVENT_SCHEMA)
-
-
-def _any_key(op: dict[str, Any]) -> dict[str, Any]:
-    """An operation any valid key may call (what it sees depends on its scopes)."""
-    op["security"] = [{"svcKey": []}]
-    op["description"] = "Any valid key; events are filtered by the key's scopes as on /v1/stream."
-    return op
-
-
-def build_openapi(config: EdgeConfig) -> dict[str, Any]:
-    ep = _params("endpoint_id")
-    paths: dict[str, Any] = {
         "/v1/account": {
-            "get": _op("Read own account, the calling key and today's search usage", "account:read")
+            "get": _op(
+                "getAccount",
+                "Read own account, the calling key and today's search usage",
+                "account:read",
+                schema=ACCOUNT_SCHEMA,
+            )
         },
         "/v1/customers/{ref}": {
             "delete": _op(
-                "Remove the traveller record of a partner reference", "account:write", params=_params("ref")
+                "deleteCustomer",
+                "Remove the traveller record of a partner reference",
+                "account:write",
+                schema=CUSTOMER_SCHEMA,
+                params=[REF_PATH],
             )
         },
         "/v1/webhooks/endpoints": {
-            "get": _op("List webhook endpoints", "webhooks:read", schema=LIST_SCHEMA, params=[LIMIT, PAGE]),
+            "get": _op(
+                "listWebhookEndpoints",
+                "List webhook endpoints",
+                "webhooks:read",
+                schema=list_of(endpoint_ref),
+                params=[LIMIT, PAGE],
+            ),
             "post": _op(
+                "createWebhookEndpoint",
                 "Register a webhook endpoint (the response carries its signing secret, once)",
                 "webhooks:write",
                 201,
-                ENDPOINT_SCHEMA,
-                body={**ENDPOINT_BODY, "required": ["url", "events"]},
-                post=True,
+                endpoint_ref,
+                body=ENDPOINT_BODY,
+                body_required=True,
             ),
         },
         "/v1/webhooks/endpoints/{endpoint_id}": {
-            "get": _op("Get a webhook endpoint", "webhooks:read", schema=ENDPOINT_SCHEMA, params=ep),
-            "post": _op(
-                "Update url, events or description",
-                "webhooks:write",
-                schema=ENDPOINT_SCHEMA,
+            "get": _op(
+                "getWebhookEndpoint",
+                "Get a webhook endpoint",
+                "webhooks:read",
+                schema=endpoint_ref,
                 params=ep,
-                body=ENDPOINT_BODY,
-                post=True,
             ),
-            "delete": _op("Delete a webhook endpoint", "webhooks:write", schema=DELETED_SCHEMA, params=ep),
+            "post": _op(
+                "updateWebhookEndpoint",
+                "Update url, events, description or signatureScheme",
+                "webhooks:write",
+                schema=endpoint_ref,
+                params=ep,
+                body=ENDPOINT_UPDATE,
+                body_required=True,
+            ),
+            "delete": _op(
+                "deleteWebhookEndpoint",
+                "Delete a webhook endpoint",
+                "webhooks:write",
+                schema=DELETED_SCHEMA,
+                params=ep,
+            ),
+        },
+        "/v1/webhooks/signing-keys": {
+            "get": _op(
+                "listWebhookSigningKeys",
+                "The public ed25519 keys of the Standard Webhooks v1a signatures",
+                "webhooks:read",
+                schema=list_of(SIGNING_KEY_SCHEMA),
+                params=[query_id("endpoint", "we")],
+            )
         },
         "/v1/webhooks/endpoints/{endpoint_id}/rotate_secret": {
             "post": _op(
+                "rotateWebhookSecret",
                 "Rotate the signing secret; the old one stays valid for overlapSeconds (default 24 h)",
                 "webhooks:write",
-                schema=ENDPOINT_SCHEMA,
+                schema=endpoint_ref,
                 params=ep,
-                body={
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {"overlapSeconds": {"type": "integer", "minimum": 0, "maximum": 604800}},
-                },
-                post=True,
+                body=ROTATE_BODY,
             )
         },
         "/v1/webhooks/endpoints/{endpoint_id}/enable": {
             "post": _op(
+                "enableWebhookEndpoint",
                 "Re-enable a disabled endpoint",
                 "webhooks:write",
-                schema=ENDPOINT_SCHEMA,
+                schema=endpoint_ref,
                 params=ep,
-                post=True,
+                body=NO_FIELDS,
             )
         },
         "/v1/webhooks/endpoints/{endpoint_id}/recover": {
             "post": _op(
+                "recoverWebhookEndpoint",
                 "Re-send what the endpoint missed since a time",
                 "webhooks:write",
+                schema=RECOVERY_SCHEMA,
                 params=ep,
-                body={
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["since"],
-                    "properties": {"since": {"type": "string", "format": "date-time"}},
-                },
-                post=True,
+                body=RECOVER_BODY,
+                body_required=True,
             )
         },
         "/v1/webhooks/endpoints/{endpoint_id}/test": {
-            "post": _op("Send a sample delivery to the endpoint", "webhooks:write", 202, params=ep, post=True)
+            "post": _op(
+                "sendWebhookTest",
+                "Send a sample delivery to the endpoint",
+                "webhooks:write",
+                202,
+                TEST_SEND_SCHEMA,
+                params=ep,
+                body=NO_FIELDS,
+            )
         },
         "/v1/sandbox/events": {
             "post": _op(
-                "Sandbox only: publish a sample event of a kind to the account's endpoints and stream",
+                "sendSandboxEvent",
+                "Sandbox only (404 on live): publish a sample event of a kind to the account's endpoints "
+                "and stream",
                 "webhooks:write",
                 202,
-                body={
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["type"],
-                    "properties": {"type": {"enum": list(EVENT_KINDS)}, "data": {"type": "object"}},
-                },
-                post=True,
+                SAMPLE_SCHEMA,
+                body=SAMPLE_BODY,
+                body_required=True,
             )
         },
         "/v1/sandbox/clock/advance": {
             "post": _op(
-                "Sandbox only: bring the account's sandbox delivery schedule forward (a test clock)",
+                "advanceSandboxClock",
+                "Sandbox only (404 on live): bring the account's sandbox delivery schedule forward",
                 "webhooks:write",
-                body={
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["by"],
-                    "properties": {
-                        "by": {
-                            "type": "string",
-                            "minLength": 2,
-                            "maxLength": 16,
-                            "pattern": "^([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?$",
-                            "description": "1s to 7d, e.g. 30s, 5m, 2h, 1d, 1h30m",
-                        }
-                    },
-                },
-                post=True,
+                schema=CLOCK_SCHEMA,
+                body=CLOCK_BODY,
+                body_required=True,
             )
         },
         "/v1/webhooks/deliveries": {
             "get": _op(
+                "listWebhookDeliveries",
                 "List deliveries (one event to one endpoint)",
                 "webhooks:read",
-                schema=LIST_SCHEMA,
+                schema=list_of(ref("WebhookDelivery")),
                 params=[
-                    _query("endpoint", {"type": "string"}),
-                    _query("event", {"type": "string"}),
-                    _query("status", {"enum": [s.value for s in DeliveryStatus]}),
+                    query_id("endpoint", "we"),
+                    query_id("event", "evt"),
+                    query("status", {"enum": [s.value for s in DeliveryStatus]}),
                     LIMIT,
                     PAGE,
                 ],
@@ -351,13 +295,14 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
         },
         "/v1/webhooks/attempts": {
             "get": _op(
+                "listWebhookAttempts",
                 "List delivery attempts (kept 30 days) with the response received",
                 "webhooks:read",
-                schema=_list_of(ATTEMPT_SCHEMA),
+                schema=list_of(ATTEMPT_SCHEMA),
                 params=[
-                    _query("endpoint", {"type": "string"}),
-                    _query("event", {"type": "string"}),
-                    _query("delivery", {"type": "string"}),
+                    query_id("endpoint", "we"),
+                    query_id("event", "evt"),
+                    query_id("delivery", "msg"),
                     LIMIT,
                     PAGE,
                 ],
@@ -365,84 +310,160 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
         },
         "/v1/webhooks/attempts/{attempt_id}/resend": {
             "post": _op(
+                "resendWebhookAttempt",
                 "Resend the delivery of an attempt now",
                 "webhooks:write",
                 202,
-                params=_params("attempt_id"),
-                post=True,
+                ref("WebhookDelivery"),
+                params=[id_param("attempt_id", "att")],
+                body=NO_FIELDS,
             )
         },
         "/v1/events": {
-            "get": _any_key(
-                _op(
-                    "List the account's events of the last 30 days, newest first",
-                    None,
-                    schema=EVENT_LIST_SCHEMA,
-                    params=[
-                        _query("type", {"type": "string"}),
-                        _query("created[gte]", {"type": "string", "format": "date-time"}),
-                        _query("created[lt]", {"type": "string", "format": "date-time"}),
-                        LIMIT,
-                        PAGE,
-                    ],
-                )
+            "get": _op(
+                "listEvents",
+                "List the account's events of the last 30 days, newest first",
+                None,
+                schema=list_of(EVENT_SCHEMA),
+                params=[
+                    query(
+                        "type",
+                        {"type": "array", "items": {"enum": [*EVENT_KINDS, *families(), "*"]}},
+                        "event kinds or families (booking.*), repeated or comma-separated",
+                    ),
+                    query("created[gte]", {"type": "string", "format": "date-time"}, "RFC 3339, inclusive"),
+                    query("created[lt]", {"type": "string", "format": "date-time"}, "RFC 3339, exclusive"),
+                    {
+                        **query_id("undeliveredTo", "we"),
+                        "description": "only events whose delivery to this endpoint is held or failed "
+                        "(needs webhooks:read)",
+                    },
+                    LIMIT,
+                    PAGE,
+                ],
             )
         },
         "/v1/events/{event_id}": {
-            "get": _any_key(
-                _op(
-                    "Get one event of the last 30 days", None, schema=EVENT_SCHEMA, params=_params("event_id")
-                )
+            "get": _op(
+                "getEvent",
+                "Get one event of the last 30 days",
+                None,
+                schema=EVENT_SCHEMA,
+                params=[id_param("event_id", "evt")],
             )
         },
         "/v1/event-types": {
             "get": _op(
+                "listEventTypes",
                 "The event catalog: every event kind with its states, data schema and an example",
                 "account:read",
-                schema=_list_of(_ref("EventType")),
+                schema=list_of(ref("EventType")),
             )
         },
         "/v1/event-types/{kind}": {
             "get": _op(
+                "getEventType",
                 "One event kind of the catalog, e.g. booking.confirmed",
                 "account:read",
-                schema=_ref("EventType"),
-                params=_params("kind"),
+                schema=ref("EventType"),
+                params=[
+                    {
+                        "name": "kind",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string", "pattern": "^[a-z_]+\\.[a-z_]+$", "maxLength": 64},
+                    }
+                ],
             )
         },
         "/v1/stream": {
             "get": {
+                "operationId": "openStream",
                 "summary": "WebSocket stream of the account's events "
                 "(Sec-WebSocket-Protocol: svc, <API_KEY>)",
                 "description": "Any valid key; events are filtered by the key's scopes. See docs/edge.md.",
                 "security": [{"svcKey": []}],
                 "responses": {
                     "101": {"description": "Switching protocols (subprotocol svc)"},
-                    "default": ERROR_REF,
+                    "default": {"$ref": "#/components/responses/Error"},
                 },
             }
         },
     }
+
+
+_PARAM = re.compile(r"\{[^}]+\}")
+_NAMES = {
+    "search": "search{P}",
+    "offer": "get{P}Offer",
+    "create": "create{P}Booking",
+    "get": "get{P}Booking",
+    "modify": "modify{P}Booking",
+    "cancel": "cancel{P}Booking",
+    "plans": "listEsimPlans",
+    "usage": "getEsimOrderUsage",
+}
+
+
+def _product_op(route: ProductRoute) -> dict[str, Any]:
+    product = route.path.split("/")[2]
+    action = BUILTIN_SHAPES.get((route.method, _PARAM.sub("{}", route.path)), "")
+    if action and route.builtin_action:
+        ok, schema, body = builtin(action, product)
+    else:
+        ok, schema, body = 200, OBJ, OBJ if route.method in ("POST", "PUT", "PATCH") else None
+    if action:
+        op_id = _NAMES[action].format(P=product.capitalize())
+        if product == "esim" and action in ("create", "get"):
+            op_id = op_id.replace("Booking", "Order")
+    else:  # a deployment's own route: method and literal segments
+        words = [w for w in re.split(r"[^A-Za-z0-9]+", _PARAM.sub("", route.path)) if w and w != "v1"]
+        op_id = route.method.lower() + "".join(w.capitalize() for w in words)
+    if route.method != "POST" and body is not None and route.method not in ("PUT", "PATCH"):
+        body = None
+    params: list[dict[str, Any]] = [product_param(p) for p in route.params]
+    if route.traveller != "none":
+        params.append(customer_ref(route.traveller == "required"))
+    also = (402,) if route.search or route.creates else ()
+    op = _op(
+        op_id,
+        route.summary or f"{route.method} {route.path}",
+        route.scope,
+        ok,
+        schema,
+        params,
+        body if route.method == "POST" else None,
+        body_required=bool(body and body.get("minProperties")),
+        kind=route.kind,
+        also=(*also, 409),
+    )
+    if route.search:
+        op["description"] += " A search: counted against the daily allowance on live keys (402 when used up)."
+    return op
+
+
+def _add_links(paths: dict[str, Any]) -> None:
+    ops = {op["operationId"]: op for item in paths.values() for op in item.values()}
+    for (op_id, status), found in links(set(ops)).items():
+        response = ops[op_id]["responses"].get(status)
+        if response is not None and found:
+            response["links"] = found
+
+
+def build_openapi(config: EdgeConfig) -> dict[str, Any]:
+    paths = _fixed_paths()
     for route in config.routes.routes:
-        op = _op(
-            route.summary or f"{route.method} {route.path}",
-            route.scope,
-            params=[*_params(*route.params), *([CUSTOMER_REF] if route.traveller != "none" else [])],
-            body=OBJ if route.method in ("POST", "PUT", "PATCH") else None,
-            post=route.method == "POST",
-        )
-        if route.search:
-            op["description"] += (
-                " A search: counted against the daily allowance on live keys (402 when used up)."
-            )
-        paths.setdefault(route.path, {})[route.method.lower()] = op
+        paths.setdefault(route.path, {})[route.method.lower()] = _product_op(route)
+    _add_links(paths)
     return {
         "openapi": "3.1.0",
         "info": {
             "title": "svc partner travel API (edge)",
             "version": "v1",
             "description": "Every request carries Authorization: Svc <API_KEY>. Errors: "
-            + ", ".join(f"{t} ({k.http_status})" for t, k in ERROR_KINDS.items()),
+            + ", ".join(f"{t} ({k.http_status})" for t, k in ERROR_KINDS.items())
+            + ". A known path asked with another method: 405 method_not_allowed with Allow. "
+            + TRIGGERS_TEXT,
         },
         "paths": paths,
         "webhooks": webhooks(),
@@ -456,29 +477,18 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
             },
             "responses": {
                 "Error": {
-                    "description": "Refusal or error",
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-                }
+                    "description": "Refusal or error (docs/errors.md)",
+                    "headers": {"X-Request-Id": REQUEST_ID},
+                    "content": {"application/json": {"schema": ref("Error")}},
+                },
+                **{f"Error{s}": _error_response(s) for s in STATUS_TEXT},
             },
             "schemas": {
                 "EventType": EVENT_TYPE_SCHEMA,
+                "WebhookEndpoint": ENDPOINT_SCHEMA,
+                "WebhookDelivery": DELIVERY_SCHEMA,
                 **event_schemas(),
-                "Error": {
-                    "type": "object",
-                    "required": ["error"],
-                    "properties": {
-                        "error": {
-                            "type": "object",
-                            "required": ["type", "message", "requestId", "docUrl"],
-                            "properties": {
-                                "type": {"enum": sorted(ERROR_KINDS)},
-                                "message": {"type": "string"},
-                                "requestId": {"type": "string", "pattern": "^req_"},
-                                "docUrl": {"type": "string"},
-                            },
-                        }
-                    },
-                },
+                "Error": ERROR_SCHEMA,
             },
         },
     }

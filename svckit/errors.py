@@ -46,6 +46,7 @@ ERROR_KINDS: dict[str, ErrorKind] = {
     "credit_exhausted": ErrorKind(402, grpc.StatusCode.RESOURCE_EXHAUSTED),
     "not_acceptable": ErrorKind(406, grpc.StatusCode.INVALID_ARGUMENT),
     "not_found": ErrorKind(404, grpc.StatusCode.NOT_FOUND),
+    "method_not_allowed": ErrorKind(405, grpc.StatusCode.UNIMPLEMENTED),
     "request_timeout": ErrorKind(408, grpc.StatusCode.DEADLINE_EXCEEDED),
     "misdirected_request": ErrorKind(421, grpc.StatusCode.INVALID_ARGUMENT),
     "conflict": ErrorKind(409, grpc.StatusCode.FAILED_PRECONDITION),

@@ -4,13 +4,14 @@ ask; it sees the events its scopes may read, as on /v1/stream (edge.streamfilter
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sanic import Blueprint
 from sanic.response import HTTPResponse
 
 from edge import convert
-from edge.blueprints.webhooks import hooks, scope_of
+from edge.blueprints.webhooks import hooks, query_args, scope_of
 from edge.context import EdgeRequest
 from edge.exceptions import EdgeError
 from edge.gate import Ctx, guarded
@@ -31,8 +32,11 @@ def _readable(ctx: Ctx, envelope: dict[str, Any]) -> bool:
 
 def _kinds(args: Any) -> list[str] | None:
     """``type``: event kinds or families (``booking.*``), repeated or comma-separated; None: every kind."""
-    patterns = [p.strip() for raw in args.getlist("type", []) for p in raw.split(",") if p.strip()]
+    raws = args.getlist("type", [])
+    patterns = [p.strip() for raw in raws for p in raw.split(",") if p.strip()]
     if not patterns:
+        if raws:  # type= with nothing in it
+            raise EdgeError("the query parameter type names no event kind", type="invalid_request")
         return None
     unknown = unknown_patterns(patterns)
     if unknown:
@@ -42,21 +46,37 @@ def _kinds(args: Any) -> list[str] | None:
     return [k for k in EVENT_KINDS if wanted(patterns, k)]
 
 
+# RFC 3339 date-time (what the document declares); Python's ISO 8601 parser alone reads more.
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
 def _time(args: Any, name: str) -> Any:
     raw = args.get(name)
-    return convert.timestamp(raw, name) if raw else None
+    if raw is None:
+        return None
+    if not _RFC3339.fullmatch(raw.upper()):
+        raise EdgeError(f"the query parameter {name} must be an RFC 3339 date-time", type="invalid_request")
+    return convert.timestamp(raw.upper(), name)
 
 
 @bp.get("/v1/events")
 @guarded("")
 async def list_events(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
     """The account's events of the last 30 days that the key may read, newest first."""
-    args = request.args
+    args = query_args(request)
     asked = _kinds(args)
     kinds = [k for k in readable_kinds(ctx.caller.scopes) if asked is None or k in asked]
     since, until = _time(args, "created[gte]"), _time(args, "created[lt]")
     limit = convert.query_limit(args)
-    if not kinds:  # nothing this key may read (an empty list would ask webhookd for every kind)
+    # Reconciliation: the events an endpoint has not received (held or failed), webhooks:read only.
+    undelivered = convert.query_id(args, "undeliveredTo", "we")
+    if undelivered and "webhooks:read" not in ctx.caller.scopes:
+        raise EdgeError("undeliveredTo needs the scope webhooks:read", type="missing_scope")
+    empty_range = since is not None and until is not None and since.ToDatetime() >= until.ToDatetime()
+    if not kinds or empty_range:  # nothing this key may read (an empty list would ask for every kind),
+        # or no time between created[gte] and created[lt]
         return json_response({"object": "list", "data": [], "nextPageToken": None})
     resp = await hooks(request).list_events(
         webhooks_pb2.ListEventsRequest(
@@ -66,6 +86,7 @@ async def list_events(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
             until=until,
             page_size=limit,
             page_token=args.get("page_token", ""),
+            undelivered_to=undelivered,
         ),
     )
     data = [e for e in map(convert.event, resp.events) if _readable(ctx, e)]

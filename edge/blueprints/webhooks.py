@@ -32,6 +32,12 @@ def scope_of(ctx: Ctx) -> dict[str, Any]:
     return {"account_id": ctx.caller.account_id, "environment": HOOKS_ENVIRONMENT.pb(ctx.environment)}
 
 
+def query_args(request: EdgeRequest) -> Any:
+    """The query with blank values kept (Sanic's ``args`` drops them): ``?limit=`` is a limit that is no
+    number (400), as the OpenAPI document says, not a missing one; an empty id filter is no filter."""
+    return request.get_args(keep_blank_values=True)
+
+
 async def _await(x: Awaitable[T]) -> T:
     return await x
 
@@ -47,7 +53,7 @@ async def list_endpoints(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
     resp = await hooks(request).list_endpoints(
         webhooks_pb2.ListEndpointsRequest(
             **scope_of(ctx),
-            page_size=convert.query_limit(request.args),
+            page_size=convert.query_limit(query_args(request)),
             page_token=request.args.get("page_token", ""),
         ),
     )
@@ -57,7 +63,7 @@ async def list_endpoints(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
 @bp.post("/v1/webhooks/endpoints")
 @guarded("webhooks:write")
 async def create_endpoint(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
-    body = convert.only_fields(ctx.body, {"url", "events", "description"})
+    body = convert.only_fields(ctx.body, {"url", "events", "description", "signatureScheme"})
     url = convert.string_field(body, "url", required=True) or ""
     events = convert.string_list_field(body, "events", required=True)
     description = convert.string_field(body, "description", max_len=1024) or ""
@@ -68,6 +74,7 @@ async def create_endpoint(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
             events=events,
             description=description,
             idempotency_key=ctx.idempotency_key,
+            signature_scheme=convert.signature_scheme_field(body),
         ),
     )
     out = convert.endpoint(resp.endpoint)
@@ -89,10 +96,11 @@ async def get_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> HTTP
 @guarded("webhooks:write")
 async def update_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
-    body = convert.only_fields(ctx.body, {"url", "events", "description"})
+    body = convert.only_fields(ctx.body, {"url", "events", "description", "signatureScheme"})
     if not body:
         raise EdgeError(
-            "nothing to update: send one or more of url, events, description", type="invalid_request"
+            "nothing to update: send one or more of url, events, description, signatureScheme",
+            type="invalid_request",
         )
     url = convert.string_field(body, "url")
     events = convert.string_list_field(body, "events")
@@ -101,10 +109,14 @@ async def update_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> H
         webhooks_pb2.UpdateEndpointRequest(
             **scope_of(ctx),
             endpoint_id=eid,
-            update_mask=field_mask_pb2.FieldMask(paths=sorted(body)),
+            # The JSON field names are the proto's, but for the one camelCase name.
+            update_mask=field_mask_pb2.FieldMask(
+                paths=sorted("signature_scheme" if k == "signatureScheme" else k for k in body)
+            ),
             url=url or "",
             events=events or [],
             description=description or "",
+            signature_scheme=convert.signature_scheme_field(body),
         ),
     )
     return json_response(convert.endpoint(resp.endpoint))
@@ -136,6 +148,18 @@ async def rotate_secret(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> HTT
     return json_response(out)
 
 
+@bp.get("/v1/webhooks/signing-keys")
+@guarded("webhooks:read")
+async def list_signing_keys(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
+    """The public ed25519 keys of the Standard Webhooks ``v1a`` signatures (``?endpoint=we_...``: one's)."""
+    endpoint = request.args.get("endpoint")
+    eid = convert.path_id(endpoint, "webhook endpoint", "we") if endpoint else ""
+    resp = await hooks(request).list_signing_keys(
+        webhooks_pb2.ListSigningKeysRequest(**scope_of(ctx), endpoint_id=eid)
+    )
+    return _list([convert.signing_key(k) for k in resp.keys], "")
+
+
 @bp.post("/v1/webhooks/endpoints/<endpoint_id:str>/enable")
 @guarded("webhooks:write")
 async def enable_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
@@ -151,13 +175,17 @@ async def enable_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> H
 @guarded("webhooks:write")
 async def recover_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
-    body = convert.only_fields(ctx.body, {"since"})
+    body = convert.only_fields(ctx.body, {"since", "dryRun"})
     since = convert.string_field(body, "since", required=True, max_len=64) or ""
     ts = convert.timestamp(since, "since")
+    dry_run = body.get("dryRun", False)
+    if not isinstance(dry_run, bool):
+        raise EdgeError("the field dryRun must be true or false", type="invalid_request")
     resp = await hooks(request).recover_endpoint(
-        webhooks_pb2.RecoverEndpointRequest(**scope_of(ctx), endpoint_id=eid, since=ts),
+        webhooks_pb2.RecoverEndpointRequest(**scope_of(ctx), endpoint_id=eid, since=ts, dry_run=dry_run),
     )
-    return json_response({"object": "webhook_recovery", "endpointId": eid, "recovered": resp.recovered_count})
+    out = {"object": "webhook_recovery", "endpointId": eid, "recovered": resp.recovered_count}
+    return json_response({**out, "dryRun": True} if dry_run else out)
 
 
 @bp.post("/v1/webhooks/endpoints/<endpoint_id:str>/test")
@@ -181,10 +209,10 @@ async def send_test(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> HTTPRes
 @bp.get("/v1/webhooks/deliveries")
 @guarded("webhooks:read")
 async def list_deliveries(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
-    args = request.args
+    args = query_args(request)
     status_name = args.get("status")
     status = 0
-    if status_name:
+    if status_name is not None:
         try:
             status = DELIVERY_STATUS.pb(status_name)
         except ValueError:
@@ -208,7 +236,7 @@ async def list_deliveries(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
 @bp.get("/v1/webhooks/attempts")
 @guarded("webhooks:read")
 async def list_attempts(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
-    args = request.args
+    args = query_args(request)
     resp = await hooks(request).list_attempts(
         webhooks_pb2.ListAttemptsRequest(
             **scope_of(ctx),

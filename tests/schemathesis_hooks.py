@@ -1,0 +1,82 @@
+"""schemathesis hooks for running it against the edge (schemathesis.toml loads them): the test data a
+schema cannot express, the way a partner's QA run would supply it.
+
+- Idempotency-Key: the document says 1 to 255 printable ASCII characters, and that the same key with
+  another request is 422 idempotency_key_reused. Generated keys repeat ("0" in every request of the
+  coverage phase), so each valid key is made unique (a UUID); invalid and missing keys are kept, to be
+  refused.
+- page_token: only a value a list returned (``nextPageToken``) is one; a made-up one is 400. Dropped from
+  requests meant to be valid.
+- A webhook endpoint's url must resolve to an address webhookd may send to: a valid request gets
+  ``SVC_QA_WEBHOOK_URL`` (default ``https://localhost:9/hook``: loopback, for a webhookd run with
+  ``--allow-private-targets`` as scripts/run's is).
+- A query parameter made an object to be invalid is sent as its JSON text: the form style would explode
+  it into keys of its own (an empty one into nothing), so the request would no longer carry it.
+- A coverage case that leaves Authorization out is not touched: a changed case is revalidated as valid,
+  and the run's ``-H Authorization`` would be sent with it again.
+- POST /v1/sandbox/events: a kind for the other commercial mode (the schema's ``x-account-mode``) is
+  replaced by booking.confirmed, and ``data`` (checked against the kind's catalog schema merged with the
+  sample's) is left out of requests meant to be valid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from typing import Any
+
+import schemathesis
+from schemathesis.core.parameters import ParameterLocation
+from schemathesis.generation.meta import CoverageScenario
+from schemathesis.generation.modes import GenerationMode
+
+_KEY = re.compile(r"[ -~]{1,255}")
+QA_URL = os.environ.get("SVC_QA_WEBHOOK_URL", "https://localhost:9/hook")
+
+
+def _positive(case: Any, location: ParameterLocation) -> bool:
+    meta = case.meta
+    if meta is None:  # a stateful step or an explicit call: meant to be valid
+        return True
+    info = meta.components.get(location)
+    return info is None or info.mode == GenerationMode.POSITIVE
+
+
+def _drops_authorization(case: Any) -> bool:
+    """A coverage case leaving Authorization out on purpose (the run's -H would put it back)."""
+    data = getattr(getattr(case.meta, "phase", None), "data", None)
+    return (
+        getattr(data, "scenario", None) == CoverageScenario.MISSING_PARAMETER
+        and str(getattr(data, "parameter", "")).lower() == "authorization"
+    )
+
+
+@schemathesis.hook
+def before_call(ctx: Any, case: Any, **kwargs: Any) -> None:
+    if _drops_authorization(case):
+        return  # any change would make schemathesis revalidate the case as valid and send the key again
+    headers = case.headers
+    if headers:
+        key = headers.get("Idempotency-Key")
+        if isinstance(key, str) and _KEY.fullmatch(key):
+            headers["Idempotency-Key"] = str(uuid.uuid4())
+    query = case.query
+    if isinstance(query, dict) and "page_token" in query and _positive(case, ParameterLocation.QUERY):
+        del query["page_token"]
+    if isinstance(query, dict) and not _positive(case, ParameterLocation.QUERY):
+        for name, value in query.items():
+            if isinstance(value, dict):
+                query[name] = json.dumps(value)
+    body = case.body
+    if not isinstance(body, dict) or not _positive(case, ParameterLocation.BODY):
+        return
+    path = case.operation.path
+    if path.startswith("/v1/webhooks/endpoints") and "url" in body:
+        body["url"] = QA_URL
+    if path == "/v1/sandbox/events":
+        body.pop("data", None)
+        modes = case.operation.definition.raw["requestBody"]["content"]["application/json"]["schema"]
+        if body.get("type") in modes["properties"]["type"].get("x-account-mode", {}):
+            body["type"] = "booking.confirmed"
