@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 import logging
 import os
+import sys
 import uuid
 
 import grpc
@@ -21,13 +22,17 @@ from authsvc._service import AuthServicer
 from authsvc._service_requests import RequestLogPurge
 from authsvc._sql import SqlRepository
 from authsvc._watch import ChangeHub, PgListener, channel_name
-from svckit import addresses
+from authsvc.migrations import SCHEMA as AUTH_SCHEMA
+from svckit import addresses, tracing
+from svckit.clients.channels import target
 from svckit.clock import Clock
 from svckit.db import asyncpg_dsn, create_engine, is_postgres, normalize_url, schema_of
 from svckit.flags import FlagParser, add_flag, env_name
 from svckit.grpc_server import start_server, stop_server
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
+from svckit.migrations import SchemaError, add_migrate_command, run_migrate
+from svckit.readiness import PROBE_INTERVAL, DatabaseHealth
 from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal
 from svckit.secretbox import key_from
 from svckit.tls import Tls, add_tls_args, tls_from_args
@@ -54,9 +59,11 @@ class AuthServer:
     relay: OutboxRelay | None
     last_used: LastUsed
     purge: RequestLogPurge
+    db_health: DatabaseHealth
 
     async def stop(self, grace: float = ServeConfig.shutdown_grace) -> None:
         self.servicer.hub.close()
+        await self.db_health.stop()
         await stop_server(self.server, self.health, grace)
         if self.relay is not None:
             await self.relay.stop()
@@ -78,6 +85,7 @@ async def run_server(
     outbox_backoff_cap: float = BACKOFF_CAP,
     outbox_poll_interval: float = POLL_INTERVAL,
     secrets_key: bytes | None = None,
+    db_probe_interval: float = PROBE_INTERVAL,
 ) -> AuthServer:
     """Migrate, start the background tasks and serve. Returns the running server (port bound).
 
@@ -97,7 +105,8 @@ async def run_server(
     if webhookd:
         relay = OutboxRelay(
             repo,
-            webhookd,
+            # Several webhookd addresses: one target, failing over between them (svckit.clients.channels).
+            target(webhookd, "--webhookd"),
             tls=tls,
             clock=clock,
             backoff_cap=outbox_backoff_cap,
@@ -121,12 +130,17 @@ async def run_server(
         ],
         [SERVICE_NAME, IDENTITY_SERVICE_NAME],
         tls,
+        # A portal call acts for the user of the session it carries (svckit.portal_calls).
+        portal_sessions=identity.portal_user,
     )
+    # gRPC health NOT_SERVING while the database does not answer (svckit.readiness).
+    db_health = DatabaseHealth(engine, health, [SERVICE_NAME, IDENTITY_SERVICE_NAME], db_probe_interval)
+    db_health.start()
     log.info(
         "authsvc serving",
         extra={"port": port, "postgres": channel is not None, "webhookd": webhookd, "mtls": tls is not None},
     )
-    return AuthServer(server, port, health, servicer, repo, listener, relay, last_used, purge)
+    return AuthServer(server, port, health, servicer, repo, listener, relay, last_used, purge, db_health)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -135,13 +149,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser, SERVICE, listen=addresses.AUTHSVC, metrics=addresses.AUTHSVC_METRICS, database=DATABASE
     )
     add_tls_args(parser, SERVICE)
+    tracing.add_tracing_args(parser, SERVICE)
     add_flag(
         parser,
         "--webhookd",
         env=env_name(SERVICE, "webhookd"),
         default="",
-        help=f"webhookd gRPC address HOST:PORT for outbox events (e.g. {addresses.WEBHOOKD}); empty keeps "
-        "events pending in the outbox",
+        help=f"webhookd gRPC address HOST:PORT for outbox events (e.g. {addresses.WEBHOOKD}); several "
+        "webhookd processes: IP:PORT addresses comma-separated, or one dns:///NAME:PORT resolving to several "
+        "(failover); empty keeps events pending in the outbox",
     )
     add_flag(
         parser,
@@ -175,6 +191,7 @@ def _secrets_key(path: str) -> bytes | None:
 
 async def serve(args: argparse.Namespace) -> int:
     setup_logging("authsvc", args.log_level)
+    tracing.setup(SERVICE, args.otlp_endpoint)
     metrics_port = serve_metrics(args.metrics_listen) if args.metrics_listen else None
     running = await run_server(
         args.listen,
@@ -187,6 +204,7 @@ async def serve(args: argparse.Namespace) -> int:
     )
     print_ready("authsvc", grpc_port=running.port, metrics_port=metrics_port)
     await run_until_signal(lambda: running.stop(args.shutdown_grace))
+    tracing.shutdown()
     log.info("authsvc stopped")
     return 0
 
@@ -196,6 +214,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     serve_parser = sub.add_parser("serve", help="serve travel.auth.v1 over gRPC")
     add_arguments(serve_parser)
+    add_migrate_command(sub, SERVICE, DATABASE)
     args = parser.parse_args(argv)
+    if args.command == "migrate":
+        return run_migrate(args, AUTH_SCHEMA)
     # uvloop as the edge and webhookd: gRPC's aio server spends less per call on its loop.
-    return uvloop.run(serve(args))
+    try:
+        return uvloop.run(serve(args))
+    except (SchemaError, ValueError) as exc:  # ValueError: a bad --webhookd address list
+        print(f"authsvc: {exc}", file=sys.stderr)
+        return 2

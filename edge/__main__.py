@@ -14,15 +14,19 @@ import uvloop
 from edge.app import create_app
 from edge.config import DEFAULT_LIVE_LISTEN, DEFAULT_SANDBOX_LISTEN, EdgeConfig
 from edge.environments import listen_hosts
+from edge.migrations import SCHEMA as EDGE_SCHEMA
 from edge.routetable import RouteTable, RouteTableError
 from edge.server import EdgeProtocol
 from edge.sources import parse_networks
-from svckit import addresses
+from edge.upstream import check_routes, signing_key
+from svckit import addresses, tracing
 from svckit.clients.auth import auth_target
-from svckit.db import normalize_url
+from svckit.clients.channels import target
+from svckit.db import add_password_file_flag, normalize_url
 from svckit.flags import FlagParser, add_flag, config_default, csv_list, env_name
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
+from svckit.migrations import SchemaError, add_migrate_command, run_migrate
 from svckit.runner import ServeConfig, or_default, print_ready, run_until_signal
 from svckit.secretbox import SealingKeyError, key_from, new_key
 from svckit.tls import add_tls_args, tls_from_args
@@ -41,6 +45,7 @@ def build_parser() -> FlagParser:
     parser = FlagParser(prog="python -m edge", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("new-idempotency-key", help="print a new key for --idempotency-key-file")
+    add_migrate_command(sub, SERVICE, config_default(EdgeConfig, "database"))
     s = sub.add_parser("serve", help="serve the live and sandbox listeners")
 
     def flag(name: str, **kwargs: Any) -> None:
@@ -70,7 +75,14 @@ def build_parser() -> FlagParser:
         "IP:PORT addresses comma-separated or the flag repeated, or one dns:///NAME:PORT resolving to "
         "several (round robin, failover of calls and of the key-change watch)",
     )
-    flag("webhookd", default=default("webhookd"), help="webhookd gRPC target")
+    flag(
+        "webhookd",
+        repeat=True,
+        default=csv_list(default("webhookd")),
+        help=f"webhookd gRPC address HOST:PORT (default {default('webhookd')}); several webhookd processes: "
+        "IP:PORT addresses comma-separated or the flag repeated, or one dns:///NAME:PORT resolving to "
+        "several (round robin, failover of calls and of /v1/stream's subscriptions)",
+    )
     database = default("database")
     flag(
         "database",
@@ -79,6 +91,7 @@ def build_parser() -> FlagParser:
         default=database,
         help="idempotency store URL: sqlite+aiosqlite:///path or postgresql+asyncpg://...",
     )
+    add_password_file_flag(s, SERVICE)
     flag(
         "metrics-listen",
         default=addresses.EDGE_METRICS,
@@ -143,6 +156,18 @@ def build_parser() -> FlagParser:
         help="denials of unknown keys cached at most, least recently used evicted first (0: none cached)",
     )
     flag(
+        "unknown-key-rate",
+        type=float,
+        default=default("unknown_key_rate"),
+        help="look-ups of keys authsvc does not know allowed per client address a second (then 429)",
+    )
+    flag(
+        "unknown-key-burst",
+        type=int,
+        default=default("unknown_key_burst"),
+        help="look-ups of keys authsvc does not know allowed per client address at once",
+    )
+    flag(
         "stream-ping-seconds",
         type=float,
         default=default("stream_ping_seconds"),
@@ -205,6 +230,12 @@ def build_parser() -> FlagParser:
         help="seconds a product upstream has to answer before the request is answered 503",
     )
     flag(
+        "upstream-signing-key-file",
+        default="",
+        help="Ed25519 private key (PEM): sign each product request's identity for upstreams behind a "
+        "TLS-terminating proxy (X-Edge-Assertion); empty: none",
+    )
+    flag(
         "sandbox-confirm-seconds",
         type=float,
         default=default("sandbox_confirm_seconds"),
@@ -218,6 +249,7 @@ def build_parser() -> FlagParser:
         help="seconds running requests may finish after SIGTERM",
     )
     add_tls_args(s, SERVICE)
+    tracing.add_tracing_args(s, SERVICE)
     return parser
 
 
@@ -230,11 +262,15 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
     listens = (args.live_listen, args.sandbox_listen)
     live_port, sandbox_port = ports or [int(listen.rpartition(":")[2]) for listen in listens]
     routes = RouteTable.load(args.routes) if args.routes else EdgeConfig().routes
+    tls = tls_from_args(args)
+    check_routes(routes, tls)  # https upstreams only, unless --insecure-dev
     authsvc = args.authsvc or csv_list(EdgeConfig.authsvc)
     auth_target(authsvc)  # a bad address list stops the start here, with its message
+    webhookd = args.webhookd or csv_list(EdgeConfig.webhookd)
+    target(webhookd, "--webhookd")  # the same for webhookd's
     return EdgeConfig(
         authsvc=",".join(authsvc),
-        webhookd=args.webhookd,
+        webhookd=",".join(webhookd),
         database=normalize_url(args.database),
         live_hosts=_hosts(args.live_hosts, args.live_listen, live_port),
         sandbox_hosts=_hosts(args.sandbox_hosts, args.sandbox_listen, sandbox_port),
@@ -256,11 +292,14 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         redis_prefix=args.redis_prefix,
         redis_timeout=args.redis_timeout,
         denial_cache_size=args.denial_cache_size,
+        unknown_key_rate=args.unknown_key_rate,
+        unknown_key_burst=args.unknown_key_burst,
         keep_alive_timeout=args.keep_alive_timeout,
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
         upstream_timeout=args.upstream_timeout,
-        tls=tls_from_args(args),
+        upstream_signing_key=signing_key(args.upstream_signing_key_file),
+        tls=tls,
         idempotency_key=key_from(
             args.idempotency_key_file, os.environ.get(IDEMPOTENCY_KEY_ENV, ""), "--idempotency-key-file"
         ),
@@ -270,6 +309,7 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
 async def serve(args: argparse.Namespace) -> None:
     socks = [bind(args.live_listen), bind(args.sandbox_listen)]
     config = config_from(args, [s.getsockname()[1] for s in socks])
+    tracing.setup(SERVICE, args.otlp_endpoint)
     app = create_app(config)
     running = await start(app, socks, protocol=EdgeProtocol)
     metrics_port = serve_metrics(args.metrics_listen) if args.metrics_listen else None
@@ -281,17 +321,20 @@ async def serve(args: argparse.Namespace) -> None:
         await running.stop(args.shutdown_grace)
 
     await run_until_signal(stop)
+    tracing.shutdown()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "migrate":
+        return run_migrate(args, EDGE_SCHEMA)
     if args.command == "new-idempotency-key":
         print(new_key())
         return 0
     setup_logging("edge", args.log_level)
     try:
         uvloop.run(serve(args))
-    except (RouteTableError, ValueError, OSError, SealingKeyError) as exc:
+    except (RouteTableError, ValueError, OSError, SealingKeyError, SchemaError) as exc:
         log.error("edge could not start", extra={"error": str(exc)})
         print(f"edge: {exc}", file=sys.stderr)
         return 2

@@ -31,22 +31,24 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from edge.authcache import AuthCache
 from edge.authorizer import Authorizer
-from edge.blueprints import account, catalog, clock, docs, events, products, sandbox, stream, webhooks
+from edge.blueprints import account, catalog, clock, docs, events, health, products, sandbox, stream, webhooks
 from edge.config import EdgeConfig
 from edge.context import EdgeApp, EdgeContext, EdgeRequest
 from edge.docurls import DOCS_PATH
-from edge.exceptions import EdgeError, RateLimited, edge_error
+from edge.exceptions import EdgeError, RateLimited, WrongMethod, edge_error, outage_error
 from edge.gate import Gate
 from edge.idempotency import SqlIdempotencyStore
+from edge.methods import allowed_methods
 from edge.metrics import REFUSALS, count_response
 from edge.publisher import Publisher
 from edge.requestlog import RequestLog
 from edge.responses import error_response, new_request_id
 from edge.simulator import Simulator
+from edge.unknownkeys import UnknownKeyBudget
+from edge.upstream import upstream_transport
 from svckit.clients import AuthClient, ClientError, HooksClient
 from svckit.db import create_engine
 from svckit.errors import ServiceError
-from svckit.http import PooledTransport, system_addresses
 from svckit.logs import request_id_var
 from svckit.refusallog import RefusalLog
 from svckit.secretbox import SecretBox
@@ -67,6 +69,8 @@ GRPC_OPTIONS = [
 def _classify(request: EdgeRequest | None, exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, ClientError):
         exc = edge_error(exc)
+    elif not isinstance(exc, ServiceError | SanicException):
+        exc = outage_error(exc) or exc  # the idempotency database down: 503, never a 500
     if isinstance(exc, ServiceError):
         return exc.type, exc.message
     if isinstance(exc, NotFound | MethodNotAllowed):
@@ -75,6 +79,9 @@ def _classify(request: EdgeRequest | None, exc: BaseException) -> tuple[str, str
                 request.app.ctx.gate.hosts.environment(request.headers.get("host"))
             except EdgeError as host_error:
                 return host_error.type, host_error.message
+            wrong = _wrong_method(request)
+            if wrong is not None:
+                return wrong.type, wrong.message
             return "not_found", f"no route {request.method} {request.path}"
         return "not_found", "no such route"
     if isinstance(exc, PayloadTooLarge):
@@ -89,6 +96,12 @@ def _classify(request: EdgeRequest | None, exc: BaseException) -> tuple[str, str
     return "internal_error", "internal error; the request id identifies it in our logs"
 
 
+def _wrong_method(request: EdgeRequest) -> WrongMethod | None:
+    """405 for a path some route answers with other methods (edge.methods), else None (404)."""
+    allowed = allowed_methods(request.app.router, request.app.ctx.config.routes, request.path)
+    return WrongMethod(request.method, request.path, allowed) if allowed else None
+
+
 def handle_error(request: EdgeRequest | None, exc: BaseException) -> HTTPResponse:
     etype, message = _classify(request, exc)
     rid = new_request_id()
@@ -101,6 +114,10 @@ def handle_error(request: EdgeRequest | None, exc: BaseException) -> HTTPRespons
             headers = caller.headers
     if isinstance(exc, RateLimited):
         headers = (*headers, ("Retry-After", str(exc.retry_after)))
+    if etype == "method_not_allowed" and request is not None:
+        wrong = exc if isinstance(exc, WrongMethod) else _wrong_method(request)
+        if wrong is not None:
+            headers = (*headers, ("Allow", ", ".join(wrong.allowed)))
     token = request_id_var.set(rid)
     try:
         if etype == "internal_error":
@@ -147,6 +164,7 @@ def create_app(config: EdgeConfig) -> EdgeApp:
     for bp in (account.bp, webhooks.bp, events.bp, catalog.bp, sandbox.bp, stream.bp, docs.bp, products.bp):
         app.blueprint(bp)
     app.blueprint(clock.bp)
+    app.blueprint(health.bp)  # GET /healthz, /readyz
     app.error_handler.add(Exception, handle_error)
 
     @app.before_server_start
@@ -157,7 +175,11 @@ def create_app(config: EdgeConfig) -> EdgeApp:
         hooks = ctx.hooks = HooksClient(
             cfg.webhookd, cfg.tls, timeout=cfg.webhookd_timeout, options=GRPC_OPTIONS
         )
-        authorizer = ctx.authorizer = Authorizer(auth, cache=AuthCache(max_denials=cfg.denial_cache_size))
+        authorizer = ctx.authorizer = Authorizer(
+            auth,
+            cache=AuthCache(max_denials=cfg.denial_cache_size),
+            unknown_keys=UnknownKeyBudget(cfg.unknown_key_rate, cfg.unknown_key_burst),
+        )
         ctx.engine = create_engine(cfg.database)
         store = ctx.store = SqlIdempotencyStore(ctx.engine, SecretBox(cfg.idempotency_key))
         if cfg.idempotency_key is None:
@@ -174,9 +196,8 @@ def create_app(config: EdgeConfig) -> EdgeApp:
                 extra={"docs_dir": cfg.docs_dir},
             )
         # The product upstreams' transport: httpx's own pool cost a proxied GET 1.25 ms of CPU (svckit.http).
-        ctx.http = cfg.upstream_transport or PooledTransport(
-            system_addresses, max_body=cfg.upstream_max_body, refuse_longer=True
-        )
+        # Over mutual TLS with the edge's certificate unless --insecure-dev (edge.upstream).
+        ctx.http = cfg.upstream_transport or upstream_transport(cfg.tls, cfg.upstream_max_body)
         publisher = ctx.publisher = Publisher(hooks)
         gate = ctx.gate = Gate(cfg, authorizer, store, publisher)
         requests = ctx.requests = gate.requests = RequestLog(auth)

@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from edge.authcache import DENIAL_CACHE_SIZE
 from edge.environments import listen_hosts
 from edge.routetable import DEFAULT_ROUTES, RouteTable
 from edge.sources import Network
+from edge.unknownkeys import UNKNOWN_KEY_BURST, UNKNOWN_KEY_RATE
 from svckit import addresses
 from svckit.tls import Tls
 
@@ -66,10 +68,16 @@ class EdgeConfig:
     authsvc_timeout: float = 2.0
     # Denials of unknown keys cached at most (LRU): bounds what a flood of made-up keys can grow.
     denial_cache_size: int = DENIAL_CACHE_SIZE
+    # Look-ups of keys authsvc does not know, per source: a second, and at once (edge.unknownkeys).
+    unknown_key_rate: float = UNKNOWN_KEY_RATE
+    unknown_key_burst: int = UNKNOWN_KEY_BURST
     webhookd_timeout: float = 10.0
     upstream_timeout: float = 30.0
     # A product upstream's answer longer than this is refused (503), never cut.
     upstream_max_body: int = 16 * 1024 * 1024
+    # Signs the identity of each product request (svckit.edgeassertion) for upstreams behind a proxy that
+    # ends TLS; None: mutual TLS alone (--upstream-signing-key-file).
+    upstream_signing_key: Ed25519PrivateKey | None = field(default=None, repr=False)
     stream_ping_seconds: float = 20.0
     # /v1/stream's limits (edge.streamlimits; docs/edge.md "Stream limits"), the one place their defaults
     # are stated. Open streams per API key and per account (all its keys), counted per edge process, 0: no

@@ -4,17 +4,26 @@
     ServiceError (svckit)
     └── EdgeError                 any refusal; ``type`` is one of ERROR_KINDS
         ├── UpstreamUnavailable   authsvc, webhookd or a product upstream cannot be reached (503)
+        ├── WrongMethod           a known path asked with a method it does not answer (405, Allow)
         └── RateLimited           the key's request rate is over its limit (429, Retry-After)
 
-A peer's error (svckit.clients.ClientError) becomes an EdgeError in one place, ``edge_error``.
+A peer's error (svckit.clients.ClientError) becomes an EdgeError in one place, ``edge_error``; an
+outage of the edge's own database in ``outage_error``. Neither ever shows a partner a peer's or a
+driver's text about a failure on our side: that goes to the log only.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 
 from svckit.clients.errors import ClientError, PeerUnavailable
 from svckit.errors import ServiceError
+from svckit.outage import INTERNAL_MESSAGE, OutageLog, is_outage
+
+log = logging.getLogger(__name__)
+# The edge's own database failing requests: one line per 10 s with their count (svckit.outage).
+OUTAGES = OutageLog(log)
 
 
 class EdgeError(ServiceError):
@@ -23,6 +32,16 @@ class EdgeError(ServiceError):
 
 class UpstreamUnavailable(EdgeError):
     type = "service_unavailable"
+
+
+class WrongMethod(EdgeError):
+    """A path some route matches, asked with a method none of them has (edge.methods)."""
+
+    type = "method_not_allowed"
+
+    def __init__(self, method: str, path: str, allowed: list[str]) -> None:
+        self.allowed = allowed
+        super().__init__(f"{method} is not allowed on {path[:200]}; it answers {', '.join(allowed)}")
 
 
 class RateLimited(EdgeError):
@@ -43,7 +62,19 @@ PEER_UNAVAILABLE = "a backend service cannot be reached; retry later"
 
 def edge_error(exc: ClientError) -> EdgeError:
     """The edge's answer to a peer's error: its type and whole message; 503 with PEER_UNAVAILABLE when
-    the peer cannot be reached."""
-    if isinstance(exc, PeerUnavailable):
+    the peer cannot be reached or says it is unavailable; a 5xx of any other type with a generic
+    message (the peer's text is logged with the request, never answered)."""
+    if isinstance(exc, PeerUnavailable) or exc.type == "service_unavailable":
         return UpstreamUnavailable(PEER_UNAVAILABLE)
+    if exc.status >= 500:
+        return EdgeError(INTERNAL_MESSAGE, type="internal_error")
     return EdgeError(exc.detail, type=exc.type)
+
+
+def outage_error(exc: BaseException) -> EdgeError | None:
+    """503 ``service_unavailable`` for an outage of the edge's own database (or a connection it lost),
+    counted in the log; None for anything else."""
+    if not is_outage(exc):
+        return None
+    OUTAGES.add("database", exc)
+    return UpstreamUnavailable(PEER_UNAVAILABLE)

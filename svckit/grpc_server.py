@@ -12,16 +12,37 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
+from svckit import tracing
+from svckit.clients.errors import UNREACHABLE
 from svckit.errors import ServiceError, to_grpc_status
 from svckit.ids import new_request_id
 from svckit.logs import request_id_var
 from svckit.metrics import GRPC_HANDLED, GRPC_LATENCY
-from svckit.peers import guard
+from svckit.outage import INTERNAL_MESSAGE, OUTAGE_MESSAGE, OutageLog, is_outage
+from svckit.peers import SessionResolver, guard
 from svckit.tls import Tls
 
 log = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = "x-request-id"
+# Calls failed by an outage (the database, a peer): one line per 10 s with their count (svckit.outage).
+OUTAGES = OutageLog(log)
+
+
+async def unexpected(context: grpc.aio.ServicerContext, exc: Exception) -> None:
+    """Abort a call a handler failed with ``exc`` (raises): an outage is UNAVAILABLE
+    ``service_unavailable``, anything else INTERNAL ``internal_error``; neither carries the error's
+    text, which goes to the log only (an outage's counted, a bug's with its traceback)."""
+    if is_outage(exc):
+        OUTAGES.add("database", exc)
+        error = ServiceError(OUTAGE_MESSAGE, type="service_unavailable")
+    elif isinstance(exc, grpc.aio.AioRpcError) and exc.code() in UNREACHABLE:
+        OUTAGES.add("peer", exc)  # a peer this call needed did not answer
+        error = ServiceError(OUTAGE_MESSAGE, type="service_unavailable")
+    else:
+        log.error("call failed", exc_info=exc)
+        error = ServiceError(INTERNAL_MESSAGE)
+    await context.abort_with_status(to_grpc_status(error))
 
 
 def request_id_of(metadata: Iterable[tuple[str, Any]] | None) -> str:
@@ -33,7 +54,8 @@ def request_id_of(metadata: Iterable[tuple[str, Any]] | None) -> str:
 
 
 def observe(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
-    """``handler`` of ``method`` mapping stray ServiceErrors to statuses, counting and timing its calls.
+    """``handler`` of ``method`` mapping stray ServiceErrors to statuses (any other error: ``unexpected``),
+    counting and timing its calls.
     Built once per method, with its metric children bound, when the server registers it
     (``Registering``): a call pays for no interceptor and no label look-up. The request id for logs is
     set when the call is routed (``_WrappedGeneric.service``)."""
@@ -58,6 +80,10 @@ def observe(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandle
                 return await inner_uu(request, context)
             except ServiceError as exc:
                 await context.abort_with_status(to_grpc_status(exc))
+            except grpc.aio.BaseError:  # the call aborted (context.abort) or the server stopping
+                raise
+            except Exception as exc:
+                await unexpected(context, exc)
             finally:
                 latency.observe(perf_counter() - start)
                 count(context)
@@ -77,6 +103,10 @@ def observe(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandle
                     yield item
             except ServiceError as exc:
                 await context.abort_with_status(to_grpc_status(exc))
+            except grpc.aio.BaseError:  # the call aborted (context.abort) or the server stopping
+                raise
+            except Exception as exc:
+                await unexpected(context, exc)
             finally:
                 latency.observe(perf_counter() - start)
                 count(context)
@@ -149,13 +179,15 @@ async def start_server(
     registrars: Iterable[Registrar],
     service_names: Sequence[str],
     tls: Tls | None = None,
+    portal_sessions: SessionResolver | None = None,
 ) -> tuple[grpc.aio.Server, int, health_aio.HealthServicer]:
     """Build, bind and start an aio server with health and reflection, every method observed (``observe``).
     Returns (server, port, health).
 
     ``listen`` is ``host:port``; port 0 binds a free port. With ``tls`` the port requires a client
     certificate from its CA and every call passes the allow list (``svckit.peers``); without, plaintext
-    (``--insecure-dev``).
+    (``--insecure-dev``). ``portal_sessions`` resolves the session a call from the portal carries
+    (svckit.portal_calls); without it the portal's certificate may only sign in.
     """
     server = grpc.aio.server(
         options=[
@@ -165,12 +197,15 @@ async def start_server(
             ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
         ],
     )
+    # Spans only when this process set tracing up before starting its server (svckit.tracing).
     if tls is None:
-        wrap: Wrap = observe
+
+        def wrap(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+            return observe(method, tracing.traced(method, handler))
     else:
 
         def wrap(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
-            return observe(method, guard(method, handler))
+            return observe(method, tracing.traced(method, guard(method, handler, portal_sessions)))
 
     registering = cast(grpc.aio.Server, Registering(server, wrap))
     for register in registrars:

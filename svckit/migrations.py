@@ -3,8 +3,11 @@
 Each service ships an Alembic environment as package data (``authsvc/migrations``: ``env.py`` calling
 ``run_env`` and ``versions/``, explicit ``op`` revisions) and upgrades to head at start with
 ``upgrade``: programmatically (no alembic.ini), inside one transaction on the service's own async
-engine (Alembic's ``run_sync`` pattern), serialised between processes by the same PostgreSQL advisory
-lock the previous release took (on SQLite, ``BEGIN IMMEDIATE`` does it). A database made by the previous
+engine (Alembic's ``run_sync`` pattern), serialised between processes by PostgreSQL advisory locks: one
+per schema (under which a missing schema is created) and the one the previous release took (on SQLite,
+``BEGIN IMMEDIATE`` does it). ``migrate`` goes to any revision, down as well as up (``python -m
+<service> migrate --to REV``: ``add_migrate_command``); a database at a revision this release does not
+know (a newer release's) is refused with a one-line ``SchemaError``. A database made by the previous
 release (``<prefix>schema_version`` at its last version) is adopted: stamped at the first revision,
 tables and rows kept, the old version table dropped.
 
@@ -13,11 +16,13 @@ Developers use the ``alembic`` command with the repository's alembic.ini (``alem
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import dataclasses
 import logging
 import os
+import sys
 import threading
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -31,8 +36,9 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from svckit.db import create_engine, is_postgres, normalize_url, schema_of
-from svckit.runner import env_name
+from svckit.db import add_password_file_flag, create_engine, is_postgres, normalize_url, schema_of
+from svckit.flags import add_flag
+from svckit.runner import env_name, or_default
 
 log = logging.getLogger(__name__)
 # Alembic says "Context impl ..." at INFO on every start; our "schema migrated" line says what changed.
@@ -84,33 +90,46 @@ def current(connection: sa.Connection, schema: Schema) -> str | None:
     return ctx.get_current_revision()
 
 
+class SchemaError(RuntimeError):
+    """The database's schema is not one this release can run on or migrate (one line, for the operator)."""
+
+
 async def upgrade(engine: AsyncEngine, schema: Schema) -> str:
     """Bring the database to head (adopting a previous release's database). Returns the revision.
 
-    Safe to run from several processes at once; every step is one transaction.
+    Safe to run from several processes at once; every step is one transaction. A database at a revision
+    this release does not know (a newer release migrated it) is a SchemaError, nothing changed.
     """
-    if is_postgres(engine):
-        pg_schema = schema_of(engine)
-        if pg_schema:
-            async with engine.begin() as conn:
-                await conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{pg_schema}"')
-    async with _one_at_a_time(), engine.begin() as conn:
-        if is_postgres(engine):
-            # The previous release's lock: old and new processes of a rolling upgrade take turns.
-            await conn.execute(
-                sa.text("SELECT pg_advisory_xact_lock(hashtext(:n))"), {"n": schema.legacy_table}
-            )
-        return await conn.run_sync(_upgrade, schema)
+    return await migrate(engine, schema, "head")
 
 
 async def downgrade(engine: AsyncEngine, schema: Schema, target: str) -> str:
     """Take the database back to revision ``target`` by running the revisions' own downgrades (for an
     operator's rollback, and for tests that need a database as an older release left it)."""
+    return await migrate(engine, schema, target)
+
+
+async def migrate(engine: AsyncEngine, schema: Schema, target: str = "head") -> str:
+    """Upgrade or downgrade the database to ``target`` (a revision, ``head`` or ``base``), whichever way
+    it lies from the current one, under the migration lock. Returns the revision reached."""
     async with _one_at_a_time(), engine.begin() as conn:
-        await conn.run_sync(lambda c: command.downgrade(config(schema, c), target))
-        after = await conn.run_sync(current, schema)
-    assert after is not None
-    return after
+        if is_postgres(engine):
+            await _lock_and_create_schema(conn, schema, schema_of(engine))
+        return await conn.run_sync(_migrate, schema, target)
+
+
+async def _lock_and_create_schema(conn: Any, schema: Schema, pg_schema: str | None) -> None:
+    """Take the migration locks for this transaction and create the URL's schema if missing, under them:
+    two processes starting at once on an empty database must not both try to create it. The schema's
+    lock is shared by every service (they may share one schema); then the service's own, the one the
+    previous release took (old and new processes of a rolling upgrade take turns)."""
+    if pg_schema:
+        lock = sa.text("SELECT pg_advisory_xact_lock(hashtext(:n))")
+        await conn.execute(lock, {"n": f"svckit schema {pg_schema}"})
+        found = await conn.execute(sa.text("SELECT 1 FROM pg_namespace WHERE nspname = :s"), {"s": pg_schema})
+        if found.first() is None:
+            await conn.exec_driver_sql(f'CREATE SCHEMA "{pg_schema}"')
+    await conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext(:n))"), {"n": schema.legacy_table})
 
 
 # Alembic's ``context`` and ``op`` are process-wide proxies: two upgrades in one process (services or
@@ -128,16 +147,41 @@ async def _one_at_a_time() -> AsyncIterator[None]:
         _ALEMBIC.release()
 
 
-def _upgrade(conn: sa.Connection, schema: Schema) -> str:
+def _migrate(conn: sa.Connection, schema: Schema, target: str) -> str:
     cfg = config(schema, conn)
     _adopt_previous_release(conn, schema, cfg)
     before = current(conn, schema)
-    command.upgrade(cfg, "head")
+    script = ScriptDirectory.from_config(cfg)
+    newest = head(schema)
+    if before is not None and _unknown(script, before):
+        raise SchemaError(
+            f"the {schema.service} schema of the database is at revision {before}, newer than this "
+            f"release's {newest}: run the release that migrated it, or roll back with its "
+            f"`python -m {schema.service} migrate --to {newest}` first"
+        )
+    if target != "head" and target != "base" and _unknown(script, target):
+        raise SchemaError(f"{schema.service} has no revision {target!r} (this release's newest: {newest})")
+    if target == "base" or (before is not None and target != "head" and _is_ancestor(script, target, before)):
+        if target != before:
+            command.downgrade(cfg, target)
+    else:
+        command.upgrade(cfg, target)
     after = current(conn, schema)
     if after != before:
         log.info("schema migrated", extra={"service": schema.service, "from": before, "to": after})
-    assert after is not None
-    return after
+    return after or "base"
+
+
+def _unknown(script: ScriptDirectory, revision: str) -> bool:
+    try:
+        return script.get_revision(revision) is None
+    except Exception:  # alembic's ResolutionError and CommandError for an id it has no file of
+        return True
+
+
+def _is_ancestor(script: ScriptDirectory, revision: str, of: str) -> bool:
+    """Is ``revision`` ``of`` itself or one of the revisions before it?"""
+    return any(r.revision == revision for r in script.iterate_revisions(of, "base"))
 
 
 def _adopt_previous_release(conn: sa.Connection, schema: Schema, cfg: Config) -> None:
@@ -217,3 +261,51 @@ def _run(context: EnvironmentContext, conn: sa.Connection, opts: dict[str, Any])
     context.configure(connection=conn, **opts)
     with context.begin_transaction():
         context.run_migrations()
+
+
+def add_migrate_command(commands: Any, service: str, database: str) -> None:
+    """``python -m <service> migrate [--to REV] [--database URL]``: migrate, print the revision, exit."""
+    parser = commands.add_parser(
+        "migrate",
+        help="upgrade the database schema to this release's newest revision (or --to any revision, older "
+        "ones to roll back) and exit",
+    )
+    add_flag(
+        parser,
+        "--database",
+        env=env_name(service, "database"),
+        also_env=("DATABASE_URL",),
+        type=or_default(database),
+        default=database,
+        help="SQLAlchemy URL (sqlite+aiosqlite:///path or postgresql+asyncpg://...)",
+    )
+    add_password_file_flag(parser, service)
+    parser.add_argument(  # no environment fallback: where to go is said each time
+        "--to",
+        default="head",
+        help="the revision to go to: head (default), an older one to roll back to (what the release rolled "
+        "back to expects), or base (drops the service's tables)",
+    )
+
+
+def run_migrate(args: argparse.Namespace, schema: Schema) -> int:
+    """The ``migrate`` command: 0 and ``<service> schema at revision REV`` on stdout, else 2 and one line
+    on stderr."""
+
+    async def go() -> str:
+        engine = create_engine(args.database)
+        try:
+            return await migrate(engine, schema, args.to)
+        finally:
+            await engine.dispose()
+
+    try:
+        revision = asyncio.run(go())
+    except SchemaError as exc:
+        print(f"{schema.service}: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"{schema.service}: the database cannot be reached: {exc}", file=sys.stderr)
+        return 2
+    print(f"{schema.service} schema at revision {revision}")
+    return 0

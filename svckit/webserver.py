@@ -4,8 +4,10 @@ listeners) and the portal serve this way.
 
 The connection protocol is Sanic's own (``ServerProtocol``, or ``ServerWebSocketProtocol`` for an app
 with WebSocket routes), minus one artefact of serving through ``create_server``: the empty ``alt-svc``
-header Sanic adds to every response when not started by ``app.run``. A server that needs more (the
-edge's request deadlines and head rules) passes its own subclass as ``protocol``.
+header Sanic adds to every response when not started by ``app.run``. ``start`` records its listeners as
+``app.run`` does (``app.state.server_info``), so Sanic's start-up rewrite of its response code (its
+"touchup") drops that header as it does under ``app.run``, at no cost per response. A server that needs
+more (the edge's request deadlines and head rules) passes its own subclass as ``protocol``.
 """
 
 from __future__ import annotations
@@ -17,27 +19,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from sanic import Sanic
+from sanic.http.constants import HTTP
+from sanic.application.state import ApplicationServerInfo
 from sanic.server.async_server import AsyncioServer
 from sanic.server.protocols.http_protocol import HttpProtocol
 from sanic.server.protocols.websocket_protocol import WebSocketProtocol
 
-_EMPTY_ALT_SVC = b"\r\nalt-svc: "
-
 
 class ServerProtocol(HttpProtocol):
-    """Sanic's HTTP/1.1 protocol, without the empty ``alt-svc`` response header.
+    """Sanic's HTTP/1.1 protocol (without the empty ``alt-svc`` response header: see ``start``).
 
     Sanic's protocol classes use ``__slots__`` (its metaclass gives every subclass an empty one): a
     subclass that keeps state declares its slots on one class only, as two bases with slots of their
     own cannot be combined."""
-
-    async def send(self, data: bytes) -> None:
-        if data[:5] == b"HTTP/":
-            end = data.find(b"\r\n\r\n")
-            i = data.find(_EMPTY_ALT_SVC, 0, end + 2)
-            if i >= 0 and data[i + 11 : i + 13] == b"\r\n":
-                data = data[:i] + data[i + 11 :]
-        await super().send(data)  # type: ignore[no-untyped-call]  # Sanic leaves it unannotated
 
 
 class ServerWebSocketProtocol(WebSocketProtocol, ServerProtocol):
@@ -45,16 +39,20 @@ class ServerWebSocketProtocol(WebSocketProtocol, ServerProtocol):
     hence ``ServerProtocol`` as a base after it)."""
 
 
+# Connections a listener queues before the server accepts them.
+BACKLOG = 2048
+
+
 def bind(listen: str) -> socket.socket:
-    """A listening, non-blocking socket on ``HOST:PORT`` (``[v6]:PORT``; empty host: 127.0.0.1, port 0
-    picks one)."""
+    """A non-blocking socket bound to ``HOST:PORT`` (``[v6]:PORT``; empty host: 127.0.0.1, port 0 picks
+    one), not yet listening: until ``start`` has run the app's start-up and serves, a connection is
+    refused (a balancer tries another process) rather than queued behind a start-up that may fail."""
     host, _, port = listen.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, int(port)))
-    sock.listen(2048)
     sock.setblocking(False)
     return sock
 
@@ -92,17 +90,29 @@ async def start(
     listens: Sequence[str | socket.socket],
     protocol: type[HttpProtocol] | None = None,
 ) -> Running:
-    """Serve ``app`` on each listen address (``HOST:PORT``) or already bound socket, every connection
-    through ``protocol`` (default ``ServerWebSocketProtocol`` if the app has WebSocket routes, else
-    ``ServerProtocol``)."""
+    """Serve ``app`` on each listen address (``HOST:PORT``) or already bound socket (``bind``), every
+    connection through ``protocol`` (default ``ServerWebSocketProtocol`` if the app has WebSocket routes,
+    else ``ServerProtocol``). The sockets listen only once the app's ``before_server_start`` listeners
+    have run: nothing is answered by an app that has not finished starting."""
     if protocol is None:
         protocol = ServerWebSocketProtocol if app.websocket_enabled else ServerProtocol
     socks = [bind(listen) if isinstance(listen, str) else listen for listen in listens]
     servers: list[AsyncioServer] = []
     for sock in socks:
-        server = await app.create_server(sock=sock, protocol=protocol, access_log=False)
+        server = await app.create_server(
+            sock=sock,
+            protocol=protocol,
+            access_log=False,
+            backlog=BACKLOG,
+            asyncio_server_kwargs={"start_serving": False},
+        )
         assert server is not None
         servers.append(server)
+    # What app.run records of its listeners: Sanic's start-up then removes the alt-svc header from its
+    # response code (one HTTP/1.1 version among the listeners: no HTTP/3 to advertise).
+    for sock in socks:
+        settings = {"version": HTTP.VERSION_1, "port": sock.getsockname()[1], "sock": sock}
+        app.state.server_info.append(ApplicationServerInfo(settings=settings))
     first = servers[0]
     await first.startup()  # type: ignore[no-untyped-call]
     await first.before_start()  # type: ignore[no-untyped-call]

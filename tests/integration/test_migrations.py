@@ -11,6 +11,7 @@ import json
 import pathlib
 import subprocess
 import sys
+import uuid
 from typing import Any
 
 import grpc
@@ -26,7 +27,7 @@ from authsvc.testing import new_key, running_authsvc
 from edge.idempotency import SqlIdempotencyStore, Stored
 from edge.migrations import SCHEMA as EDGE
 from svckit.db import create_engine, schema_of
-from svckit.migrations import Schema, drift, head, upgrade
+from svckit.migrations import Schema, SchemaError, current, drift, head, migrate, upgrade
 from travel.auth.v1 import auth_pb2
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 from webhookd._server import Config, run_server
@@ -259,3 +260,83 @@ def test_the_developers_alembic_check_passes(tmp_path: pathlib.Path, schema: Sch
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
     assert "No new upgrade operations detected" in done.stdout + done.stderr
+
+
+def migrate_command(service: str, url: str, *args: str) -> subprocess.Popen[str]:
+    """``python -m <service> migrate --database URL ...`` started (not waited for)."""
+    cmd = [sys.executable, "-m", service, "migrate", "--database", url, *args]
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_processes_migrating_one_empty_database_at_once_all_succeed() -> None:
+    """The reproduction: ``CREATE SCHEMA IF NOT EXISTS`` ran before the migration lock, so two processes
+    starting at once on an empty database could both try to create the schema and one failed (authsvc and
+    webhookd took different locks even after). Here an authsvc and a webhookd process migrate a schema
+    that does not exist yet, at once, with ``python -m <service> migrate``."""
+    from tests.conftest import PG_BASE, _drop_schema, pg_skip_reason
+
+    reason = pg_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    name = f"t_{uuid.uuid4().hex[:12]}"  # not created: the processes do it
+    url = f"{PG_BASE}?search_path={name}"
+    try:
+        procs = [migrate_command(s, url) for s in ("authsvc", "webhookd")]
+        outputs = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], [err for _, err in outputs]
+        assert [out for out, _ in outputs] == [
+            f"authsvc schema at revision {head(AUTHSVC)}\n",
+            f"webhookd schema at revision {head(WEBHOOKD)}\n",
+        ]
+    finally:
+        _drop_schema(name)
+
+
+async def test_migrate_goes_down_and_up_again(sqlite_url: str) -> None:
+    """``migrate`` to an older revision rolls back (the revisions' downgrades), to head upgrades again;
+    an unknown revision is refused in one line."""
+    engine = create_engine(sqlite_url)
+    try:
+        for target, reached in (("head", head(AUTHSVC)), ("0006", "0006"), ("head", head(AUTHSVC))):
+            assert await migrate(engine, AUTHSVC, target) == reached
+            async with engine.connect() as conn:
+                assert await conn.run_sync(current, AUTHSVC) == reached
+        with pytest.raises(SchemaError, match=r"^authsvc has no revision 'nope' \(this release's newest: "):
+            await migrate(engine, AUTHSVC, "nope")
+    finally:
+        await engine.dispose()
+
+
+async def test_an_older_release_refuses_a_newer_schema_in_one_line(tmp_path: pathlib.Path) -> None:
+    """A database a newer release migrated (a revision this one does not know): the service exits 2 with
+    one line naming both revisions, no traceback, nothing changed."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'a.db'}"
+    engine = create_engine(url)
+    try:
+        await upgrade(engine, AUTHSVC)
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql(f"UPDATE {AUTHSVC.version_table} SET version_num = '0099_future'")
+    finally:
+        await engine.dispose()
+    args = ["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--database", url, "--insecure-dev"]
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "authsvc", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        f"authsvc: the authsvc schema of the database is at revision 0099_future, newer than this "
+        f"release's {head(AUTHSVC)}: run the release that migrated it, or roll back with its "
+        f"`python -m authsvc migrate --to {head(AUTHSVC)}` first"
+    )
+    engine = create_engine(url)
+    try:  # nothing changed; a migrate (any target) refuses it the same way
+        with pytest.raises(SchemaError, match="at revision 0099_future, newer than this release's"):
+            await migrate(engine, AUTHSVC, "0006")
+    finally:
+        await engine.dispose()
