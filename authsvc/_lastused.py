@@ -12,6 +12,7 @@ import datetime as dt
 import logging
 
 from authsvc._repository import Repository
+from svckit.outage import OutageLog, is_outage
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,8 @@ class LastUsed:
         self.interval = interval
         self.pending: dict[str, dt.datetime] = {}
         self._task: asyncio.Task[None] | None = None
+        # A database outage fails every flush: one line per outage with a count, not a traceback each.
+        self.outages = OutageLog(log)
 
     def touch(self, key_id: str, now: dt.datetime) -> None:
         prev = self.pending.get(key_id)
@@ -42,8 +45,11 @@ class LastUsed:
             return
         try:
             await self.repo.flush_last_used(batch)
-        except Exception:
-            log.exception("could not record last_used_at; will retry")
+        except Exception as exc:
+            if is_outage(exc):
+                self.outages.add("database", exc)
+            else:
+                log.exception("could not record last_used_at; will retry")
             for key_id, when in batch.items():
                 self.touch(key_id, when)
 

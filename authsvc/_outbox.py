@@ -16,10 +16,11 @@ import logging
 import grpc
 from google.protobuf import struct_pb2
 
-from authsvc._metrics import OUTBOX_FAILURES, OUTBOX_PUBLISHED
+from authsvc._metrics import OUTBOX_BACKLOG, OUTBOX_FAILURES, OUTBOX_PUBLISHED
 from authsvc._model import OutboxEvent
 from authsvc._repository import Repository
 from svckit.clock import Clock, SystemClock
+from svckit.outage import OutageLog, is_outage
 from svckit.prototables import HOOKS_ENVIRONMENT
 from svckit.tls import Tls, channel
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
@@ -34,6 +35,8 @@ BACKOFF_CAP = 30.0
 # Sent rows are kept a week for inspection, then deleted (hourly).
 SENT_RETENTION = dt.timedelta(days=7)
 PURGE_EVERY = 3600.0
+# Seconds between looks at the backlog (authsvc_outbox_pending and the oldest's age).
+BACKLOG_EVERY = 10.0
 
 
 def backoff(attempts: int, base: float, cap: float) -> float:
@@ -78,6 +81,8 @@ class OutboxRelay:
         self.wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._channel: grpc.aio.Channel | None = None
+        # A database outage fails every pass: one line per outage with a count, not a traceback each.
+        self.outages = OutageLog(log)
 
     def start(self) -> None:
         self._channel = channel(
@@ -102,9 +107,12 @@ class OutboxRelay:
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
-        last_purge = -PURGE_EVERY
+        last_purge = last_backlog = -PURGE_EVERY
         while True:
             try:
+                if loop.time() - last_backlog >= BACKLOG_EVERY:
+                    last_backlog = loop.time()
+                    OUTBOX_BACKLOG.set(*await self.repo.outbox_backlog())
                 if loop.time() - last_purge >= PURGE_EVERY:
                     last_purge = loop.time()
                     purged = await self.repo.purge_outbox(self.clock.now() - SENT_RETENTION)
@@ -113,8 +121,11 @@ class OutboxRelay:
                 sent = await self.run_once()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("outbox relay pass failed")
+            except Exception as exc:
+                if is_outage(exc):
+                    self.outages.add("database", exc)
+                else:
+                    log.exception("outbox relay pass failed")
                 sent = 0
             if sent == 0:
                 self.wakeup.clear()

@@ -6,6 +6,8 @@ import datetime as dt
 import json
 from typing import Any
 
+import sqlalchemy as sa
+
 from authsvc._model import OutboxEvent
 from authsvc._repository import OUTBOX_BATCH
 from authsvc._sql_base import SqlBase
@@ -83,6 +85,18 @@ class OutboxStorage(SqlBase):
                 )
             )
             return int(result.rowcount or 0)
+
+    async def outbox_backlog(self) -> tuple[int, float | None]:
+        """Rows not yet accepted by webhookd: how many, and when the oldest was written (epoch seconds)."""
+        async with self.engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(sa.func.count(), sa.func.min(outbox.c.created_at)).where(
+                        outbox.c.sent_at.is_(None)
+                    )
+                )
+            ).one()
+            return int(row[0]), None if row[1] is None else float(row[1])
 
     async def outbox_rows(self) -> list[dict[str, Any]]:
         async with self.engine.connect() as conn:

@@ -18,6 +18,7 @@ from typing import Any
 
 from authsvc._metrics import KEY_CHANGES
 from authsvc._model import KeyChange
+from svckit.outage import OutageLog, describe, is_outage
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,8 @@ class PgListener:
         self.hub = hub
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
+        # Reconnecting every second through a database outage: one line per outage with a count.
+        self.outages = OutageLog(log)
 
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         try:
@@ -115,7 +118,10 @@ class PgListener:
             try:
                 conn = await asyncpg.connect(self.dsn, server_settings=self.server_settings)
             except (OSError, asyncpg.PostgresError) as exc:
-                log.warning("key change listener cannot connect", extra={"error": str(exc)})
+                if is_outage(exc):
+                    self.outages.add("database", exc)
+                else:  # e.g. a database or role that does not exist: configuration, said each time
+                    log.warning("key change listener cannot connect", extra={"error": describe(exc)})
                 await asyncio.sleep(1)
                 continue
             lost = asyncio.Event()
@@ -136,8 +142,11 @@ class PgListener:
             except asyncio.CancelledError:
                 await conn.close(timeout=2)
                 raise
-            except Exception:
-                log.exception("key change listener failed")
+            except Exception as exc:
+                if is_outage(exc):
+                    self.outages.add("database", exc)
+                else:
+                    log.exception("key change listener failed")
             finally:
                 if not conn.is_closed():
                     conn.terminate()

@@ -20,7 +20,13 @@ from svckit.tls import add_tls_args
 
 SERVICE = "svcctl"
 
-COMMAND_MODULES = ("svcctl.auth_commands", "svcctl.webhook_commands", "svcctl.certs_commands")
+COMMAND_MODULES = (
+    "svcctl.auth_commands",
+    "svcctl.webhook_commands",
+    "svcctl.certs_commands",
+    "svcctl.health_commands",
+    "svcctl.user_commands",
+)
 
 
 def build_parser() -> FlagParser:
@@ -31,12 +37,18 @@ def build_parser() -> FlagParser:
     def flag(name: str, **kwargs: Any) -> None:
         add_flag(parser, f"--{name}", env=env_name(SERVICE, name), **kwargs)
 
-    flag("authsvc", default=addresses.AUTHSVC, help="authsvc gRPC address")
-    flag("webhookd", default=addresses.WEBHOOKD, help="webhookd gRPC address")
+    several = "; several processes: IP:PORT addresses comma-separated (round robin with failover)"
+    flag("authsvc", default=addresses.AUTHSVC, help=f"authsvc gRPC address{several}")
+    flag("webhookd", default=addresses.WEBHOOKD, help=f"webhookd gRPC address{several}")
     flag(
         "actor",
         default=f"ops:{getpass.getuser()}",
         help="who is acting, written to the audit trail",
+    )
+    flag(
+        "portal-url",
+        default=f"http://{addresses.PORTAL}",
+        help="the portal's public URL, for the links `users invite` prints",
     )
     add_tls_args(parser, SERVICE)
     groups = parser.add_subparsers(dest="group", required=True, metavar="GROUP")

@@ -3,10 +3,16 @@
 URLs: ``sqlite+aiosqlite:///var/authsvc.db`` (embedded default) or
 ``postgresql+asyncpg://user@host:5432/db``. A ``search_path`` query parameter on a PostgreSQL URL
 selects a schema (created if missing); tests use it to isolate themselves in one database.
+
+The password may stay out of the URL: ``--database-password-file FILE`` (``add_password_file_flag``) puts
+the file's path on the URL as ``password_file``, and the engine reads the file when it is made and hands
+the password to the driver as a connection parameter, so the URL a process holds, logs or shows in an
+error names the file, never the password.
 """
 
 from __future__ import annotations
 
+import argparse
 import pathlib
 import weakref
 from typing import Any
@@ -14,6 +20,65 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from svckit.flags import ArgumentError, add_flag, after_parse, env_name
+
+PASSWORD_FILE = "password_file"
+
+
+class PasswordFileError(ValueError):
+    """The database password file cannot be read (the message names the file, never its content)."""
+
+
+def read_password(path: str) -> str:
+    """The first line of ``path`` (a trailing newline is no part of a password)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise PasswordFileError(f"database password file: {reason}: {path}") from None
+    password = text.splitlines()[0] if text else ""
+    if not password:
+        raise PasswordFileError(f"database password file is empty: {path}")
+    return password
+
+
+def with_password_file(url: str, path: str) -> str:
+    """``url`` naming ``path`` as its password file (the password itself is read by ``create_engine``)."""
+    u = make_url(normalize_url(url))
+    if u.get_backend_name() != "postgresql":
+        raise PasswordFileError("--database-password-file is for a postgresql:// database URL")
+    return u.update_query_dict({PASSWORD_FILE: path}).render_as_string(hide_password=False)
+
+
+def _split_password(u: Any) -> tuple[Any, str | None]:
+    """The URL without ``password_file`` and the password that file holds (None without one)."""
+    path = u.query.get(PASSWORD_FILE)
+    if not isinstance(path, str):
+        return u, None
+    return u.difference_update_query([PASSWORD_FILE]), read_password(path)
+
+
+def add_password_file_flag(parser: Any, service: str) -> None:
+    """``--database-password-file FILE`` (``<SERVICE>_DATABASE_PASSWORD_FILE``) next to ``--database``."""
+    add_flag(
+        parser,
+        "--database-password-file",
+        env=env_name(service, "database-password-file"),
+        default="",
+        help="file whose first line is the PostgreSQL password (kept out of the URL, logs and errors)",
+    )
+
+    def fold(ns: argparse.Namespace) -> None:
+        if ns.database_password_file:
+            try:
+                read_password(ns.database_password_file)
+                ns.database = with_password_file(ns.database, ns.database_password_file)
+            except PasswordFileError as exc:
+                raise ArgumentError(f"argument --database-password-file: {exc}") from None
+
+    after_parse(parser, fold)
 
 
 def normalize_url(url: str) -> str:
@@ -41,12 +106,14 @@ def pg_schema(url: str) -> str | None:
 
 def asyncpg_dsn(url: str) -> tuple[str, dict[str, str]]:
     """A plain asyncpg DSN and server settings for raw connections (LISTEN/NOTIFY)."""
-    u = make_url(normalize_url(url))
+    u, password = _split_password(make_url(normalize_url(url)))
     settings: dict[str, str] = {}
     schema = pg_schema(url)
     if schema:
         settings["search_path"] = schema
     u = u.difference_update_query(["search_path"]).set(drivername="postgresql")
+    if password is not None:
+        u = u.set(password=password)
     return u.render_as_string(hide_password=False), settings
 
 
@@ -78,14 +145,67 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
+    u, password = _split_password(u)
+    connect_args: dict[str, Any] = {}
+    if password is not None:
+        connect_args["password"] = password
     schema = pg_schema(url)
     if schema:
-        kwargs["connect_args"] = {"server_settings": {"search_path": schema}}
+        connect_args["server_settings"] = {"search_path": schema}
         u = u.difference_update_query(["search_path"])
+    if connect_args:
+        kwargs["connect_args"] = connect_args
     engine = create_async_engine(u, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True, **kwargs)
     if schema:
         _SCHEMAS[engine.sync_engine] = schema
+    _watch_pool(engine)
     return engine
+
+
+_POOLS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def pool_usage() -> tuple[int, int]:
+    """(connections checked out, most the pools may open) over the PostgreSQL engines of this process."""
+    in_use = limit = 0
+    for engine in list(_POOLS):
+        pool = engine.pool
+        in_use += int(pool.checkedout())
+        limit += int(pool.size()) + max(0, int(getattr(pool, "_max_overflow", 0)))
+    return in_use, limit
+
+
+class _PoolCollector:
+    """``db_pool_connections_in_use`` and ``db_pool_connections_max`` at each scrape; nothing at all
+    before the process made a PostgreSQL engine (SQLite has no pool worth watching, the portal no
+    database)."""
+
+    def collect(self) -> Any:
+        from prometheus_client.core import GaugeMetricFamily
+
+        if not _POOLS:
+            return
+        in_use, limit = pool_usage()
+        yield GaugeMetricFamily(
+            "db_pool_connections_in_use", "Database connections checked out of the pool now", value=in_use
+        )
+        yield GaugeMetricFamily(
+            "db_pool_connections_max",
+            "Most database connections the pool opens (size + overflow)",
+            value=limit,
+        )
+
+
+def _watch_pool(engine: AsyncEngine) -> None:
+    if not _REGISTERED:
+        from prometheus_client import REGISTRY
+
+        REGISTRY.register(_PoolCollector())
+        _REGISTERED.append(True)
+    _POOLS.add(engine.sync_engine)
+
+
+_REGISTERED: list[bool] = []
 
 
 _SCHEMAS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()

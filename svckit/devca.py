@@ -19,6 +19,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from svckit.secretbox import write_private
+
 # Every process of a development stack: the services, the operators' CLI and the portal.
 IDENTITIES = ("authsvc", "webhookd", "edge", "svcctl", "portal")
 CA_DAYS = 3650
@@ -108,7 +110,10 @@ def issue(ca_cert_pem: bytes, ca_key_pem: bytes, identity: str) -> tuple[bytes, 
 
 
 def _write(path: pathlib.Path, data: bytes, private: bool) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
+    if private:  # 0600 even over a file already there with a wider mode
+        write_private(path, data)
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
 
@@ -116,7 +121,7 @@ def _write(path: pathlib.Path, data: bytes, private: bool) -> None:
 def init_dir(directory: pathlib.Path, identities: tuple[str, ...] = IDENTITIES) -> list[pathlib.Path]:
     """Make ``ca.pem``/``ca.key`` in ``directory`` unless present, then ``<identity>.pem``/``.key`` for
     each identity that has none. Returns the files written (nothing when all exist)."""
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     written: list[pathlib.Path] = []
     ca_cert, ca_key = directory / "ca.pem", directory / "ca.key"
     if not (ca_cert.exists() and ca_key.exists()):

@@ -8,12 +8,19 @@ argparse's one-line usage error naming the flag and its variable (exit 2), never
 
     webhookd serve: error: argument --batch-size: invalid value 'abc' from WEBHOOKD_BATCH_SIZE
     (expected int)
+
+A parser given flags this way also takes ``--config FILE`` (or ``<SERVICE>_CONFIG``): a TOML file of
+``flag-name = value`` lines (the flag without its dashes, ``-`` or ``_``), read when the command line is
+parsed. Precedence: the flag, then the environment, then the file, then the default. A key that names no
+flag, or a value of the wrong kind, is the same one-line usage error naming the file.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -100,6 +107,8 @@ def add_flag(
     raw = None if variable is None else os.environ[variable]
     variable = variable or env
     shown_env = " or ".join((env, *also_env))
+    _add_config_flag(parser, env)
+    _specs(parser).append(_Spec(flag, switch, repeat, type, raw is not None))
     if switch:
         parser.add_argument(
             flag,
@@ -134,6 +143,121 @@ def add_flag(
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class _Spec:
+    flag: str
+    switch: bool
+    repeat: bool
+    convert: Callable[[str], Any]
+    from_env: bool
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+def _specs(parser: Any) -> list[_Spec]:
+    if not hasattr(parser, "_svc_specs"):
+        parser._svc_specs = []
+    out: list[_Spec] = parser._svc_specs
+    return out
+
+
+def _add_config_flag(parser: Any, env: str) -> None:
+    """``--config`` on a FlagParser, once, its variable named for the service of its first flag."""
+    if not isinstance(parser, FlagParser) or hasattr(parser, "_svc_config_env"):
+        return
+    variable = f"{env.split('_', 1)[0]}_CONFIG"
+    setattr(parser, "_svc_config_env", variable)  # noqa: B010 - FlagParser's own mark, read by getattr
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        default=os.environ.get(variable, ""),
+        help=f"TOML file of flag-name = value settings; flags and the environment win (env {variable})",
+    )
+
+
+def _config_path(parser: FlagParser, args: list[str]) -> str:
+    """``--config`` of the command line (the last one given), else the parser's variable."""
+    path = ""
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--config" and i + 1 < len(args):
+            path = args[i + 1]
+        elif arg.startswith("--config="):
+            path = arg[len("--config=") :]
+    variable: str = getattr(parser, "_svc_config_env", "")
+    return path or os.environ.get(variable, "")
+
+
+def _config_text(value: Any, key: str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+        return ",".join(str(v) for v in value)
+    raise ArgumentError(f"{key}: expected a string, number, boolean or list, not {type(value).__name__}")
+
+
+def _load_config(parser: FlagParser, path: str) -> dict[str, Any]:
+    import tomllib  # here: most commands are never given a file
+
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as exc:
+        parser.error(f"argument --config: {exc.strerror}: {path}")
+    except tomllib.TOMLDecodeError as exc:
+        parser.error(f"argument --config: {path} is not TOML ({exc})")
+    known = {spec.flag[2:]: spec for spec in _specs(parser)}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = key.replace("_", "-")
+        if name not in known:
+            parser.error(f"argument --config: {path}: {key!r} names no flag of this command")
+        out[name] = value
+    return out
+
+
+def _apply_config(parser: FlagParser, args: list[str]) -> Callable[[], None]:
+    """Set the defaults of the flags the environment left alone to the config file's values; returns
+    what puts the defaults back (a parser may parse again)."""
+    path = _config_path(parser, args)
+    if not path:
+        return lambda: None
+    config = _load_config(parser, path)
+    actions = {a.dest: a for a in parser._actions}
+    repeats = _repeat_defaults(parser)
+    saved = [(a, a.default) for a in actions.values()]
+    saved_repeats = dict(repeats)
+    for spec in _specs(parser):
+        name = spec.flag[2:]
+        if name not in config or spec.from_env:
+            continue
+        origin = f"{path} ({name})"
+        try:
+            text = _config_text(config[name], name)
+        except ArgumentError as exc:
+            parser.error(f"argument --config: {path}: {exc}")
+        if spec.repeat:
+            try:
+                repeats[spec.flag] = [_typed(spec.convert)(_FromEnv(e, origin)) for e in csv_list(text)]
+            except argparse.ArgumentTypeError as exc:
+                parser.error(f"argument {spec.flag}: {exc}")
+        else:
+            actions[spec.dest].default = _FromEnv(text, origin)
+
+    def restore() -> None:
+        for action, default in saved:
+            action.default = default
+        repeats.clear()
+        repeats.update(saved_repeats)
+
+    return restore
+
+
 def convert_or_exit(parser: Any, flag: str, text: str, convert: Callable[[str], Any]) -> Any:
     """``text`` converted, or the parser's usage error (exit 2) when the command line is parsed."""
     try:
@@ -157,6 +281,19 @@ def _repeat_defaults(parser: Any) -> dict[str, list[Any]]:
     return out
 
 
+def _after(parser: Any) -> list[Callable[[argparse.Namespace], None]]:
+    if not hasattr(parser, "_svc_after"):
+        parser._svc_after = []
+    out: list[Callable[[argparse.Namespace], None]] = parser._svc_after
+    return out
+
+
+def after_parse(parser: Any, finish: Callable[[argparse.Namespace], None]) -> None:
+    """``finish(namespace)`` once the command line is parsed (a FlagParser's), e.g. to fold one flag into
+    another; an ArgumentError it raises is the parser's usage error."""
+    _after(parser).append(finish)
+
+
 def _errors(parser: Any) -> list[str]:
     if not hasattr(parser, "_svc_errors"):
         parser._svc_errors = []
@@ -172,7 +309,19 @@ class FlagParser(argparse.ArgumentParser):
     def parse_known_args(  # type: ignore[override]
         self, args: Any = None, namespace: Any = None
     ) -> tuple[argparse.Namespace, list[str]]:
-        ns, rest = super().parse_known_args(args, namespace)
+        restore = (
+            _apply_config(self, list(sys.argv[1:] if args is None else args))
+            if hasattr(self, "_svc_config_env")
+            else (lambda: None)
+        )
+        try:
+            ns, rest = super().parse_known_args(args, namespace)
+            self._finish(ns)
+        finally:
+            restore()
+        return ns, rest
+
+    def _finish(self, ns: argparse.Namespace) -> None:
         for message in _errors(self):
             self.error(message)
         for flag, convert in _pending(self):
@@ -187,13 +336,15 @@ class FlagParser(argparse.ArgumentParser):
             dest = flag.lstrip("-").replace("-", "_")
             if getattr(ns, dest, None) is None:
                 setattr(ns, dest, list(default))
-        return ns, rest
+        for finish in _after(self):
+            try:
+                finish(ns)
+            except ArgumentError as exc:
+                self.error(str(exc))
 
 
 def config_default(config: type, name: str) -> Any:
     """The default of field ``name`` of a config dataclass: flags say it by reference, never again."""
-    import dataclasses  # here: the partners' CLI imports this module and never needs it
-
     for f in dataclasses.fields(config):
         if f.name == name:
             if f.default is not dataclasses.MISSING:

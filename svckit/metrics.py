@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from typing import Generic, TypeVar
 
 from prometheus_client import REGISTRY, Counter, start_http_server
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 C = TypeVar("C")
@@ -149,8 +149,23 @@ GRPC_REFUSED = Counter(
 )
 
 
+class _Measured(Collector):
+    """The default registry's families that have a sample: a labelled family nothing has counted yet (a
+    HELP and TYPE with no line under them) says nothing and is left out of /metrics."""
+
+    def collect(self) -> Iterator[Metric]:
+        for family in REGISTRY.collect():
+            if family.samples:
+                yield family
+
+
+# What /metrics serves.
+EXPOSED = CollectorRegistry(auto_describe=False)
+EXPOSED.register(_Measured())
+
+
 def serve_metrics(listen: str) -> int:
     """Start the /metrics HTTP server on ``host:port`` (port 0 picks one); returns the bound port."""
     host, _, port = listen.rpartition(":")
-    server, _thread = start_http_server(int(port), addr=host or "127.0.0.1")
+    server, _thread = start_http_server(int(port), addr=host or "127.0.0.1", registry=EXPOSED)
     return int(server.server_port)

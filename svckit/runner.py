@@ -79,6 +79,9 @@ def add_serve_args(
             default=database,
             help="SQLAlchemy URL (sqlite+aiosqlite:///path or postgresql+asyncpg://...)",
         )
+        from svckit.db import add_password_file_flag  # here: the portal has no database
+
+        add_password_file_flag(parser, service)
     add_flag(
         parser,
         "--metrics-listen",

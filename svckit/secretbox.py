@@ -35,6 +35,25 @@ def new_key() -> str:
     return base64.urlsafe_b64encode(os.urandom(KEY_BYTES)).decode("ascii")
 
 
+def write_private(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write a secret file readable by its owner only (0600), whatever the umask and whatever mode a file
+    already there had: a key is never readable by others, not even for a moment."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            fd = -1
+            f.write(data)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def write_new_key(path: str | os.PathLike[str]) -> None:
+    """A new sealing key in ``path`` (0600), as ``new_key`` makes it."""
+    write_private(path, (new_key() + "\n").encode("ascii"))
+
+
 def parse_key(text: str, error: type[ServiceError] = SealingKeyError) -> bytes:
     try:
         key = base64.urlsafe_b64decode(text.strip().encode("ascii"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,9 @@ class Tls:
     cert: bytes
     key: bytes = field(repr=False)
     identity: str = ""
+    # (CA, certificate, key) paths when read from files: what ``ssl_context`` loads (Python's ssl module
+    # takes a certificate chain and key from files only).
+    paths: tuple[str, str, str] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_files(cls, ca: str, cert: str, key: str, *, names: tuple[str, str, str] = FLAG_NAMES) -> Tls:
@@ -61,7 +65,7 @@ class Tls:
             raise TlsError(f"{key_name}: no unencrypted PEM private key in {key}") from None
         if private.public_key() != leaf.public_key():
             raise TlsError(f"{key_name}: {key} is not the key of the certificate {cert}")
-        return cls(ca_pem, cert_pem, key_pem, common_name(leaf))
+        return cls(ca_pem, cert_pem, key_pem, common_name(leaf), (ca, cert, key))
 
     @classmethod
     def from_env(cls, prefix: str, environ: Mapping[str, str] | None = None) -> Tls:
@@ -85,6 +89,20 @@ class Tls:
         return grpc.ssl_channel_credentials(
             root_certificates=self.ca, private_key=self.key, certificate_chain=self.cert
         )
+
+    def ssl_context(self, *, server: bool) -> ssl.SSLContext:
+        """Mutual TLS over HTTPS (the edge calling a product upstream, the upstream serving it): peers
+        verified against the CA only, this process's certificate presented. A server context requires a
+        client certificate; a client context also checks the server's name against the URL's host."""
+        if self.paths is None:
+            raise TlsError("HTTPS needs the TLS files: build the Tls with Tls.from_files or Tls.from_env")
+        purpose = ssl.Purpose.CLIENT_AUTH if server else ssl.Purpose.SERVER_AUTH
+        context = ssl.create_default_context(purpose, cadata=self.ca.decode())
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(self.paths[1], self.paths[2])
+        if server:
+            context.verify_mode = ssl.CERT_REQUIRED
+        return context
 
 
 def common_name(cert: x509.Certificate) -> str:
@@ -152,9 +170,48 @@ def tls_from_args(args: argparse.Namespace) -> Tls | None:
     if args.insecure_dev:
         return None
     try:
-        return Tls.from_files(args.tls_ca, args.tls_cert, args.tls_key)
+        tls = Tls.from_files(args.tls_ca, args.tls_cert, args.tls_key)
     except TlsError as exc:
         raise SystemExit(
             f"{exc} (make development certificates with `svcctl certs init`, or pass --insecure-dev "
             "for plaintext)"
         ) from None
+    export_expiry(tls)
+    return tls
+
+
+def not_after(cert_pem: bytes) -> float:
+    """When the first certificate of ``cert_pem`` (a process's own, its chain after it) expires: epoch
+    seconds."""
+    return x509.load_pem_x509_certificates(cert_pem)[0].not_valid_after_utc.timestamp()
+
+
+def seconds_until_expiry(tls: Tls, now: float | None = None) -> float:
+    """Seconds until this process's certificate expires (negative once it has)."""
+    import time
+
+    return not_after(tls.cert) - (time.time() if now is None else now)
+
+
+_EXPIRY: list[Tls] = []
+
+
+def export_expiry(tls: Tls) -> None:
+    """``tls_certificate_expiry_seconds`` on /metrics from now on: seconds until ``tls``'s certificate
+    expires, worked out at each scrape (docs/alerts.md pages on it). A process without TLS exports no
+    such family, rather than a 0 that would read as "expired"."""
+    from prometheus_client import REGISTRY
+    from prometheus_client.core import GaugeMetricFamily
+
+    class Expiry:
+        def collect(self) -> Any:
+            if _EXPIRY:
+                yield GaugeMetricFamily(
+                    "tls_certificate_expiry_seconds",
+                    "Seconds until this process's own certificate (--tls-cert) expires; negative once it has",
+                    value=seconds_until_expiry(_EXPIRY[-1]),
+                )
+
+    if not _EXPIRY:
+        REGISTRY.register(Expiry())
+    _EXPIRY[:] = [tls]
