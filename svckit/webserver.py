@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sanic import Sanic
-from sanic.http.constants import HTTP
 from sanic.application.state import ApplicationServerInfo
+from sanic.http.constants import HTTP
 from sanic.server.async_server import AsyncioServer
 from sanic.server.protocols.http_protocol import HttpProtocol
 from sanic.server.protocols.websocket_protocol import WebSocketProtocol
