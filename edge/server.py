@@ -6,42 +6,40 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from time import monotonic as current_time
+from types import MethodType
 from typing import Any, cast
 
 from sanic import Request
+from sanic import headers as sanic_headers
 from sanic.exceptions import BadRequest, PayloadTooLarge, RequestTimeout
 from sanic.http import Http, Stage
+from sanic.server.protocols.http_protocol import HttpProtocol
 from sanic.server.protocols.websocket_protocol import WebSocketProtocol
 
 from edge.config import EdgeConfig
 from edge.exceptions import EdgeError
-from edge.requesthead import check_fields, check_target, escape_target, head_too_large
+from edge.requesthead import check_fields, check_target, escape_target, head_passes, head_too_large
 from svckit.webserver import ServerProtocol
 
 _SWITCHING = b"HTTP/1.1 101 "
 # Sanic's status lines lack 421's reason phrase (it writes "421 UNKNOWN"); the edge answers 421 to any
-# Host it does not serve.
-_421_UNKNOWN = b"HTTP/1.1 421 UNKNOWN\r\n"
-_421 = b"HTTP/1.1 421 Misdirected Request\r\n"
+# Host it does not serve. Its table of status lines is the one place to say it (no work per response).
+sanic_headers._HTTP1_STATUSLINES[421] = b"HTTP/1.1 421 Misdirected Request\r\n"
 
 
 class _TidyResponseHead(ServerProtocol):
-    """Adds X-Request-Id to the 101 answer of a WebSocket handshake (which Sanic writes itself through
-    ``HttpProtocol.send``, hence a base after WebSocketProtocol) and gives 421 its reason phrase;
-    ``ServerProtocol`` then drops the empty ``alt-svc`` header Sanic adds when served through
-    create_server."""
+    """Adds X-Request-Id to the 101 answer of a WebSocket handshake, which Sanic writes itself through
+    ``HttpProtocol.send`` (hence a base after WebSocketProtocol). Every other response is sent by
+    ``EdgeHttp`` straight through ``HttpProtocol.send``: no extra coroutine per response."""
 
     async def send(self, data: bytes) -> None:
-        if data[:5] == b"HTTP/":
-            if data[:22] == _421_UNKNOWN:
-                data = _421 + data[22:]
-            if data[:13] == _SWITCHING:
-                end = data.find(b"\r\n\r\n")
-                http = getattr(self, "_http", None)
-                rid = getattr(getattr(getattr(http, "request", None), "ctx", None), "rid", None)
-                if rid and end > 0:
-                    data = bytes(data[:end]) + f"\r\nX-Request-Id: {rid}".encode() + bytes(data[end:])
-        await super().send(data)
+        if data[:13] == _SWITCHING:
+            end = data.find(b"\r\n\r\n")
+            http = getattr(self, "_http", None)
+            rid = getattr(getattr(getattr(http, "request", None), "ctx", None), "rid", None)
+            if rid and end > 0:
+                data = bytes(data[:end]) + f"\r\nX-Request-Id: {rid}".encode() + bytes(data[end:])
+        await super().send(data)  # type: ignore[no-untyped-call]  # Sanic leaves it unannotated
 
 
 class EdgeHttp(Http):
@@ -50,6 +48,12 @@ class EdgeHttp(Http):
     its body deadline (started when a head announcing a body is read, cleared once the body is), and
     the rules of ``edge.requesthead`` on every head. A refusal raised here is answered as any other
     error and, being raised before the handler stage, closes the connection after the answer."""
+
+    def __init__(self, protocol: HttpProtocol) -> None:
+        super().__init__(protocol)  # type: ignore[no-untyped-call]  # unannotated in Sanic
+        # Responses skip _TidyResponseHead.send (only the WebSocket handshake needs it). Looked up per
+        # connection: Sanic's start-up replaces HttpProtocol.send with its rewritten version.
+        self._send = MethodType(HttpProtocol.send, protocol)
 
     async def http1_request_header(self) -> None:
         protocol = cast(EdgeProtocol, self.protocol)
@@ -65,17 +69,19 @@ class EdgeHttp(Http):
                 check_target(self.url)  # the precise reason when it is the target
             raise
         protocol._head_deadline = None
+        request = self.request
         if self.request_body:
             # An app without an EdgeConfig (scripts/bench_edge.py's bare route): the default deadline.
             config = getattr(protocol.app.ctx, "config", EdgeConfig)
             protocol._body_deadline = current_time() + config.body_timeout
         target = cast(str, self.url)
         check_target(target)
-        check_fields(self.request.headers.items(), target)
+        if not head_passes(request.head, target):
+            check_fields(request.headers.items(), target)
         if self.head_only:
             # HEAD is GET without the body (RFC 9110 §9.3.2): routed, authorised and answered as GET,
             # and Sanic's head_only sends the head (with the Content-Length) and drops the body.
-            self.request.method = "GET"
+            request.method = "GET"
 
     async def read(self) -> bytes | None:
         data = await super().read()
@@ -194,7 +200,12 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
 
     def data_received(self, data: bytes) -> None:
         if not self._lingering:
-            super().data_received(data)  # type: ignore[no-untyped-call]
+            # WebSocketProtocol.data_received's dispatch, without its frame in between.
+            websocket = self.websocket
+            if websocket is not None:
+                websocket.data_received(data)  # type: ignore[no-untyped-call]
+            else:
+                HttpProtocol.data_received(self, data)
             return
         self._discarded += len(data)
         if self._discarded > LINGER_BYTES and self.transport is not None:

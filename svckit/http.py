@@ -168,6 +168,32 @@ class PooledTransport(httpx.AsyncBaseTransport):
         head.append("\r\n")
         return await self._send((scheme, host, port), None, "".join(head).encode() + body, keep)
 
+    async def request(
+        self, method: str, base: str, target: str, headers: list[tuple[str, str]], body: bytes = b""
+    ) -> tuple[int, Headers, bytes]:
+        """The proxy fast path (the edge to a product upstream): ``method`` to ``base`` (scheme and
+        authority, perhaps a path prefix) + ``target`` (path and query, already checked to be visible
+        ASCII), without the httpx layers: one formatted head, h11 parsing the answer. ``HEAD`` is not
+        taken (h11 must know a response to it has no body). A header value holding CR or LF is refused
+        (httpx.LocalProtocolError). Returns (status, response headers as received, the body de-chunked,
+        at most ``max_body`` bytes); raises httpx errors like the transport."""
+        if method == "HEAD" or " " in target or "\r" in target or "\n" in target:
+            raise httpx.LocalProtocolError(f"not sent by the fast path: {method} {target[:100]!r}")
+        scheme, host, port, prefix = _split(base)
+        name = f"[{host}]" if ":" in host else host
+        path = target if prefix == "/" else prefix.rstrip("/") + target
+        head = [f"{method} {path} HTTP/1.1\r\nHost: {name if port in (80, 443) else f'{name}:{port}'}\r\n"]
+        if body or method in ("POST", "PUT", "PATCH"):
+            head.append(f"Content-Length: {len(body)}\r\n")
+        for field, value in headers:
+            if "\r" in value or "\n" in value:
+                raise httpx.LocalProtocolError(f"the {field} header holds CR or LF")
+            head.append(f"{field}: {value}\r\n")
+        head.append("\r\n")
+        # h11 is told of the request with the pre-validated POST event: the response is framed alike
+        # for every method but HEAD and CONNECT.
+        return await self._send((scheme, host, port), None, "".join(head).encode() + body, self.max_body)
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
         scheme = url.scheme

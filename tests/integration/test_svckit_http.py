@@ -75,3 +75,45 @@ async def test_an_unresolvable_host_is_a_connect_error() -> None:
     transport = PooledTransport(system_addresses)
     with pytest.raises(httpx.ConnectError):
         await _get(transport, "http://no-such-host.invalid/x")
+
+
+async def test_the_proxy_fast_path_sends_one_formatted_head_and_refuses_a_line_break() -> None:
+    """``PooledTransport.request`` (the edge's proxied requests): the head as written, the base URL's
+    path prefix kept, the pooled connection reused; a header value with CR or LF is never sent."""
+    heads: list[bytes] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                heads.append(head)
+                writer.write(b"HTTP/1.1 201 Created\r\nContent-Type: text/x\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    srv = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = srv.sockets[0].getsockname()[1]
+    transport = PooledTransport(system_addresses)
+    try:
+        base = f"http://127.0.0.1:{port}/prefix"
+        for _ in range(2):
+            status, headers, body = await transport.request("GET", base, "/v1/x?a=1", [("X-Key-Id", "k")])
+            assert (status, body) == (201, b"ok") and (b"Content-Type", b"text/x") in headers
+        assert (
+            heads
+            == [f"GET /prefix/v1/x?a=1 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Key-Id: k\r\n\r\n".encode()]
+            * 2
+        )
+        assert transport.connections_opened == 1
+        for value in ("a\r\nX-Injected: 1", "a\nb", "a\rb"):
+            with pytest.raises(httpx.LocalProtocolError):
+                await transport.request("GET", base, "/v1/x", [("X-Key-Id", value)])
+        with pytest.raises(httpx.LocalProtocolError):
+            await transport.request("HEAD", base, "/v1/x", [])
+        assert len(heads) == 2
+    finally:
+        await transport.aclose()
+        srv.close()
+        await srv.wait_closed()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from edge.exceptions import EdgeError
-from edge.requesthead import check_fields, check_target, escape_target, head_too_large
+from edge.requesthead import check_fields, check_target, escape_target, head_passes, head_too_large
 
 LIMIT = 8192
 
@@ -78,6 +78,14 @@ AUTH = ("authorization", "Svc svc_test_x")
 )
 def test_fields_accepted(fields: list[tuple[str, str]], target: str) -> None:
     check_fields(fields, target)
+    # The raw-head fast path lets an origin-form request through; the others go to check_fields.
+    assert head_passes(raw_head(fields, target), target) is target.startswith("/")
+
+
+def raw_head(fields: list[tuple[str, str]], target: str, case: str = "title") -> bytes:
+    """The head as received (no final blank line); names in ``case`` as clients vary it."""
+    lines = [f"GET {target} HTTP/1.1", *(f"{getattr(n, case)()}: {v}" for n, v in fields)]
+    return "\r\n".join(lines).encode("utf-8", "surrogateescape")
 
 
 @pytest.mark.parametrize(
@@ -111,6 +119,9 @@ def test_fields_refused(fields: list[tuple[str, str]], target: str, message: str
     with pytest.raises(EdgeError) as err:
         check_fields(fields, target)
     assert err.value.type == "invalid_request" and message in err.value.message
+    # The fast path never lets a refused head through, whatever the case of its names.
+    for case in ("lower", "upper", "title"):
+        assert not head_passes(raw_head(fields, target, case), target)
 
 
 @pytest.mark.parametrize(
