@@ -59,7 +59,8 @@ async def sample_event(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
         raise EdgeError(problem, type="invalid_request")
     data.update(extra)
     resp = await request.app.ctx.publisher.publish(
-        caller.account_id, ctx.environment, kind, state, data, key=f"sample:{ctx.request_id}",
+        # The partner's Idempotency-Key: a re-run after this edge died mid-request is the same event.
+        caller.account_id, ctx.environment, kind, state, data, key=f"sample:{ctx.idempotency_key}",
         request_id=ctx.request_id,
     )  # fmt: skip
     return json_response(

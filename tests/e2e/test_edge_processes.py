@@ -16,7 +16,7 @@ from websockets.asyncio.client import connect
 from edge.testing import SANDBOX_HOST, Upstream, edge_args, write_route_table
 from svckit.apikeys import checksum
 from svckit.ids import random_base62
-from tests.support import ServiceProcess, close_code, free_port
+from tests.support import ServiceProcess, close_code, free_port, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 
@@ -160,6 +160,53 @@ async def test_idempotency_shared_by_two_edges_on_postgres(pg_url: str, tmp_path
         auth.terminate()
         live_up.close()
         sandbox_up.close()
+
+
+async def test_a_sandbox_event_run_again_under_its_idempotency_key_is_the_same_event(
+    tmp_path: pathlib.Path,
+) -> None:
+    """A POST /v1/sandbox/events whose edge died before answering is run again under the same
+    Idempotency-Key once its claim is taken over (another edge, or the stale claim): the publish carries the
+    partner's key, so webhookd answers with the first event instead of making a second. Two edges on
+    databases of their own stand for the run and its re-run (neither sees the other's record)."""
+    webhookd = start_service(
+        "webhookd", tmp_path, sqlite_url(tmp_path, "w.db"), "--allow-private-targets", "--allow-http"
+    )
+    auth = authsvc(tmp_path, sqlite_url(tmp_path, "a.db"))
+    edges = [
+        ServiceProcess(
+            "edge", edge_args(auth.grpc_target, webhookd.grpc_target, sqlite_url(tmp_path, f"e{i}.db"))
+        ).start(tmp_path / f"e{i}.log")
+        for i in range(2)
+    ]
+    try:
+        _, secret = await sandbox_key(auth.grpc_target, ["webhooks:write"])
+        hd = h(secret, Idempotency_Key="sample-rerun-1", Content_Type="application/json")
+        async with httpx.AsyncClient(timeout=10) as c:
+            answers = [
+                await c.post(
+                    f"http://127.0.0.1:{e.ports['sandbox_port']}/v1/sandbox/events",
+                    headers=hd,
+                    json={"type": "booking.confirmed"},
+                )
+                for e in edges
+            ]
+        assert [a.status_code for a in answers] == [202, 202], [a.text for a in answers]
+        first, again = (a.json()["event"]["id"] for a in answers)
+        assert first == again
+        other = hd | {"Idempotency-Key": "sample-rerun-2"}
+        async with httpx.AsyncClient(timeout=10) as c:
+            fresh = await c.post(
+                f"http://127.0.0.1:{edges[0].ports['sandbox_port']}/v1/sandbox/events",
+                headers=other,
+                json={"type": "booking.confirmed"},
+            )
+        assert fresh.status_code == 202 and fresh.json()["event"]["id"] != first
+    finally:
+        for e in edges:
+            e.terminate()
+        auth.terminate()
+        webhookd.terminate()
 
 
 async def test_key_revoked_while_the_watch_was_down_is_refused_once_authsvc_is_back(
