@@ -13,6 +13,10 @@ each over a pooled TLS connection, and commits the attempt rows and delivery upd
 A delivery counts when its result is committed (durable). Phase 2 (lag): deliveries come due at a steady
 rate (below capacity); for each send we record send time minus due time. Then the same burst through the
 real service (``python -m webhookd serve`` as a process on a preloaded file, counted by polling the table).
+Isolation (``--hostile N``, 0 skips it): the burst and the lag phase again, with another account's N endpoints
+that drip their answer a byte a second and N that take the request and never answer (``webhookd.testing.
+Hostile``, in a process of their own) holding deliveries due over the same span: the healthy endpoint's lag
+p99 and throughput with and without them (goal: p99 under 100 ms, throughput within 10 %).
 The receiver runs in its own process (trustme certificate, HTTP/1.1 keep-alive, answers 200).
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import logging
 import multiprocessing as mp
 import os
 import pathlib
@@ -31,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
@@ -52,18 +58,35 @@ from webhookd._server import Config, make_client, make_transport
 from webhookd._sql import SqlRepository, deliveries, events
 from webhookd._ssrf import Policy
 from webhookd._times import us
-from webhookd.testing import Receiver
+from webhookd.testing import Hostile, Receiver
 
 ACCT, ENV = "acct_bench", "live"
+HOSTILE_ACCT = "acct_hostile"
 
 
-def _receiver_process(cert_pem: bytes, key_pem: bytes, port_q: mp.Queue, stop: mp.Event) -> None:  # type: ignore[type-arg]
+def _server_ctx(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
     with tempfile.TemporaryDirectory() as d:
         cert, key = pathlib.Path(d, "c.pem"), pathlib.Path(d, "k.pem")
         cert.write_bytes(cert_pem)
         key.write_bytes(key_pem)
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def _hostile_process(cert_pem: bytes, key_pem: bytes, port_q: Any, stop: Any) -> None:
+    """The isolation phase's hostile receivers: one that drips (a byte a second), one that never answers."""
+    ctx = _server_ctx(cert_pem, key_pem)
+    drip, hang = Hostile("drip", ctx).start(), Hostile("hang", ctx).start()
+    port_q.put((drip.port, hang.port))
+    stop.wait(600)
+    port_q.put((drip.requests, hang.requests))
+    drip.stop()
+    hang.stop()
+
+
+def _receiver_process(cert_pem: bytes, key_pem: bytes, port_q: mp.Queue, stop: mp.Event) -> None:  # type: ignore[type-arg]
+    ctx = _server_ctx(cert_pem, key_pem)
     factory = asyncio.new_event_loop
     try:
         import uvloop
@@ -93,7 +116,9 @@ def _config(ca_path: str, worker: WorkerConfig | None = None) -> Config:
     return config
 
 
-async def _preload(repo: SqlRepository, endpoint_id: str, due: list[dt.datetime]) -> None:
+async def _preload(
+    repo: SqlRepository, endpoint_id: str, due: list[dt.datetime], account: str = ACCT
+) -> None:
     now = dt.datetime.now(dt.UTC)
     ev_rows, del_rows = [], []
     for when in due:
@@ -102,7 +127,7 @@ async def _preload(repo: SqlRepository, endpoint_id: str, due: list[dt.datetime]
         ev_rows.append(
             {
                 "id": eid,
-                "account_id": ACCT,
+                "account_id": account,
                 "environment": ENV,
                 "type": "booking.confirmed",
                 "state": "confirmed",
@@ -112,7 +137,7 @@ async def _preload(repo: SqlRepository, endpoint_id: str, due: list[dt.datetime]
             }
         )
         del_rows.append({"id": sortable_id("msg", now), "event_id": eid, "endpoint_id": endpoint_id,
-                         "account_id": ACCT, "environment": ENV, "event_type": "booking.confirmed",
+                         "account_id": account, "environment": ENV, "event_type": "booking.confirmed",
                          "status": "pending", "attempt_count": 0, "schedule_count": 0, "due_at": us(when),
                          "next_attempt_at": us(when), "lease_owner": None, "created_at": us(now),
                          "updated_at": us(now)})  # fmt: skip
@@ -122,25 +147,31 @@ async def _preload(repo: SqlRepository, endpoint_id: str, due: list[dt.datetime]
             await conn.execute(deliveries.insert(), del_rows[i : i + 5000])
 
 
-def _endpoint(port: int) -> EndpointRecord:
-    """The one endpoint every delivery goes to: the receiver on ``port``."""
+def _endpoint(port: int, url: str = "", account: str = ACCT) -> EndpointRecord:
+    """The one endpoint every delivery goes to: the receiver on ``port`` (or ``url``)."""
     now = dt.datetime.now(dt.UTC)
     return EndpointRecord(
-        id=new_id("we"), account_id=ACCT, environment=ENV, url=f"https://127.0.0.1:{port}/hook",
+        id=new_id("we"), account_id=account, environment=ENV, url=url or f"https://127.0.0.1:{port}/hook",
         events=["booking.confirmed"], description="bench", status=EndpointStatus.ENABLED, disabled_reason="",
         created_at=now, updated_at=now, secrets=[SigningSecret(new_secret())],
     )  # fmt: skip
 
 
 class CountingRepo(SqlRepository):
-    """Counts deliveries whose result is committed."""
+    """Counts deliveries whose result is committed (only the attempts to endpoint ``only`` when it is set)."""
 
     committed = 0
     done: asyncio.Event
+    only: str | None = None
 
     async def record_and_claim(self, outcomes, owner, now, limit, lease_until, skips=NO_SKIPS):  # type: ignore[no-untyped-def,override]
         out = await super().record_and_claim(outcomes, owner, now, limit, lease_until, skips)
-        CountingRepo.committed += len(outcomes)
+        only = self.only
+        CountingRepo.committed += (
+            len(outcomes)
+            if only is None
+            else sum(1 for o in outcomes if o.endpoint_id == only and o.attempt is not None)
+        )
         if CountingRepo.committed >= self.target:
             self.done.set()
         return out
@@ -165,12 +196,28 @@ async def _phase(
     cfg: WorkerConfig,
     limit_s: float,
     network: bool = True,
+    hostile: Sequence[str] = (),
+    per_hostile: int = 0,
 ) -> tuple[float, list[float], int, float, float, dict[str, float]]:
+    """``hostile``: URLs of another account's endpoints, each with ``per_hostile`` deliveries due over the
+    span of ``due``; then only the healthy endpoint's deliveries are counted and its lags kept."""
+    steady = due[0] > dt.datetime.now(dt.UTC)  # the lag phase: deliveries come due from a start ahead
     repo = await CountingRepo.open(db)
     assert isinstance(repo, CountingRepo)
     ep = _endpoint(port)
     await repo.create_endpoint(ep)
+    heps = [_endpoint(port, url, HOSTILE_ACCT) for url in hostile]
+    for hep in heps:
+        await repo.create_endpoint(hep)
+    late = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1) - due[0]
+    if steady and late > dt.timedelta(0):  # creating the endpoints ate the head start: keep one second
+        due = [d + late for d in due]
     await _preload(repo, ep.id, due)
+    span = due[-1] - due[0]
+    for hep in heps:
+        spread = [due[0] + span * k / per_hostile for k in range(per_hostile)]
+        await _preload(repo, hep.id, spread, HOSTILE_ACCT)
+    repo.only = ep.id if hostile else None
     CountingRepo.committed = 0
     repo.target = len(due)  # type: ignore[attr-defined]
     repo.done = asyncio.Event()
@@ -179,7 +226,12 @@ async def _phase(
     client = make_client(config, transport)
     lags: list[float] = []
     sender: Any = Sender(client, direct=transport) if network else NullSender()
-    worker = DeliveryWorker(repo, sender, SystemClock(), cfg, on_sent=lambda _c, lag: lags.append(lag))
+
+    def on_sent(claim: Any, lag: float) -> None:
+        if claim.delivery.endpoint_id == ep.id:
+            lags.append(lag)
+
+    worker = DeliveryWorker(repo, sender, SystemClock(), cfg, on_sent=on_sent)
     start = time.perf_counter()
     cpu_start, loop_start = time.process_time(), time.thread_time()
     threads_start = _thread_cpu()
@@ -470,6 +522,18 @@ async def main_async(args: argparse.Namespace) -> None:
     )
     proc.start()
     port = port_q.get(timeout=30)
+    hostile_q: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+    hostile_proc = ctx.Process(
+        target=_hostile_process,
+        args=(cert.cert_chain_pems[0].bytes(), cert.private_key_pem.bytes(), hostile_q, stop),
+        daemon=True,
+    )
+    hostile: list[str] = []
+    if args.hostile:
+        hostile_proc.start()
+        drip_port, hang_port = hostile_q.get(timeout=30)
+        hostile = [f"https://127.0.0.1:{drip_port}/drip/{i}" for i in range(args.hostile)]
+        hostile += [f"https://127.0.0.1:{hang_port}/hang/{i}" for i in range(args.hostile)]
     cfg = WorkerConfig(
         batch_size=args.batch_size, concurrency=args.concurrency, lease_seconds=60, poll_seconds=0.25
     )
@@ -487,6 +551,7 @@ async def main_async(args: argparse.Namespace) -> None:
             # Plain POSTs and the durable burst alternate, so each pair sees the machine in the same state.
             plains: list[float] = []
             bursts: list[tuple[float, int, float, float, dict[str, float]]] = []
+            hostile_rates: list[float] = []
             for trial in range(args.trials):
                 plain = await _plain_posts(port, ca_path, args.deliveries, args.concurrency)
                 plains.append(plain)
@@ -496,6 +561,14 @@ async def main_async(args: argparse.Namespace) -> None:
                     db1, port, ca_path, [now] * args.deliveries, cfg, 120
                 )
                 bursts.append((el, done, cpu, busy, threads))
+                if hostile:  # the same burst right after, with the hostile endpoints' deliveries due too
+                    now = dt.datetime.now(dt.UTC)
+                    db_h = f"sqlite+aiosqlite:///{d}/hostile{trial}.db"
+                    el, _lags, done, *_rest = await _phase(
+                        db_h, port, ca_path, [now] * args.deliveries, cfg, 120, True, hostile,
+                        args.hostile_deliveries,
+                    )  # fmt: skip
+                    hostile_rates.append(done / el)
             rates = [done / el for el, done, *_ in bursts]
             ratios = sorted(r / p * 100 for r, p in zip(rates, plains, strict=True))
             rows.append(("calibration: plain signed POSTs/s, nothing stored", _spread(plains)))
@@ -534,6 +607,45 @@ async def main_async(args: argparse.Namespace) -> None:
             rows.append(("due->send lag p99", f"{_pct(lags, 99) * 1000:.1f} ms"))
             rows.append(("due->send lag max", f"{max(lags) * 1000:.1f} ms" if lags else "n/a"))
             rows.append(("deliveries committed in lag phase", f"{n2}"))
+            if hostile:
+                # Lag without and with them in pairs, back to back (the machine is noisy): medians of p99.
+                p99s: tuple[list[float], list[float]] = ([], [])
+                lags_h: list[float] = []
+                for trial in range(args.trials):
+                    for with_them, out in ((False, p99s[0]), (True, p99s[1])):
+                        ahead = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1.5) - due[0]
+                        db3 = f"sqlite+aiosqlite:///{d}/lag-{trial}-{with_them}.db"
+                        _e, lags3, n3, _c, _b, _t = await _phase(
+                            db3, port, ca_path, [t + ahead for t in due], cfg, 120, True,
+                            hostile if with_them else (), args.hostile_deliveries,
+                        )  # fmt: skip
+                        out.append(_pct(lags3, 99))
+                        lags_h = lags3 if with_them else lags_h
+                what = f"{args.hostile} dripping + {args.hostile} silent endpoints of another account"
+                rows.append((f"isolation: with {what}", f"{args.hostile_deliveries} deliveries due each"))
+                without, with_ = (statistics.median(p) * 1000 for p in p99s)
+                pairs = " ".join(f"{a * 1000:.0f}/{b * 1000:.0f}" for a, b in zip(*p99s, strict=True))
+                rows.append(
+                    (
+                        f"  healthy lag p99 without / with them, {args.trials} pairs (goal < 100 ms)",
+                        f"{without:.1f} ms / {with_:.1f} ms (pairs: {pairs})",
+                    )
+                )
+                rows.append(
+                    (
+                        "  healthy lag max with them (last pair)",
+                        f"{max(lags_h) * 1000:.1f} ms" if lags_h else "n/a",
+                    )
+                )
+                rows.append(("  healthy deliveries committed in the lag phase with them", f"{n3}"))
+                ratios_h = sorted(h / r * 100 for h, r in zip(hostile_rates, rates, strict=True))
+                rows.append(("  burst deliveries/s with them", _spread(hostile_rates)))
+                rows.append(
+                    (
+                        "  throughput with / without them (goal >= 90 %)",
+                        f"{ratios_h[len(ratios_h) // 2]:.0f} % ({ratios_h[0]:.0f} - {ratios_h[-1]:.0f})",
+                    )
+                )
             rate = await _service_phase(d, port, ca_path, args.deliveries, cfg)
             rows.append(("the same burst through `python -m webhookd serve` (a process)", f"{rate:,.0f}"))
             stores = [("SQLite, 1 process", statistics.median(rates), _pct(lags, 99), cpu1 / n, None)]
@@ -561,6 +673,10 @@ async def main_async(args: argparse.Namespace) -> None:
             stop.set()
             received, receiver_cpu = port_q.get(timeout=30)
             proc.join(10)
+            if hostile:
+                drips, hangs = hostile_q.get(timeout=30)
+                rows.append(("  requests the dripping / silent receivers took", f"{drips} / {hangs}"))
+                hostile_proc.join(10)
     rows.append(("requests the receiver answered (all phases)", f"{received}"))
     if received:
         rows.append(
@@ -604,9 +720,19 @@ def main() -> int:
     parser.add_argument(
         "--pg-processes", type=int, default=2, help="worker processes sharing the PostgreSQL burst"
     )
+    parser.add_argument(
+        "--hostile",
+        type=int,
+        default=10,
+        help="dripping and silent endpoints, each, in the isolation phase (0: skip)",
+    )
+    parser.add_argument(
+        "--hostile-deliveries", type=int, default=20, help="deliveries due per hostile endpoint"
+    )
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=200)
     args = parser.parse_args()
+    logging.getLogger("webhookd").setLevel(logging.ERROR)  # the hostile phase's breaker warnings are expected
     try:
         import uvloop
 

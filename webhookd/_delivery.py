@@ -180,8 +180,9 @@ class DeliveryWorker:
         self._running: dict[int, tuple[Key, float]] = {}  # sends in flight by token: key, start (monotonic)
         self._slow: set[int] = set()  # tokens of the sends marked slow
         self._tokens = itertools.count()
-        # The skips of the last claim that found nothing, and when (monotonic): the same claim is not run
-        # again within ``poll_seconds`` (each would walk the skipped backlog) unless something is published.
+        # The skips of the last claim that found nothing, and until when (monotonic) the same claim is not
+        # run again (each would walk the skipped backlog): ``poll_seconds``, or less when a delivery comes
+        # due sooner (``_quiet_until``), unless something is published.
         self._found_nothing: tuple[Skips, float] | None = None
         self._stopping = False
         self._grace = 5.0
@@ -362,11 +363,12 @@ class DeliveryWorker:
             self._wake.clear()
             skipped = skips(self._held, self._budgets, self.breakers.waiting(now)) if limit else Skips()
             if limit and skipped and self._found_nothing is not None:
-                same, at = self._found_nothing
-                if same == skipped and time.monotonic() - at < cfg.poll_seconds:
+                same, until = self._found_nothing
+                quiet = until - time.monotonic()
+                if same == skipped and quiet > 0:
                     limit = 0  # the same claim found nothing a moment ago: only write the results
                     if not batch:
-                        await self._sleep(cfg.poll_seconds)
+                        await self._sleep(quiet)
                         continue
             try:
                 alerts, claims = await self.queue.record_and_claim(
@@ -382,7 +384,8 @@ class DeliveryWorker:
             self._alerted(alerts)
             self._noticed(batch)
             if limit:
-                self._found_nothing = (skipped, time.monotonic()) if skipped and not claims else None
+                found_nothing = skipped and not claims
+                self._found_nothing = (skipped, await self._quiet_until(now)) if found_nothing else None
             for claim in claims:
                 self._held.add(key_of(claim))
             self._ready.extend(claims)
@@ -392,6 +395,19 @@ class DeliveryWorker:
                 continue
             if limit:
                 await self._idle(now, claimed=bool(claims), skipping=bool(skipped))
+
+    async def _quiet_until(self, now: dt.datetime) -> float:
+        """Until when (monotonic) a claim with the same skips is not run again: a poll, or until the next
+        delivery comes due if sooner (without this, a healthy endpoint's deliveries that come due while a
+        hostile backlog is skipped waited up to a poll for their claim)."""
+        wait = self.config.poll_seconds
+        try:
+            due = await self.queue.next_due_after(now)
+        except Exception:
+            due = None
+        if due is not None:
+            wait = min(wait, max(0.0, (due - self.clock.now()).total_seconds()))
+        return time.monotonic() + wait
 
     def _waiting(self) -> list[Claim]:
         """Every claim held and not sending."""
@@ -499,8 +515,10 @@ class DeliveryWorker:
             if until_due > 0:
                 wait = min(wait, until_due)
             elif not claimed and skipping:
-                # Due rows we skipped wait for room here: a finished send wakes us.
-                pass
+                # Due rows we skipped wait for room here (a finished send wakes us), others' until they
+                # come due (``_quiet_until``).
+                if self._found_nothing is not None:
+                    wait = min(wait, max(0.0, self._found_nothing[1] - time.monotonic()))
             elif not claimed:
                 # Due rows we could not claim are locked by another process: don't spin on them.
                 wait = min(wait, 0.01)

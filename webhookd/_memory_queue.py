@@ -70,6 +70,7 @@ class MemoryQueue(StatementQueue):
             "queue_depth": self._queue_depth,
             "oldest_due": self._oldest_due,
             "next_due": self._next_due,
+            "next_due_after": self._next_due_after,
             "purge_attempts": self._purge_attempts,
             "purge_sandbox_attempts": self._purge_sandbox_attempts,
             "advance_sandbox": self._advance_sandbox,
@@ -270,6 +271,16 @@ class MemoryQueue(StatementQueue):
             d["next_attempt_at"]
             for d in self.deliveries.values()
             if d["status"] == D.PENDING and d["next_attempt_at"] is not None
+        ]
+        return (min(due, default=None),)
+
+    def _next_due_after(self, params: tuple[int]) -> tuple[int | None]:
+        due = [
+            d["next_attempt_at"]
+            for d in self.deliveries.values()
+            if d["status"] == D.PENDING
+            and d["next_attempt_at"] is not None
+            and d["next_attempt_at"] > params[0]
         ]
         return (min(due, default=None),)
 

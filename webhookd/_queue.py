@@ -73,6 +73,8 @@ class Queue(Protocol):
 
     async def next_due(self) -> dt.datetime | None: ...
 
+    async def next_due_after(self, now: dt.datetime) -> dt.datetime | None: ...
+
 
 def drive(step: Step[T], run: Callable[[str, Any], Any]) -> T:
     """Run ``step`` to its end, each statement by ``run(name, params)``."""
@@ -249,6 +251,10 @@ class StatementQueue(abc.ABC):
 
     async def next_due(self) -> dt.datetime | None:
         (value,) = await self._run(one("next_due", ()), write=False)
+        return from_us(value)
+
+    async def next_due_after(self, now: dt.datetime) -> dt.datetime | None:
+        (value,) = await self._run(one("next_due_after", (us(now),)), write=False)
         return from_us(value)
 
     async def stats(self, now: dt.datetime) -> Stats:

@@ -342,6 +342,14 @@ _ALL = [
         Kind.ONE,
         f"SELECT min(next_attempt_at) FROM wh_deliveries WHERE status = '{D.PENDING}'",
     ),
+    # (now) -> the next time a pending delivery comes due, after now: a claim that skipped due rows and
+    # found nothing else is not run again before then (``_delivery``), rather than after a whole poll.
+    Statement(
+        "next_due_after",
+        Kind.ONE,
+        f"SELECT min(next_attempt_at) FROM wh_deliveries"
+        f" WHERE status = '{D.PENDING}' AND next_attempt_at > $1",
+    ),
     # purge: (before) the attempt log past its 30 days
     Statement("purge_attempts", Kind.EXEC, "DELETE FROM wh_attempts WHERE attempted_at < $1"),
     # purge: (before) the sandbox's attempt log past its shorter retention (``_events.SANDBOX_RETENTION``)
@@ -353,7 +361,7 @@ _ALL = [
 ]
 STATEMENTS: dict[str, Statement] = {s.name: s for s in _ALL}
 # Only these read: a store may run them without taking its write lock.
-READS = frozenset({"queue_depth", "oldest_due", "next_due", "recoverable"})
+READS = frozenset({"queue_depth", "oldest_due", "next_due", "next_due_after", "recoverable"})
 
 
 @dataclass(slots=True)

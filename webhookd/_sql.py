@@ -368,6 +368,9 @@ class SqlRepository:
     async def next_due(self) -> dt.datetime | None:
         return await self.queue.next_due()
 
+    async def next_due_after(self, now: dt.datetime) -> dt.datetime | None:
+        return await self.queue.next_due_after(now)
+
     async def get_claim(self, delivery_id: str) -> Claim | None:
         async with self.engine.connect() as conn:
             row = (await conn.execute(sa.select(deliveries).where(deliveries.c.id == delivery_id))).first()

@@ -203,6 +203,119 @@ class Silent:
         self._sock.close()
 
 
+# What a dripping receiver answers, one byte at a time: complete, so only a timeout can cut it short.
+DRIP_ANSWER = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
+_ENDLESS_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+_ENDLESS_CHUNK = b"%x\r\n%s\r\n" % (65536, b"x" * 65536)
+
+
+class Hostile:
+    """A receiver that answers badly, in a thread of its own (HTTPS, or plain HTTP with ``ssl_context``
+    None), for every path: ``mode`` "drip" sends a valid 200 one byte every ``every`` seconds (about 70 of
+    them), "endless" answers 200 at once with a chunked body that never ends, "hang" reads the request
+    and never answers. ``requests`` counts request heads, ``open`` the connections open now, ``sent`` the
+    bytes written (all connections)."""
+
+    def __init__(
+        self,
+        mode: str,
+        ssl_context: ssl.SSLContext | None = None,
+        every: float = 1.0,
+        host: str = "127.0.0.1",
+    ) -> None:
+        if mode not in ("drip", "endless", "hang"):
+            raise ValueError(f"unknown mode {mode!r}")
+        self.mode, self.ssl_context, self.every, self.host = mode, ssl_context, every, host
+        self.port = 0
+        self.requests = 0
+        self.open = 0
+        self.sent = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.open += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                await reader.readexactly(length)
+                self.requests += 1
+                if self.mode == "hang":
+                    await reader.read()  # until the client gives up
+                    return
+                if self.mode == "endless":
+                    writer.write(_ENDLESS_HEAD)
+                    while not reader.at_eof():
+                        writer.write(_ENDLESS_CHUNK)
+                        await writer.drain()
+                        self.sent += len(_ENDLESS_CHUNK)
+                    return
+                for i in range(len(DRIP_ANSWER)):
+                    if reader.at_eof():
+                        return
+                    writer.write(DRIP_ANSWER[i : i + 1])
+                    await writer.drain()
+                    self.sent += 1
+                    await asyncio.sleep(self.every)
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ssl.SSLError):
+            pass
+        except asyncio.CancelledError:
+            pass  # stopped: ends quietly (asyncio's stream server reports a handler that ends cancelled)
+        finally:
+            self.open -= 1
+            writer.close()
+
+    def start(self) -> Hostile:
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+
+            async def serve() -> None:
+                self._server = await asyncio.start_server(
+                    self._handle, self.host, self.port, ssl=self.ssl_context, backlog=1024
+                )
+                self.port = self._server.sockets[0].getsockname()[1]
+                ready.set()
+
+            loop.run_until_complete(serve())
+            loop.run_forever()
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name=f"hostile-{self.mode}", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("hostile receiver did not start")
+        return self
+
+    def stop(self) -> None:
+        loop, server = self._loop, self._server
+        if loop is None or server is None:
+            return
+
+        async def close() -> None:
+            server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            loop.stop()
+
+        asyncio.run_coroutine_threadsafe(close(), loop)
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def url(self, path: str = "/hook") -> str:
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}{path}"
+
+
 def trusted_receiver(directory: pathlib.Path) -> tuple[Receiver, pathlib.Path]:
     """A started HTTPS Receiver whose certificate (localhost, 127.0.0.1) comes from a new trustme CA, and
     that CA's PEM file under ``directory`` (webhookd's ``--ca-bundle``)."""

@@ -388,3 +388,16 @@ async def test_a_recovered_delivery_whose_claimer_died_is_claimed_again(db_url: 
         assert after.delivery.id == last.delivery.id
     finally:
         await repo.close()
+
+
+async def test_next_due_after_is_the_next_delivery_to_come_due(db_url: str) -> None:
+    repo = await SqlRepository.open(db_url)
+    try:
+        await _setup(repo, 3)  # due at T0, T0 + 1 s, T0 + 2 s
+        second = dt.timedelta(seconds=1)
+        assert await repo.next_due_after(T0) == T0 + second
+        assert await repo.next_due_after(T0 + 2 * second) is None
+        await repo.claim_due(T0 + 2 * second, 10, T0 + MINUTE, "wrk_a")  # all leased until T0 + 1 min
+        assert await repo.next_due_after(T0 + 2 * second) == T0 + MINUTE
+    finally:
+        await repo.close()

@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import json
+import time
 from typing import Any
 
 import httpx
@@ -179,3 +180,17 @@ def test_the_sandbox_clock_moves_the_accounts_waiting_sandbox_deliveries_only() 
         "msg_other": NOW + MIN,  # another account's
     }
     assert queue.deliveries["msg_6h"]["due_at"] == us(NOW + 240 * MIN)
+
+
+def test_a_claim_that_found_nothing_waits_only_until_the_next_delivery_comes_due() -> None:
+    # msg_1 is due now (say, skipped: its endpoint hangs), msg_2 comes due in 2 s: a claim with the same
+    # skips runs again then, not a whole poll (30 s here) later; with nothing coming due, a poll.
+    queue = _queue(_delivery("msg_1"), _delivery("msg_2", due=NOW + dt.timedelta(seconds=2)))
+    assert asyncio.run(queue.next_due_after(NOW)) == NOW + dt.timedelta(seconds=2)
+    assert asyncio.run(queue.next_due_after(NOW + dt.timedelta(seconds=2))) is None
+    worker = DeliveryWorker(queue, Sender(httpx.AsyncClient()), FakeClock(NOW), WorkerConfig(poll_seconds=30))
+    quiet = asyncio.run(worker._quiet_until(NOW)) - time.monotonic()
+    assert 1.0 < quiet <= 2.0
+    worker.clock = FakeClock(NOW + dt.timedelta(seconds=2))
+    quiet = asyncio.run(worker._quiet_until(NOW + dt.timedelta(seconds=2))) - time.monotonic()
+    assert 29.0 < quiet <= 30.0
