@@ -217,7 +217,8 @@ def guard(
     the server registers it (svckit.grpc_server), not per call."""
     permitted = permits(method)
     resolve = sessions or _no_sessions
-    portal_needs_session = needs_session(method)
+    # Health and reflection name no account: open to the portal's certificate alone, as to every peer.
+    portal_needs_session = needs_session(method) and not method.lstrip("/").startswith(OPEN_TO_EVERY_PEER)
 
     async def check(context: grpc.aio.ServicerContext, request: Any) -> tuple[str, PortalUser | None, str]:
         identity = identity_of(context)

@@ -13,6 +13,7 @@ import grpc
 import pytest
 from google.protobuf import descriptor_pool, field_mask_pb2, struct_pb2
 from google.protobuf.message_factory import GetMessageClass
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from authsvc._server import AuthServer
 from authsvc.testing import ACTOR
@@ -123,6 +124,14 @@ async def test_without_a_session_every_operator_rpc_is_refused(portal: Portal, t
         refused[method] = await _code(channel, method, request, token)
     assert set(refused.values()) == {grpc.StatusCode.UNAUTHENTICATED}, refused
     assert any(m.startswith("travel.webhooks") for m in refused)
+
+
+async def test_grpc_health_is_open_to_the_portal_without_a_session(portal: Portal) -> None:
+    """The portal's /readyz asks both peers' gRPC health with its certificate alone: health (like
+    reflection) is open to every peer and names no account, so it needs no signed-in user."""
+    for channel in (portal.auth.channel, portal.hooks.channel):
+        answer = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+        assert answer.status == health_pb2.HealthCheckResponse.SERVING
 
 
 async def test_an_owner_invite_needs_the_session_and_stays_in_its_account(
