@@ -137,8 +137,8 @@ class StreamSession:
         async def process_events(events: Sequence[Any]) -> None:
             for event in events:
                 if getattr(event, "opcode", None) in _CONTROL and not self.bucket.take(time.monotonic()):
-                    self.rate_limited()
-                    return
+                    self.rate_limited()  # the stream closes; the batch still goes on (a CLOSE may be in it)
+                    break
             await forward(events)
 
         self.ws.process_events = process_events  # type: ignore[method-assign]

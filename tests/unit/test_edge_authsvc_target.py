@@ -69,7 +69,9 @@ def test_a_bad_authsvc_list_stops_the_start() -> None:
 
     with pytest.raises(ValueError, match="several addresses"):
         config_from(
-            build_parser().parse_args(["serve", "--authsvc", "a.example:1", "--authsvc", "b.example:1"])
+            build_parser().parse_args(
+                ["serve", "--insecure-dev", "--authsvc", "a.example:1", "--authsvc", "b.example:1"]
+            )
         )
 
 
