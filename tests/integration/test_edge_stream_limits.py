@@ -3,6 +3,8 @@ another", items 4-6): /v1/stream's per-key and per-account limits, its per-conne
 refused requests logged as counts, never a line each. Real authsvc, webhookd and edge processes on
 loopback; the edge's limits are small here so that the tests open few streams."""
 
+# ruff: noqa: F811 (the tests take the fixtures imported below as arguments)
+
 from __future__ import annotations
 
 import asyncio
@@ -11,21 +13,27 @@ import json
 import math
 import pathlib
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import grpc
 import httpx
 import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
 
 from edge.streamlimits import CLOSE_RATE_LIMITED
-from edge.testing import Upstream, edge_args
 from svckit.refusallog import SUMMARY
 from tests.integration.edge_stack import hdrs, new_key
-from tests.integration.test_edge_stream_webhooks import Stack, publish, recv_json, ws
-from tests.support import ServiceProcess, close_code, sqlite_url, start_service
+from tests.integration.test_edge_stream_webhooks import (  # noqa: F401 (auth, hooks: the fixtures)
+    Stack,
+    auth,
+    hooks,
+    publish,
+    recv_json,
+    running_stack,
+    ws,
+)
+from tests.support import close_code
 from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2_grpc
 
@@ -36,42 +44,10 @@ BURST = 10
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    tmp = tmp_path_factory.mktemp("edge_limits")
-    receiver = Upstream("receiver")
-    procs: list[ServiceProcess] = []
-    try:
-        auth = start_service("authsvc", tmp, sqlite_url(tmp, "a.db"))
-        procs.append(auth)
-        wh = start_service("webhookd", tmp, sqlite_url(tmp, "w.db"), "--poll-seconds", "0.2")
-        procs.append(wh)
-        edge = ServiceProcess(
-            "edge",
-            edge_args(
-                auth.grpc_target, wh.grpc_target, f"sqlite+aiosqlite:///{tmp / 'e.db'}", None,
-                "--stream-max-per-key", str(PER_KEY),
-                "--stream-max-per-account", str(PER_ACCOUNT),
-                "--stream-messages-per-second", "2",
-                "--stream-message-burst", str(BURST),
-            ),
-        ).start(tmp / "edge.log")  # fmt: skip
-        procs.append(edge)
-        yield Stack(auth, wh, edge, receiver)
-    finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        receiver.close()
-
-
-@pytest.fixture
-async def auth(stack: Stack) -> AsyncIterator[auth_pb2_grpc.AuthServiceStub]:
-    async with grpc.aio.insecure_channel(stack.authsvc.grpc_target) as channel:
-        yield auth_pb2_grpc.AuthServiceStub(channel)
-
-
-@pytest.fixture
-async def hooks(stack: Stack) -> AsyncIterator[webhooks_pb2_grpc.WebhookServiceStub]:
-    async with grpc.aio.insecure_channel(stack.webhookd.grpc_target) as channel:
-        yield webhooks_pb2_grpc.WebhookServiceStub(channel)
+    limits = ["--stream-max-per-key", str(PER_KEY), "--stream-max-per-account", str(PER_ACCOUNT),
+              "--stream-messages-per-second", "2", "--stream-message-burst", str(BURST)]  # fmt: skip
+    with running_stack(tmp_path_factory.mktemp("edge_limits"), [], limits) as up:
+        yield up
 
 
 async def refused_handshake(stack: Stack, secret: str) -> tuple[int, dict[str, Any], str]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import pathlib
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,32 +40,40 @@ class Stack:
         return f"http://127.0.0.1:{self.edge.ports['sandbox_port']}"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    tmp = tmp_path_factory.mktemp("edge_ws")
+@contextmanager
+def running_stack(
+    tmp: pathlib.Path, webhookd_flags: Sequence[str], edge_flags: Sequence[str]
+) -> Iterator[Stack]:
+    """authsvc, webhookd (with ``webhookd_flags``) and an edge (with ``edge_flags``) in ``tmp``, and a
+    receiver (also tests/integration/test_edge_stream_limits.py's)."""
     receiver = Upstream("receiver")
     procs: list[ServiceProcess] = []
     try:
         auth = start_service("authsvc", tmp, sqlite_url(tmp, "a.db"))
         procs.append(auth)
-        wh = start_service(
-            "webhookd", tmp, sqlite_url(tmp, "w.db"),
-            "--allow-private-targets", "--allow-http", "--poll-seconds", "0.2",
-        )  # fmt: skip
+        wh = start_service("webhookd", tmp, sqlite_url(tmp, "w.db"), *webhookd_flags, "--poll-seconds", "0.2")
         procs.append(wh)
         edge = ServiceProcess(
             "edge",
             edge_args(
-                auth.grpc_target, wh.grpc_target, f"sqlite+aiosqlite:///{tmp / 'e.db'}", None,
-                "--stream-ping-seconds", "0.3",
+                auth.grpc_target, wh.grpc_target, f"sqlite+aiosqlite:///{tmp / 'e.db'}", None, *edge_flags
             ),
-        ).start(tmp / "edge.log")  # fmt: skip
+        ).start(tmp / "edge.log")
         procs.append(edge)
         yield Stack(auth, wh, edge, receiver)
     finally:
         for proc in reversed(procs):
             proc.terminate()
         receiver.close()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    tmp = tmp_path_factory.mktemp("edge_ws")
+    with running_stack(
+        tmp, ["--allow-private-targets", "--allow-http"], ["--stream-ping-seconds", "0.3"]
+    ) as up:
+        yield up
 
 
 @pytest.fixture
