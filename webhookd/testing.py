@@ -9,7 +9,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 
@@ -63,6 +63,61 @@ class _Protocol(asyncio.Protocol):
         self.transport.write(head.encode() + body)
 
 
+class _ServerThread:
+    """An asyncio server on an event loop of its own, in a thread of its own: what Receiver and Hostile
+    both run on."""
+
+    def __init__(
+        self, name: str, loop_factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop
+    ) -> None:
+        self.name, self.loop_factory = name, loop_factory
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.server: asyncio.Server | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self, serve: Callable[[asyncio.AbstractEventLoop], Awaitable[asyncio.Server]]) -> int:
+        """Start the thread, create the server with ``serve`` on its loop and keep the loop running: the
+        server's port."""
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = self.loop_factory()
+            self.loop = loop
+
+            async def begin() -> None:
+                self.server = await serve(loop)
+                ready.set()
+
+            loop.run_until_complete(begin())
+            loop.run_forever()
+            loop.close()
+
+        self.thread = threading.Thread(target=run, name=self.name, daemon=True)
+        self.thread.start()
+        if not ready.wait(10) or self.server is None:
+            raise RuntimeError(f"{self.name} did not start")
+        return int(self.server.sockets[0].getsockname()[1])
+
+    def stop(self, cancel_tasks: bool = False) -> None:
+        """Close the server and stop the loop (first cancelling its other tasks, with ``cancel_tasks``)."""
+        loop, server = self.loop, self.server
+        if loop is None or server is None:
+            return
+
+        async def close() -> None:
+            server.close()
+            if cancel_tasks:
+                tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+            loop.stop()
+
+        asyncio.run_coroutine_threadsafe(close(), loop)
+        if self.thread is not None:
+            self.thread.join(10)
+
+
 class Receiver:
     """HTTPS (or plain HTTP with ``ssl_context=None``) receiver in a thread of its own.
 
@@ -78,7 +133,6 @@ class Receiver:
         record: bool = True,
         loop_factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop,
     ) -> None:
-        self.loop_factory = loop_factory
         self.ssl_context = ssl_context
         self.host = host
         self.port = port
@@ -90,9 +144,7 @@ class Receiver:
         self.answered = 0
         self.connections = 0
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._server: asyncio.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._serving = _ServerThread("webhook-receiver", loop_factory)
 
     def _handle(self, proto: _Protocol, request: Received) -> None:
         answer = self.responder(request)
@@ -102,47 +154,23 @@ class Receiver:
             if self.record:
                 self.requests.append(request)
         body = b"ok" if 200 <= status < 300 else b"receiver says no"
-        if self.delay and self._loop is not None:
-            self._loop.call_later(self.delay, proto.respond, status, body, extra)
+        loop = self._serving.loop
+        if self.delay and loop is not None:
+            loop.call_later(self.delay, proto.respond, status, body, extra)
         else:
             proto.respond(status, body, extra)
 
     def start(self) -> Receiver:
-        ready = threading.Event()
+        def serve(loop: asyncio.AbstractEventLoop) -> Awaitable[asyncio.Server]:
+            return loop.create_server(
+                lambda: _Protocol(self), self.host, self.port, ssl=self.ssl_context, backlog=1024
+            )
 
-        def run() -> None:
-            loop = self.loop_factory()
-            self._loop = loop
-
-            async def serve() -> None:
-                self._server = await loop.create_server(
-                    lambda: _Protocol(self), self.host, self.port, ssl=self.ssl_context, backlog=1024
-                )
-                self.port = self._server.sockets[0].getsockname()[1]
-                ready.set()
-
-            loop.run_until_complete(serve())
-            loop.run_forever()
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="webhook-receiver", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("receiver did not start")
+        self.port = self._serving.start(serve)
         return self
 
     def stop(self) -> None:
-        loop, server = self._loop, self._server
-        if loop is None or server is None:
-            return
-
-        async def close() -> None:
-            server.close()
-            loop.stop()
-
-        asyncio.run_coroutine_threadsafe(close(), loop)
-        if self._thread is not None:
-            self._thread.join(10)
+        self._serving.stop()
 
     def url(self, path: str = "/hook", host: str | None = None) -> str:
         scheme = "https" if self.ssl_context is not None else "http"
@@ -230,9 +258,7 @@ class Hostile:
         self.requests = 0
         self.open = 0
         self.sent = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._server: asyncio.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._serving = _ServerThread(f"hostile-{mode}")
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.open += 1
@@ -271,45 +297,16 @@ class Hostile:
             writer.close()
 
     def start(self) -> Hostile:
-        ready = threading.Event()
+        def serve(_loop: asyncio.AbstractEventLoop) -> Awaitable[asyncio.Server]:
+            return asyncio.start_server(
+                self._handle, self.host, self.port, ssl=self.ssl_context, backlog=1024
+            )
 
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-
-            async def serve() -> None:
-                self._server = await asyncio.start_server(
-                    self._handle, self.host, self.port, ssl=self.ssl_context, backlog=1024
-                )
-                self.port = self._server.sockets[0].getsockname()[1]
-                ready.set()
-
-            loop.run_until_complete(serve())
-            loop.run_forever()
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name=f"hostile-{self.mode}", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("hostile receiver did not start")
+        self.port = self._serving.start(serve)
         return self
 
     def stop(self) -> None:
-        loop, server = self._loop, self._server
-        if loop is None or server is None:
-            return
-
-        async def close() -> None:
-            server.close()
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            loop.stop()
-
-        asyncio.run_coroutine_threadsafe(close(), loop)
-        if self._thread is not None:
-            self._thread.join(10)
+        self._serving.stop(cancel_tasks=True)  # the drips and endless bodies still running
 
     def url(self, path: str = "/hook") -> str:
         scheme = "https" if self.ssl_context is not None else "http"
