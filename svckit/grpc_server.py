@@ -88,11 +88,7 @@ def observe(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandle
                 latency.observe(perf_counter() - start)
                 count(context)
 
-        return grpc.unary_unary_rpc_method_handler(
-            unary_unary,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return handler._replace(unary_unary=unary_unary)  # a named tuple: the serializers stay
     if handler.unary_stream is not None:
         inner_us = handler.unary_stream
 
@@ -111,11 +107,7 @@ def observe(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandle
                 latency.observe(perf_counter() - start)
                 count(context)
 
-        return grpc.unary_stream_rpc_method_handler(
-            unary_stream,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return handler._replace(unary_stream=unary_stream)  # a named tuple: the serializers stay
     return handler
 
 

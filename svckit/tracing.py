@@ -216,11 +216,7 @@ def traced(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler
             with span(name, metadata(context), kind="SERVER"):
                 return await inner_uu(request, context)
 
-        return grpc.unary_unary_rpc_method_handler(
-            unary_unary,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return handler._replace(unary_unary=unary_unary)  # a named tuple: the serializers stay
     if handler.unary_stream is not None:
         inner_us = handler.unary_stream
 
@@ -229,9 +225,5 @@ def traced(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler
                 async for item in inner_us(request, context):
                     yield item
 
-        return grpc.unary_stream_rpc_method_handler(
-            unary_stream,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return handler._replace(unary_stream=unary_stream)  # a named tuple: the serializers stay
     return handler
