@@ -207,24 +207,37 @@ async def _wait_for(predicate: Any, within: float) -> None:
         await asyncio.sleep(0.05)
 
 
-async def test_a_live_booking_through_the_edge_reaches_the_partner_signed(stack: Stack) -> None:
+async def partner(
+    stack: Stack,
+    name: str,
+    mode: pb.AccountMode.ValueType,
+    environment: pb.Environment.ValueType,
+    scopes: list[str],
+) -> tuple[pb.Account, pb.CreateKeyResponse]:
+    """An account of ``mode`` and a key of ``environment`` with ``scopes``, made by svcctl."""
     async with AuthClient(stack.authsvc.grpc_target, tls_of(stack.pki, "svcctl")) as auth:
         actor = pb.Actor(user="ops:e2e")
         account = (
             await auth.create_account(
-                pb.CreateAccountRequest(name="Hotels Partner", mode=pb.ACCOUNT_MODE_A, actor=actor),
-                wait_for_ready=True,
+                pb.CreateAccountRequest(name=name, mode=mode, actor=actor), wait_for_ready=True
             )
         ).account
         created = await auth.create_key(
             pb.CreateKeyRequest(
                 account_id=account.id,
-                environment=pb.ENVIRONMENT_LIVE,
-                name="live",
-                scopes=list(ALL_SCOPES),
+                environment=environment,
+                name=pb.Environment.Name(environment).removeprefix("ENVIRONMENT_").lower(),
+                scopes=scopes,
                 actor=actor,
             )
         )
+    return account, created
+
+
+async def test_a_live_booking_through_the_edge_reaches_the_partner_signed(stack: Stack) -> None:
+    account, created = await partner(
+        stack, "Hotels Partner", pb.ACCOUNT_MODE_A, pb.ENVIRONMENT_LIVE, list(ALL_SCOPES)
+    )
     secret = created.secret
     headers = {"Host": LIVE_HOST, "Authorization": f"Svc {secret}", "Accept": "application/json"}
     async with httpx.AsyncClient(base_url=stack.live, timeout=15) as http:
@@ -320,23 +333,9 @@ async def test_identity_headers_without_the_edge_certificate_are_refused(stack: 
 
 
 async def test_behind_a_tls_terminating_proxy_the_signed_assertion_is_the_identity(stack: Stack) -> None:
-    async with AuthClient(stack.authsvc.grpc_target, tls_of(stack.pki, "svcctl")) as auth:
-        actor = pb.Actor(user="ops:e2e")
-        account = (
-            await auth.create_account(
-                pb.CreateAccountRequest(name="Proxied", mode=pb.ACCOUNT_MODE_B, actor=actor),
-                wait_for_ready=True,
-            )
-        ).account
-        created = await auth.create_key(
-            pb.CreateKeyRequest(
-                account_id=account.id,
-                environment=pb.ENVIRONMENT_SANDBOX,
-                name="sandbox",
-                scopes=["hotels:read", "hotels:write"],
-                actor=actor,
-            )
-        )
+    account, created = await partner(
+        stack, "Proxied", pb.ACCOUNT_MODE_B, pb.ENVIRONMENT_SANDBOX, ["hotels:read", "hotels:write"]
+    )
     headers = {"Host": SANDBOX_HOST, "Authorization": f"Svc {created.secret}", "Idempotency-Key": "sb-1"}
     async with httpx.AsyncClient(base_url=stack.sandbox, timeout=15) as http:
         booked = await http.post("/v1/hotels/bookings", headers=headers, json={"offer": "off_hotels_1"})
