@@ -23,7 +23,6 @@ import os
 import pathlib
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import uuid
@@ -31,16 +30,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
 import httpx
 import pytest
 
 from edge.testing import SANDBOX_HOSTS, edge_args
-from tests.support import ROOT, ServiceProcess, sqlite_url, start_service
-from travel.auth.v1 import auth_pb2 as pb
-from travel.auth.v1 import auth_pb2_grpc
-
-SCOPES = [f"{r}:{a}" for r in ("account", "hotels", "flights", "esim", "webhooks") for a in ("read", "write")]
+from tests.integration.test_edge_openapi import make_key
+from tests.support import ROOT, ServiceProcess, free_port, sqlite_url, start_service
 
 
 @dataclass
@@ -48,28 +43,6 @@ class Edge:
     base_url: str
     secret: str
     document: dict[str, Any]
-
-
-async def make_key(target: str) -> str:
-    async with grpc.aio.insecure_channel(target) as channel:
-        stub = auth_pb2_grpc.AuthServiceStub(channel)
-        acct = await stub.CreateAccount(pb.CreateAccountRequest(name="QA", actor=pb.Actor(user="qa")))
-        key: pb.CreateKeyResponse = await stub.CreateKey(
-            pb.CreateKeyRequest(
-                account_id=acct.account.id,
-                environment=pb.ENVIRONMENT_SANDBOX,
-                scopes=SCOPES,
-                actor=pb.Actor(user="qa"),
-            )
-        )
-        return key.secret
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")

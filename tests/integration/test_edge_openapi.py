@@ -24,11 +24,26 @@ from schemathesis.checks import (
 from schemathesis.core.result import Ok
 
 from edge.testing import SANDBOX_HOST, Upstream, edge_args
+from svckit.scopes import ALL_SCOPES
 from tests.support import ServiceProcess, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 
-SCOPES = [f"{r}:{a}" for r in ("account", "hotels", "flights", "esim", "webhooks") for a in ("read", "write")]
+
+async def make_key(target: str) -> str:
+    """A sandbox key with every scope, of a new account (also tests/integration/test_edge_contract.py's)."""
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = auth_pb2_grpc.AuthServiceStub(channel)
+        acct = await stub.CreateAccount(pb.CreateAccountRequest(name="QA", actor=pb.Actor(user="qa")))
+        key: pb.CreateKeyResponse = await stub.CreateKey(
+            pb.CreateKeyRequest(
+                account_id=acct.account.id,
+                environment=pb.ENVIRONMENT_SANDBOX,
+                scopes=list(ALL_SCOPES),
+                actor=pb.Actor(user="qa"),
+            )
+        )
+        return key.secret
 
 
 @dataclass
@@ -75,21 +90,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
         ).start(tmp / "edge.log")
         procs.append(edge)
 
-        async def make_key() -> str:
-            async with grpc.aio.insecure_channel(auth.grpc_target) as channel:
-                stub = auth_pb2_grpc.AuthServiceStub(channel)
-                acct = await stub.CreateAccount(pb.CreateAccountRequest(name="P", actor=pb.Actor(user="qa")))
-                key: pb.CreateKeyResponse = await stub.CreateKey(
-                    pb.CreateKeyRequest(
-                        account_id=acct.account.id,
-                        environment=pb.ENVIRONMENT_SANDBOX,
-                        scopes=SCOPES,
-                        actor=pb.Actor(user="qa"),
-                    )
-                )
-                return key.secret
-
-        secret = asyncio.run(make_key())
+        secret = asyncio.run(make_key(auth.grpc_target))
         base = f"http://127.0.0.1:{edge.ports['sandbox_port']}"
         doc = httpx.get(base + "/openapi.json", headers={"Host": SANDBOX_HOST}).json()
         yield Api(base, secret, doc)
