@@ -9,6 +9,7 @@ from prometheus_client import Counter
 
 from portal.context import PortalRequest, auth
 from portal.web import env_of, viewer_of
+from portal.webhook_views import scheme_word
 from svckit.clients import ClientError
 from svckit.protos import struct
 from travel.auth.v1 import identity_pb2 as ipb
@@ -22,7 +23,12 @@ AUDIT_FAILURES = Counter(
 
 def endpoint_fields(endpoint: wpb.Endpoint) -> dict[str, Any]:
     """What the audit trail records of an endpoint (never its signing secret, which it does not hold)."""
-    return {"url": endpoint.url, "events": list(endpoint.events), "description": endpoint.description}
+    return {
+        "url": endpoint.url,
+        "events": list(endpoint.events),
+        "description": endpoint.description,
+        "signature_scheme": scheme_word(endpoint.signature_scheme),
+    }
 
 
 async def audit_webhook(

@@ -1,6 +1,7 @@
-"""Pure decisions of the events, delivery and sandbox clock pages: the payload as a reader sees it,
-attempts newest first, which delivery of a listing is the page's, and the sandbox clock's choices and
-notice. No I/O; the routes (portal.routes.events, portal.routes.deliveries) call webhookd."""
+"""Pure decisions of the endpoint, events, delivery and sandbox clock pages: the payload as a reader sees
+it, attempts newest first, which delivery of a listing is the page's, the sandbox clock's choices and
+notice, an endpoint's signature scheme as the form spells it, and the recovery's question and notice.
+No I/O; the routes (portal.routes.webhooks, .events, .deliveries) call webhookd."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from collections.abc import Iterable, Sequence
 
 from svckit.clients import ClientError
 from svckit.durations import clock_advance
+from svckit.prototables import SIGNATURE_SCHEME
+from svckit.signing import SignatureScheme
 from travel.webhooks.v1 import webhooks_pb2 as wpb
 
 # The kind of the events SendTestEvent makes: delivered like any other, never in the event log
@@ -68,3 +71,64 @@ def clock_notice(choice: str, due: int) -> str:
     """What the page says after an advance: ``Sandbox clock advanced by 2h: 3 deliveries due now``."""
     noun = "delivery" if due == 1 else "deliveries"
     return f"Sandbox clock advanced by {choice}: {due} {noun} due now"
+
+
+# The endpoint form's signature schemes, in the order it offers them, each with what it sends.
+SCHEME_CHOICES: tuple[tuple[str, str], ...] = (
+    (SignatureScheme.STRIPE.value, "X-Service-Signature (the default)"),
+    (SignatureScheme.STANDARD.value, "Standard Webhooks: webhook-signature v1 (HMAC) and v1a (ed25519)"),
+    (SignatureScheme.BOTH.value, "Both sets of headers"),
+)
+
+
+def scheme_word(number: int) -> str:
+    """An endpoint's ``signature_scheme`` as the form spells it; UNSPECIFIED reads as the default."""
+    return SIGNATURE_SCHEME.get(number, SignatureScheme.STRIPE.value) or SignatureScheme.STRIPE.value
+
+
+def scheme_number(word: str) -> wpb.SignatureScheme.ValueType:
+    """The form's ``signature_scheme`` as its proto number ("" is the default); anything else is refused
+    beside the field."""
+    if not word:
+        return wpb.SIGNATURE_SCHEME_STRIPE
+    if word not in tuple(SignatureScheme):
+        choices = ", ".join(s.value for s in SignatureScheme)
+        raise ClientError("invalid_request", f"choose one of {choices}", field="signature_scheme")
+    number: wpb.SignatureScheme.ValueType = SIGNATURE_SCHEME.pb(word)
+    return number
+
+
+def signs_ed25519(word: str) -> bool:
+    """Whether deliveries of that scheme carry ``v1a`` signatures (so the page shows the public keys)."""
+    return word in (SignatureScheme.STANDARD.value, SignatureScheme.BOTH.value)
+
+
+def endpoint_values(endpoint: wpb.Endpoint) -> dict[str, object]:
+    """An endpoint as its edit form's values."""
+    return {
+        "url": endpoint.url,
+        "description": endpoint.description,
+        "events": list(endpoint.events),
+        "signature_scheme": scheme_word(endpoint.signature_scheme),
+    }
+
+
+def recover_question(count: int, since: str) -> tuple[str, str]:
+    """The recovery's confirmation after its dry run: (title, explanation)."""
+    noun = "delivery" if count == 1 else "deliveries"
+    if not count:
+        return (
+            "Nothing to recover",
+            f"No failed or held delivery of this endpoint since {since}. Recovering now sends nothing, "
+            "unless one fails in the meantime.",
+        )
+    return (
+        f"Recover {count} {noun}?",
+        f"{count} {noun} failed or held since {since} will be queued again, each with a fresh retry "
+        "schedule. The endpoint must be enabled for them to be sent.",
+    )
+
+
+def recover_notice(count: int, since: str) -> str:
+    noun = "delivery" if count == 1 else "deliveries"
+    return f"{count} {noun} queued (failed or held since {since})."

@@ -5,6 +5,8 @@
   svc trigger --failure booking_failed     a product call carrying X-Sandbox-Trigger
   svc clock advance 2h                     what the sandbox's deliveries would do in 2 h, now
   svc verify --secret whsec_... --header 't=...,v1=...' < body.json
+  svc webhooks recover we_... --since 2h --dry-run   count what an endpoint missed (then without it)
+  svc webhooks signing-keys                          the ed25519 public keys of v1a signatures
 
 The API key comes from --api-key or SVC_API_KEY and is never printed.
 """
@@ -19,6 +21,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from svccli import webhooks
 from svckit import addresses
 from svckit.durations import clock_advance
 from svckit.events import EVENT_KINDS, TRIGGER_HEADER, TRIGGER_NAMES, TRIGGER_STATUS
@@ -121,6 +124,7 @@ def build_parser() -> FlagParser:
     ver.add_argument("--secret", action="append", required=True, help="signing secret (repeatable)")
     ver.add_argument("--header", required=True, help="the X-Service-Signature header value")
     ver.add_argument("--tolerance", type=int, default=300, help="seconds of clock difference allowed")
+    webhooks.add_parser(sub)
     return parser
 
 
@@ -221,6 +225,10 @@ async def cmd_clock(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_webhooks(args: argparse.Namespace) -> int:
+    return await webhooks.run(args, _headers(args.api_key))
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     body = sys.stdin.buffer.read()
     header = args.header.strip()
@@ -248,7 +256,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import httpx
 
-    handler = {"listen": cmd_listen, "trigger": cmd_trigger, "clock": cmd_clock}[args.command]
+    handler = {"listen": cmd_listen, "trigger": cmd_trigger, "clock": cmd_clock, "webhooks": cmd_webhooks}[
+        args.command
+    ]
     with contextlib.suppress(KeyboardInterrupt):
         try:
             return asyncio.run(handler(args))

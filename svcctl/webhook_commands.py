@@ -18,7 +18,8 @@ from google.protobuf.message import Message
 
 from svcctl.client import hooks_client
 from svckit.clients import HooksClient
-from svckit.prototables import DELIVERY_STATUS
+from svckit.prototables import DELIVERY_STATUS, SIGNATURE_SCHEME
+from svckit.signing import SignatureScheme
 from travel.webhooks.v1 import webhooks_pb2 as pb
 
 ENVIRONMENTS = {
@@ -35,6 +36,7 @@ OUTCOMES = {
     "timeout": pb.ATTEMPT_OUTCOME_TIMEOUT,
     "network_error": pb.ATTEMPT_OUTCOME_NETWORK_ERROR,
 }
+SCHEMES = tuple(s.value for s in SignatureScheme)
 Handler = Callable[[HooksClient, argparse.Namespace], Awaitable[Message | None]]
 
 
@@ -103,15 +105,29 @@ def _run(handler: Handler) -> Callable[[argparse.Namespace], Awaitable[int]]:
 def _cmd(sub: Any, name: str, help: str, handler: Handler) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help)
     parser.add_argument("--account", required=True, help="acct_... the resource belongs to")
-    parser.add_argument("--environment", choices=sorted(ENVIRONMENTS), required=True)
+    parser.add_argument("--environment", "--env", choices=sorted(ENVIRONMENTS), required=True)
     parser.set_defaults(handler=_run(handler))
     return parser
 
 
 async def _register(hooks: HooksClient, a: argparse.Namespace) -> Message:
     return await hooks.register_endpoint(
-        pb.RegisterEndpointRequest(**_scope(a), url=a.url, events=a.event or [], description=a.description)
+        pb.RegisterEndpointRequest(
+            **_scope(a),
+            url=a.url,
+            events=a.event or [],
+            description=a.description,
+            signature_scheme=_scheme(a.signature_scheme),
+        )
     )
+
+
+def _scheme(word: str | None) -> pb.SignatureScheme.ValueType:
+    """``--signature-scheme`` as its proto number; UNSPECIFIED (the default scheme) when not given."""
+    if not word:
+        return pb.SIGNATURE_SCHEME_UNSPECIFIED
+    number: pb.SignatureScheme.ValueType = SIGNATURE_SCHEME.pb(word)
+    return number
 
 
 async def _get(hooks: HooksClient, a: argparse.Namespace) -> Message:
@@ -125,11 +141,15 @@ async def _list(hooks: HooksClient, a: argparse.Namespace) -> Message:
 
 
 async def _update(hooks: HooksClient, a: argparse.Namespace) -> Message:
-    paths = [
-        p for p, v in (("url", a.url), ("events", a.event), ("description", a.description)) if v is not None
-    ]
+    given = (
+        ("url", a.url),
+        ("events", a.event),
+        ("description", a.description),
+        ("signature_scheme", a.signature_scheme),
+    )
+    paths = [p for p, v in given if v is not None]
     if not paths:
-        raise SystemExit("update: give at least one of --url, --event, --description")
+        raise SystemExit("update: give at least one of --url, --event, --description, --signature-scheme")
     return await hooks.update_endpoint(
         pb.UpdateEndpointRequest(
             **_scope(a),
@@ -138,8 +158,13 @@ async def _update(hooks: HooksClient, a: argparse.Namespace) -> Message:
             url=a.url or "",
             events=a.event or [],
             description=a.description or "",
+            signature_scheme=_scheme(a.signature_scheme),
         )
     )
+
+
+async def _signing_keys(hooks: HooksClient, a: argparse.Namespace) -> Message:
+    return await hooks.list_signing_keys(pb.ListSigningKeysRequest(**_scope(a), endpoint_id=a.endpoint or ""))
 
 
 async def _delete(hooks: HooksClient, a: argparse.Namespace) -> Message:
@@ -161,11 +186,17 @@ async def _send_test(hooks: HooksClient, a: argparse.Namespace) -> Message:
     return await hooks.send_test_event(pb.SendTestEventRequest(**_scope(a), endpoint_id=a.endpoint_id))
 
 
-async def _recover(hooks: HooksClient, a: argparse.Namespace) -> Message:
-    request = pb.RecoverEndpointRequest(**_scope(a), endpoint_id=a.endpoint_id)
+async def _recover(hooks: HooksClient, a: argparse.Namespace) -> None:
+    """Prints the count always (0 too); with --dry-run it is what would be queued, and nothing changes."""
+    request = pb.RecoverEndpointRequest(**_scope(a), endpoint_id=a.endpoint_id, dry_run=a.dry_run)
     if a.since is not None:
         request.since.CopyFrom(a.since)
-    return await hooks.recover_endpoint(request)
+    answer = await hooks.recover_endpoint(request)
+    out: dict[str, Any] = {"recovered_count": answer.recovered_count}
+    if a.dry_run:
+        out["dry_run"] = True
+    print(json.dumps(out, indent=2), flush=True)
+    return None
 
 
 async def _publish(hooks: HooksClient, a: argparse.Namespace) -> Message:
@@ -221,7 +252,11 @@ async def _resend(hooks: HooksClient, a: argparse.Namespace) -> Message:
 
 async def _events(hooks: HooksClient, a: argparse.Namespace) -> Message:
     request = pb.ListEventsRequest(
-        **_scope(a), types=a.type or [], page_size=a.limit, page_token=a.page_token
+        **_scope(a),
+        types=a.type or [],
+        page_size=a.limit,
+        page_token=a.page_token,
+        undelivered_to=a.undelivered_to or "",
     )
     _window(request, a)
     return await hooks.list_events(request)
@@ -263,15 +298,23 @@ def register(groups: Any) -> None:
     p.add_argument("--url", required=True, help="https:// URL of the partner's receiver")
     p.add_argument("--event", action="append", help="event kind to receive, e.g. booking.confirmed; repeat")
     p.add_argument("--description", default="")
+    p.add_argument(
+        "--signature-scheme", choices=SCHEMES, help="signature headers of its deliveries (default: stripe)"
+    )
     p = _cmd(sub, "get", "show an endpoint", _get)
     p.add_argument("endpoint_id")
     p = _cmd(sub, "list", "list endpoints", _list)
     _paged(p)
-    p = _cmd(sub, "update", "change an endpoint's url, events or description", _update)
+    p = _cmd(sub, "update", "change an endpoint's url, events, description or signature scheme", _update)
     p.add_argument("endpoint_id")
     p.add_argument("--url")
     p.add_argument("--event", action="append", help="replaces the whole list; repeat")
     p.add_argument("--description")
+    p.add_argument("--signature-scheme", choices=SCHEMES, help="signature headers of its deliveries")
+    p = _cmd(
+        sub, "signing-keys", "list the ed25519 public keys of Standard Webhooks v1a signatures", _signing_keys
+    )
+    p.add_argument("--endpoint", help="only this endpoint's keys (we_...)")
     p = _cmd(sub, "delete", "delete an endpoint", _delete)
     p.add_argument("endpoint_id")
     p = _cmd(sub, "enable", "re-enable a disabled endpoint (then recover what it missed)", _enable)
@@ -286,6 +329,7 @@ def register(groups: Any) -> None:
     p = _cmd(sub, "recover", "re-send what the endpoint missed (failed or held) since a time", _recover)
     p.add_argument("endpoint_id")
     p.add_argument("--since", type=_time, help="RFC 3339 time or an age such as 2h, 7d (default: all)")
+    p.add_argument("--dry-run", action="store_true", help="print how many would be queued; change nothing")
     p = _cmd(sub, "publish", "publish an event (as an internal service would)", _publish)
     p.add_argument("--type", required=True, help="event kind, e.g. booking.confirmed")
     p.add_argument("--state", default="")
@@ -312,6 +356,11 @@ def register(groups: Any) -> None:
     ).add_subparsers(dest="events_command", required=True)
     p = _cmd(events, "list", "list the events of the last 30 days, newest first", _events)
     p.add_argument("--type", action="append", help="only this kind, e.g. booking.confirmed; repeat")
+    p.add_argument(
+        "--undelivered-to",
+        metavar="ENDPOINT",
+        help="only events held or failed for this we_... (reconciliation)",
+    )
     _timed(p)
     p.add_argument("--limit", type=int, default=0, help="events per page (default: the server's)")
     p.add_argument("--page-token", default="", help="next_page_token of the previous page")

@@ -44,6 +44,8 @@ HOOK_READS: tuple[str, ...] = (
     "GetAttemptStats",
     "ListEvents",
     "GetEvent",
+    # The endpoint page's ed25519 public keys (Standard Webhooks v1a).
+    "ListSigningKeys",
 )
 _HOOK_WRITES: tuple[str, ...] = (
     "RegisterEndpoint",

@@ -1,6 +1,7 @@
 """Webhook endpoints: the list (and a new endpoint), an endpoint's page, and one route per operation
 on it; every operation goes in the audit trail and answers 303 to a page that says what it did. A new or
-rotated signing secret reaches ``/<env>/webhooks/<id>/secret`` once, through a sealed flash."""
+rotated signing secret reaches ``/<env>/webhooks/<id>/secret`` once, through a sealed flash. Recovering
+counts first: ``GET .../recover`` is the dry run and asks, its form's POST queues them."""
 
 from __future__ import annotations
 
@@ -9,15 +10,25 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from google.protobuf import duration_pb2, field_mask_pb2
+from google.protobuf.timestamp_pb2 import Timestamp
 from sanic import Blueprint
 from sanic.response import HTTPResponse
 
 from portal.context import PortalRequest, hooks
 from portal.display import fmt
-from portal.forms import fields, period_seconds, when
+from portal.forms import fields, period_seconds, query, when
 from portal.pages import PAGE_SIZE, Listing, list_page
 from portal.web import env_of, need, redirect, redirect_with_secret, render, take_secret, viewer_of
 from portal.webhook_audit import audit_webhook, endpoint_fields
+from portal.webhook_views import (
+    SCHEME_CHOICES,
+    endpoint_values,
+    recover_notice,
+    recover_question,
+    scheme_number,
+    scheme_word,
+    signs_ed25519,
+)
 from svckit.clients import ClientError
 from svckit.events import EVENT_KINDS
 from svckit.protos import datetime_of, timestamp
@@ -43,8 +54,43 @@ async def endpoints_page(request: PortalRequest, env: str, status: int = 200, **
         )
         return Listing(page.endpoints, page.next_page_token)
 
-    extra.setdefault("form", {})
-    return await list_page(request, "webhooks.html", "endpoints", fetch, status, kinds=EVENT_KINDS, **extra)
+    extra.setdefault("form", {"signature_scheme": scheme_word(0)})
+    return await list_page(
+        request,
+        "webhooks.html",
+        "endpoints",
+        fetch,
+        status,
+        kinds=EVENT_KINDS,
+        schemes=SCHEME_CHOICES,
+        **extra,
+    )
+
+
+async def endpoint_view(
+    request: PortalRequest, env: str, endpoint: wpb.Endpoint, status: int = 200, **extra: Any
+) -> HTTPResponse:
+    """The endpoint's page; with its ed25519 public keys when its deliveries carry ``v1a`` signatures."""
+    scheme = scheme_word(endpoint.signature_scheme)
+    keys: list[wpb.SigningKey] = []
+    if signs_ed25519(scheme):
+        listed = await hooks(request).list_signing_keys(
+            wpb.ListSigningKeysRequest(**endpoint_ref(request, env, endpoint.id))
+        )
+        keys = list(listed.keys)
+    return render(
+        request,
+        "endpoint.html",
+        status=status,
+        endpoint=endpoint,
+        scheme=scheme,
+        signing_keys=keys,
+        shows_keys=signs_ed25519(scheme),
+        values=endpoint_values(endpoint),
+        schemes=SCHEME_CHOICES,
+        kinds=EVENT_KINDS,
+        **extra,
+    )
 
 
 def endpoint_ref(request: PortalRequest, env: str, endpoint_id: str) -> dict[str, Any]:
@@ -69,13 +115,8 @@ def endpoint_action(handler: EndpointAction) -> Callable[..., Awaitable[HTTPResp
             if exc.status != 400:
                 raise
             got = await hooks(request).get_endpoint(wpb.GetEndpointRequest(**ref))
-            return render(
-                request,
-                "endpoint.html",
-                status=400,
-                endpoint=got.endpoint,
-                kinds=EVENT_KINDS,
-                errors={exc.field or "form": exc.message},
+            return await endpoint_view(
+                request, env, got.endpoint, 400, errors={exc.field or "form": exc.message}
             )
 
     route.__name__ = handler.__name__
@@ -111,12 +152,18 @@ async def create_endpoint(request: PortalRequest, env: str) -> HTTPResponse:
                 url=form.get("url", ""),
                 events=events,
                 description=form.get("description", ""),
+                signature_scheme=scheme_number(form.get("signature_scheme")),
             ),
         )
     except ClientError as exc:
         if exc.status != 400:
             raise
-        values = {"url": form.get("url", ""), "events": events, "description": form.get("description", "")}
+        values = {
+            "url": form.get("url", ""),
+            "events": events,
+            "description": form.get("description", ""),
+            "signature_scheme": form.get("signature_scheme") or scheme_word(0),
+        }
         return await endpoints_page(request, env, 400, errors={exc.field or "form": exc.message}, form=values)
     await audit_webhook(
         request, "webhook_endpoint.created", made.endpoint.id, after=endpoint_fields(made.endpoint)
@@ -128,7 +175,7 @@ async def create_endpoint(request: PortalRequest, env: str) -> HTTPResponse:
 async def endpoint_page(request: PortalRequest, env: str, endpoint_id: str) -> HTTPResponse:
     need(request, "webhooks.read")
     got = await hooks(request).get_endpoint(wpb.GetEndpointRequest(**endpoint_ref(request, env, endpoint_id)))
-    return render(request, "endpoint.html", endpoint=got.endpoint, kinds=EVENT_KINDS)
+    return await endpoint_view(request, env, got.endpoint)
 
 
 @bp.get("/<env:str>/webhooks/<endpoint_id:str>/secret")
@@ -138,9 +185,7 @@ async def endpoint_secret(request: PortalRequest, env: str, endpoint_id: str) ->
     need(request, "webhooks.read")
     got = await hooks(request).get_endpoint(wpb.GetEndpointRequest(**endpoint_ref(request, env, endpoint_id)))
     secret = take_secret(request, "signing_secret", endpoint_id)
-    return render(
-        request, "endpoint.html", endpoint=got.endpoint, kinds=EVENT_KINDS, secret=secret, secret_page=True
-    )
+    return await endpoint_view(request, env, got.endpoint, secret=secret, secret_page=True)
 
 
 @bp.get("/<env:str>/webhooks/<endpoint_id:str>/delete")
@@ -168,15 +213,20 @@ async def edit_endpoint(
     request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
 ) -> HTTPResponse:
     form = fields(request)
-    mask = field_mask_pb2.FieldMask(paths=["url", "events", "description"])
+    paths = ["url", "events", "description"]
+    # A form without the field (an older page) leaves the scheme as it is.
+    scheme = form.get("signature_scheme")
+    if scheme:
+        paths.append("signature_scheme")
     old = await hooks(request).get_endpoint(wpb.GetEndpointRequest(**ref))
     new = await hooks(request).update_endpoint(
         wpb.UpdateEndpointRequest(
             **ref,
-            update_mask=mask,
+            update_mask=field_mask_pb2.FieldMask(paths=paths),
             url=form.get("url", ""),
             events=form.getlist("events"),
             description=form.get("description", ""),
+            signature_scheme=scheme_number(scheme),
         ),
     )
     before, after = endpoint_fields(old.endpoint), endpoint_fields(new.endpoint)
@@ -213,14 +263,41 @@ async def enable_endpoint(
     return back(request, env, endpoint_id, "Endpoint enabled: deliveries resume.")
 
 
+def recover_since(text: str) -> Timestamp:
+    """The recovery's start: the form's time, or a day ago when it is empty."""
+    return when(text, "since") or timestamp(dt.datetime.now(dt.UTC) - dt.timedelta(days=1))
+
+
+@bp.get("/<env:str>/webhooks/<endpoint_id:str>/recover")
+@endpoint_action
+async def confirm_recover(
+    request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
+) -> HTTPResponse:
+    """The dry run: how many deliveries recovering would queue again (nothing changes), and the form that
+    recovers them from the same instant."""
+    since = recover_since(query(request).get("since", ""))
+    counted = await hooks(request).recover_endpoint(
+        wpb.RecoverEndpointRequest(**ref, since=since, dry_run=True)
+    )
+    title, explain = recover_question(counted.recovered_count, fmt(datetime_of(since)))
+    return render(
+        request,
+        "confirm.html",
+        title=title,
+        action=f"/{env}/webhooks/{endpoint_id}/recover",
+        hidden={"since": since.ToDatetime(tzinfo=dt.UTC).isoformat()},
+        explain=explain,
+        button="Recover",
+        cancel=f"/{env}/webhooks/{endpoint_id}",
+    )
+
+
 @bp.post("/<env:str>/webhooks/<endpoint_id:str>/recover")
 @endpoint_action
 async def recover_endpoint(
     request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
 ) -> HTTPResponse:
-    since = when(fields(request).get("since", ""), "since") or timestamp(
-        dt.datetime.now(dt.UTC) - dt.timedelta(days=1)
-    )
+    since = recover_since(fields(request).get("since", ""))
     recovered = await hooks(request).recover_endpoint(wpb.RecoverEndpointRequest(**ref, since=since))
     await audit_webhook(
         request,
@@ -228,9 +305,7 @@ async def recover_endpoint(
         endpoint_id,
         after={"since": fmt(datetime_of(since)), "recovered": recovered.recovered_count},
     )
-    count = recovered.recovered_count
-    noun = "delivery" if count == 1 else "deliveries"
-    return back(request, env, endpoint_id, f"{count} {noun} queued (failed since {fmt(datetime_of(since))}).")
+    return back(request, env, endpoint_id, recover_notice(recovered.recovered_count, fmt(datetime_of(since))))
 
 
 @bp.post("/<env:str>/webhooks/<endpoint_id:str>/test")

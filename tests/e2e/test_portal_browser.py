@@ -155,7 +155,8 @@ def test_owner_journey(browser: Any, stack: Stack) -> None:
     page.click("[data-testid=recover] button")
     page.wait_for_selector("[data-field=since]")
     page.fill("[data-testid=recover] input[name=since]", time.strftime("%Y-%m-%dT00:00", time.gmtime()))
-    page.click("[data-testid=recover] button")
+    page.click("[data-testid=recover] button")  # the dry run's count, then the confirmation
+    page.click("[data-testid=confirm] button[type=submit]")
     page.wait_for_selector("[data-testid=description]:has-text('checkout hooks')")
     assert page.locator("[data-field=since]").count() == 0
 

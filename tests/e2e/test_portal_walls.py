@@ -147,7 +147,9 @@ def test_destructive_actions_ask_first_and_every_action_says_what_it_did(browser
     page.fill("[data-testid=endpoint-form] input[name=description]", "saved")
     page.click("[data-testid=endpoint-form] button[type=submit]")
     assert page.text_content("[data-testid=notice]") == "Endpoint saved."
-    page.click("[data-testid=recover] button")
+    page.click("[data-testid=recover] button")  # counts first (a dry run), then asks
+    page.wait_for_selector("[data-testid=confirm]")
+    page.click("[data-testid=confirm] button[type=submit]")
     notice = str(page.text_content("[data-testid=notice]"))
     queued = re.match(r"(\d+) deliver(?:y|ies) queued", notice)
     assert queued, notice
@@ -454,6 +456,8 @@ def test_the_sandbox_clock_walks_an_endpoint_to_disabled_the_alert_and_recovery(
         page.click("button:text-is('Enable')")
         assert "enabled" == _status(page, endpoint_url)
         page.click("[data-testid=recover] button")
+        assert re.match(r"Recover [1-9]\d* deliver(y|ies)\?", str(page.text_content("h1")))
+        page.click("[data-testid=confirm] button[type=submit]")
         assert re.match(r"[1-9]\d* deliver(y|ies) queued", str(page.text_content("[data-testid=notice]")))
         _until(lambda: hits() == 8, "the recovered delivery")
     finally:

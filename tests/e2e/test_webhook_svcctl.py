@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import pathlib
 import ssl
@@ -93,7 +94,7 @@ def test_every_admin_operation(
     resent = run(capsys, t, "resend", *scope, atts[0]["id"])
     assert resent["delivery"]["attempt_count"] == 2
     assert run(capsys, t, "enable", *scope, ep)["endpoint"]["status"] == "ENDPOINT_STATUS_ENABLED"
-    assert run(capsys, t, "recover", *scope, ep, "--since", "1d") == {}
+    assert run(capsys, t, "recover", *scope, ep, "--since", "1d") == {"recovered_count": 0}
     later = run(capsys, t, "publish", *scope, "--type", "apikey.revoked", "--state", "revoked")["event"]["id"]
     events = run(capsys, t, "stream", *scope, "--limit", "1", "--since-event", evt)
     assert [e["id"] for e in events] == [later]
@@ -131,3 +132,55 @@ def test_events_list_and_get(
         capsys, t, "events", "get", "--account", "acct_other", "--environment", "sandbox", ids[1], code=1
     )
     assert "invalid_request" in run(capsys, t, "events", "list", *scope, "--type", "no.such", code=1)
+
+
+def test_schemes_signing_keys_and_reconciliation(
+    stack: tuple[ServiceProcess, Receiver], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--signature-scheme on register and update, signing-keys, and after a 410 disabled the endpoint:
+    events --undelivered-to, recover --dry-run (a count, nothing changed), then the real recovery."""
+    proc, receiver = stack
+    t = proc.grpc_target
+    scope = ["--account", "acct_rec", "--env", "sandbox"]
+    reg = run(
+        capsys, t, "register", *scope, "--url", receiver.url("/gone"), "--event", "booking.confirmed",
+        "--signature-scheme", "standard",
+    )  # fmt: skip
+    ep = reg["endpoint"]["id"]
+    assert reg["endpoint"]["signature_scheme"] == "SIGNATURE_SCHEME_STANDARD"
+    keys = run(capsys, t, "signing-keys", *scope, "--endpoint", ep)["keys"]
+    assert [k["endpoint_id"] for k in keys] == [ep] and keys[0]["public_key"].startswith("whpk_")
+    assert run(capsys, t, "signing-keys", *scope)["keys"] == keys
+    assert run(capsys, t, "signing-keys", "--account", "acct_other", "--env", "sandbox") == {}
+    upd = run(capsys, t, "update", *scope, ep, "--signature-scheme", "both")
+    assert upd["endpoint"]["signature_scheme"] == "SIGNATURE_SCHEME_BOTH"
+    assert upd["endpoint"]["events"] == ["booking.confirmed"]  # the rest as it was
+    with pytest.raises((SystemExit, argparse.ArgumentError)):  # refused before any call
+        svcctl(["--webhookd", t, "webhooks", "update", *scope, ep, "--signature-scheme", "rot13"])
+
+    # A 410 disables the endpoint: the first event fails, the next is held.
+    receiver.responder = lambda r: 410 if r.path == "/gone" else 200
+    first = run(capsys, t, "publish", *scope, "--type", "booking.confirmed")["event"]["id"]
+    deadline = time.monotonic() + 10
+    while run(capsys, t, "get", *scope, ep)["endpoint"]["status"] != "ENDPOINT_STATUS_DISABLED":
+        assert time.monotonic() < deadline, "the 410 did not disable the endpoint"
+        time.sleep(0.05)
+    second = run(capsys, t, "publish", *scope, "--type", "booking.confirmed")["event"]["id"]
+    missed = run(capsys, t, "events", "list", *scope, "--undelivered-to", ep)["events"]
+    assert [e["id"] for e in missed] == [second, first]
+    statuses = {d["event_id"]: d["status"] for d in run(capsys, t, "deliveries", *scope)["deliveries"]}
+
+    dry = run(capsys, t, "recover", *scope, ep, "--since", "1h", "--dry-run")
+    assert dry == {"recovered_count": 2, "dry_run": True}
+    after = {d["event_id"]: d["status"] for d in run(capsys, t, "deliveries", *scope)["deliveries"]}
+    assert after == statuses == {
+        first: "DELIVERY_STATUS_FAILED", second: "DELIVERY_STATUS_HELD"
+    }  # fmt: skip
+
+    receiver.responder = lambda _r: 200
+    run(capsys, t, "enable", *scope, ep)
+    assert run(capsys, t, "recover", *scope, ep, "--since", "1h") == {"recovered_count": 2}
+    deadline = time.monotonic() + 10
+    while run(capsys, t, "events", "list", *scope, "--undelivered-to", ep) != {}:
+        assert time.monotonic() < deadline, "the recovered events were not delivered"
+        time.sleep(0.05)

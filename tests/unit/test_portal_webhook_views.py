@@ -1,4 +1,4 @@
-"""The events, delivery and sandbox clock pages' decisions (portal.webhook_views)."""
+"""The endpoint, events, delivery and sandbox clock pages' decisions (portal.webhook_views)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,11 @@ from portal.webhook_views import (
     has_event_page,
     newest_first,
     pretty_json,
+    recover_notice,
+    recover_question,
+    scheme_number,
+    scheme_word,
+    signs_ed25519,
 )
 from svckit.clients import ClientError
 from travel.webhooks.v1 import webhooks_pb2 as wpb
@@ -121,3 +126,45 @@ def test_clock_back(page: str, to: str) -> None:
 )
 def test_clock_notice(choice: str, due: int, notice: str) -> None:
     assert clock_notice(choice, due) == notice
+
+
+@pytest.mark.parametrize(
+    ("word", "number", "read_back", "keys_shown"),
+    [
+        ("", wpb.SIGNATURE_SCHEME_STRIPE, "stripe", False),  # a form without a choice: the default
+        ("stripe", wpb.SIGNATURE_SCHEME_STRIPE, "stripe", False),
+        ("standard", wpb.SIGNATURE_SCHEME_STANDARD, "standard", True),
+        ("both", wpb.SIGNATURE_SCHEME_BOTH, "both", True),
+    ],
+)
+def test_signature_schemes(word: str, number: int, read_back: str, keys_shown: bool) -> None:
+    assert scheme_number(word) == number
+    assert scheme_word(number) == read_back
+    assert signs_ed25519(read_back) is keys_shown
+
+
+@pytest.mark.parametrize("word", ["STANDARD", "v1a", "none", "unspecified", " stripe"])
+def test_an_unknown_scheme_is_refused_beside_its_field(word: str) -> None:
+    with pytest.raises(ClientError) as refused:
+        scheme_number(word)
+    assert refused.value.field == "signature_scheme"
+    assert "stripe, standard, both" in refused.value.message
+
+
+def test_an_endpoint_of_no_scheme_reads_as_the_default() -> None:
+    assert scheme_word(wpb.SIGNATURE_SCHEME_UNSPECIFIED) == "stripe"
+
+
+@pytest.mark.parametrize(
+    ("count", "title", "notice"),
+    [
+        (0, "Nothing to recover", "0 deliveries queued (failed or held since T)."),
+        (1, "Recover 1 delivery?", "1 delivery queued (failed or held since T)."),
+        (7, "Recover 7 deliveries?", "7 deliveries queued (failed or held since T)."),
+    ],
+)
+def test_recover_question_and_notice(count: int, title: str, notice: str) -> None:
+    asked, explain = recover_question(count, "T")
+    assert asked == title
+    assert "since T" in explain
+    assert recover_notice(count, "T") == notice

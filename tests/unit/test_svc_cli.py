@@ -3,6 +3,7 @@ is byte for byte the body webhookd delivers for the same event."""
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 
@@ -10,6 +11,7 @@ import pytest
 
 from svccli.__main__ import EXPECTED_STATUS, failure_request
 from svccli.listen import forward_body, stream_url
+from svccli.webhooks import recover_line, since_time
 from webhookd import Environment, build_envelope
 
 CASES = [
@@ -45,3 +47,37 @@ def test_forwarded_body_is_the_delivered_body() -> None:
         data={"booking": "bk_test_1", "amount": 25800, "customerRef": "Zoë", "x": {"b": 1, "a": [1.5]}},
     )  # fmt: skip
     assert forward_body(json.loads(body)) == body
+
+
+NOW = dt.datetime(2026, 11, 25, 12, 0, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "sent"),
+    [
+        ("2h", "2026-11-25T10:00:00Z"),
+        ("30m", "2026-11-25T11:30:00Z"),
+        ("7d", "2026-11-18T12:00:00Z"),
+        ("2026-11-24T08:00", "2026-11-24T08:00:00Z"),  # no offset: UTC
+        ("2026-11-24T08:00:00Z", "2026-11-24T08:00:00Z"),
+        ("2026-11-24T10:00:00+02:00", "2026-11-24T08:00:00Z"),
+    ],
+)
+def test_webhooks_since(text: str, sent: str) -> None:
+    assert since_time(text, NOW) == sent
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2 h", "-2h", "2w", ""])
+def test_webhooks_since_refused(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        since_time(text, NOW)
+
+
+def test_webhooks_recover_lines() -> None:
+    assert recover_line("we_1", 1, "T", dry_run=True) == (
+        "1 delivery of we_1 would be queued again (held or failed since T); dry run: nothing changed"
+    )
+    assert (
+        recover_line("we_1", 0, "T", dry_run=False)
+        == "0 deliveries of we_1 queued again (held or failed since T)"
+    )

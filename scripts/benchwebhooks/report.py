@@ -1,0 +1,50 @@
+"""The bench's two tables: every metric a phase measured, then one line per store."""
+
+from __future__ import annotations
+
+import os
+import statistics
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from benchwebhooks.phases import Bench
+
+
+def spread(values: list[float]) -> str:
+    """Median (min - max) of the trials."""
+    v = sorted(values)
+    if len(v) == 1:
+        return f"{v[0]:,.0f}"
+    return f"{v[len(v) // 2]:,.0f} ({v[0]:,.0f} - {v[-1]:,.0f})"
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+
+def print_tables(bench: Bench) -> None:
+    args, rows, lags = bench.args, bench.rows, bench.lags
+    width = max(len(r[0]) for r in rows)
+    print(
+        f"\nwebhookd delivery benchmark (SQLite, HTTPS over loopback, {os.cpu_count()} CPUs, "
+        f"concurrency {args.concurrency}, batch {args.batch_size})"
+    )
+    print(f"{'metric'.ljust(width)} | value")
+    print(f"{'-' * width}-+-{'-' * 12}")
+    for name, value in rows:
+        print(f"{name.ljust(width)} | {value}")
+    print(
+        f"{'goal'.ljust(width)} | >= 5,000/s, p99 lag < 1 s (mean lag {statistics.fmean(lags) * 1000:.1f} ms)"
+    )
+    print(
+        f"\n{'store'.ljust(22)} | {'deliveries/s':>12} | {'lag p99':>9} | {'worker CPU/delivery':>19}"
+        f" | {'database server CPU/delivery':>28}"
+    )
+    for name, rate, p99, cpu, db_cpu in bench.stores:
+        db = f"{db_cpu * 1e6:,.0f} µs" if db_cpu is not None else "(in the worker)"
+        print(
+            f"{name.ljust(22)} | {rate:>12,.0f} | {p99 * 1000:>6.1f} ms | {cpu * 1e6:>16,.0f} µs | {db:>28}"
+        )
