@@ -39,7 +39,7 @@ from edge.exceptions import EdgeError, RateLimited, WrongMethod, edge_error, out
 from edge.gate import Gate
 from edge.idempotency import SqlIdempotencyStore
 from edge.methods import allowed_methods
-from edge.metrics import REFUSALS, count_response
+from edge.metrics import REFUSALS, count_response, route_latency
 from edge.publisher import Publisher
 from edge.requestlog import RequestLog
 from edge.responses import error_response, new_request_id
@@ -136,6 +136,8 @@ def handle_error(request: EdgeRequest | None, exc: BaseException) -> HTTPRespons
         docs_base = DOCS_PATH
     response = error_response(etype, message, rid, docs_base, headers)
     count_response(response.status)
+    if gate is not None and request is not None:
+        _observe_refusal(gate, request)
     # The request log: a refusal of a known key (missing_scope, rate_limited, ...) is filed under its
     # account; one with no valid key has no account and is not (edge.requestlog).
     if gate is not None and request is not None and gate.requests is not None:
@@ -145,6 +147,22 @@ def handle_error(request: EdgeRequest | None, exc: BaseException) -> HTTPRespons
                 rctx.started, rctx.caller, request.method, request.path, response.status, etype, rid
             )
     return response
+
+
+def _observe_refusal(gate: Gate, request: EdgeRequest) -> None:
+    """A refusal's latency by route and environment (edge.metrics.REQUEST_SECONDS), when the gate took
+    the request (it has a start time) and its environment is known."""
+    rctx = request.ctx
+    if not rctx.started or request.route is None:
+        return
+    if rctx.caller is not None:
+        environment = rctx.caller.environment
+    else:
+        try:
+            environment = gate.hosts.environment(request.headers.get("host")).value
+        except EdgeError:
+            return
+    route_latency(rctx.route or request.route.path, environment).observe(time.time() - rctx.started)
 
 
 def create_app(config: EdgeConfig) -> EdgeApp:

@@ -104,5 +104,8 @@ class EdgeConfig:
     # Tests inject an httpx transport for the product upstreams; None: real network.
     upstream_transport: httpx.AsyncBaseTransport | None = None
     name: str = "edge"
+    # Processes serving the two listeners (--workers; edge.workers): above 1, a supervising parent and
+    # that many workers sharing the ports with SO_REUSEPORT, each with its own watch, caches and metrics.
+    workers: int = 1
     # Mutual TLS to authsvc and webhookd (svckit.tls); None is plaintext (--insecure-dev).
     tls: Tls | None = field(default=None, repr=False)

@@ -33,7 +33,7 @@ from edge.environments import Environment, HostMap, key_environment
 from edge.exceptions import EdgeError, RateLimited, edge_error
 from edge.idempotency import IdempotencyStore, fingerprint_headers, request_hash
 from edge.jsonbody import JsonProblem, parse_json
-from edge.metrics import SANDBOX_TRIGGERS, count_response
+from edge.metrics import ROUTE_LATENCY, SANDBOX_TRIGGERS, count_response, route_latency
 from edge.negotiation import check_accept, check_customer_ref, check_idempotency_key, check_json_content_type
 from edge.publisher import Publisher
 from edge.ratelimit import RateLimiter
@@ -70,6 +70,8 @@ class Ctx:
 
 
 Handler = Callable[..., Awaitable[HTTPResponse]]
+# Distinct Accept values remembered as admitting JSON (Gate.check_accept): bounds what odd clients grow.
+MAX_ACCEPTS = 256
 
 
 def check_key_environment(api_key: str, env: Environment) -> None:
@@ -105,6 +107,8 @@ class Gate:
         # A key's own limit (authsvc, Caller.rate_limit), else its environment's; 0 switches it off.
         self.rates = {"live": config.rate_limit_live, "sandbox": config.rate_limit_sandbox}
         self.limiter = RateLimiter()
+        # Accept header values that admit JSON (check_accept), at most MAX_ACCEPTS of them.
+        self.json_accepts: set[str | None] = set()
         self.shared = (
             SharedLimiter(config.redis, self.limiter, config.redis_prefix, config.redis_timeout)
             if config.redis
@@ -127,7 +131,7 @@ class Gate:
 
     def limit_here(self, caller: Caller) -> None:
         """The key's request rate in this process's bucket (no Redis: no coroutine needed)."""
-        rate = self.rate_of(caller)
+        rate = caller.rate_limit or self.rates.get(caller.environment, 0.0)  # rate_of, inlined
         if rate <= 0:
             return
         wait = self.limiter.check(caller.key_id, rate, time.monotonic())
@@ -179,16 +183,25 @@ class Gate:
         conn = request.conn_info.ctx if request.conn_info is not None else None
         memo = getattr(conn, "edge_credential", None)
         if memo is not None and memo[0] == raw and memo[1] == host:
-            check_accept(headers.get("accept"))
+            self.check_accept(headers.get("accept"))
             return memo[2]  # type: ignore[no-any-return]
         env = self.hosts.environment(host)
-        check_accept(headers.get("accept"))
+        self.check_accept(headers.get("accept"))
         api_key = key_from_authorization(raw)
         check_key_environment(api_key, env)
         found = (env, api_key, key_digest(api_key))
         if conn is not None:
             conn.edge_credential = (raw, host, found)
         return found
+
+    def check_accept(self, accept: str | None) -> None:
+        """edge.negotiation.check_accept, remembering the values that passed (a pure function of the
+        value; clients send a handful of them): a set look-up instead of parsing the header each time."""
+        if accept in self.json_accepts:
+            return
+        check_accept(accept)
+        if len(self.json_accepts) < MAX_ACCEPTS:
+            self.json_accepts.add(accept)
 
     async def run(
         self,
@@ -207,7 +220,7 @@ class Gate:
         token = request_id_var.set(rid)
         try:
             env, api_key, digest = self.credential(request)
-            source = self.source(request)
+            source = self.source(request) if self.proxies else (request.ip or "0.0.0.0")
             # The cache's answer without a coroutine when it may answer first (edge.authcache.cache_use).
             answer = self.authorizer.cached(digest, env, scope, source, is_write)
             if answer is None:
@@ -244,23 +257,23 @@ class Gate:
             response.headers[name] = value
         status = response.status
         count_response(status)
+        rctx = request.ctx
+        started = rctx.started
+        answered = time.time()
+        route = rctx.route or request.route.path  # type: ignore[union-attr]  # routed: it has one
+        # edge.metrics.route_latency inlined, as the request log's record below.
+        child = ROUTE_LATENCY[caller.environment].get(route)
+        if child is None:
+            child = route_latency(route, caller.environment)
+        child.observe(answered - started)
         requests = self.requests
-        if requests is not None and (status >= 400 or requests.files_success(request.ctx.started)):
+        if requests is not None and (status >= 400 or requests.files_success(started)):
             # RequestLog.record inlined (the request path: a method call cost as much as the append).
             buffer = requests.buffer
             if len(buffer) >= requests.batch:
                 requests.crowded()
             buffer.append(
-                (
-                    request.ctx.started,
-                    time.time(),
-                    caller,
-                    request.method,
-                    request.path,
-                    status,
-                    error_type,
-                    ctx.request_id,
-                )
+                (started, answered, caller, request.method, request.path, status, error_type, ctx.request_id)
             )
         return response
 

@@ -23,6 +23,9 @@ class EdgeRequestContext(SimpleNamespace):  # SimpleNamespace: the bound of Sani
     rid: str | None = None
     # When the gate took the request (unix seconds; edge.gate.Gate.run): the request log's time and latency.
     started: float = 0.0
+    # The route's name in the latency histogram (edge.metrics.route_latency) when it is not the Sanic
+    # route's path: a product route's template (edge.blueprints.products).
+    route: str | None = None
     # The caller authsvc answered for, refusals included (their Deprecation/Sunset headers).
     caller: Caller | None = None
     # /v1/stream: the key, environment, source address and caller its handshake was admitted with.

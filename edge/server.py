@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from time import monotonic as current_time
 from types import MethodType
-from typing import Any, cast
+from typing import Any
 
 from sanic import Request
 from sanic import headers as sanic_headers
@@ -49,6 +49,8 @@ class EdgeHttp(Http):
     the rules of ``edge.requesthead`` on every head. A refusal raised here is answered as any other
     error and, being raised before the handler stage, closes the connection after the answer."""
 
+    protocol: EdgeProtocol  # (typed here rather than cast per request: typing.cast is a call)
+
     def __init__(self, protocol: HttpProtocol) -> None:
         super().__init__(protocol)  # type: ignore[no-untyped-call]  # unannotated in Sanic
         # Responses skip _TidyResponseHead.send (only the WebSocket handshake needs it). Looked up per
@@ -56,7 +58,7 @@ class EdgeHttp(Http):
         self._send = MethodType(HttpProtocol.send, protocol)
 
     async def http1_request_header(self) -> None:
-        protocol = cast(EdgeProtocol, self.protocol)
+        protocol = self.protocol
         protocol._body_deadline = None
         if protocol._head_deadline is None:
             protocol._head_deadline = current_time() + protocol.request_timeout
@@ -74,7 +76,7 @@ class EdgeHttp(Http):
             # An app without an EdgeConfig (scripts/bench_edge.py's bare route): the default deadline.
             config = getattr(protocol.app.ctx, "config", EdgeConfig)
             protocol._body_deadline = current_time() + config.body_timeout
-        target = cast(str, self.url)
+        target: str = self.url  # type: ignore[assignment]  # read: a head has a target
         check_target(target)
         if not head_passes(request.head, target):
             check_fields(request.headers.items(), target)
@@ -86,7 +88,7 @@ class EdgeHttp(Http):
     async def read(self) -> bytes | None:
         data = await super().read()
         if not self.request_body:
-            cast(EdgeProtocol, self.protocol)._body_deadline = None
+            self.protocol._body_deadline = None
         return data
 
     def create_empty_request(self) -> None:
@@ -188,6 +190,13 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
         transport.resume_reading()
         transport.write_eof()
         self.loop.call_later(LINGER_SECONDS, self._end_linger)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # Sanic leaves its timeout check (every 30 s by default) pending on a closed connection; it would
+        # hold the protocol, its WebSocket and the stream's session that long (issue 20: RSS under floods).
+        if self._callback_check_timeouts:
+            self._callback_check_timeouts.cancel()
+        super().connection_lost(exc)  # type: ignore[no-untyped-call]
 
     def close_if_idle(self) -> bool:
         if self._lingering:  # shutting down: nothing more to wait for

@@ -11,6 +11,7 @@ In one run:
    shows what the protocol costs apart from the edge's work;
    then the same on an edge whose per-key limits are shared in Redis (``--redis``; a limit high enough
    never to refuse, so every request pays the script's round trip);
+   then the same edge with ``--workers 2`` (1 vs 2 workers);
    then a proxied product GET on the live host (``GET /v1/hotels/offers/{id}``, stock Sanic as the hotels
    upstream) against the same GET sent to stock Sanic directly (goal >= 0.45), with the edge's CPU per
    proxied request;
@@ -120,7 +121,11 @@ def wrk(url: str, headers: dict[str, str], seconds: float, connections: int) -> 
 
 
 def _httpx_worker(
-    url: str, headers: dict[str, str], seconds: float, conns: int, q: multiprocessing.Queue
+    url: str,
+    headers: dict[str, str],
+    seconds: float,
+    conns: int,
+    q: multiprocessing.Queue[tuple[float, float]],
 ) -> None:
     import httpx
     import uvloop
@@ -147,11 +152,11 @@ def _httpx_worker(
 
 
 def httpx_load(url: str, headers: dict[str, str], seconds: float, connections: int) -> tuple[float, float]:
-    q: multiprocessing.Queue = multiprocessing.Queue()
+    q: multiprocessing.Queue[tuple[float, float]] = multiprocessing.Queue()
     p = multiprocessing.Process(target=_httpx_worker, args=(url, headers, seconds, min(connections, 16), q))
     p.start()
     p.join()
-    return q.get()  # type: ignore[no-any-return]
+    return q.get()
 
 
 def cpu_seconds(pid: int) -> float:
@@ -162,22 +167,24 @@ def cpu_seconds(pid: int) -> float:
 
 def measured(
     load: Callable[[str, dict[str, str], float, int], tuple[float, float]],
-    pid: int,
+    pid: int | list[int],
     url: str,
     headers: dict[str, str],
     seconds: float,
     connections: int,
 ) -> tuple[float, float, float]:
-    """req/s, p99 ms and the server's CPU microseconds per request of one load run against ``url``."""
-    cpu0 = cpu_seconds(pid)
+    """req/s, p99 ms and the server's CPU microseconds per request of one load run against ``url``
+    (``pid``: the server's process, or its worker processes)."""
+    pids = pid if isinstance(pid, list) else [pid]
+    cpu0 = sum(cpu_seconds(p) for p in pids)
     rps, p99 = load(url, headers, seconds, connections)
-    return rps, p99, (cpu_seconds(pid) - cpu0) / max(1.0, rps * seconds) * 1e6
+    return rps, p99, (sum(cpu_seconds(p) for p in pids) - cpu0) / max(1.0, rps * seconds) * 1e6
 
 
 # -- processes -----------------------------------------------------------------------------------------
 def start(
     module: str, args: list[str], log: pathlib.Path, extra: list[str] | None = None
-) -> tuple[subprocess.Popen[str], dict]:
+) -> tuple[subprocess.Popen[str], dict[str, Any]]:
     cmd = (
         [sys.executable, "-m", module, "serve", *args]
         if module not in ("bare", "stock")
@@ -371,6 +378,11 @@ def main() -> int:
         procs.append(e1)
         e2, p2 = start("edge", edge_cmd, tmp / "edge2.log")
         procs.append(e2)
+        # The same edge as two workers sharing its ports (--workers 2, SO_REUSEPORT).
+        e4, p4 = start("edge", [*edge_cmd, "--workers", "2"], tmp / "edge-workers.log")
+        procs.append(e4)
+        workers_url = f"http://127.0.0.1:{p4['sandbox_port']}/v1/account"
+        worker_pids = [w["pid"] for w in p4["workers"]]
         redis_url = ""
         if args.redis:
             # The last --rate-limit-sandbox wins: so high it never refuses, yet checked in Redis each time.
@@ -390,7 +402,12 @@ def main() -> int:
             f"{args.seconds:.0f} s per run, best of {args.rounds}, runs alternating"
         )
         print("edge: as scripts/run starts it (mutual TLS to authsvc, metrics on, INFO logs)")
-        servers = [("stock", stock.pid, stock_url), ("bare", bare.pid, bare_url), ("edge", e1.pid, edge_url)]
+        servers: list[tuple[str, int | list[int], str]] = [
+            ("stock", stock.pid, stock_url),
+            ("bare", bare.pid, bare_url),
+            ("edge", e1.pid, edge_url),
+            ("workers", worker_pids, workers_url),
+        ]
         if redis_url:
             servers.append(("redis", e3.pid, redis_url))
         for _, _, url in servers:
@@ -418,6 +435,12 @@ def main() -> int:
             f"p99 {e_p99 / s_p99:.2f} x stock (goal <= 1.2); CPU per request stock/edge {s_us / e_us:.2f}"
         )
         print(f"ratio edge/edge-proto : {e_rps / b_rps:10.2f}   (the edge's own work, protocol aside)")
+        w_rps, w_p99, w_us = best("workers")
+        print(
+            f"edge --workers 2      : {w_rps:10.0f} req/s   p99 {w_p99:7.2f} ms   CPU {w_us:5.0f} us/req"
+            f"   (1 worker: {e_rps:.0f} req/s; 2/1 = {w_rps / e_rps:.2f}, {os.cpu_count()} cores shared with "
+            "the load generator)"
+        )
         if redis_url:
             r_rps, r_p99, r_us = best("redis")
             print(

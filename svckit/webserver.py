@@ -43,15 +43,19 @@ class ServerWebSocketProtocol(WebSocketProtocol, ServerProtocol):
 BACKLOG = 2048
 
 
-def bind(listen: str) -> socket.socket:
+def bind(listen: str, reuse_port: bool = False) -> socket.socket:
     """A non-blocking socket bound to ``HOST:PORT`` (``[v6]:PORT``; empty host: 127.0.0.1, port 0 picks
     one), not yet listening: until ``start`` has run the app's start-up and serves, a connection is
-    refused (a balancer tries another process) rather than queued behind a start-up that may fail."""
+    refused (a balancer tries another process) rather than queued behind a start-up that may fail.
+    ``reuse_port``: SO_REUSEPORT, so several processes' sockets share the port (the kernel spreads new
+    connections over those listening)."""
     host, _, port = listen.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host, int(port)))
     sock.setblocking(False)
     return sock

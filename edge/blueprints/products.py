@@ -129,6 +129,7 @@ async def product_route(request: EdgeRequest, rest: str) -> HTTPResponse:
             raise WrongMethod(request.method, request.path, allowed)
         raise EdgeError(f"no route {request.method} {request.path}", type="not_found")
     route, params = match
+    request.ctx.route = route.path  # the latency histogram's route: the template, not the catch-all
     # A product request starts a trace (svckit.tracing; nothing when off) that authsvc, the upstream and
     # webhookd's delivery of what it publishes continue. A partner's own traceparent is not followed.
     with tracing.span(f"edge {route.method} {route.path}", kind="SERVER"):
