@@ -14,7 +14,9 @@ import dataclasses
 import datetime as dt
 import hashlib
 import logging
+import math
 import secrets
+from collections.abc import Sequence
 
 import grpc
 import pyotp
@@ -106,13 +108,14 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
         self,
         repo: IdentityRepository,
         *,
-        secrets_key: bytes | None = None,
+        secrets_key: bytes | Sequence[bytes] | None = None,
         clock: Clock | None = None,
         work: PasswordWork | None = None,
     ) -> None:
         self.repo = repo
         self.clock: Clock = clock or SystemClock()
-        self.box = SecretBox(secrets_key) if secrets_key is not None else None
+        # A keyring, newest first: seeds name their key (enc2:), for `python -m authsvc reseal`.
+        self.box = SecretBox(secrets_key, key_ids=True) if secrets_key else None
         self.work = work or PasswordWork()
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -123,9 +126,10 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
         return session, token
 
     @staticmethod
-    def _shed() -> Throttled:
-        log.debug("password hashing queue full: check refused")
-        return Throttled(SIGN_IN_REFUSED, metadata={"retry_after": str(SHED_RETRY_AFTER)})
+    def _shed(retry_after: float | None = None) -> Throttled:
+        log.debug("password hashing queue full or sign-in budget spent: check refused")
+        wait = SHED_RETRY_AFTER if retry_after is None else max(1, math.ceil(retry_after))
+        return Throttled(SIGN_IN_REFUSED, metadata={"retry_after": str(wait)})
 
     async def _verify(self, password_hash: str, password: str) -> bool:
         try:
@@ -283,10 +287,10 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
         address = request.source_address[: v.MAX_SOURCE]
         try:
             # Shed before anything else: a refused attempt costs no hash and no database work.
-            async with self.work.admitted():
+            async with self.work.admitted(sign_in=True):
                 return await self._sign_in(request, email, address)
-        except Overloaded:
-            raise self._shed() from None
+        except Overloaded as exc:
+            raise self._shed(exc.retry_after) from None
 
     async def _sign_in(self, request: pb.SignInRequest, email: str, address: str) -> pb.SignInResponse:
         now = self.clock.now()

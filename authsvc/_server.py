@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 import uuid
+from collections.abc import Sequence
 
 import grpc
 import uvloop
@@ -21,6 +22,7 @@ from authsvc._outbox import BACKOFF_CAP, POLL_INTERVAL, OutboxRelay
 from authsvc._service import AuthServicer
 from authsvc._service_requests import RequestLogPurge
 from authsvc._sql import SqlRepository
+from authsvc._sql_tables import users
 from authsvc._watch import ChangeHub, PgListener, channel_name
 from authsvc.migrations import SCHEMA as AUTH_SCHEMA
 from svckit import addresses, tracing
@@ -33,8 +35,9 @@ from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.migrations import SchemaError, add_migrate_command, run_migrate
 from svckit.readiness import PROBE_INTERVAL, DatabaseHealth
+from svckit.reseal import OldKeyGauge, SealedColumn, add_reseal_command, run_reseal
 from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal
-from svckit.secretbox import key_from
+from svckit.secretbox import SealingKeyError, SecretBox, keys_from
 from svckit.tls import Tls, add_tls_args, tls_from_args
 from travel.auth.v1 import auth_pb2, auth_pb2_grpc, identity_pb2, identity_pb2_grpc
 
@@ -43,6 +46,14 @@ log = logging.getLogger(__name__)
 SERVICE = "authsvc"
 DATABASE = "sqlite+aiosqlite:///var/authsvc.db"
 SECRETS_KEY_ENV = "AUTHSVC_SECRETS_KEY"
+SECRETS_KEY_HELP = (
+    "file holding the base64url AES-256 key that seals portal users' TOTP seeds at rest "
+    f"(or the key itself in {SECRETS_KEY_ENV}); without it TOTP enrolment is refused. A rotation: several "
+    "files, comma-separated (or the flag repeated), newest first: the first seals, every one opens "
+    '(docs/operations.md "Sealing-key rotation")'
+)
+# What ``python -m authsvc reseal`` rewrites and the sealed_rows_old_key gauge counts: TOTP seeds.
+SEALED_COLUMNS = [SealedColumn(users, "id", "totp_seed"), SealedColumn(users, "id", "totp_pending_seed")]
 
 SERVICE_NAME = auth_pb2.DESCRIPTOR.services_by_name["AuthService"].full_name
 IDENTITY_SERVICE_NAME = identity_pb2.DESCRIPTOR.services_by_name["IdentityService"].full_name
@@ -60,9 +71,12 @@ class AuthServer:
     last_used: LastUsed
     purge: RequestLogPurge
     db_health: DatabaseHealth
+    sealed_rows: OldKeyGauge | None = None
 
     async def stop(self, grace: float = ServeConfig.shutdown_grace) -> None:
         self.servicer.hub.close()
+        if self.sealed_rows is not None:
+            await self.sealed_rows.stop()
         await self.db_health.stop()
         await stop_server(self.server, self.health, grace)
         if self.relay is not None:
@@ -84,7 +98,7 @@ async def run_server(
     last_used_interval: float = FLUSH_INTERVAL,
     outbox_backoff_cap: float = BACKOFF_CAP,
     outbox_poll_interval: float = POLL_INTERVAL,
-    secrets_key: bytes | None = None,
+    secrets_key: bytes | Sequence[bytes] | None = None,
     db_probe_interval: float = PROBE_INTERVAL,
 ) -> AuthServer:
     """Migrate, start the background tasks and serve. Returns the running server (port bound).
@@ -140,7 +154,11 @@ async def run_server(
         "authsvc serving",
         extra={"port": port, "postgres": channel is not None, "webhookd": webhookd, "mtls": tls is not None},
     )
-    return AuthServer(server, port, health, servicer, repo, listener, relay, last_used, purge, db_health)
+    running = AuthServer(server, port, health, servicer, repo, listener, relay, last_used, purge, db_health)
+    if identity.box is not None:  # sealed_rows_old_key: seeds not yet under the newest key
+        running.sealed_rows = OldKeyGauge(engine, identity.box, SEALED_COLUMNS)
+        running.sealed_rows.start()
+    return running
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -171,9 +189,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser,
         "--secrets-key-file",
         env=env_name(SERVICE, "secrets_key_file"),
-        default="",
-        help="file holding the base64url AES-256 key that seals portal users' TOTP seeds at rest "
-        f"(or the key itself in {SECRETS_KEY_ENV}); without it TOTP enrolment is refused",
+        repeat=True,
+        help=SECRETS_KEY_HELP,
     )
     add_flag(
         parser,
@@ -185,8 +202,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _secrets_key(path: str) -> bytes | None:
-    return key_from(path, os.environ.get(SECRETS_KEY_ENV, ""), "--secrets-key-file")
+def _secrets_keys(paths: Sequence[str]) -> list[bytes]:
+    """The keyring, newest first, from ``--secrets-key-file`` or ``AUTHSVC_SECRETS_KEY``."""
+    return keys_from(paths, os.environ.get(SECRETS_KEY_ENV, ""), "--secrets-key-file")
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -200,7 +218,7 @@ async def serve(args: argparse.Namespace) -> int:
         tls=tls_from_args(args),
         outbox_backoff_cap=args.outbox_backoff_cap,
         last_used_interval=args.last_used_flush,
-        secrets_key=_secrets_key(args.secrets_key_file),
+        secrets_key=_secrets_keys(args.secrets_key_file) or None,
     )
     print_ready("authsvc", grpc_port=running.port, metrics_port=metrics_port)
     await run_until_signal(lambda: running.stop(args.shutdown_grace))
@@ -215,12 +233,23 @@ def main(argv: list[str] | None = None) -> int:
     serve_parser = sub.add_parser("serve", help="serve travel.auth.v1 over gRPC")
     add_arguments(serve_parser)
     add_migrate_command(sub, SERVICE, DATABASE)
+    add_reseal_command(sub, SERVICE, DATABASE, SECRETS_KEY_HELP)
     args = parser.parse_args(argv)
     if args.command == "migrate":
         return run_migrate(args, AUTH_SCHEMA)
+    if args.command == "reseal":
+        try:
+            box = SecretBox(_secrets_keys(args.secrets_key_file), key_ids=True)
+        except SealingKeyError as exc:
+            print(f"authsvc: {exc.message}", file=sys.stderr)
+            return 2
+        return run_reseal(args, SERVICE, box, SEALED_COLUMNS)
     # uvloop as the edge and webhookd: gRPC's aio server spends less per call on its loop.
     try:
         return uvloop.run(serve(args))
     except (SchemaError, ValueError) as exc:  # ValueError: a bad --webhookd address list
         print(f"authsvc: {exc}", file=sys.stderr)
+        return 2
+    except SealingKeyError as exc:  # a key file missing or malformed: one line, never the key
+        print(f"authsvc: {exc.message}", file=sys.stderr)
         return 2

@@ -203,6 +203,19 @@ def build_parser() -> FlagParser:
         help="messages a /v1/stream client may send at once before --stream-messages-per-second applies",
     )
     flag(
+        "stream-opens-per-second",
+        type=float,
+        default=default("stream_opens_per_second"),
+        help="new /v1/stream connections a second per account (bursts: --stream-open-burst); past it "
+        "429 rate_limited before the upgrade, 0: no limit",
+    )
+    flag(
+        "stream-open-burst",
+        type=int,
+        default=default("stream_open_burst"),
+        help="new /v1/stream connections an account may open at once before --stream-opens-per-second",
+    )
+    flag(
         "stream-max-message-bytes",
         type=int,
         default=default("stream_max_message_bytes"),
@@ -295,6 +308,8 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         stream_max_per_account=args.stream_max_per_account,
         stream_messages_per_second=args.stream_messages_per_second,
         stream_message_burst=args.stream_message_burst,
+        stream_opens_per_second=args.stream_opens_per_second,
+        stream_open_burst=args.stream_open_burst,
         stream_max_message_bytes=args.stream_max_message_bytes,
         sandbox_confirm_seconds=args.sandbox_confirm_seconds,
         rate_limit_live=args.rate_limit_live,

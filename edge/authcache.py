@@ -21,6 +21,10 @@ WATCH_SILENCE = 0.5
 # With WATCH_SILENCE, no cached answer is served more than a second after the watch was last heard from,
 # so a key revoked the moment the watch went quiet is still refused within the spec's second.
 WATCH_GRACE = 0.5
+# A watch that heartbeats and has been silent this long is torn down and opened anew (seconds). Shorter
+# silences only stop the cache answering first (WATCH_SILENCE): the stream itself is kept, as heartbeats
+# held up behind a flood on the edge still arrive, in order, and a reconnect's SYNC empties the cache.
+WATCH_RECONNECT = 5.0
 # Denials of unknown keys kept at most (least recently used evicted first); --denial-cache-size.
 DENIAL_CACHE_SIZE = 10_000
 

@@ -16,11 +16,20 @@ from collections.abc import AsyncIterator, Callable
 
 from google.protobuf import duration_pb2
 
-from edge.authcache import WATCH_SILENCE, Answer, AuthCache, CacheUse, Caller, cache_use, ttl_for
+from edge.authcache import (
+    WATCH_RECONNECT,
+    WATCH_SILENCE,
+    Answer,
+    AuthCache,
+    CacheUse,
+    Caller,
+    cache_use,
+    ttl_for,
+)
 from edge.environments import Environment
 from edge.exceptions import EdgeError, RateLimited, UpstreamUnavailable, edge_error
 from edge.gcra import US
-from edge.unknownkeys import UnknownKeyBudget
+from edge.unknownkeys import Refused, UnknownKeyBudget, got
 from svckit.clients import AuthClient, ClientError, PeerUnavailable, ResponseStream, request_id_context
 from svckit.clock import utcnow
 from svckit.protos import datetime_of
@@ -141,15 +150,14 @@ class Authorizer:
         pending = self._inflight.get(ck)
         if pending is not None:
             return await asyncio.shield(pending)
-        wait = self.unknown_keys.wait(source, int(self.monotonic() * US))
-        if wait:
-            raise RateLimited(
-                wait / US,
-                f"Too many unknown API keys from this address; retry after {max(1, -(-wait // US))} s.",
-            )
+        # A place in the unknown-key budgets first, given back once the answer names a key.
+        ticket = self.unknown_keys.admit(source, int(self.monotonic() * US))
+        if isinstance(ticket, Refused):
+            raise RateLimited(ticket.retry_after / US, ticket.message)
         task = asyncio.ensure_future(self._ask(ck, api_key, env, scope, source, is_write, request_id))
         self._inflight[ck] = task
         task.add_done_callback(lambda _t: self._inflight.pop(ck, None))
+        task.add_done_callback(lambda t: self.unknown_keys.settle(ticket, int(self.monotonic() * US), got(t)))
         return await asyncio.shield(task)
 
     def cached(
@@ -208,10 +216,7 @@ class Authorizer:
             caller.expires_at if caller else None,
             self.wall(),
         )
-        now = self.monotonic()
-        if caller is None:
-            self.unknown_keys.charge(source, int(now * US))
-        cache.put(ck, answer, ttl, now, generation)
+        cache.put(ck, answer, ttl, self.monotonic(), generation)
         return answer
 
     # -- the watch ------------------------------------------------------------------------------
@@ -273,7 +278,7 @@ class Authorizer:
             except TimeoutError:
                 log.warning(
                     "WatchKeyChanges went silent; reconnecting, the cache is no longer trusted first",
-                    extra={"silence": WATCH_SILENCE},
+                    extra={"silence": WATCH_RECONNECT},
                 )
             except Exception:
                 log.exception("WatchKeyChanges failed")
@@ -290,10 +295,9 @@ class Authorizer:
 
     async def _follow(self, call: ResponseStream[auth_pb2.WatchKeyChangesResponse]) -> AsyncIterator[None]:
         """Applies the stream's messages, yielding after each; raises TimeoutError once a stream that
-        heartbeats stays silent for WATCH_SILENCE."""
+        heartbeats stays silent for WATCH_RECONNECT."""
         while True:
-            timeout = WATCH_SILENCE if self.watch_heard is not None else None
-            msg = await asyncio.wait_for(call.read(), timeout)
+            msg = await self._next(call)
             if msg is None:
                 return
             if msg.kind == auth_pb2.KEY_CHANGE_KIND_HEARTBEAT or self.watch_heard is not None:
@@ -301,3 +305,14 @@ class Authorizer:
             if msg.kind != auth_pb2.KEY_CHANGE_KIND_HEARTBEAT:
                 self.apply_change(msg.kind, msg.key_id, msg.account_id)
             yield None
+
+    async def _next(
+        self, call: ResponseStream[auth_pb2.WatchKeyChangesResponse]
+    ) -> auth_pb2.WatchKeyChangesResponse | None:
+        """The stream's next message; TimeoutError once a stream that heartbeats was silent for
+        WATCH_RECONNECT. A shorter silence (WATCH_SILENCE) only stops the cache answering first
+        (``cache_use``): heartbeats held up on a busy edge are still read, in order, from the same stream,
+        while a reconnect's SYNC would empty the cache and send every partner's next request to authsvc."""
+        if self.watch_heard is None:
+            return await call.read()
+        return await asyncio.wait_for(call.read(), WATCH_RECONNECT)

@@ -84,6 +84,10 @@ class EdgeConfig:
     # limit; one more is refused with 429 rate_limited before the upgrade.
     stream_max_per_key: int = 10
     stream_max_per_account: int = 100
+    # New streams a second per account (all its keys), in bursts of up to stream_open_burst: one more is
+    # refused with 429 before the upgrade. Each accepted stream costs a webhookd subscription. 0: no limit.
+    stream_opens_per_second: float = 10.0
+    stream_open_burst: int = 30
     # Inbound messages a second per connection, in bursts of up to stream_message_burst (a token bucket);
     # past it the connection is closed with 1008. 0: no limit.
     stream_messages_per_second: float = 5.0

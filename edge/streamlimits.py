@@ -4,6 +4,10 @@
   environments) ``stream_max_per_account`` (``EdgeConfig``; 0: no limit). One over is refused before the
   upgrade (429 ``rate_limited``); a handshake that raced another past the check is accepted then closed
   with ``CLOSE_RATE_LIMITED`` (4429).
+- Opens: each account's new streams go through a token bucket (``stream_opens_per_second``, bursts of
+  ``stream_open_burst``); one the bucket has no token for is refused before the upgrade (429
+  ``rate_limited``). A stream flood of opens and closes (issue 20) never reaches the open-stream limits,
+  yet each accepted stream costs a webhookd subscription.
 - Messages: each connection's inbound messages go through a token bucket (``stream_messages_per_second``,
   bursts of ``stream_message_burst``); the first message the bucket has no token for closes the
   connection with 1008.
@@ -19,6 +23,9 @@ from dataclasses import dataclass, field
 CLOSE_RATE_LIMITED = 4429
 KEY = "key"
 ACCOUNT = "account"
+OPENS = "opens"
+# Accounts whose open buckets are kept at most; past it, the buckets that have refilled are dropped.
+MAX_OPEN_BUCKETS = 10_000
 
 
 def admission(open_for_key: int, open_for_account: int, max_per_key: int, max_per_account: int) -> str | None:
@@ -33,6 +40,11 @@ def admission(open_for_key: int, open_for_account: int, max_per_key: int, max_pe
 
 def refusal_message(limit: str, maximum: int) -> str:
     """What the partner is told when ``limit`` (``KEY`` or ``ACCOUNT``) refuses a stream."""
+    if limit == OPENS:
+        return (
+            f"this account opened streams faster than {maximum} a second; retry later "
+            "(one stream receives every event of the account, and a reconnect may resume with since)"
+        )
     whose = "this API key" if limit == KEY else "this account"
     return (
         f"{whose} already has {maximum} open streams, the most allowed; close one before opening another "
@@ -46,6 +58,16 @@ class StreamSlots:
 
     by_key: dict[str, int] = field(default_factory=dict)
     by_account: dict[str, int] = field(default_factory=dict)
+    opens: dict[str, MessageBucket] = field(default_factory=dict)
+
+    def may_open(self, account_id: str, now: float, rate: float, burst: int) -> bool:
+        """Takes a token from the account's open bucket (False: none left)."""
+        bucket = self.opens.get(account_id)
+        if bucket is None:
+            if len(self.opens) >= MAX_OPEN_BUCKETS:
+                self.opens = {a: b for a, b in self.opens.items() if not b.full(now)}
+            bucket = self.opens[account_id] = MessageBucket(rate, burst)
+        return bucket.take(now)
 
     def refused(self, key_id: str, account_id: str, max_per_key: int, max_per_account: int) -> str | None:
         return admission(
@@ -96,3 +118,8 @@ class MessageBucket:
         allowed, self.tokens = take_token(self.tokens, now - self.last, self.rate, self.burst)
         self.last = now
         return allowed
+
+    def full(self, now: float) -> bool:
+        """Has it refilled (a new bucket would be the same)?"""
+        last = now if self.last is None else self.last
+        return self.rate <= 0 or self.tokens + (now - last) * self.rate >= self.burst

@@ -11,7 +11,7 @@ from sanic.response import BaseHTTPResponse, HTTPResponse
 
 from portal.access import access
 from portal.context import PortalApp, PortalRequest, Viewer, auth
-from portal.web import ENVIRONMENTS, SESSION_COOKIE, begin, check_csrf, error_page, finish
+from portal.web import ENVIRONMENTS, SESSION_COOKIE, begin, check_csrf, cookie_of, error_page, finish
 from svckit.clients import ClientError
 from svckit.clients.interceptors import session_token_var
 from travel.auth.v1 import identity_pb2 as ipb
@@ -25,12 +25,12 @@ async def load(request: PortalRequest) -> HTTPResponse | None:
     # Public routes are matched whole (portal.access): never a prefix of a page's path.
     need = access(request.method, request.path)
     if need.root:
-        return response.redirect("/live/" if request.cookies.get(SESSION_COOKIE) else "/signin")
+        return response.redirect("/live/" if cookie_of(request, SESSION_COOKIE) else "/signin")
     if not need.session:
         if need.csrf:
             check_csrf(request)  # signed out: the token of the browser's nonce (the handler checks too)
         return None
-    token = request.cookies.get(SESSION_COOKIE) or ""
+    token = cookie_of(request, SESSION_COOKIE)
     # Every call to authsvc and webhookd from here on is made for this session's user.
     session_token_var.set(token)
     # A /<env>/... route whose first segment is no environment (/favicon.ico.bak, /healthz/keys/key_x) is

@@ -1,24 +1,45 @@
-"""Sign-in attempts per source address, limited in this portal process before authsvc is asked.
+"""Sign-in attempts limited in this portal process before authsvc is asked: per source, per network
+block, and all sources together.
 
-One rule, GCRA (a token bucket kept as one timestamp, as the edge's key limits): a source address may
-make BURST attempts at once, then one every PERIOD seconds; past that POST /signin answers 429 with
-Retry-After at once, without calling authsvc (no password hash is computed). IPv6 addresses count by
-their /64, the block one subscriber usually holds. authsvc's own throttles (failures per e-mail and
-address, per address, per e-mail) still apply behind this, across every portal process; this one is
-in-process only, and its memory is bounded (MAX_TRACKED addresses; an address whose bucket is full
-again is forgotten, which is the same as never seen).
+One rule, GCRA (a token bucket kept as one timestamp, as the edge's key limits): a bucket allows BURST
+attempts at once, then one every PERIOD seconds. An attempt takes one from each of three buckets:
+
+- its **source**: the address, an IPv6 address by its /64 (the block one subscriber usually holds):
+  10 at once, then 10 a minute;
+- its **block**: the IPv4 /24 or IPv6 /48 around it, looser (a block may hold several tenants): 30 at
+  once, then 30 a minute; an attacker spreading over a /24 or a /48 is held to it;
+- **everyone**: every source together, 30 at once, then 2 a second; an attacker with addresses in many
+  blocks is held to it. Past it only sign-in waits: sessions, the pages, and the partner API never
+  pass through here.
+
+Past any of them POST /signin answers 429 with Retry-After at once, without calling authsvc (no password
+hash is computed). authsvc holds every portal's sign-ins to its own global budget of password checks
+(authsvc._signin_budget) and its throttles (failures per e-mail and address, per address, per e-mail)
+behind this; this one is in-process only, and its memory is bounded (MAX_TRACKED buckets per tier; a
+bucket full again is forgotten, which is the same as never seen).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import ipaddress
 import time
 from collections.abc import Callable
 
 BURST = 10
 PERIOD = 6.0  # seconds per attempt at the sustained rate (10 a minute)
+BLOCK_BURST = 30
+BLOCK_PERIOD = 2.0  # 30 a minute from one /24 or /48
+GLOBAL_BURST = 30
+GLOBAL_PERIOD = 0.5  # 2 a second from everyone: authsvc's global sign-in budget
 MAX_TRACKED = 100_000
+
+
+class Tier(enum.StrEnum):
+    SOURCE = "source"
+    BLOCK = "block"
+    GLOBAL = "global"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -40,46 +61,95 @@ def take(tat: float | None, now: float, period: float = PERIOD, burst: int = BUR
     return Take(True, new_tat, 0.0)
 
 
-def source_key(address: str) -> str:
-    """The bucket of an address: itself, or its /64 for IPv6; anything unparsable as given."""
+def _ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
+def source_key(address: str) -> str:
+    """The bucket of an address: itself, or its /64 for IPv6; anything unparsable as given."""
+    ip = _ip(address)
+    if ip is None:
         return address
     if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
         return str(ipaddress.ip_network(f"{ip}/64", strict=False))
     return str(ip)
+
+
+def block_key(address: str) -> str:
+    """The block of an address: its IPv4 /24 or IPv6 /48; anything unparsable as given."""
+    ip = _ip(address)
+    if ip is None:
+        return address
+    prefix = 24 if isinstance(ip, ipaddress.IPv4Address) else 48
+    return str(ipaddress.ip_network(f"{ip}/{prefix}", strict=False))
+
+
+def attempt(
+    tats: dict[Tier, float | None], now: float, limits: dict[Tier, tuple[float, int]]
+) -> tuple[dict[Tier, float], float]:
+    """One attempt against each tier's stored ``tat`` (period and burst in ``limits``): the tats to
+    store and 0 when every tier has room, else nothing to store and the longest wait (all or nothing:
+    a refused attempt takes from no tier)."""
+    takes = {tier: take(tats.get(tier), now, *limits[tier]) for tier in limits}
+    wait = max((t.retry_after for t in takes.values() if not t.allowed), default=0.0)
+    if wait > 0:
+        return {}, wait
+    return {tier: t.tat for tier, t in takes.items() if t.tat is not None}, 0.0
 
 
 class SourceLimiter:
     def __init__(
         self,
         *,
-        period: float = PERIOD,
-        burst: int = BURST,
+        period: float | None = None,
+        burst: int | None = None,
+        block_period: float | None = None,
+        block_burst: int | None = None,
+        global_period: float | None = None,
+        global_burst: int | None = None,
         max_tracked: int = MAX_TRACKED,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.period, self.burst, self.max_tracked, self.clock = period, burst, max_tracked, clock
-        self._tats: dict[str, float] = {}
+        """Each limit None: the module's (read now, so a test may change them)."""
+        self.limits = {
+            Tier.SOURCE: (PERIOD if period is None else period, BURST if burst is None else burst),
+            Tier.BLOCK: (
+                BLOCK_PERIOD if block_period is None else block_period,
+                BLOCK_BURST if block_burst is None else block_burst,
+            ),
+            Tier.GLOBAL: (
+                GLOBAL_PERIOD if global_period is None else global_period,
+                GLOBAL_BURST if global_burst is None else global_burst,
+            ),
+        }
+        self.max_tracked, self.clock = max_tracked, clock
+        self._tats: dict[Tier, dict[str, float]] = {tier: {} for tier in Tier}
 
     def attempt(self, address: str) -> float:
         """Count an attempt from ``address``: 0 when allowed, else the seconds to wait."""
         now = self.clock()
-        key = source_key(address)
-        got = take(self._tats.get(key), now, self.period, self.burst)
-        if got.allowed and got.tat is not None:
-            if key not in self._tats and len(self._tats) >= self.max_tracked:
-                self._forget(now)
-            self._tats[key] = got.tat
-        return got.retry_after
+        names = {Tier.SOURCE: source_key(address), Tier.BLOCK: block_key(address), Tier.GLOBAL: ""}
+        stored, wait = attempt(
+            {tier: self._tats[tier].get(name) for tier, name in names.items()}, now, self.limits
+        )
+        for tier, tat in stored.items():
+            table = self._tats[tier]
+            if names[tier] not in table and len(table) >= self.max_tracked:
+                self._tats[tier] = table = self._forget(table, now)
+            table[names[tier]] = tat
+        return wait
 
-    def _forget(self, now: float) -> None:
-        self._tats = {k: t for k, t in self._tats.items() if t > now}
-        if len(self._tats) >= self.max_tracked:  # all busy: start afresh rather than grow
-            self._tats.clear()
+    def _forget(self, table: dict[str, float], now: float) -> dict[str, float]:
+        table = {k: t for k, t in table.items() if t > now}
+        if len(table) >= self.max_tracked:  # all busy: start afresh rather than grow
+            table.clear()
+        return table
 
 
 _ATTRIBUTE = "signin_limiter"

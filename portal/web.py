@@ -38,6 +38,7 @@ REQUESTS = Histogram(
 )
 SESSION_COOKIE = "portal_session"
 CSRF_COOKIE = "portal_csrf"
+HOST_PREFIX = "__Host-"
 ENVIRONMENTS = tuple(e.value for e in Env)
 SECURITY_HEADERS = {
     # No inline script or style anywhere: every script and stylesheet is a file under /static.
@@ -59,13 +60,28 @@ templates.filters.update(display.FILTERS)
 templates.globals.update(display.GLOBALS)
 
 
+def cookie_name(name: str, secure: bool) -> str:
+    """The name the session and CSRF cookies go by. On https, ``__Host-`` + name: the browser keeps such
+    a cookie only if this host set it over https, Secure, with Path=/ and no Domain, so neither a sibling
+    subdomain nor a plain-http answer (a network attacker's) can plant or overwrite it. On plain http
+    (local development) the bare name: no browser takes a ``__Host-`` cookie without Secure there."""
+    return HOST_PREFIX + name if secure else name
+
+
+def cookie_of(request: PortalRequest, name: str) -> str:
+    """The value of the session or CSRF cookie, by its exact name only (``cookie_name``): Sanic's own
+    look-up would also take a prefixed cookie of the bare name, or the bare one of a prefixed name."""
+    values = dict.get(request.cookies, cookie_name(name, request.app.ctx.secure)) or [""]
+    return str(values[0])
+
+
 def csrf_token(request: PortalRequest) -> str:
     """The token this request's forms carry (portal.csrf): the session's when signed in, else the one of
     the browser's nonce cookie (made now, and set on the response, when it has none)."""
     viewer = request.ctx.viewer
     if viewer is not None:
         return csrf.token(request.app.ctx.csrf_key, viewer.session_id, "")
-    nonce = request.cookies.get(CSRF_COOKIE) or request.ctx.new_csrf
+    nonce = cookie_of(request, CSRF_COOKIE) or request.ctx.new_csrf
     if not nonce:
         nonce = request.ctx.new_csrf = secrets.token_urlsafe(32)
     return csrf.token(request.app.ctx.csrf_key, "", nonce)
@@ -76,7 +92,7 @@ def check_csrf(request: PortalRequest) -> None:
     viewer = request.ctx.viewer
     sent = (request.form.get("csrf") if request.form else None) or request.headers.get("x-csrf-token", "")
     session_id = viewer.session_id if viewer is not None else ""
-    nonce = "" if viewer is not None else (request.cookies.get(CSRF_COOKIE) or "")
+    nonce = "" if viewer is not None else cookie_of(request, CSRF_COOKIE)
     planted = viewer is None and csrf.cross_origin(
         request.headers.get("sec-fetch-site", ""), request.headers.get("origin", ""), request.host
     )
@@ -202,7 +218,21 @@ def finish(request: PortalRequest, resp: BaseHTTPResponse, secure: bool) -> None
 def set_cookie(
     resp: BaseHTTPResponse, name: str, value: str, secure: bool, max_age: int | None = None
 ) -> None:
-    resp.add_cookie(name, value, path="/", httponly=True, samesite="Lax", secure=secure, max_age=max_age)
+    """The session or CSRF cookie ``name`` (``cookie_name``: ``__Host-`` on https)."""
+    resp.add_cookie(
+        name,
+        value,
+        path="/",
+        httponly=True,
+        samesite="Lax",
+        secure=secure,
+        max_age=max_age,
+        host_prefix=secure,
+    )
+
+
+def delete_cookie(resp: BaseHTTPResponse, name: str, secure: bool) -> None:
+    set_cookie(resp, name, "", secure, max_age=0)
 
 
 def signed_in(request: PortalRequest, token: str, to: str = "/live/", notice: str = "") -> HTTPResponse:

@@ -13,12 +13,16 @@ see two sources, as they would two tenants):
   its per-key and per-account caps);
 - ``pings``: open streams of another account sending ping frames as fast as they can;
 - ``keys``: made-up keys whose checksum holds (each a cache miss; the per-address unknown-key budget
-  answers most of them 429).
+  answers most of them 429);
+- ``many-keys``: the same from many addresses (127.3.0.1 onwards, one request from each, so each
+  stays within its own and its /24's budget; the edge's global unknown-key budget answers the rest
+  429, while the partner, whose keys were allowed before, is not held to it).
 
 The goal is p50 and p99 under each flood at most twice the quiet ones. Prints one line per phase with the
-ratios, the flood's rate and any answer to the partner other than 200 (counted, not fatal). Usage:
-``.venv/bin/python scripts/bench_neighbours.py [--cached 300] [--first 40] [--flood-connections 16]
-[--floods sign-in,streams,pings,keys]``.
+ratios (and "ok" or "OVER 2x"), the flood's rate, the machine's load average while it ran (``uptime``'s
+1-minute figure, before and after) and any answer to the partner other than 200 (counted, not fatal).
+Usage: ``.venv/bin/python scripts/bench_neighbours.py [--cached 300] [--first 100] [--flood-connections 16]
+[--floods sign-in,streams,pings,keys,many-keys]``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import os
 import pathlib
 import shutil
 import sys
@@ -39,12 +44,21 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 FLOOD_FROM = "127.0.0.2"
-FLOODS = ("sign-in", "streams", "pings", "keys")
+FLOODS = ("sign-in", "streams", "pings", "keys", "many-keys")
 
 
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]
+
+
+def unknown_asked(metrics_port: int) -> float:
+    """Authorize calls authsvc answered about keys it does not know, so far (its metric)."""
+    import urllib.request
+
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read().decode()
+    name = 'authsvc_authorize_decisions_total{decision="deny",error_type="invalid_api_key"}'
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
 
 
 def _flood(kind: str, urls: dict[str, Any], conns: int, stop: Event, sent: Any) -> None:
@@ -78,11 +92,35 @@ def _flood(kind: str, urls: dict[str, Any], conns: int, stop: Event, sent: Any) 
                     await c.post(f"{urls['portal']}/signin", data=form)
                     counts[i] += 1
 
+            def made_up() -> dict[str, str]:
+                body = "svc_test_" + random_base62(32)
+                return {"Host": SANDBOX_HOST, "Authorization": f"Svc {body + checksum(body)}"}
+
             async def keys(i: int) -> None:
                 while not stop.is_set():
-                    body = "svc_test_" + random_base62(32)
-                    headers = {"Host": SANDBOX_HOST, "Authorization": f"Svc {body + checksum(body)}"}
-                    await c.get(f"{urls['edge']}/v1/account", headers=headers)
+                    await c.get(f"{urls['edge']}/v1/account", headers=made_up())
+                    counts[i] += 1
+
+            edge_port = int(urls["edge_port"])
+
+            async def many_keys(i: int) -> None:
+                # Raw HTTP/1.1, one request per connection from its own address: an httpx client per
+                # address would cost the flood more than the edge.
+                n = 0
+                while not stop.is_set():
+                    k = n * conns + i  # the k-th address, 127.3.0.1 onwards: 250 to a /24
+                    n += 1
+                    address = f"127.{3 + k // 64_000 % 100}.{k // 250 % 256}.{k % 250 + 1}"
+                    head = "".join(f"{name}: {value}\r\n" for name, value in made_up().items())
+                    try:
+                        reader, writer = await asyncio.open_connection(
+                            "127.0.0.1", edge_port, local_addr=(address, 0)
+                        )
+                        writer.write(f"GET /v1/account HTTP/1.1\r\n{head}Connection: close\r\n\r\n".encode())
+                        await reader.read()  # until the edge closes
+                        writer.close()
+                    except OSError:
+                        await asyncio.sleep(0.01)
                     counts[i] += 1
 
             def ws(key: str) -> Any:
@@ -116,7 +154,13 @@ def _flood(kind: str, urls: dict[str, Any], conns: int, stop: Event, sent: Any) 
                     except Exception:
                         await asyncio.sleep(0.01)  # closed for its message rate: open another
 
-            one = {"sign-in": signin, "keys": keys, "streams": streams, "pings": pings}[kind]
+            one = {
+                "sign-in": signin,
+                "keys": keys,
+                "streams": streams,
+                "pings": pings,
+                "many-keys": many_keys,
+            }[kind]
             await asyncio.gather(*(one(i) for i in range(conns)))
             with sent.get_lock():
                 sent.value += sum(counts)
@@ -152,7 +196,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--cached", type=int, default=300, help="requests with the cached key per phase")
-    parser.add_argument("--first", type=int, default=40, help="first-use keys per phase")
+    parser.add_argument("--first", type=int, default=100, help="first-use keys per phase")
     parser.add_argument("--flood-connections", type=int, default=16)
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds a flood runs before measuring")
     parser.add_argument("--floods", default=",".join(FLOODS), help=f"which of {', '.join(FLOODS)}")
@@ -170,7 +214,15 @@ def main() -> int:
     try:
         webhookd = start_service("webhookd", tmp, sqlite_url(tmp, "w.db"), "--log-level", "WARNING")
         procs.append(webhookd)
-        authsvc = start_service("authsvc", tmp, sqlite_url(tmp, "a.db"), "--log-level", "WARNING")
+        authsvc = start_service(
+            "authsvc",
+            tmp,
+            sqlite_url(tmp, "a.db"),
+            "--log-level",
+            "WARNING",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        )
         procs.append(authsvc)
         edge_flags = edge_args(authsvc.grpc_target, webhookd.grpc_target, sqlite_url(tmp, "e.db"))
         edge = ServiceProcess("edge", [*edge_flags, "--log-level", "WARNING"]).start(tmp / "edge.log")
@@ -221,6 +273,7 @@ def main() -> int:
         quiet: tuple[list[float], list[float]] | None = None
         for phase in phases:
             stop, sent, worker = multiprocessing.Event(), multiprocessing.Value("l", 0), None
+            asked_before = unknown_asked(authsvc.ports["metrics_port"])
             if phase != "quiet":
                 worker = multiprocessing.Process(
                     target=_flood, args=(phase, urls, args.flood_connections, stop, sent)
@@ -228,6 +281,7 @@ def main() -> int:
                 worker.start()
                 time.sleep(args.warmup)
             t0 = time.perf_counter()
+            load_before = os.getloadavg()[0]
             refused: list[str] = []
             hot, first = asyncio.run(
                 partner(f"{edge_url}/v1/account", cached, fresh[phase], args.cached, refused)
@@ -238,7 +292,8 @@ def main() -> int:
                 worker.join(60)
                 elapsed += args.warmup
             quiet = quiet or (hot, first)
-            line = f"{phase:8s} cached p50 {pct(hot, 50):7.2f} p99 {pct(hot, 99):7.2f} ms"
+            load = f"load {load_before:4.1f}-{os.getloadavg()[0]:4.1f}"
+            line = f"{phase:9s} {load} | cached p50 {pct(hot, 50):7.2f} p99 {pct(hot, 99):7.2f} ms"
             line += f" | first use p50 {pct(first, 50):7.2f} p99 {pct(first, 99):7.2f} ms"
             if phase != "quiet":
                 ratios = [
@@ -250,6 +305,8 @@ def main() -> int:
                 verdict = "ok" if max(ratios) <= 2 else "OVER 2x"
                 line += " | x quiet " + " ".join(f"{r:4.2f}" for r in ratios) + f" {verdict}"
                 line += f" | flood {sent.value / elapsed:7.0f}/s"
+                asked = unknown_asked(authsvc.ports["metrics_port"]) - asked_before
+                line += f", authsvc asked {asked / elapsed:4.0f}/s of unknown keys"
             if refused:
                 line += " | not 200: " + ", ".join(f"{n}x {k}" for k, n in sorted(Counter(refused).items()))
             print(line, flush=True)

@@ -38,8 +38,8 @@ from edge.exceptions import EdgeError, RateLimited
 from edge.jsonbody import JsonProblem, parse_json
 from edge.metrics import STREAM_LIMITED, STREAMS
 from edge.streamfilter import may_read, unknown_patterns, wanted
-from edge.streamlimits import CLOSE_RATE_LIMITED, KEY, MessageBucket, refusal_message
-from svckit.clients import ClientError
+from edge.streamlimits import CLOSE_RATE_LIMITED, KEY, OPENS, MessageBucket, refusal_message
+from svckit.clients import ClientError, ResponseStream
 from svckit.clock import utcnow
 from svckit.errors import http_status
 from svckit.logs import request_id_var
@@ -88,7 +88,12 @@ async def authenticate_stream(request: EdgeRequest) -> None:
     caller, source = await gate.authenticate(request, key, env, "", False)
     cfg = request.app.ctx.config
     maxima = (cfg.stream_max_per_key, cfg.stream_max_per_account)
-    limit = request.app.ctx.stream_slots.refused(caller.key_id, caller.account_id, *maxima)
+    slots = request.app.ctx.stream_slots
+    limit = slots.refused(caller.key_id, caller.account_id, *maxima)
+    if limit is None and not slots.may_open(
+        caller.account_id, time.monotonic(), cfg.stream_opens_per_second, cfg.stream_open_burst
+    ):
+        limit, maxima = OPENS, (0, round(cfg.stream_opens_per_second))
     if limit is not None:
         STREAM_LIMITED.labels(limit).inc()
         raise RateLimited(LIMITED_RETRY_AFTER, refusal_message(limit, maxima[0 if limit == KEY else 1]))
@@ -123,6 +128,7 @@ class StreamSession:
         self.types: list[str] = []
         self.last_event_id = ""
         self.pump: asyncio.Task[None] | None = None
+        self.call: ResponseStream[webhooks_pb2.StreamEventsResponse] | None = None
         self.expiry: asyncio.TimerHandle | None = None
         self.tasks: set[asyncio.Task[Any]] = set()
         cfg = self.app_ctx.config
@@ -132,7 +138,7 @@ class StreamSession:
     def count_control_frames(self) -> None:
         """Ping and pong frames are answered inside the WebSocket layer and never reach ``read``: they take
         from the same bucket as messages, so a flood of them is closed with 1008 as a flood of messages is."""
-        forward = self.ws.process_events
+        forward = self.forward_events = self.ws.process_events
 
         async def process_events(events: Sequence[Any]) -> None:
             for event in events:
@@ -216,6 +222,7 @@ class StreamSession:
                         since_event_id=since or self.last_event_id,
                     )
                 )
+                self.call = call
                 async for msg in call:
                     delay = 0.2
                     ev = msg.event
@@ -226,6 +233,7 @@ class StreamSession:
                     if wanted(self.types, ev.type) and may_read(self.caller.scopes, ev.type, data):
                         await self.send({"type": "event", "event": envelope})
             except asyncio.CancelledError:
+                call.cancel()  # now: a cancelled read need not end the call (the interceptors' wrapper)
                 raise
             except ClientError as exc:
                 if exc.code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
@@ -382,6 +390,10 @@ class StreamSession:
             for task in (reader, pinger, self.pump, *self.tasks):
                 if task is not None:
                     task.cancel()
+            if self.call is not None:
+                self.call.cancel()
+            # Nothing of the session stays reachable from the connection once it is closed.
+            self.ws.process_events = self.forward_events  # type: ignore[method-assign]
             with contextlib.suppress(Exception):
                 await self.ws.close(self.close_code, self.close_reason[:120])
             if self.close_code in (CLOSE_INVALID_DATA, CLOSE_POLICY):

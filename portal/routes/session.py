@@ -10,13 +10,15 @@ from sanic.response import HTTPResponse
 from portal.context import PortalRequest, auth
 from portal.forms import fields
 from portal.signin_limit import limiter_of
-from portal.web import SESSION_COOKIE, check_csrf, render, signed_in, viewer_of
+from portal.web import SESSION_COOKIE, check_csrf, cookie_of, delete_cookie, render, signed_in, viewer_of
 from svckit.clients import ClientError
 from travel.auth.v1 import identity_pb2 as ipb
 
 bp = Blueprint("portal_session")
 
 TOO_MANY_ATTEMPTS = "Too many sign-in attempts from your network; try again in a few minutes."
+# Seconds a sign-in refused by authsvc (429) is told to wait: its hashing queue's shed time.
+AUTHSVC_RETRY_AFTER = 5
 
 
 @bp.get("/signin")
@@ -56,12 +58,15 @@ async def signin(request: PortalRequest) -> HTTPResponse:
         if exc.status in (400, 401, 429):
             need_totp = exc.type == "second_factor_required"
             errors = {"totp_code" if need_totp else "form": exc.message}
-            return render(
+            page = render(
                 request, "signin.html", status=exc.status, email=email, need_totp=need_totp, errors=errors
             )
+            if exc.status == 429:  # authsvc's throttle or global budget; its wait is not passed on
+                page.headers["Retry-After"] = str(AUTHSVC_RETRY_AFTER)
+            return page
         raise
     # A fresh session id on every sign-in; an old cookie is simply replaced.
-    old = request.cookies.get(SESSION_COOKIE)
+    old = cookie_of(request, SESSION_COOKIE)
     if old:
         await auth(request).sign_out(ipb.SignOutRequest(session_token=old))
     return signed_in(request, got.session_token)
@@ -71,7 +76,7 @@ async def signin(request: PortalRequest) -> HTTPResponse:
 async def signout(request: PortalRequest) -> HTTPResponse:
     await auth(request).sign_out(ipb.SignOutRequest(session_token=viewer_of(request).session_token))
     resp = response.redirect("/signin", status=303)
-    resp.delete_cookie(SESSION_COOKIE, path="/")
+    delete_cookie(resp, SESSION_COOKIE, request.app.ctx.secure)
     return resp
 
 

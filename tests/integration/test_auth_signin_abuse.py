@@ -1,7 +1,7 @@
 """Reproductions of the sign-in attacks of "no tenant can hurt another" against a real authsvc: concurrent
-sign-ins racing the throttle (password and TOTP step), the targeted lockout, and a flood of sign-ins
-starving Authorize. Counts and outcomes are asserted, not durations, but for one generous bound where
-the point is that Authorize is not starved."""
+sign-ins racing the throttle (password and TOTP step), the targeted lockout, a flood of sign-ins starving
+Authorize, and sign-ins from many addresses held to the global sign-in budget. Counts and outcomes are
+asserted, not durations, but for one generous bound where the point is that Authorize is not starved."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from authsvc import _identity_rules as rules
-from authsvc import _password_work
+from authsvc import _password_work, _signin_budget
 from authsvc.testing import ACTOR, error_of, new_account, new_key, running_authsvc
 from svckit.clock import FakeClock
 from svckit.errors import type_from_rpc_error
@@ -37,8 +37,10 @@ def verifications() -> float:
 
 @pytest.fixture
 def roomy_queue(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A hashing queue long enough that load shedding does not hide the throttle's own race."""
+    """A hashing queue long enough, and a global sign-in budget large enough, that load shedding does
+    not hide the throttle's own race."""
     monkeypatch.setattr(_password_work, "DEFAULT_MAX_WAITING", 200)
+    monkeypatch.setattr(_signin_budget, "SIGN_IN_BURST", 1000)
 
 
 async def _user(ids: identity_pb2_grpc.IdentityServiceStub, account_id: str, email: str = EMAIL) -> str:
@@ -210,3 +212,55 @@ async def test_a_sign_in_flood_sheds_load_and_never_starves_authorize(sqlite_url
             assert set(outcomes) <= {"invalid_credentials", "rate_limited"}
             assert outcomes.count("rate_limited") > 0
             assert outcomes.count("invalid_credentials") == verifications() - before
+
+
+async def test_sign_ins_from_200_addresses_are_held_to_the_global_budget(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """200 concurrent sign-ins for unknown e-mails, each from its own address (so no per-source throttle
+    applies): only the global budget's worth are verified (argon2 counted), the rest are refused
+    unhashed (rate_limited); meanwhile a session is still answered, an invitation is still accepted (not
+    anonymous: not held to it), and a key is still authorised."""
+    monkeypatch.setattr(_password_work, "DEFAULT_MAX_WAITING", 300)  # no load shedding in the way
+    monkeypatch.setattr(_signin_budget, "SIGN_IN_RATE", 0.001)  # nothing refills during the test
+    monkeypatch.setattr(_signin_budget, "SIGN_IN_BURST", 10)
+    async with running_authsvc(sqlite_url) as (server, stub):
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            ids = identity_pb2_grpc.IdentityServiceStub(channel)
+            account = await new_account(stub)
+            session = await _user(ids, account.id)  # an invitation accepted: a hash, not a sign-in
+            key = (await new_key(stub, account.id, name="k")).secret
+            before = verifications()
+            outcomes = await asyncio.gather(
+                *(
+                    _outcome(
+                        ids.SignIn(
+                            pb.SignInRequest(
+                                email=f"nobody{i}@attacker.example",
+                                password="hunter2 hunter2",
+                                source_address=f"2001:db8:{i:x}::1" if i % 2 else f"10.{i}.0.1",
+                            )
+                        )
+                    )
+                    for i in range(200)
+                )
+            )
+            assert verifications() - before == 10
+            assert outcomes.count("invalid_credentials") == 10
+            assert outcomes.count("rate_limited") == 190
+
+            # The budget spent: a sign-in, even the right password, waits; nothing else does.
+            _, etype, _ = await error_of(
+                ids.SignIn(pb.SignInRequest(email=EMAIL, password=PASSWORD, source_address="192.0.2.1"))
+            )
+            assert etype == "rate_limited"
+            got = await ids.GetSession(pb.GetSessionRequest(session_token=session))
+            assert got.user.email == EMAIL
+            second = await _user(ids, account.id, "second@partner.example")
+            assert second
+            allowed = await stub.Authorize(
+                apb.AuthorizeRequest(
+                    api_key=key, environment=apb.ENVIRONMENT_LIVE, required_scope="hotels:read"
+                )
+            )
+            assert allowed.decision == apb.DECISION_ALLOW

@@ -21,12 +21,13 @@ T0 = 1_800_000_000.0
 @pytest.fixture
 async def store(db_url: str) -> AsyncIterator[SqlIdempotencyStore]:
     engine = create_engine(db_url)
-    s = SqlIdempotencyStore(engine)
+    s = SqlIdempotencyStore(engine, hold=0)  # a key in use is refused at once (the hold: below)
     await s.migrate()
     await s.migrate()  # idempotent
     try:
         yield s
     finally:
+        await s.close()
         await engine.dispose()
 
 
@@ -74,6 +75,27 @@ async def test_stale_claim_is_taken_over(store: SqlIdempotencyStore) -> None:
         "idempotency_key_in_use"
     )
     assert await store.claim("acct_1", "live", "k", "h", T0 + STALE_CLAIM_SECONDS + 1) is None
+
+
+async def test_a_key_in_use_is_held_until_the_first_ends(store: SqlIdempotencyStore) -> None:
+    """A repeat finding the key in use waits (``hold``) for the first request: its answer if it is
+    stored, the key if the first gave it up (a 5xx), the 409 if it still runs when the hold ends."""
+    waiting = SqlIdempotencyStore(store.engine, hold=30)
+    for end, expected in (("complete", Stored(201, "{}", {})), ("release", None)):
+        key = f"held-{end}"
+        assert await store.claim("acct_1", "live", key, "h", T0) is None
+        repeat = asyncio.create_task(waiting.claim("acct_1", "live", key, "h", T0 + 1))
+        await asyncio.sleep(0.7)  # the repeat has looked once and waits
+        assert not repeat.done()
+        if end == "complete":
+            await store.complete("acct_1", "live", key, 201, "{}", {})
+        else:
+            await store.release("acct_1", "live", key)
+        assert await repeat == expected
+    await waiting.close()
+    brief = SqlIdempotencyStore(store.engine, hold=1)
+    assert await store.claim("acct_1", "live", "held-long", "h", T0) is None
+    assert await refusal(brief.claim("acct_1", "live", "held-long", "h", T0 + 1)) == "idempotency_key_in_use"
 
 
 async def test_records_expire_after_24_hours(store: SqlIdempotencyStore) -> None:
@@ -130,11 +152,13 @@ async def test_stored_bodies_are_sealed_and_replay_in_full(db_url: str) -> None:
         assert await store.claim("acct_2", "live", "reg-1", "h", T0 + 1) is None
         # Another key (or none) cannot open it either: the request runs again, deduplicated downstream.
         for other in (SecretBox(parse_key(new_key())), SecretBox()):
-            assert (
-                await SqlIdempotencyStore(engine, other).claim("acct_1", "live", "reg-1", "h", T0 + 2) is None
-            )
-            await store.complete("acct_1", "live", "reg-1", 201, BODY, JSON)
-        assert await store.claim("acct_1", "live", "reg-1", "h", T0 + 3) == Stored(201, BODY, JSON)
+            again = SqlIdempotencyStore(engine, other)
+            assert await again.claim("acct_1", "live", "reg-1", "h", T0 + 2) is None
+            await again.complete("acct_1", "live", "reg-1", 201, BODY, JSON)  # under its own key
+        # The first store cannot open that one either: it runs again, and its answer replays.
+        assert await store.claim("acct_1", "live", "reg-1", "h", T0 + 3) is None
+        await store.complete("acct_1", "live", "reg-1", 201, BODY, JSON)
+        assert await store.claim("acct_1", "live", "reg-1", "h", T0 + 4) == Stored(201, BODY, JSON)
     finally:
         await engine.dispose()
 

@@ -78,3 +78,26 @@ def test_a_flood_gets_the_burst_then_the_rate() -> None:
     assert sum(bucket.take(101.0) for _ in range(1000)) == 5  # a second later: a second's worth
     steady = MessageBucket(rate=5.0, burst=20)
     assert all(steady.take(t / 5) for t in range(1000))  # 5 a second forever: never refused
+
+
+def test_opens_per_account_are_a_token_bucket() -> None:
+    from edge.streamlimits import OPENS, StreamSlots, refusal_message
+
+    slots = StreamSlots()
+    assert [slots.may_open("acct_1", 100.0, 2.0, 3) for _ in range(4)] == [True, True, True, False]
+    assert slots.may_open("acct_2", 100.0, 2.0, 3)  # another account has its own bucket
+    assert not slots.may_open("acct_1", 100.4, 2.0, 3)  # 0.8 of a token
+    assert slots.may_open("acct_1", 100.6, 2.0, 3)  # refilled at 2 a second
+    assert all(slots.may_open("acct_3", 100.0, 0.0, 1) for _ in range(50))  # rate 0: no limit
+    assert "faster than 2 a second" in refusal_message(OPENS, 2)
+
+
+def test_open_buckets_are_bounded() -> None:
+    from edge import streamlimits
+    from edge.streamlimits import StreamSlots
+
+    slots = StreamSlots()
+    for n in range(streamlimits.MAX_OPEN_BUCKETS):
+        slots.may_open(f"acct_{n}", 0.0, 10.0, 5)
+    slots.may_open("acct_new", 10.0, 10.0, 5)  # the others have refilled by now: dropped
+    assert list(slots.opens) == ["acct_new"]

@@ -1,10 +1,11 @@
-"""Table of the portal's per-source sign-in limit (portal.signin_limit): GCRA per source address."""
+"""Tables of the portal's sign-in limit (portal.signin_limit): GCRA per source address, per /24 or /48
+block, and for every source together."""
 
 from __future__ import annotations
 
 import pytest
 
-from portal.signin_limit import SourceLimiter, source_key, take
+from portal.signin_limit import SourceLimiter, Tier, attempt, block_key, source_key, take
 
 
 @pytest.mark.parametrize(
@@ -46,3 +47,46 @@ def test_limiter_counts_per_source_and_forgets_full_buckets() -> None:
     now[0] = 100.0  # both buckets full again: forgotten when room is needed
     assert limiter.attempt("192.0.2.3") == 0.0
     assert limiter.attempt("192.0.2.1") == 0.0
+
+
+@pytest.mark.parametrize(
+    ("address", "key"),
+    [
+        ("192.0.2.1", "192.0.2.0/24"),
+        ("192.0.2.254", "192.0.2.0/24"),
+        ("::ffff:192.0.3.1", "192.0.3.0/24"),
+        ("2001:db8:1:2:3:4:5:6", "2001:db8:1::/48"),
+        ("2001:db8:1:ffff::1", "2001:db8:1::/48"),  # another /64 of the same site
+        ("not an address", "not an address"),
+    ],
+)
+def test_block_key(address: str, key: str) -> None:
+    assert block_key(address) == key
+
+
+LIMITS = {Tier.SOURCE: (6.0, 2), Tier.BLOCK: (2.0, 3), Tier.GLOBAL: (1.0, 4)}
+
+
+@pytest.mark.parametrize(
+    ("tats", "stored", "wait"),
+    [
+        ({}, {Tier.SOURCE: 106.0, Tier.BLOCK: 102.0, Tier.GLOBAL: 101.0}, 0.0),
+        # the source's burst spent (2 x 6 s ahead): refused, nothing taken from the others
+        ({Tier.SOURCE: 112.0}, {}, 6.0),
+        ({Tier.BLOCK: 106.0}, {}, 2.0),  # the block's spent
+        ({Tier.GLOBAL: 104.0}, {}, 1.0),  # everyone's spent
+        ({Tier.SOURCE: 112.0, Tier.GLOBAL: 110.0}, {}, 7.0),  # the longest wait
+    ],
+)
+def test_attempt(tats: dict[Tier, float | None], stored: dict[Tier, float], wait: float) -> None:
+    assert attempt(tats, 100.0, LIMITS) == (stored, wait)
+
+
+def test_many_addresses_are_held_by_their_block_then_by_everyone() -> None:
+    limiter = SourceLimiter(block_burst=4, global_burst=10, clock=lambda: 0.0)
+    one_block = [limiter.attempt(f"192.0.2.{i}") == 0 for i in range(6)]
+    assert one_block == [True] * 4 + [False] * 2  # each address within its own, the /24 held
+    v6 = [limiter.attempt(f"2001:db8:1:{i:x}::1") == 0 for i in range(6)]
+    assert v6 == [True] * 4 + [False] * 2  # each /64 within its own, the /48 held
+    many = [limiter.attempt(f"10.{i}.0.1") == 0 for i in range(5)]
+    assert many == [True] * 2 + [False] * 3  # every /24 within its own, everyone held at 10
