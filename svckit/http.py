@@ -12,6 +12,10 @@ with TLS SNI, certificate verification and Host still using the URL's name. Resp
 connection goes back to the pool only when h11 says both sides are done, nothing unread follows the
 response and nothing arrived while it was idle, so no response can be read by the wrong request. Bodies
 are handed over as received: de-chunked, never decompressed (ask for ``Accept-Encoding: identity``).
+
+The proxy fast path (``request``) reads an answer of the plain shape (``svckit.responsehead``: HTTP/1.1,
+a final status, one ``Content-Length``) without h11, and hands any other answer to h11 from its first
+byte; its deadline is kept by one sweep per transport (``DEADLINE_SWEEP``) rather than a timer per request.
 """
 
 from __future__ import annotations
@@ -29,11 +33,16 @@ from urllib.parse import urlsplit
 import h11
 import httpx
 
+from svckit.responsehead import plain_head
+
 __all__ = ["MAX_BODY_READ", "Addresses", "PooledTransport", "system_addresses"]
 
 MAX_HEAD = 64 * 1024
 # Read at most this much of a response body by default (keeping only what the caller asked for).
 MAX_BODY_READ = 1024 * 1024
+# How often ``request``'s answer deadlines are checked: a late answer is given up at most this much
+# after its deadline. One timer per transport while requests wait, instead of one per request.
+DEADLINE_SWEEP = 0.05
 
 Origin = tuple[str, str, int]
 Headers = list[tuple[bytes, bytes]]  # as received (h11 raw_items: names in their own case)
@@ -68,7 +77,10 @@ class _Conn(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.received = 0  # bytes received since the current request was written
         self.lost = False
+        self.eof = False
         self.idle_since = 0.0
+        # The answer's bytes while ``request`` reads a plain head itself (else they go to h11).
+        self.raw: bytearray | None = None
         self._waiter: asyncio.Future[None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -76,23 +88,47 @@ class _Conn(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.received += len(data)
-        self.h11.receive_data(data)
+        if self.raw is not None:
+            self.raw += data
+        else:
+            self.h11.receive_data(data)
         self._wake()
 
     def eof_received(self) -> bool:
-        self.h11.receive_data(b"")
+        self.eof = True
+        if self.raw is None:
+            self.h11.receive_data(b"")
         self._wake()
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
-        self.h11.receive_data(b"")
+        if self.raw is None:
+            self.h11.receive_data(b"")
         self._wake()
+
+    def to_h11(self) -> None:
+        """Hand what ``request`` read so far to a fresh h11 machine told of a request (any framing)."""
+        # The pre-validated POST event: a response is framed alike for every method but HEAD and CONNECT.
+        h = self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
+        h.send(_POST)
+        h.send(_END)
+        raw, self.raw = self.raw, None
+        if raw:
+            h.receive_data(bytes(raw))
+        if self.eof or self.lost:
+            h.receive_data(b"")
 
     def _wake(self) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def expire(self) -> None:
+        """The answer's deadline passed: the waiting exchange raises TimeoutError."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(TimeoutError())
 
     async def wait(self) -> None:
         self._waiter = asyncio.get_running_loop().create_future()
@@ -104,7 +140,7 @@ class _Conn(asyncio.Protocol):
     def reusable(self) -> bool:
         """Open and quiet: h11 is ready for a new request and no byte arrived since the last response."""
         h = self.h11
-        return not self.lost and h.our_state is h11.IDLE and not h.trailing_data[0]
+        return not (self.lost or self.eof) and h.our_state is h11.IDLE and not h.trailing_data[0]
 
     def close(self) -> None:
         if self.transport is not None:
@@ -121,6 +157,15 @@ def _split(url: str) -> tuple[str, str, int, str]:
     if parts.query:
         target += "?" + parts.query
     return scheme, parts.hostname, parts.port or (443 if scheme == "https" else 80), target
+
+
+@functools.lru_cache(maxsize=4096)
+def _base(base: str) -> tuple[Origin, str, str]:
+    """(origin, path prefix without its last slash, the head's text from the version to the Host line)."""
+    scheme, host, port, prefix = _split(base)
+    name = f"[{host}]" if ":" in host else host
+    host_line = f" HTTP/1.1\r\nHost: {name if port in (80, 443) else f'{name}:{port}'}\r\n"
+    return (scheme, host, port), ("" if prefix == "/" else prefix.rstrip("/")), host_line
 
 
 class _Reused(Exception):
@@ -150,6 +195,8 @@ class PooledTransport(httpx.AsyncBaseTransport):
         self.keepalive_expiry = keepalive_expiry
         self._idle: dict[Origin, list[_Conn]] = defaultdict(list)
         self.connections_opened = 0
+        self._deadlines: dict[_Conn, float] = {}  # ``request``'s exchanges under way
+        self._sweeper: asyncio.TimerHandle | None = None
 
     async def post(
         self, url: str, headers: dict[str, str], body: bytes, keep: int = MAX_BODY_READ
@@ -169,30 +216,59 @@ class PooledTransport(httpx.AsyncBaseTransport):
         return await self._send((scheme, host, port), None, "".join(head).encode() + body, keep)
 
     async def request(
-        self, method: str, base: str, target: str, headers: list[tuple[str, str]], body: bytes = b""
+        self,
+        method: str,
+        base: str,
+        target: str,
+        headers: list[tuple[str, str]],
+        body: bytes = b"",
+        answer_within: float | None = None,
     ) -> tuple[int, Headers, bytes]:
         """The proxy fast path (the edge to a product upstream): ``method`` to ``base`` (scheme and
         authority, perhaps a path prefix) + ``target`` (path and query, already checked to be visible
         ASCII), without the httpx layers: one formatted head, h11 parsing the answer. ``HEAD`` is not
         taken (h11 must know a response to it has no body). A header value holding CR or LF is refused
         (httpx.LocalProtocolError). Returns (status, response headers as received, the body de-chunked,
-        at most ``max_body`` bytes); raises httpx errors like the transport."""
+        at most ``max_body`` bytes); raises httpx errors like the transport, httpx.TimeoutException when
+        the whole answer has not arrived ``answer_within`` seconds after the call (up to ``DEADLINE_SWEEP``
+        later)."""
         if method == "HEAD" or " " in target or "\r" in target or "\n" in target:
             raise httpx.LocalProtocolError(f"not sent by the fast path: {method} {target[:100]!r}")
-        scheme, host, port, prefix = _split(base)
-        name = f"[{host}]" if ":" in host else host
-        path = target if prefix == "/" else prefix.rstrip("/") + target
-        head = [f"{method} {path} HTTP/1.1\r\nHost: {name if port in (80, 443) else f'{name}:{port}'}\r\n"]
-        if body or method in ("POST", "PUT", "PATCH"):
-            head.append(f"Content-Length: {len(body)}\r\n")
-        for field, value in headers:
-            if "\r" in value or "\n" in value:
-                raise httpx.LocalProtocolError(f"the {field} header holds CR or LF")
-            head.append(f"{field}: {value}\r\n")
-        head.append("\r\n")
-        # h11 is told of the request with the pre-validated POST event: the response is framed alike
-        # for every method but HEAD and CONNECT.
-        return await self._send((scheme, host, port), None, "".join(head).encode() + body, self.max_body)
+        origin, prefix, host_line = _base(base)
+        fields = "".join([f"{field}: {value}\r\n" for field, value in headers])
+        n = len(headers)
+        if fields.count("\n") != n or fields.count("\r") != n:  # one CRLF per field, none inside
+            bad = next(
+                field for field, value in headers if "\r" in f"{field}{value}" or "\n" in f"{field}{value}"
+            )
+            raise httpx.LocalProtocolError(f"the {bad[:100]!r} header holds CR or LF")
+        length = f"Content-Length: {len(body)}\r\n" if body or method in ("POST", "PUT", "PATCH") else ""
+        payload = f"{method} {prefix}{target}{host_line}{length}{fields}\r\n".encode() + body
+        deadline = None if answer_within is None else time.monotonic() + answer_within
+        conn = self._take(origin)
+        if conn is not None:
+            try:
+                return await self._exchange_plain(conn, origin, payload, deadline, reused=True)
+            except _Reused:
+                pass  # the server had closed the idle connection: one fresh try
+        if deadline is None:
+            conn = await self._connect(origin)
+        else:
+            try:
+                async with asyncio.timeout(deadline - time.monotonic()):
+                    conn = await self._connect(origin)
+            except TimeoutError:
+                raise httpx.ConnectTimeout(f"could not connect to {origin[1]}:{origin[2]} in time") from None
+        return await self._exchange_plain(conn, origin, payload, deadline, reused=False)
+
+    def _sweep(self) -> None:
+        self._sweeper = None
+        now = time.monotonic()
+        for conn, deadline in self._deadlines.items():
+            if deadline <= now:
+                conn.expire()
+        if self._deadlines:
+            self._sweeper = asyncio.get_running_loop().call_later(DEADLINE_SWEEP, self._sweep)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
@@ -291,43 +367,8 @@ class PooledTransport(httpx.AsyncBaseTransport):
             conn.transport.write(payload)
             if not conn.lost:
                 await conn.wait()  # nothing can be buffered yet (``reusable``): skip h11's first NEED_DATA
-            response: h11.Response | None = None
-            body: bytes | bytearray = b""
-            length = 0
-            while True:
-                ev = h.next_event()
-                kind = type(ev)
-                if kind is h11.Data:
-                    data = cast(h11.Data, ev).data
-                    if length < keep:
-                        body = data if not length else bytes(body) + data[: keep - length]
-                    length += len(data)
-                    if length > self.max_body:
-                        if self.refuse_longer:
-                            raise httpx.ReadError(f"the response body is larger than {self.max_body} bytes")
-                        break  # cut off here; the connection is closed below
-                elif ev is h11.NEED_DATA:
-                    if conn.lost:  # h11 has seen the end of the stream; never wait for more
-                        raise h11.RemoteProtocolError("connection closed before a response", 0)
-                    await conn.wait()
-                elif kind is h11.Response:
-                    response = cast(h11.Response, ev)
-                elif kind is h11.EndOfMessage:
-                    reuse = h.our_state is h11.DONE and h.their_state is h11.DONE
-                    break
-                elif kind is h11.ConnectionClosed:
-                    raise h11.RemoteProtocolError("connection closed before a response", 0)
-                # else h11.InformationalResponse (1xx): the final response follows.
-            assert response is not None
-            if reuse and not h.trailing_data[0]:
-                h.start_next_cycle()
-            else:
-                reuse = False  # closed by the server, cut off, or bytes no request asked for
-            return (
-                response.status_code,
-                response.headers.raw_items(),
-                bytes(body if len(body) <= keep else body[:keep]),
-            )
+            status, headers, body, reuse = await self._receive(conn, keep)
+            return status, headers, body
         except h11.RemoteProtocolError as exc:
             if reused and not conn.received:
                 raise _Reused() from None
@@ -342,7 +383,111 @@ class PooledTransport(httpx.AsyncBaseTransport):
             else:
                 conn.close()
 
+    async def _exchange_plain(
+        self, conn: _Conn, origin: Origin, payload: bytes, deadline: float | None, *, reused: bool
+    ) -> tuple[int, Headers, bytes]:
+        """``request``'s exchange: a plain answer (``svckit.responsehead``) is read without h11; any
+        other goes to h11 from its first byte (``_Conn.to_h11``). Framing, reuse and errors as h11's."""
+        buf = conn.raw = bytearray()
+        reuse = False
+        if deadline is not None:
+            self._deadlines[conn] = deadline
+            if self._sweeper is None:
+                self._sweeper = asyncio.get_running_loop().call_later(DEADLINE_SWEEP, self._sweep)
+        try:
+            conn.received = 0
+            assert conn.transport is not None
+            conn.transport.write(payload)
+            end = buf.find(b"\r\n\r\n")
+            while end < 0 and len(buf) <= MAX_HEAD and not (conn.eof or conn.lost):
+                await conn.wait()
+                end = buf.find(b"\r\n\r\n")
+            if end > MAX_HEAD or (end < 0 and len(buf) > MAX_HEAD):
+                raise h11.RemoteProtocolError(f"a response head longer than {MAX_HEAD} bytes", 0)
+            plain = plain_head(bytes(buf[: end + 2])) if end >= 0 else None
+            if plain is None:
+                conn.to_h11()
+                status, headers, body, reuse = await self._receive(conn, self.max_body)
+                return status, headers, body
+            status, headers, length, close = plain
+            start = end + 4
+            if length > self.max_body:
+                if self.refuse_longer:
+                    raise httpx.ReadError(f"the response body is larger than {self.max_body} bytes")
+                length, close = self.max_body, True  # cut off there; the connection is closed below
+            want = start + length
+            while len(buf) < want:
+                if conn.eof or conn.lost:
+                    raise h11.RemoteProtocolError("connection closed before the whole response", 0)
+                await conn.wait()
+            reuse = not close and len(buf) == want  # nothing follows that no request asked for
+            return status, headers, bytes(buf[start:want])
+        except TimeoutError:
+            raise httpx.ReadTimeout("no whole answer in time") from None
+        except h11.RemoteProtocolError as exc:
+            if reused and not conn.received:
+                raise _Reused() from None
+            raise httpx.RemoteProtocolError(f"invalid response: {exc}") from None
+        except ConnectionError as exc:
+            if reused and not conn.received:
+                raise _Reused() from None
+            raise httpx.ReadError(f"connection lost: {exc}") from None
+        finally:
+            conn.raw = None
+            if deadline is not None:
+                del self._deadlines[conn]
+            if reuse:
+                self._give_back(origin, conn)
+            else:
+                conn.close()
+
+    async def _receive(self, conn: _Conn, keep: int) -> tuple[int, Headers, bytes, bool]:
+        """h11 reads the answer: (status, headers, the first ``keep`` bytes of the body, reusable)."""
+        h = conn.h11
+        reuse = False
+        response: h11.Response | None = None
+        body: bytes | bytearray = b""
+        length = 0
+        while True:
+            ev = h.next_event()
+            kind = type(ev)
+            if kind is h11.Data:
+                data = cast(h11.Data, ev).data
+                if length < keep:
+                    body = data if not length else bytes(body) + data[: keep - length]
+                length += len(data)
+                if length > self.max_body:
+                    if self.refuse_longer:
+                        raise httpx.ReadError(f"the response body is larger than {self.max_body} bytes")
+                    break  # cut off here; the connection is closed below
+            elif ev is h11.NEED_DATA:
+                if conn.lost:  # h11 has seen the end of the stream; never wait for more
+                    raise h11.RemoteProtocolError("connection closed before a response", 0)
+                await conn.wait()
+            elif kind is h11.Response:
+                response = cast(h11.Response, ev)
+            elif kind is h11.EndOfMessage:
+                reuse = h.our_state is h11.DONE and h.their_state is h11.DONE
+                break
+            elif kind is h11.ConnectionClosed:
+                raise h11.RemoteProtocolError("connection closed before a response", 0)
+            # else h11.InformationalResponse (1xx): the final response follows.
+        assert response is not None
+        if reuse and not h.trailing_data[0]:
+            h.start_next_cycle()
+        else:
+            reuse = False  # closed by the server, cut off, or bytes no request asked for
+        return (
+            response.status_code,
+            response.headers.raw_items(),
+            bytes(body if len(body) <= keep else body[:keep]),
+            reuse,
+        )
+
     async def aclose(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         for pool in self._idle.values():
             for conn in pool:
                 conn.close()

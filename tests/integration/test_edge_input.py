@@ -104,6 +104,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 auth.grpc_target, wh.grpc_target, sqlite_url(tmp, "edge.db"), routes,
                 "--idempotency-key-file", str(tmp / "edge.key"),
                 "--rate-limit-sandbox", "0",
+                # the stream properties open one stream per example, far past an account's open rate
+                "--stream-opens-per-second", "1000", "--stream-open-burst", "1000",
             ),
         ).start(tmp / "edge.log")  # fmt: skip
         procs.append(edge)
