@@ -9,9 +9,15 @@ from typing import Any
 from google.protobuf import timestamp_pb2
 
 from edge.exceptions import EdgeError
-from svckit.prototables import ATTEMPT_OUTCOME, DELIVERY_STATUS, ENDPOINT_STATUS, SIGNATURE_SCHEME
+from svckit.prototables import (
+    ATTEMPT_OUTCOME,
+    DELIVERY_ORDER,
+    DELIVERY_STATUS,
+    ENDPOINT_STATUS,
+    SIGNATURE_SCHEME,
+)
 from svckit.signing import SignatureScheme
-from svckit.webhook_status import DeliveryStatus, EndpointStatus
+from svckit.webhook_status import DeliveryOrder, DeliveryStatus, EndpointStatus
 from travel.webhooks.v1 import webhooks_pb2
 
 
@@ -39,6 +45,7 @@ def endpoint(ep: webhooks_pb2.Endpoint) -> dict[str, Any]:
         "updated": rfc3339(ep.updated_at),
         "previousSecretExpires": rfc3339(ep.previous_secret_expires_at),
         "signatureScheme": SIGNATURE_SCHEME.get(ep.signature_scheme, SignatureScheme.STRIPE.value),
+        "ordering": DELIVERY_ORDER.get(ep.ordering, DeliveryOrder.UNORDERED.value),
     }
 
 
@@ -146,6 +153,19 @@ def signature_scheme_field(body: dict[str, Any]) -> webhooks_pb2.SignatureScheme
         raise EdgeError(f"the field signatureScheme must be one of {choices}", type="invalid_request")
     scheme: webhooks_pb2.SignatureScheme.ValueType = SIGNATURE_SCHEME.pb(value)
     return scheme
+
+
+def ordering_field(body: dict[str, Any]) -> webhooks_pb2.DeliveryOrder.ValueType:
+    """``ordering`` as its proto number; UNSPECIFIED (unordered, the default) when absent (null is no
+    value: a 400, as the OpenAPI schema says)."""
+    if "ordering" not in body:
+        return webhooks_pb2.DELIVERY_ORDER_UNSPECIFIED
+    value = body["ordering"]
+    if value not in tuple(DeliveryOrder):
+        choices = ", ".join(o.value for o in DeliveryOrder)
+        raise EdgeError(f"the field ordering must be one of {choices}", type="invalid_request")
+    order: webhooks_pb2.DeliveryOrder.ValueType = DELIVERY_ORDER.pb(value)
+    return order
 
 
 def string_list_field(body: dict[str, Any], name: str, *, required: bool = False) -> list[str] | None:

@@ -190,7 +190,7 @@ def _fixed_paths() -> dict[str, Any]:
             ),
             "post": _op(
                 "updateWebhookEndpoint",
-                "Update url, events, description or signatureScheme",
+                "Update url, events, description, signatureScheme or ordering",
                 "webhooks:write",
                 schema=endpoint_ref,
                 params=ep,

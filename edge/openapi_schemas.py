@@ -18,7 +18,7 @@ from svckit.errors import ERROR_KINDS
 from svckit.events import EVENT_KINDS, TRIGGER_HEADER
 from svckit.prototables import ATTEMPT_OUTCOME
 from svckit.signing import SignatureScheme
-from svckit.webhook_status import DeliveryStatus, EndpointStatus
+from svckit.webhook_status import DeliveryOrder, DeliveryStatus, EndpointStatus
 
 OBJ: dict[str, Any] = {"type": "object"}
 STR: dict[str, Any] = {"type": "string"}
@@ -153,17 +153,34 @@ _SCHEME = {
     "enum": [s.value for s in SignatureScheme],
     "description": "signature headers: X-Service-Signature (stripe, the default), Standard Webhooks, or both",
 }
+_ORDERING = {
+    "enum": [o.value for o in DeliveryOrder],
+    "description": "none (the default): deliveries in parallel; perResource: one in flight per booking or "
+    "eSIM order, oldest event first (docs/webhooks.md, Ordered delivery)",
+}
 ENDPOINT_BODY = {
     "type": "object",
     "additionalProperties": False,
     "required": ["url", "events"],
-    "properties": {"url": _URL, "events": _EVENTS, "description": _DESCRIPTION, "signatureScheme": _SCHEME},
+    "properties": {
+        "url": _URL,
+        "events": _EVENTS,
+        "description": _DESCRIPTION,
+        "signatureScheme": _SCHEME,
+        "ordering": _ORDERING,
+    },
 }
 ENDPOINT_UPDATE = {
     "type": "object",
     "additionalProperties": False,
     "minProperties": 1,
-    "properties": {"url": _URL, "events": _EVENTS, "description": _DESCRIPTION, "signatureScheme": _SCHEME},
+    "properties": {
+        "url": _URL,
+        "events": _EVENTS,
+        "description": _DESCRIPTION,
+        "signatureScheme": _SCHEME,
+        "ordering": _ORDERING,
+    },
 }
 ROTATE_BODY = {
     "type": "object",
@@ -232,6 +249,7 @@ ENDPOINT_SCHEMA = {
         "previousSecretExpires": TIME,
         "secret": {"type": "string", "description": "the signing secret: on creation and rotation only"},
         "signatureScheme": {"enum": [s.value for s in SignatureScheme]},
+        "ordering": {"enum": [o.value for o in DeliveryOrder]},
     },
 }
 SIGNING_KEY_SCHEMA = {

@@ -9,7 +9,7 @@ from prometheus_client import Counter
 
 from portal.context import PortalRequest, auth
 from portal.web import env_of, viewer_of
-from portal.webhook_views import scheme_word
+from portal.webhook_views import ordering_word, scheme_word
 from svckit.clients import ClientError
 from svckit.protos import struct
 from travel.auth.v1 import identity_pb2 as ipb
@@ -28,6 +28,7 @@ def endpoint_fields(endpoint: wpb.Endpoint) -> dict[str, Any]:
         "events": list(endpoint.events),
         "description": endpoint.description,
         "signature_scheme": scheme_word(endpoint.signature_scheme),
+        "ordering": ordering_word(endpoint.ordering),
     }
 
 

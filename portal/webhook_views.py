@@ -11,8 +11,9 @@ from collections.abc import Iterable, Sequence
 
 from svckit.clients import ClientError
 from svckit.durations import clock_advance
-from svckit.prototables import SIGNATURE_SCHEME
+from svckit.prototables import DELIVERY_ORDER, SIGNATURE_SCHEME
 from svckit.signing import SignatureScheme
+from svckit.webhook_status import DeliveryOrder
 from travel.webhooks.v1 import webhooks_pb2 as wpb
 
 # The kind of the events SendTestEvent makes: delivered like any other, never in the event log
@@ -98,6 +99,30 @@ def scheme_number(word: str) -> wpb.SignatureScheme.ValueType:
     return number
 
 
+# The endpoint form's delivery orders (docs/webhooks.md "Ordered delivery").
+ORDERING_CHOICES: tuple[tuple[str, str], ...] = (
+    (DeliveryOrder.UNORDERED.value, "in parallel (the default)"),
+    (DeliveryOrder.PER_RESOURCE.value, "one at a time per booking or eSIM order, oldest event first"),
+)
+
+
+def ordering_word(number: int) -> str:
+    """An endpoint's ``ordering`` as the form spells it; UNSPECIFIED reads as the default."""
+    return DELIVERY_ORDER.get(number, DeliveryOrder.UNORDERED.value) or DeliveryOrder.UNORDERED.value
+
+
+def ordering_number(word: str) -> wpb.DeliveryOrder.ValueType:
+    """The form's ``ordering`` as its proto number ("" is the default); anything else is refused beside
+    the field."""
+    if not word:
+        return wpb.DELIVERY_ORDER_UNORDERED
+    if word not in tuple(DeliveryOrder):
+        choices = ", ".join(o.value for o in DeliveryOrder)
+        raise ClientError("invalid_request", f"choose one of {choices}", field="ordering")
+    number: wpb.DeliveryOrder.ValueType = DELIVERY_ORDER.pb(word)
+    return number
+
+
 def signs_ed25519(word: str) -> bool:
     """Whether deliveries of that scheme carry ``v1a`` signatures (so the page shows the public keys)."""
     return word in (SignatureScheme.STANDARD.value, SignatureScheme.BOTH.value)
@@ -110,6 +135,7 @@ def endpoint_values(endpoint: wpb.Endpoint) -> dict[str, object]:
         "description": endpoint.description,
         "events": list(endpoint.events),
         "signature_scheme": scheme_word(endpoint.signature_scheme),
+        "ordering": ordering_word(endpoint.ordering),
     }
 
 

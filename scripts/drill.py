@@ -6,8 +6,10 @@ Starts 2 authsvc, 2 webhookd and 2 edges as real processes on one fresh PostgreS
 development CA made in a temporary directory, every peer flag given both processes (`--authsvc A,B`,
 `--webhookd A,B`), and an HTTPS webhook receiver. One partner account (a live and a sandbox key, one
 sandbox endpoint registered through the edge) then drives steady traffic through both edges: GET
-/v1/account with the live key and POST /v1/sandbox/events with an Idempotency-Key, each retried once on a
-5xx or a connection error on the other edge, as a partner SDK behind a balancer would; an operator (the
+/v1/account with the live key, POST /v1/sandbox/events with an Idempotency-Key, and POST
+/v1/hotels/bookings (a product route, its HTTPS upstream answering after --slow-post seconds, so that
+some are in flight when an edge is killed), each retried once, at once, on a 5xx or a connection error on
+the other edge, as a partner SDK behind a balancer would; an operator (the
 svcctl certificate) creates and revokes a sandbox key every second, each revocation a webhook
 (apikey.revoked). Meanwhile each process in turn is killed with SIGKILL and restarted on its port after
 a few seconds: authsvc #1, webhookd #1, edge #1, authsvc #2, webhookd #2, edge #2.
@@ -31,11 +33,14 @@ import json
 import os
 import pathlib
 import shutil
+import ssl
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
@@ -45,7 +50,7 @@ import redis.asyncio as aioredis
 
 from svckit.clients.auth import AuthClient
 from svckit.clients.errors import ClientError, PeerUnavailable
-from svckit.devca import files, flags, init_dir
+from svckit.devca import IDENTITIES, files, flags, init_dir
 from svckit.secretbox import write_new_key
 from svckit.signing import WebhookVerificationError, verify
 from svckit.tls import Tls
@@ -56,6 +61,7 @@ from webhookd.testing import Received, Receiver, trusted_receiver
 PG_HOST, PG_PORT, PG_DB = "127.0.0.1", 5432, "test"
 REDIS_URL = "redis://127.0.0.1:6379/0"
 ORDER = ("authsvc#1", "webhookd#1", "edge#1", "authsvc#2", "webhookd#2", "edge#2")
+BOOKINGS = "/v1/hotels/bookings"
 ACTOR = pb.Actor(user="ops:drill")
 
 
@@ -90,9 +96,75 @@ class Stack:
     edges: list[tuple[str, str]]  # (live base URL, sandbox base URL)
 
 
-def build_stack(work: pathlib.Path, database: str, prefix: str, ca_bundle: str, lease: float) -> Stack:
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # an edge killed while its booking was answered: expected here
+
+
+class Hotels:
+    """The hotels product upstream over HTTPS (a certificate of the drill's CA, as the edge requires):
+    each booking answered 201 after ``delay`` seconds; counts the Idempotency-Keys it got, so a booking
+    run again (after an edge died holding its claim) shows."""
+
+    def __init__(self, cert: str, key: str, delay: float) -> None:
+        self.keys: collections.Counter[str] = collections.Counter()
+        lock = threading.Lock()
+        hotels = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                time.sleep(delay)
+                with lock:
+                    hotels.keys[self.headers.get("idempotency-key", "")] += 1
+                body = json.dumps({"id": f"bk_{uuid.uuid4().hex[:12]}", "status": "confirmed"}).encode()
+                self.send_response(201)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key)
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+
+
+def write_routes(path: pathlib.Path, hotels: Hotels) -> pathlib.Path:
+    # One server for both (the edge wants them to differ: two names of it).
+    up = {"live": hotels.url.replace("127.0.0.1", "localhost"), "sandbox": hotels.url}
+    route = {
+        "method": "POST",
+        "path": BOOKINGS,
+        "scope": "hotels:write",
+        "traveller": "required",
+        "upstream": up,
+    }
+    path.write_text(json.dumps({"routes": [route]}))
+    return path
+
+
+def build_stack(
+    work: pathlib.Path, database: str, prefix: str, ca_bundle: str, lease: float, slow_post: float
+) -> tuple[Stack, Hotels]:
     tls_dir = work / "tls"
-    init_dir(tls_dir)
+    init_dir(tls_dir, (*IDENTITIES, "hotels"))
+    hotels = Hotels(*files(tls_dir, "hotels")[1:], delay=slow_post)
+    routes = write_routes(work / "routes.json", hotels)
     keys = {name: work / f"{name}.key" for name in ("authsvc-secrets", "webhookd-secrets", "edge-idem")}
     for path in keys.values():
         write_new_key(path)
@@ -140,21 +212,21 @@ def build_stack(work: pathlib.Path, database: str, prefix: str, ca_bundle: str, 
                     *common,
                     *("--authsvc", ",".join(auth), "--webhookd", ",".join(hooks)),
                     *("--redis", REDIS_URL, "--redis-prefix", prefix),
-                    *("--idempotency-key-file", str(keys["edge-idem"])),
+                    *("--idempotency-key-file", str(keys["edge-idem"]), "--routes", str(routes)),
                 ],
                 flags(tls_dir, "edge"),
                 work,
             )
         )
     edges = [(f"http://127.0.0.1:{live}", f"http://127.0.0.1:{sandbox}") for live, sandbox in http]
-    return Stack({n.name: n for n in nodes}, auth, edges)
+    return Stack({n.name: n for n in nodes}, auth, edges), hotels
 
 
 # -- the partner ------------------------------------------------------------------------------------------
 @dataclass
 class Call:
     at: float  # monotonic, when the first try ended (a kill counts for the window it fell in)
-    kind: str  # "GET" or "POST"
+    kind: str  # "GET", "POST" (a sample event) or "BOOK" (a booking through the slow upstream)
     first_error: str  # why the first try failed ("" when it did not)
     error: str  # "" when the partner got its answer (after at most one retry)
 
@@ -171,6 +243,8 @@ class Partner:
     sandbox_key: str
     calls: list[Call] = field(default_factory=list)
     accepted: dict[str, float] = field(default_factory=dict)  # event id -> wall time of the 202
+    booking_keys: set[str] = field(default_factory=set)
+    booked: set[str] = field(default_factory=set)  # Idempotency-Keys of bookings answered 2xx
 
     async def _once(self, kind: str, edge: int, idem: str) -> httpx.Response:
         live, sandbox = self.edges[edge]
@@ -178,6 +252,10 @@ class Partner:
             auth = {"Authorization": f"Bearer {self.live_key}"}
             return await self.http.get(f"{live}/v1/account", headers=auth)
         headers = {"Authorization": f"Bearer {self.sandbox_key}", "Idempotency-Key": idem}
+        if kind == "BOOK":
+            self.booking_keys.add(idem)
+            headers["X-Partner-Customer-Ref"] = "drill-traveller"
+            return await self.http.post(f"{sandbox}{BOOKINGS}", headers=headers, json={"offer": "drill"})
         body = {"type": "booking.confirmed"}
         return await self.http.post(f"{sandbox}/v1/sandbox/events", headers=headers, json=body)
 
@@ -194,6 +272,8 @@ class Partner:
                     error = "" if resp.status_code < 300 else _refusal(resp, target)
                     if resp.status_code == 202:
                         self.accepted[resp.json()["event"]["id"]] = time.time()
+                    if kind == "BOOK" and resp.status_code < 300:
+                        self.booked.add(idem)
                     break
                 error = _refusal(resp, target)
             if attempt == 0:
@@ -209,10 +289,12 @@ def _refusal(resp: httpx.Response, edge: int) -> str:
     return f"{resp.status_code} {kind} (edge#{edge + 1})"
 
 
-async def drive(partner: Partner, rate: float, stop: asyncio.Event) -> None:
-    """Calls at a steady rate, GET and POST in turn, alternating edges; never waits for an answer."""
+async def drive(partner: Partner, rate: float, stop: asyncio.Event, book: bool) -> None:
+    """Calls at a steady rate, GET, POST (and BOOK) in turn, alternating edges; never waits for an
+    answer."""
     tasks: set[asyncio.Task[None]] = set()
-    turns = itertools.cycle([("GET", 0), ("POST", 1), ("GET", 1), ("POST", 0)])
+    kinds = ["GET", "POST", "BOOK"] if book else ["GET", "POST"]
+    turns = itertools.cycle([(kind, edge) for edge in (0, 1) for kind in kinds])
     tick = time.monotonic()
     while not stop.is_set():
         kind, edge = next(turns)
@@ -277,7 +359,9 @@ class Phase:
     restart_seconds: float = 0.0
 
 
-async def setup_partner(stack: Stack, tls: Tls, receiver: Receiver) -> tuple[Partner, Operator, str]:
+async def setup_partner(
+    stack: Stack, tls: Tls, receiver: Receiver, http_timeout: float
+) -> tuple[Partner, Operator, str]:
     clients = [AuthClient(target, tls, timeout=10) for target in stack.authsvc]
     made = await clients[0].create_account(
         pb.CreateAccountRequest(name="Drill Partner", mode=pb.ACCOUNT_MODE_A, actor=ACTOR),
@@ -287,7 +371,7 @@ async def setup_partner(stack: Stack, tls: Tls, receiver: Receiver) -> tuple[Par
     secrets = []
     for env, scopes in (
         (pb.ENVIRONMENT_LIVE, ["account:read"]),
-        (pb.ENVIRONMENT_SANDBOX, ["account:read", "webhooks:read", "webhooks:write"]),
+        (pb.ENVIRONMENT_SANDBOX, ["account:read", "webhooks:read", "webhooks:write", "hotels:write"]),
     ):
         key = await clients[0].create_key(
             pb.CreateKeyRequest(
@@ -295,7 +379,7 @@ async def setup_partner(stack: Stack, tls: Tls, receiver: Receiver) -> tuple[Par
             )
         )
         secrets.append(key.secret)
-    http = httpx.AsyncClient(timeout=10, limits=httpx.Limits(max_connections=200))
+    http = httpx.AsyncClient(timeout=http_timeout, limits=httpx.Limits(max_connections=200))
     partner = Partner(http, stack.edges, secrets[0], secrets[1])
     made_endpoint = await http.post(
         f"{stack.edges[0][1]}/v1/webhooks/endpoints",
@@ -313,10 +397,10 @@ async def restart(node: Node, down: float) -> float:
     return time.monotonic() - began
 
 
-async def drill(stack: Stack, receiver: Receiver, args: argparse.Namespace, tls: Tls) -> int:
-    partner, operator, secret = await setup_partner(stack, tls, receiver)
+async def drill(stack: Stack, receiver: Receiver, args: argparse.Namespace, tls: Tls, hotels: Hotels) -> int:
+    partner, operator, secret = await setup_partner(stack, tls, receiver, args.timeout)
     stop = asyncio.Event()
-    traffic = asyncio.create_task(drive(partner, args.rate, stop))
+    traffic = asyncio.create_task(drive(partner, args.rate, stop, args.slow_post > 0))
     revocations = asyncio.create_task(operator.run(1.0, stop))
     phases = [Phase("before the kills", time.monotonic())]
     await asyncio.sleep(args.warmup)
@@ -348,7 +432,7 @@ async def drill(stack: Stack, receiver: Receiver, args: argparse.Namespace, tls:
     await partner.http.aclose()
     for client in operator.clients:
         await client.close()
-    return report(phases, partner, operator, receiver.received(), secret)
+    return report(phases, partner, operator, receiver.received(), secret, hotels)
 
 
 def _waiting(receiver: Receiver, partner: Partner, operator: Operator) -> bool:
@@ -365,7 +449,12 @@ def key_of(r: Received) -> str:
 
 
 def report(
-    phases: list[Phase], partner: Partner, operator: Operator, got: list[Received], secret: str
+    phases: list[Phase],
+    partner: Partner,
+    operator: Operator,
+    got: list[Received],
+    secret: str,
+    hotels: Hotels,
 ) -> int:
     print()
     print(f"{'window':<18} {'restart s':>9} {'calls':>6} {'1st tries failed':>16} {'partner errors':>14}"
@@ -421,6 +510,21 @@ def report(
         f"revocations: {len(operator.revoked)} made, {len(operator.revoked) - len(lost_revocations)} "
         f"webhooks received, lost {len(lost_revocations)}; operator errors: {len(operator.errors)}"
     )
+    in_flight = [
+        c
+        for c in partner.calls
+        if c.kind != "GET" and c.first_error and not c.first_error.startswith("Connect")
+    ]
+    run_twice = sum(1 for k, n in hotels.keys.items() if n > 1 and k in partner.booking_keys)
+    print(
+        f"bookings: {len(partner.booking_keys)} made, {len(partner.booked)} answered 2xx; the upstream got "
+        f"{sum(hotels.keys.values())} for {len(hotels.keys)} Idempotency-Keys ({run_twice} run again after "
+        f"a dead edge's claim was taken over, the key passed down)"
+    )
+    print(
+        f"POSTs whose first try broke in flight (not a refused connection): {len(in_flight)}, "
+        f"answered on the retry: {sum(1 for c in in_flight if not c.error)}"
+    )
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
     print(
         f"deliveries: {len(got)}, duplicated events: {len(duplicated)} "
@@ -469,6 +573,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--receiver-delay", type=float, default=0.25, help="seconds the webhook receiver takes to answer"
     )
     parser.add_argument(
+        "--slow-post",
+        type=float,
+        default=1.0,
+        help="seconds the hotels upstream takes to answer a booking, so bookings are in flight when an "
+        "edge is killed (0: no bookings)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="the partner's HTTP timeout in seconds (a retry finding its key in use is held up to 9 s)",
+    )
+    parser.add_argument(
         "--keep", action="store_true", help="keep the work directory (logs, CA) and say where"
     )
     return parser
@@ -482,7 +599,9 @@ def main() -> int:
     database = f"postgresql+asyncpg://postgres@{PG_HOST}:{PG_PORT}/{PG_DB}?search_path={tag}"
     receiver, ca_bundle = trusted_receiver(work)
     receiver.delay = args.receiver_delay  # so that deliveries are in flight when a webhookd dies
-    stack = build_stack(work, database, f"{tag}:ratelimit:", str(ca_bundle), args.lease_seconds)
+    stack, hotels = build_stack(
+        work, database, f"{tag}:ratelimit:", str(ca_bundle), args.lease_seconds, args.slow_post
+    )
     status = 2
     try:
         print(f"schema {tag}, Redis prefix {tag}:, logs in {work}")
@@ -491,11 +610,12 @@ def main() -> int:
             stack.nodes[name].start()
         print(f"six processes READY in {time.monotonic() - began:.1f} s; partner traffic at {args.rate}/s")
         tls = Tls.from_files(*files(work / "tls", "svcctl"))
-        status = asyncio.run(drill(stack, receiver, args, tls))
+        status = asyncio.run(drill(stack, receiver, args, tls, hotels))
     finally:
         for node in stack.nodes.values():
             node.stop()
         receiver.stop()
+        hotels.stop()
         asyncio.run(_pg(f'DROP SCHEMA IF EXISTS "{tag}" CASCADE'))
         asyncio.run(_forget_redis(f"{tag}:"))
         if args.keep:

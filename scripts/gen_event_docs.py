@@ -112,6 +112,10 @@ def section(entry: Mapping[str, Any]) -> list[str]:
     lines.append(f"- **state**: {states}")
     lines.append(f"- **accounts**: {mode}")
     lines.append(f"- **published by**: {entry['publisher']}")
+    ordering = catalog.kind_of(kind).ordering
+    if ordering:
+        keys = " or ".join(f"`data.{name}`" for name in ordering)
+        lines.append(f'- **ordering key** (endpoints with `"ordering": "perResource"`): {keys}')
     if not entry["subscribable"]:
         lines.append("- not subscribable: sent only to the endpoint under test, never published or streamed")
     lines += ["", *fields_table(entry["schema"]), "", "Example:", "", "```json"]

@@ -25,10 +25,21 @@ class EventKind:
     schema: Mapping[str, Any]  # JSON Schema of ``data``
     mode: str = ""  # "A" or "B" when the kind exists for accounts of that commercial mode only
     subscribable: bool = True  # webhook.test is sent by a test send only, never published
+    # The ``data`` fields naming the resource the event is about, the first one present being the
+    # event's ordering key (docs/webhooks.md "Ordered delivery"); () for kinds never held back.
+    ordering: tuple[str, ...] = ()
 
     @property
     def state(self) -> str:
         return self.states[0]
+
+    def ordering_key(self, data: Mapping[str, Any]) -> str | None:
+        """The resource ``data`` is about (a booking or eSIM order id), or None."""
+        for name in self.ordering:
+            value = data.get(name)
+            if isinstance(value, str) and value:
+                return value
+        return None
 
 
 # -- schema building blocks --------------------------------------------------------------------------------
@@ -123,6 +134,8 @@ def _booking(
 PAYMENT = _id("pay", "the traveller's payment")
 HOLD = _id("hold", "the hold on the partner's credit (mode A)")
 REASON = "machine-readable cause"
+# Ordering keys: the booking, the eSIM order, or whichever of the two the event is about.
+BY_BOOKING, BY_ORDER, BY_SUBJECT = ("booking",), ("order",), ("booking", "order")
 
 # -- the catalog --------------------------------------------------------------------------------------------
 _KINDS: tuple[EventKind, ...] = (
@@ -142,6 +155,7 @@ _KINDS: tuple[EventKind, ...] = (
             subjects="booking",
             one_of=[{"required": ["hold"]}, {"required": ["payment"]}],
         ),
+        ordering=BY_BOOKING,
     ),
     EventKind(
         "booking.failed",
@@ -160,6 +174,7 @@ _KINDS: tuple[EventKind, ...] = (
             },
             ["reason", "message", "holdReleased"],
         ),
+        ordering=BY_SUBJECT,
     ),
     EventKind(
         "booking.cancelled",
@@ -172,6 +187,7 @@ _KINDS: tuple[EventKind, ...] = (
             ["cancelledBy"],
             subjects="booking",
         ),
+        ordering=BY_BOOKING,
     ),
     EventKind(
         "booking.modified",
@@ -184,6 +200,7 @@ _KINDS: tuple[EventKind, ...] = (
             ["changes"],
             subjects="booking",
         ),
+        ordering=BY_BOOKING,
     ),
     EventKind(
         "payment.succeeded",
@@ -192,6 +209,7 @@ _KINDS: tuple[EventKind, ...] = (
         "product services; the sandbox simulator",
         _booking("payment.succeeded", {"payment": PAYMENT}, ["payment"]),
         mode="B",
+        ordering=BY_SUBJECT,
     ),
     EventKind(
         "payment.failed",
@@ -204,6 +222,7 @@ _KINDS: tuple[EventKind, ...] = (
             ["payment", "reason"],
         ),
         mode="B",
+        ordering=BY_SUBJECT,
     ),
     EventKind(
         "payment.refunded",
@@ -214,6 +233,7 @@ _KINDS: tuple[EventKind, ...] = (
             "payment.refunded", {"payment": PAYMENT, "refund": _id("re", "the refund")}, ["payment", "refund"]
         ),
         mode="B",
+        ordering=BY_SUBJECT,
     ),
     EventKind(
         "esim.provisioned",
@@ -229,6 +249,7 @@ _KINDS: tuple[EventKind, ...] = (
             ["iccid", "activationCode"],
             subjects="order",
         ),
+        ordering=BY_ORDER,
     ),
     EventKind(
         "esim.usage_threshold",
@@ -247,6 +268,7 @@ _KINDS: tuple[EventKind, ...] = (
             ["thresholdPercent", "usedBytes", "limitBytes"],
             subjects="order",
         ),
+        ordering=BY_ORDER,
     ),
     EventKind(
         "ledger.low_balance",

@@ -17,6 +17,7 @@ from svckit.vocabulary import (
     KeyStatus,
     UserRole,
 )
+from svckit.webhook_status import DeliveryOrder
 from travel.auth.v1 import auth_pb2, identity_pb2
 from travel.webhooks.v1 import webhooks_pb2
 
@@ -67,3 +68,4 @@ ENDPOINT_STATUS = EnumTable(EndpointStatus, webhooks_pb2.EndpointStatus, "ENDPOI
 DELIVERY_STATUS = EnumTable(DeliveryStatus, webhooks_pb2.DeliveryStatus, "DELIVERY_STATUS_")
 ATTEMPT_OUTCOME = EnumTable(AttemptOutcome, webhooks_pb2.AttemptOutcome, "ATTEMPT_OUTCOME_")
 SIGNATURE_SCHEME = EnumTable(SignatureScheme, webhooks_pb2.SignatureScheme, "SIGNATURE_SCHEME_")
+DELIVERY_ORDER = EnumTable(DeliveryOrder, webhooks_pb2.DeliveryOrder, "DELIVERY_ORDER_")

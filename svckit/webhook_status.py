@@ -1,6 +1,6 @@
 """The statuses of webhook deliveries and endpoints: the strings webhookd stores and the words the public
-API shows. The proto enums mirror them by name (``DELIVERY_STATUS_<NAME>``, ``ENDPOINT_STATUS_<NAME>``);
-``svckit.prototables`` derives both tables."""
+API shows. The proto enums mirror them by name (``DELIVERY_STATUS_<NAME>``, ``ENDPOINT_STATUS_<NAME>``,
+``DELIVERY_ORDER_<NAME>``); ``svckit.prototables`` derives the tables."""
 
 from __future__ import annotations
 
@@ -17,3 +17,10 @@ class DeliveryStatus(StrEnum):
 class EndpointStatus(StrEnum):
     ENABLED = "enabled"
     DISABLED = "disabled"
+
+
+class DeliveryOrder(StrEnum):
+    """An endpoint's delivery order (docs/webhooks.md "Ordered delivery"); the words are the API's."""
+
+    UNORDERED = "none"  # the default: deliveries go out in parallel
+    PER_RESOURCE = "perResource"  # one in flight per booking or eSIM order, oldest event first

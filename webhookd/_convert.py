@@ -12,12 +12,14 @@ from svckit.freetext import content_problem, free_text_problem
 from svckit.protos import timestamp as ts
 from svckit.prototables import (
     ATTEMPT_OUTCOME,
+    DELIVERY_ORDER,
     DELIVERY_STATUS,
     ENDPOINT_STATUS,
     HOOKS_ENVIRONMENT,
     SIGNATURE_SCHEME,
 )
 from svckit.signing import SignatureScheme
+from svckit.webhook_status import DeliveryOrder
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from webhookd._errors import InvalidRequest
 from webhookd._repository import (
@@ -104,6 +106,16 @@ def signature_scheme(value: int) -> SignatureScheme:
         raise InvalidRequest(f"signature_scheme: {value} is not a known scheme") from None
 
 
+def ordering(value: int) -> DeliveryOrder:
+    """UNSPECIFIED is the default, UNORDERED (spec section 6)."""
+    if value == pb.DELIVERY_ORDER_UNSPECIFIED:
+        return DeliveryOrder.UNORDERED
+    try:
+        return DELIVERY_ORDER.word(value)
+    except ValueError:
+        raise InvalidRequest(f"ordering: {value} is not a known delivery order") from None
+
+
 def page_size(value: int) -> int:
     if value < 0:
         raise InvalidRequest("page_size: must not be negative")
@@ -145,6 +157,7 @@ def endpoint_pb(e: EndpointRecord, now: dt.datetime) -> pb.Endpoint:
         updated_at=ts(e.updated_at),
         previous_secret_expires_at=ts(e.previous_secret_expires_at(now)),
         signature_scheme=SIGNATURE_SCHEME.pb(e.signature_scheme),
+        ordering=DELIVERY_ORDER.pb(e.ordering),
     )
 
 

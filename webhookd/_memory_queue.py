@@ -18,6 +18,7 @@ from svckit.webhook_status import DeliveryStatus as D
 from svckit.webhook_status import EndpointStatus as E
 from webhookd import _queue_sql as q
 from webhookd._health import DISABLED_LEVEL
+from webhookd._ordering import held_back
 from webhookd._queue import StatementQueue, Step, drive
 from webhookd._repository import DeliveryRecord, EndpointRecord
 from webhookd._rows import DeliveryRow, delivery_of, endpoint_of, endpoint_values
@@ -62,6 +63,7 @@ class MemoryQueue(StatementQueue):
             "release_leases": self._release_leases,
             "insert_deliveries": self._insert_deliveries,
             "fail_deliveries": self._fail_deliveries,
+            "unorder": self._unorder,
             "manual_succeeded": lambda p: self._manual(p, succeeded=True),
             "manual_failed": lambda p: self._manual(p, succeeded=False),
             "recover": lambda p: self._recover(p[0], p[1], None),
@@ -69,6 +71,7 @@ class MemoryQueue(StatementQueue):
             "recoverable": self._recoverable,
             "queue_depth": self._queue_depth,
             "oldest_due": self._oldest_due,
+            "lease_expired": self._lease_expired,
             "next_due": self._next_due,
             "next_due_after": self._next_due_after,
             "purge_attempts": self._purge_attempts,
@@ -127,6 +130,7 @@ class MemoryQueue(StatementQueue):
                 and f"{d['environment']}:{d['account_id']}" not in accounts
                 and d["environment"] not in environments
                 and (d["attempt_count"] == 0 or d["environment"] not in retries_in)
+                and self._free(d)
             ),
             key=lambda d: d["next_attempt_at"],
         )[:limit]
@@ -140,6 +144,27 @@ class MemoryQueue(StatementQueue):
             if d["endpoint_id"] in live
         }
         return q.Claimed(rows, {d["event_id"]: self.envelopes[d["event_id"]] for d in due}, endpoints)
+
+    def _free(self, d: Row) -> bool:
+        """Not held back by an earlier pending delivery of its ordering key (``webhookd._ordering``)."""
+        if d["ordering_key"] is None:
+            return True
+        earlier = (
+            (o["ordering_key"], o["event_seq"], o["status"])
+            for o in self.deliveries.values()
+            if o["endpoint_id"] == d["endpoint_id"] and o["id"] != d["id"]
+        )
+        return not held_back(d["ordering_key"], d["event_seq"], earlier)
+
+    def _unorder(self, params: tuple[str]) -> int:
+        keyed = [
+            d
+            for d in self.deliveries.values()
+            if d["endpoint_id"] == params[0] and d["ordering_key"] is not None and d["status"] != D.SUCCEEDED
+        ]
+        for d in keyed:
+            d["ordering_key"] = None
+        return len(keyed)
 
     def _record_attempts(self, params: tuple[tuple[()], Sequence[tuple[Any, ...]]]) -> None:
         self.attempts.extend(dict(zip(ATTEMPT_COLUMNS, row, strict=True)) for row in params[1])
@@ -263,14 +288,26 @@ class MemoryQueue(StatementQueue):
             and d["lease_owner"] is None
             and d["next_attempt_at"] is not None
             and d["next_attempt_at"] <= params[0]
+            and self._free(d)
         ]
         return (min(due, default=None),)
+
+    def _lease_expired(self, params: tuple[int]) -> tuple[int, int | None]:
+        expired = [
+            d["due_at"] or d["next_attempt_at"]
+            for d in self.deliveries.values()
+            if d["status"] == D.PENDING
+            and d["lease_owner"] is not None
+            and d["next_attempt_at"] is not None
+            and d["next_attempt_at"] <= params[0]
+        ]
+        return len(expired), min(expired, default=None)
 
     def _next_due(self, params: tuple[()]) -> tuple[int | None]:
         due = [
             d["next_attempt_at"]
             for d in self.deliveries.values()
-            if d["status"] == D.PENDING and d["next_attempt_at"] is not None
+            if d["status"] == D.PENDING and d["next_attempt_at"] is not None and self._free(d)
         ]
         return (min(due, default=None),)
 

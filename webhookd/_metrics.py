@@ -7,7 +7,13 @@ from prometheus_client import Counter, Gauge, Histogram
 ATTEMPTS = Counter("webhook_attempts_total", "Delivery attempts, by outcome", ["outcome"])
 QUEUE_DEPTH = Gauge("webhook_queue_depth", "Deliveries waiting for an attempt (status pending)")
 OLDEST_OVERDUE = Gauge(
-    "webhook_oldest_overdue_seconds", "Age of the oldest delivery whose attempt is due but not yet started"
+    "webhook_oldest_overdue_seconds",
+    "Age of the oldest delivery whose attempt is due but not being sent (unclaimed, or its lease ran out)",
+)
+LEASE_EXPIRED = Gauge(
+    "webhook_deliveries_lease_expired",
+    "Deliveries claimed by a process whose lease ran out before it recorded a result (it died or hangs), "
+    "not yet claimed again",
 )
 LATENCY = Histogram(
     "webhook_delivery_latency_seconds",

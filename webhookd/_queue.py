@@ -157,10 +157,14 @@ def advance_sandbox(by_us: int, now_us: int, account_id: str) -> Step[int]:
     return int(due)
 
 
-def stats(now_us: int) -> Step[tuple[int, int | None]]:
+def stats(now_us: int) -> Step[tuple[int, int | None, int]]:
+    """(pending, the oldest due time of those not being sent, leases run out). A delivery whose lease ran
+    out (its holder died) is not being sent either: it has waited since it was due."""
     (depth,) = yield "queue_depth", ()
     (oldest,) = yield "oldest_due", (now_us,)
-    return int(depth), oldest
+    expired, expired_due = yield "lease_expired", (now_us,)
+    due = [int(t) for t in (oldest, expired_due) if t is not None]
+    return int(depth), min(due, default=None), int(expired)
 
 
 class StatementQueue(abc.ABC):
@@ -258,9 +262,9 @@ class StatementQueue(abc.ABC):
         return from_us(value)
 
     async def stats(self, now: dt.datetime) -> Stats:
-        depth, oldest = await self._run(stats(us(now)), write=False)
+        depth, oldest, expired = await self._run(stats(us(now)), write=False)
         age = max(0.0, (us(now) - int(oldest)) / 1_000_000) if oldest is not None else 0.0
-        return Stats(depth, age)
+        return Stats(depth, age, expired)
 
     # What the service writes
 
@@ -273,6 +277,10 @@ class StatementQueue(abc.ABC):
     async def hold(self, endpoint_id: str, now: dt.datetime, conn: AsyncConnection | None = None) -> None:
         """Keep what a disabled endpoint has waiting (nothing if it is enabled)."""
         await self._run_in(conn, one("hold", [(us(now), endpoint_id)]))
+
+    async def unorder(self, endpoint_id: str, conn: AsyncConnection | None = None) -> int:
+        """The endpoint was made unordered: nothing of it waits for an earlier delivery any more."""
+        return int(await self._run_in(conn, one("unorder", (endpoint_id,))))
 
     async def fail_endpoint(
         self, endpoint_id: str, now: dt.datetime, conn: AsyncConnection | None = None

@@ -31,6 +31,7 @@ from svckit.vocabulary import Environment as Env
 from svckit.webhook_status import DeliveryStatus as D
 from svckit.webhook_status import EndpointStatus as E
 from webhookd._health import DISABLED_LEVEL
+from webhookd._ordering import HOLDS_BACK
 from webhookd._repository import Alert, DeliveryResult
 from webhookd._rows import attempt_row
 from webhookd._tables import (
@@ -92,6 +93,18 @@ ATTEMPT_WIDTH = len(ATTEMPT_COLUMNS)
 DELIVERY_WIDTH = len(DELIVERY_COLUMNS)
 ENDPOINT_WIDTH = len(ENDPOINT_COLUMNS)
 
+# A delivery ``d`` is free unless an earlier delivery of its ordering key to its endpoint is pending
+# (``webhookd._ordering``): an unordered one (no key) never looks further; an ordered one looks in the
+# partial index ``wh_deliveries_ordered`` of pending keyed rows, the status written ``= 'pending'`` as in
+# the index's own WHERE so that both SQLite and PostgreSQL use it.
+if HOLDS_BACK != {D.PENDING}:
+    raise ImportError("wh_deliveries_ordered indexes pending rows only: it no longer covers HOLDS_BACK")
+FREE = f"""(d.ordering_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM wh_deliveries e
+            WHERE e.endpoint_id = d.endpoint_id AND e.ordering_key = d.ordering_key
+              AND e.status = '{D.PENDING}' AND e.ordering_key IS NOT NULL
+              AND e.event_seq < d.event_seq))"""
+
 # claim: (lease expiry, owner, now, limit, skipped endpoints, accounts ("environment:account"),
 # environments, environments whose retries are skipped) -> delivery columns [+ envelope + endpoint columns].
 # The skips are JSON arrays of text (``webhookd._admission.Skips``): what the worker already holds its fill
@@ -100,12 +113,13 @@ ENDPOINT_WIDTH = len(ENDPOINT_COLUMNS)
 _CLAIM = f"""
     UPDATE wh_deliveries SET next_attempt_at = $1, lease_owner = $2
     WHERE id IN (
-        SELECT id FROM wh_deliveries
+        SELECT id FROM wh_deliveries d
         WHERE status = '{D.PENDING}' AND next_attempt_at <= $3
           AND endpoint_id NOT IN ({{elements5}})
           AND environment || ':' || account_id NOT IN ({{elements6}})
           AND environment NOT IN ({{elements7}})
           AND (attempt_count = 0 OR environment NOT IN ({{elements8}}))
+          AND {FREE}
         ORDER BY next_attempt_at LIMIT $4 {{lock}}
     )
     RETURNING {_DELIVERIES}
@@ -255,6 +269,15 @@ _ALL = [
         f"INSERT INTO wh_deliveries ({spelled(DELIVERY_INSERT_COLUMNS)})"
         f" VALUES ({_params(1, len(DELIVERY_INSERT_COLUMNS))})",
     ),
+    # an endpoint made unordered: (endpoint id). What it has waiting no longer waits for its key's head.
+    Statement(
+        "unorder",
+        Kind.EXEC,
+        f"""
+    UPDATE wh_deliveries SET ordering_key = NULL
+    WHERE endpoint_id = $1 AND ordering_key IS NOT NULL AND status <> '{D.SUCCEEDED}'
+""",
+    ),
     # a recovery's dry run: (endpoint id, created since) -> how many RecoverEndpoint would queue again
     Statement(
         "recoverable",
@@ -327,20 +350,38 @@ _ALL = [
       AND lease_owner IS NULL AND next_attempt_at <= $1
 """,
     ),
-    # stats: () -> (pending deliveries,); (now,) -> (oldest due and unclaimed,); () -> (next due,)
+    # stats: () -> (pending deliveries,); (now,) -> (oldest due and unclaimed,); () -> (next due,);
+    # (now,) -> (claimed under a lease that ran out (the holder died), the earliest due_at of those,).
     Statement("queue_depth", Kind.ONE, f"SELECT count(*) FROM wh_deliveries WHERE status = '{D.PENDING}'"),
+    # A delivery held back by an earlier one of its key is not due yet: it waits for its head, whose own
+    # due time (a retry's, a lease's) is the next one, so an idle worker does not spin on it. Written as
+    # the first row in due order (not min()): both databases then walk the due index and stop at the
+    # first free row.
     Statement(
         "oldest_due",
         Kind.ONE,
         f"""
-    SELECT min(next_attempt_at) FROM wh_deliveries
-    WHERE status = '{D.PENDING}' AND lease_owner IS NULL AND next_attempt_at <= $1
+    SELECT (SELECT next_attempt_at FROM wh_deliveries d
+            WHERE status = '{D.PENDING}' AND lease_owner IS NULL AND next_attempt_at <= $1 AND {FREE}
+            ORDER BY next_attempt_at LIMIT 1)
 """,
     ),
     Statement(
         "next_due",
         Kind.ONE,
-        f"SELECT min(next_attempt_at) FROM wh_deliveries WHERE status = '{D.PENDING}'",
+        f"""
+    SELECT (SELECT next_attempt_at FROM wh_deliveries d
+            WHERE status = '{D.PENDING}' AND next_attempt_at IS NOT NULL AND {FREE}
+            ORDER BY next_attempt_at LIMIT 1)
+""",
+    ),
+    Statement(
+        "lease_expired",
+        Kind.ONE,
+        f"""
+    SELECT count(*), min(coalesce(due_at, next_attempt_at)) FROM wh_deliveries
+    WHERE status = '{D.PENDING}' AND lease_owner IS NOT NULL AND next_attempt_at <= $1
+""",
     ),
     # (now) -> the next time a pending delivery comes due, after now: a claim that skipped due rows and
     # found nothing else is not run again before then (``_delivery``), rather than after a whole poll.
@@ -361,7 +402,7 @@ _ALL = [
 ]
 STATEMENTS: dict[str, Statement] = {s.name: s for s in _ALL}
 # Only these read: a store may run them without taking its write lock.
-READS = frozenset({"queue_depth", "oldest_due", "next_due", "next_due_after", "recoverable"})
+READS = frozenset({"queue_depth", "oldest_due", "lease_expired", "next_due", "next_due_after", "recoverable"})
 
 
 @dataclass(slots=True)

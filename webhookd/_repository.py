@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from svckit.signing import SignatureScheme
-from svckit.webhook_status import DeliveryStatus, EndpointStatus
+from svckit.webhook_status import DeliveryOrder, DeliveryStatus, EndpointStatus
 from webhookd._ed25519 import signer
 
 
@@ -43,6 +43,8 @@ class EndpointRecord:
     signature_scheme: SignatureScheme = SignatureScheme.STRIPE
     # The endpoint.failing level last announced (``_health``); read, never written through the record.
     failing_level: int = 0
+    # Whether its deliveries wait for each other (``_ordering``).
+    ordering: DeliveryOrder = DeliveryOrder.UNORDERED
 
     def valid_secrets(self, now: dt.datetime) -> list[str]:
         """Newest first: the current secret and every previous one still inside its overlap."""
@@ -95,6 +97,10 @@ class DeliveryRecord:
     next_attempt_at: dt.datetime | None
     created_at: dt.datetime
     updated_at: dt.datetime
+    # The event's ordering key when its endpoint is ordered (None: never held back), and its event's seq
+    # (``_ordering``).
+    ordering_key: str | None = None
+    event_seq: int | None = None
 
 
 @dataclass(slots=True)
@@ -187,6 +193,8 @@ class EventFilter:
 class Stats:
     queue_depth: int
     oldest_overdue_seconds: float
+    # Claimed deliveries whose lease ran out and that no process has claimed again (their holder died).
+    lease_expired: int = 0
 
 
 # How long an idempotency key of a registration or rotation counts (as the edge's, decisions.md).
@@ -281,9 +289,23 @@ class Repository(Protocol):
 
     async def max_event_seq(self) -> int: ...
 
+    async def events_since(self, after_seq: int, limit: int, also: Sequence[int] = ()) -> list[EventRecord]:
+        """Events of every account after ``after_seq`` or of a seq in ``also`` (gaps the tailer waits
+        for), in seq order (the stream tailer's read)."""
+        ...
+
     async def events_after(
-        self, account_id: str, environment: str, after_seq: int, types: Sequence[str], limit: int
-    ) -> list[EventRecord]: ...
+        self,
+        account_id: str,
+        environment: str,
+        after_seq: int,
+        types: Sequence[str],
+        limit: int,
+        also: Sequence[int] = (),
+    ) -> list[EventRecord]:
+        """A scope's events of ``types`` after ``after_seq`` or of a seq in ``also``, in seq order (a
+        stream's catch-up read)."""
+        ...
 
     async def list_events(
         self, flt: EventFilter, limit: int, after: tuple[dt.datetime, str] | None

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from svckit.signing import SignatureScheme
-from svckit.webhook_status import DeliveryStatus, EndpointStatus
+from svckit.webhook_status import DeliveryOrder, DeliveryStatus, EndpointStatus
 from webhookd._repository import (
     Alert,
     AttemptRecord,
@@ -69,6 +69,7 @@ def endpoint_of(row: Any, box: SecretBox) -> EndpointRecord:
         ],
         signature_scheme=SignatureScheme(row.signature_scheme),
         failing_level=row.failing_level,
+        ordering=DeliveryOrder(row.ordering),
     )
 
 
@@ -87,6 +88,7 @@ def endpoint_values(e: EndpointRecord, box: SecretBox) -> dict[str, Any]:
         "created_at": us(e.created_at),
         "updated_at": us(e.updated_at),
         "signature_scheme": str(e.signature_scheme),
+        "ordering": str(e.ordering),
     }
 
 
@@ -120,6 +122,8 @@ def delivery_of(row: Any) -> DeliveryRecord:
         next_attempt_at=from_us(row.due_at) if status is DeliveryStatus.PENDING else None,
         created_at=at_us(row.created_at),
         updated_at=at_us(row.updated_at),
+        ordering_key=row.ordering_key,
+        event_seq=row.event_seq,
     )
 
 

@@ -27,8 +27,9 @@ from svckit.metrics import serve_metrics
 from svckit.migrations import SchemaError, add_migrate_command, run_migrate
 from svckit.outage import describe, is_outage
 from svckit.readiness import PROBE_INTERVAL, DatabaseHealth
+from svckit.reseal import OldKeyGauge, add_reseal_command, run_reseal
 from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal
-from svckit.secretbox import key_from
+from svckit.secretbox import keys_from
 from svckit.tls import Tls, add_tls_args, tls_from_args
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 from webhookd import _metrics as metrics
@@ -44,7 +45,7 @@ from webhookd._secretbox import SecretBox, new_key
 from webhookd._sender import DELIVERY_TIMEOUT, Sender
 from webhookd._service import WebhookService
 from webhookd._service_events import EventHub
-from webhookd._sql import SqlRepository
+from webhookd._sql import SEALED_SECRETS, SqlRepository
 from webhookd._ssrf import Policy, Resolver, system_resolver
 from webhookd.migrations import SCHEMA as WEBHOOKD_SCHEMA
 
@@ -54,6 +55,12 @@ SERVICE = "webhookd"
 SECRETS_KEY_ENV = env_name(SERVICE, "secrets_key")
 SERVICE_NAME = webhooks_pb2.DESCRIPTOR.services_by_name["WebhookService"].full_name
 ATTEMPT_RETENTION = dt.timedelta(days=30)
+SECRETS_KEY_HELP = (
+    "file holding the key that seals signing secrets at rest (or the key itself in env "
+    f"{SECRETS_KEY_ENV}); make one with `python -m webhookd new-secrets-key`. A rotation: several files, "
+    "comma-separated (or the flag repeated), newest first: the first seals, every one opens "
+    '(docs/operations.md "Sealing-key rotation")'
+)
 
 
 @dataclass
@@ -70,8 +77,9 @@ class Config:
     purge_interval: float = 3600.0
     stats_interval: float = 5.0
     mail_retry_seconds: float = 30.0
-    # AES-256 key sealing signing secrets at rest (webhookd._secretbox); None stores them in the clear.
-    secrets_key: bytes | None = field(default=None, repr=False)
+    # AES-256 key sealing signing secrets at rest (webhookd._secretbox), or a keyring, newest first (the
+    # first seals, every one opens: a rotation); None stores them in the clear.
+    secrets_key: bytes | Sequence[bytes] | None = field(default=None, repr=False)
     # Mutual TLS for the gRPC server and the call to authsvc (svckit.tls); None is plaintext.
     tls: Tls | None = field(default=None, repr=False)
     # How often the gRPC health looks at the database (svckit.readiness).
@@ -106,11 +114,15 @@ class Webhookd:
     accounts: Accounts | None = None
     db_health: DatabaseHealth | None = None
     notices: NoticeRelay | None = None
+    sealed_rows: OldKeyGauge | None = None
 
     async def stop(self, grace: float = ServeConfig.shutdown_grace) -> None:
+        if self.sealed_rows is not None:
+            await self.sealed_rows.stop()
         if self.db_health is not None:
             await self.db_health.stop()
         await stop_server(self.server, self.health, grace)
+        await self.service.hub.close()
         await self.worker.stop(grace)
         await self.mailer.stop()
         if self.notices is not None:
@@ -136,6 +148,7 @@ async def housekeeping(repo: SqlRepository, clock: Clock, config: Config) -> Non
             stats = await repo.stats(now)
             metrics.QUEUE_DEPTH.set(stats.queue_depth)
             metrics.OLDEST_OVERDUE.set(stats.oldest_overdue_seconds)
+            metrics.LEASE_EXPIRED.set(stats.lease_expired)
             if last_purge is None or (now - last_purge).total_seconds() >= config.purge_interval:
                 purged = await repo.purge_attempts(now - ATTEMPT_RETENTION)
                 purged += await repo.purge_sandbox_attempts(now - SANDBOX_RETENTION)
@@ -238,6 +251,9 @@ async def run_server(
         server, port, health, repo, service, worker, mailer, client, tasks, owns_client, accounts, db_health
     )
     app.notices = relay
+    # sealed_rows_old_key: endpoints whose secrets are not yet under the newest key (a rotation's progress).
+    app.sealed_rows = OldKeyGauge(repo.engine, repo.box, [SEALED_SECRETS])
+    app.sealed_rows.start()
     return app
 
 
@@ -314,8 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     flag(
         "secrets-key-file",
-        help="file holding the key that seals signing secrets at rest (or the key itself in env "
-        f"{SECRETS_KEY_ENV}); make one with `python -m webhookd new-secrets-key`",
+        repeat=True,
+        help=SECRETS_KEY_HELP,
     )
     flag(
         "concurrency",
@@ -373,17 +389,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands.add_parser("new-secrets-key", help="print a new key for --secrets-key-file")
     add_migrate_command(commands, SERVICE, config_default(Config, "database"))
+    add_reseal_command(commands, SERVICE, config_default(Config, "database"), SECRETS_KEY_HELP)
     return parser
 
 
-def _secrets_key(args: argparse.Namespace) -> bytes | None:
-    """The key sealing signing secrets at rest. Required: only a development run that says so
-    (--insecure-dev) may keep them in the clear."""
+def _secrets_keys(args: argparse.Namespace) -> list[bytes]:
+    """The keyring from ``--secrets-key-file`` (files, newest first) or ``WEBHOOKD_SECRETS_KEY``."""
     env_text = os.environ.get(SECRETS_KEY_ENV, "")
     try:
-        key = key_from(args.secrets_key_file or "", env_text, "--secrets-key-file", SecretsKeyError)
+        return keys_from(args.secrets_key_file or [], env_text, "--secrets-key-file", SecretsKeyError)
     except SecretsKeyError as exc:
         raise SystemExit(f"webhookd: {exc.message}") from None
+
+
+def _secrets_key(args: argparse.Namespace) -> list[bytes] | None:
+    """The keys sealing signing secrets at rest. Required: only a development run that says so
+    (--insecure-dev) may keep them in the clear."""
+    key = _secrets_keys(args) or None
     if key is None and not args.insecure_dev:
         raise SystemExit(
             f"webhookd: signing secrets are sealed at rest: give --secrets-key-file or {SECRETS_KEY_ENV} "
@@ -440,6 +462,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "migrate":
         return run_migrate(args, WEBHOOKD_SCHEMA)
+    if args.command == "reseal":
+        return run_reseal(args, SERVICE, SecretBox(_secrets_keys(args)), [SEALED_SECRETS])
     setup_logging(SERVICE, args.log_level)
     try:
         import uvloop

@@ -66,7 +66,7 @@ log = logging.getLogger("webhookd.service")
 DEFAULT_OVERLAP = dt.timedelta(hours=24)
 MAX_OVERLAP = dt.timedelta(days=7)
 MAX_IDEMPOTENCY_KEY = 255
-UPDATABLE = ("url", "events", "description", "signature_scheme")
+UPDATABLE = ("url", "events", "description", "signature_scheme", "ordering")
 
 
 def check_idempotency_key(key: str) -> None:
@@ -170,6 +170,7 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
         kinds = check_event_kinds(request.events)
         desc = cv.description(request.description)
         scheme = cv.signature_scheme(request.signature_scheme)
+        order = cv.ordering(request.ordering)
         await check_target(cv.url(request.url), self.policy, self.resolver)
         secret = new_secret()
         endpoint = EndpointRecord(
@@ -185,6 +186,7 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
             updated_at=now,
             secrets=[SigningSecret(secret, signing_key=new_signing_key())],
             signature_scheme=scheme,
+            ordering=order,
         )
         if not await self.repo.create_endpoint(endpoint, idem):
             endpoint = await self._raced(account_id, env, idem)
@@ -233,6 +235,8 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
             changes["description"] = cv.description(request.description)
         if "signature_scheme" in paths:
             changes["signature_scheme"] = cv.signature_scheme(request.signature_scheme)
+        if "ordering" in paths:
+            changes["ordering"] = cv.ordering(request.ordering)
         if "url" in paths:
             await check_target(cv.url(request.url), self.policy, self.resolver)
             changes["url"] = request.url

@@ -1,9 +1,9 @@
-"""webhookd's event reads: the StreamEvents feed (woken by ``EventHub`` when this process stores an
-event, polling for others), ListEvents and GetEvent. ``WebhookService`` inherits them."""
+"""webhookd's event reads: the StreamEvents feed (the process's one tailer fans new events out to the
+open streams, webhookd._stream_hub), ListEvents and GetEvent. ``WebhookService`` inherits them."""
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import datetime as dt
 from collections.abc import AsyncIterator
 
@@ -15,25 +15,12 @@ from webhookd import _convert as cv
 from webhookd._errors import InvalidRequest, NotFound
 from webhookd._events import EVENT_KINDS, check_event_kinds
 from webhookd._repository import EventFilter, Repository
+from webhookd._stream_hub import EventHub, StreamFilter
 
-STREAM_BATCH = 200
-STREAM_POLL_SECONDS = 1.0
+__all__ = ["EVENT_VISIBILITY", "EventHub", "EventReads"]
+
 # How far back ListEvents and GetEvent reach (spec: what a partner can look back on is 30 days).
 EVENT_VISIBILITY = dt.timedelta(days=30)
-
-
-class EventHub:
-    """Wakes StreamEvents readers when this process stores an event (others are found by polling)."""
-
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
-
-    def notify(self) -> None:
-        self._event.set()
-        self._event = asyncio.Event()
-
-    def waiter(self) -> asyncio.Event:
-        return self._event
 
 
 class EventReads:
@@ -49,26 +36,17 @@ class EventReads:
         account_id, env = cv.scope(request)
         types = check_event_kinds(request.types, "types") if request.types else list(EVENT_KINDS)
         if request.since_event_id:
-            seq = await self.repo.event_seq(account_id, env, request.since_event_id)
+            seq: int | None = await self.repo.event_seq(account_id, env, request.since_event_id)
             if seq is None:
                 raise NotFound(
                     f"since_event_id: no event {request.since_event_id} in this account and environment"
                 )
         else:
-            seq = await self.repo.max_event_seq()
-        while True:
-            waiter = self.hub.waiter()
-            batch = await self.repo.events_after(account_id, env, seq, types, STREAM_BATCH)
-            for event in batch:
+            seq = None  # from now on
+        flt = StreamFilter(account_id, env, frozenset(types))
+        async with contextlib.aclosing(self.hub.events(self.repo, flt, seq)) as events:
+            async for event in events:
                 yield pb.StreamEventsResponse(event=cv.event_pb(event))
-                seq = event.seq
-            if len(batch) == STREAM_BATCH:
-                continue
-            try:
-                async with asyncio.timeout(STREAM_POLL_SECONDS):
-                    await waiter.wait()
-            except TimeoutError:
-                pass
 
     async def ListEvents(
         self, request: pb.ListEventsRequest, context: grpc.aio.ServicerContext

@@ -21,9 +21,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from svckit.db import create_engine
 from svckit.ids import sortable_id
 from svckit.migrations import upgrade
+from svckit.reseal import SealedColumn
 from svckit.vocabulary import AttemptOutcome
-from svckit.webhook_status import DeliveryStatus, EndpointStatus
+from svckit.webhook_status import DeliveryOrder, DeliveryStatus, EndpointStatus
 from webhookd._admission import NO_SKIPS, Skips
+from webhookd._ordering import ordering_key
 from webhookd._queue import StatementQueue
 from webhookd._queues import new_queue
 from webhookd._repository import (
@@ -41,14 +43,17 @@ from webhookd._repository import (
     Stats,
 )
 from webhookd._rows import alert_of, attempt_of, delivery_of, endpoint_of, endpoint_values, event_of
-from webhookd._secretbox import PREFIX as SEALED_PREFIX
-from webhookd._secretbox import SecretBox
+from webhookd._secretbox import SEALED_PREFIXES, SecretBox
 from webhookd._tables import alerts, attempts, deliveries, endpoints, events, idempotency, metadata
 from webhookd._times import us
 from webhookd.migrations import SCHEMA
 
 # The tables, for the scripts and tests that take them from here.
+# The sealed column ``python -m webhookd reseal`` and the ``sealed_rows_old_key`` gauge look at.
+SEALED_SECRETS = SealedColumn(endpoints, "id", "secrets")
+
 __all__ = [
+    "SEALED_SECRETS",
     "SqlRepository",
     "alerts",
     "attempts",
@@ -66,6 +71,13 @@ def _keyset(created_col: Any, id_col: Any, after: tuple[dt.datetime, str] | None
         return sa.true()
     c = us(after[0])
     return sa.or_(created_col < c, sa.and_(created_col == c, id_col < after[1]))
+
+
+def _seq_after(after_seq: int, also: Sequence[int]) -> Any:
+    """Events after ``after_seq``, and those of the seqs ``also`` (the stream's gaps, which may commit
+    late)."""
+    after = events.c.seq > after_seq
+    return sa.or_(after, events.c.seq.in_(list(also))) if also else after
 
 
 def _filter_conditions(table: sa.Table, time_column: Any, flt: DeliveryFilter) -> list[Any]:
@@ -103,12 +115,15 @@ class SqlRepository:
         """With a key: seal every endpoint's signing secrets still stored in the clear (a database written
         before the key was set). Without one: refuse a database whose secrets are sealed. Rows sealed."""
         cols = (endpoints.c.id, endpoints.c.secrets)
-        sealed_rows = endpoints.c.secrets.startswith(SEALED_PREFIX)
+        sealed_rows = sa.or_(*(endpoints.c.secrets.startswith(p) for p in SEALED_PREFIXES))
         async with self.engine.begin() as conn:
-            # One sealed row finds a missing or wrong key at start, not at the first send.
-            probe = (await conn.execute(sa.select(*cols).where(sealed_rows).limit(1))).first()
-            if probe is not None:
-                self.box.open(probe.secrets, probe.id)
+            # A missing or wrong key is found at start, not at the first send: a row under a key id the
+            # ring lacks, else one sealed row (an enc1 value names no key: it is opened to find out).
+            unknown = SEALED_SECRETS.unknown_key(self.box) if self.box.sealing else sealed_rows
+            for where in (unknown, sealed_rows):
+                probe = (await conn.execute(sa.select(*cols).where(where).limit(1))).first()
+                if probe is not None:
+                    self.box.open(probe.secrets, probe.id)
             if not self.box.sealing:
                 return 0
             plain = (await conn.execute(sa.select(*cols).where(~sealed_rows))).all()
@@ -223,7 +238,12 @@ class SqlRepository:
         try:
             async with self.engine.begin() as conn:
                 await self._record_idempotency(conn, endpoint, idem)
+                was = (
+                    await conn.execute(sa.select(endpoints.c.ordering).where(endpoints.c.id == endpoint.id))
+                ).scalar()
                 await conn.execute(endpoints.update().where(endpoints.c.id == endpoint.id).values(**values))
+                if was != endpoint.ordering and endpoint.ordering is DeliveryOrder.UNORDERED:
+                    await self.queue.unorder(endpoint.id, conn)
                 if endpoint.status != EndpointStatus.ENABLED:
                     await self.queue.hold(endpoint.id, endpoint.updated_at, conn)
         except IntegrityError:
@@ -291,13 +311,22 @@ class SqlRepository:
                 )
             )
             event.seq = int(result.inserted_primary_key[0])  # type: ignore[index]
-            targets = await conn.execute(
-                sa.select(endpoints.c.id, endpoints.c.events, endpoints.c.status).where(
-                    endpoints.c.account_id == event.account_id,
-                    endpoints.c.environment == event.environment,
-                    endpoints.c.deleted_at.is_(None),
+            targets = (
+                await conn.execute(
+                    sa.select(
+                        endpoints.c.id, endpoints.c.events, endpoints.c.status, endpoints.c.ordering
+                    ).where(
+                        endpoints.c.account_id == event.account_id,
+                        endpoints.c.environment == event.environment,
+                        endpoints.c.deleted_at.is_(None),
+                    )
                 )
-            )
+            ).all()
+            # The event's ordering key, for its ordered endpoints (its data read only if there is one).
+            ordered = DeliveryOrder.PER_RESOURCE
+            key = None
+            if any(r.ordering == ordered for r in targets):
+                key = ordering_key(ordered, event.type, event.data)
             new = [
                 DeliveryRecord(
                     id=sortable_id("msg", now),
@@ -314,6 +343,8 @@ class SqlRepository:
                     next_attempt_at=now,
                     created_at=now,
                     updated_at=now,
+                    ordering_key=key if r.ordering == ordered else None,
+                    event_seq=event.seq,
                 )
                 for r in targets
                 if event.type in json.loads(r.events) and r.id != exclude_endpoint
@@ -497,13 +528,24 @@ class SqlRepository:
             value = (await conn.execute(sa.select(sa.func.max(events.c.seq)))).scalar()
         return int(value or 0)
 
+    async def events_since(self, after_seq: int, limit: int, also: Sequence[int] = ()) -> list[EventRecord]:
+        q = sa.select(events).where(_seq_after(after_seq, also)).order_by(events.c.seq).limit(limit)
+        async with self.engine.connect() as conn:
+            return [event_of(r) for r in await conn.execute(q)]
+
     async def events_after(
-        self, account_id: str, environment: str, after_seq: int, types: Sequence[str], limit: int
+        self,
+        account_id: str,
+        environment: str,
+        after_seq: int,
+        types: Sequence[str],
+        limit: int,
+        also: Sequence[int] = (),
     ) -> list[EventRecord]:
         conds = [
             events.c.account_id == account_id,
             events.c.environment == environment,
-            events.c.seq > after_seq,
+            _seq_after(after_seq, also),
         ]
         if types:
             conds.append(events.c.type.in_(list(types)))

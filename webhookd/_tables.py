@@ -11,6 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 metadata = sa.MetaData()
+# The rows of ``wh_deliveries_ordered``: pending deliveries that have an ordering key.
+ORDERED_PENDING = "status = 'pending' AND ordering_key IS NOT NULL"
 _SEQ = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 endpoints = sa.Table(
@@ -33,6 +35,8 @@ endpoints = sa.Table(
     # Revision 0007: the highest endpoint.failing level announced (50, 90; 100 disabled) since it last
     # answered 2xx (``webhookd._health``); 0 healthy.
     sa.Column("failing_level", sa.Integer, nullable=False, server_default="0"),
+    # Revision 0008: svckit.webhook_status.DeliveryOrder ("none", "perResource"), webhookd._ordering.
+    sa.Column("ordering", sa.String(16), nullable=False, server_default="none"),
     sa.Index("wh_endpoints_scope", "account_id", "environment", "created_at"),
 )
 
@@ -70,12 +74,26 @@ deliveries = sa.Table(
     sa.Column("lease_owner", sa.String(64), nullable=True),
     sa.Column("created_at", sa.BigInteger, nullable=False),
     sa.Column("updated_at", sa.BigInteger, nullable=False),
+    # Revision 0008 (``webhookd._ordering``): the event's ordering key when its endpoint is ordered (NULL:
+    # never held back) and the event's seq, which orders the deliveries of one key.
+    sa.Column("ordering_key", sa.String(255), nullable=True),
+    sa.Column("event_seq", sa.BigInteger, nullable=True),
     sa.Index("wh_deliveries_due", "status", "next_attempt_at"),
     sa.Index("wh_deliveries_endpoint", "endpoint_id", "created_at"),
     sa.Index("wh_deliveries_event", "event_id"),
     sa.Index("wh_deliveries_scope", "account_id", "environment", "created_at"),
     # Revision 0005: the delivery log filtered by event kind, newest first.
     sa.Index("wh_deliveries_scope_type", "account_id", "environment", "event_type", "created_at"),
+    # Revision 0008: the claim's look for an earlier pending delivery of the same key; only pending keyed
+    # rows are in it, so it stays small and unordered endpoints never touch it.
+    sa.Index(
+        "wh_deliveries_ordered",
+        "endpoint_id",
+        "ordering_key",
+        "event_seq",
+        sqlite_where=sa.text(ORDERED_PENDING),
+        postgresql_where=sa.text(ORDERED_PENDING),
+    ),
 )
 
 attempts = sa.Table(

@@ -21,6 +21,7 @@ from travel.webhooks.v1 import webhooks_pb2
 bp = Blueprint("webhooks")
 T = TypeVar("T")
 MAX_OVERLAP = 7 * 24 * 3600
+ENDPOINT_FIELDS = {"url", "events", "description", "signatureScheme", "ordering"}
 
 
 def hooks(request: EdgeRequest) -> HooksClient:
@@ -63,7 +64,7 @@ async def list_endpoints(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
 @bp.post("/v1/webhooks/endpoints")
 @guarded("webhooks:write")
 async def create_endpoint(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
-    body = convert.only_fields(ctx.body, {"url", "events", "description", "signatureScheme"})
+    body = convert.only_fields(ctx.body, ENDPOINT_FIELDS)
     url = convert.string_field(body, "url", required=True) or ""
     events = convert.string_list_field(body, "events", required=True)
     description = convert.string_field(body, "description", max_len=1024) or ""
@@ -75,6 +76,7 @@ async def create_endpoint(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
             description=description,
             idempotency_key=ctx.idempotency_key,
             signature_scheme=convert.signature_scheme_field(body),
+            ordering=convert.ordering_field(body),
         ),
     )
     out = convert.endpoint(resp.endpoint)
@@ -96,10 +98,10 @@ async def get_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> HTTP
 @guarded("webhooks:write")
 async def update_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> HTTPResponse:
     eid = convert.path_id(endpoint_id, "webhook endpoint", "we")
-    body = convert.only_fields(ctx.body, {"url", "events", "description", "signatureScheme"})
+    body = convert.only_fields(ctx.body, ENDPOINT_FIELDS)
     if not body:
         raise EdgeError(
-            "nothing to update: send one or more of url, events, description, signatureScheme",
+            "nothing to update: send one or more of url, events, description, signatureScheme, ordering",
             type="invalid_request",
         )
     url = convert.string_field(body, "url")
@@ -117,6 +119,7 @@ async def update_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> H
             events=events or [],
             description=description or "",
             signature_scheme=convert.signature_scheme_field(body),
+            ordering=convert.ordering_field(body),
         ),
     )
     return json_response(convert.endpoint(resp.endpoint))

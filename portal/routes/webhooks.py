@@ -21,8 +21,11 @@ from portal.pages import PAGE_SIZE, Listing, list_page
 from portal.web import env_of, need, redirect, redirect_with_secret, render, take_secret, viewer_of
 from portal.webhook_audit import audit_webhook, endpoint_fields
 from portal.webhook_views import (
+    ORDERING_CHOICES,
     SCHEME_CHOICES,
     endpoint_values,
+    ordering_number,
+    ordering_word,
     recover_notice,
     recover_question,
     scheme_number,
@@ -54,7 +57,7 @@ async def endpoints_page(request: PortalRequest, env: str, status: int = 200, **
         )
         return Listing(page.endpoints, page.next_page_token)
 
-    extra.setdefault("form", {"signature_scheme": scheme_word(0)})
+    extra.setdefault("form", {"signature_scheme": scheme_word(0), "ordering": ordering_word(0)})
     return await list_page(
         request,
         "webhooks.html",
@@ -63,6 +66,7 @@ async def endpoints_page(request: PortalRequest, env: str, status: int = 200, **
         status,
         kinds=EVENT_KINDS,
         schemes=SCHEME_CHOICES,
+        orderings=ORDERING_CHOICES,
         **extra,
     )
 
@@ -88,6 +92,7 @@ async def endpoint_view(
         shows_keys=signs_ed25519(scheme),
         values=endpoint_values(endpoint),
         schemes=SCHEME_CHOICES,
+        orderings=ORDERING_CHOICES,
         kinds=EVENT_KINDS,
         **extra,
     )
@@ -153,6 +158,7 @@ async def create_endpoint(request: PortalRequest, env: str) -> HTTPResponse:
                 events=events,
                 description=form.get("description", ""),
                 signature_scheme=scheme_number(form.get("signature_scheme")),
+                ordering=ordering_number(form.get("ordering")),
             ),
         )
     except ClientError as exc:
@@ -163,6 +169,7 @@ async def create_endpoint(request: PortalRequest, env: str) -> HTTPResponse:
             "events": events,
             "description": form.get("description", ""),
             "signature_scheme": form.get("signature_scheme") or scheme_word(0),
+            "ordering": form.get("ordering") or ordering_word(0),
         }
         return await endpoints_page(request, env, 400, errors={exc.field or "form": exc.message}, form=values)
     await audit_webhook(
@@ -218,6 +225,9 @@ async def edit_endpoint(
     scheme = form.get("signature_scheme")
     if scheme:
         paths.append("signature_scheme")
+    ordering = form.get("ordering")
+    if ordering:
+        paths.append("ordering")
     old = await hooks(request).get_endpoint(wpb.GetEndpointRequest(**ref))
     new = await hooks(request).update_endpoint(
         wpb.UpdateEndpointRequest(
@@ -227,6 +237,7 @@ async def edit_endpoint(
             events=form.getlist("events"),
             description=form.get("description", ""),
             signature_scheme=scheme_number(scheme),
+            ordering=ordering_number(ordering),
         ),
     )
     before, after = endpoint_fields(old.endpoint), endpoint_fields(new.endpoint)

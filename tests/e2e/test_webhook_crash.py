@@ -240,7 +240,7 @@ async def test_sealed_secrets_sign_deliveries_and_the_key_is_required_to_start(
     finally:
         proc.terminate()
     stored = sqlite3.connect(db).execute("SELECT secrets FROM wh_endpoints").fetchall()
-    assert [s[0][:5] for s in stored] == ["enc1:"] and secret not in stored[0][0]
+    assert [s[0][:5] for s in stored] == ["enc2:"] and secret not in stored[0][0]  # naming its key
     assert secret not in (tmp_path / "sealed-1.log").read_text() and key not in proc.logs()
     # Without the key (or with another one) webhookd refuses to start, saying why.
     for env in ({}, {"WEBHOOKD_SECRETS_KEY": new_key()}):

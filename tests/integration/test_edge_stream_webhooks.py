@@ -492,6 +492,51 @@ async def test_webhook_signature_scheme_and_signing_keys(
     }
 
 
+async def test_webhook_endpoint_ordering_field(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, http: httpx.AsyncClient
+) -> None:
+    """``ordering``: "none" (the default) or "perResource", on create, update and read; anything else is a
+    400 naming the field; the same Idempotency-Key with another ordering is a 422, not a second endpoint."""
+    _, key = await new_key(auth, scopes=["webhooks:read", "webhooks:write"])
+    base = stack.sandbox + "/v1/webhooks/endpoints"
+    h = hdrs(key.secret, Content_Type="application/json")
+    body = {"url": stack.receiver.url + "/hook", "events": ["booking.confirmed"]}
+    for idem, bad in (("o0", "fifo"), ("o1", 2), ("o2", None), ("o3", "PerResource")):
+        err = assert_error(
+            await http.post(base, headers={**h, "Idempotency-Key": idem}, json={**body, "ordering": bad}),
+            400,
+            "invalid_request",
+        )
+        assert "ordering" in err["message"]
+    plain = await http.post(base, headers={**h, "Idempotency-Key": "o4"}, json=body)
+    assert plain.status_code == 201 and plain.json()["ordering"] == "none"
+    ordered = await http.post(
+        base, headers={**h, "Idempotency-Key": "o5"}, json={**body, "ordering": "perResource"}
+    )
+    assert ordered.status_code == 201, ordered.text
+    ep = ordered.json()
+    assert ep["ordering"] == "perResource"
+    got = await http.get(base + f"/{ep['id']}", headers=hdrs(key.secret))
+    assert got.json()["ordering"] == "perResource"
+    assert_error(
+        await http.post(base, headers={**h, "Idempotency-Key": "o5"}, json={**body, "ordering": "none"}),
+        422,
+        "idempotency_key_reused",
+    )
+    assert_error(
+        await http.post(base + f"/{ep['id']}", headers={**h, "Idempotency-Key": "o6"}, json={"ordering": ""}),
+        400,
+        "invalid_request",
+    )
+    updated = await http.post(
+        base + f"/{ep['id']}", headers={**h, "Idempotency-Key": "o7"}, json={"ordering": "none"}
+    )
+    assert updated.status_code == 200 and updated.json()["ordering"] == "none"
+    assert updated.json()["signatureScheme"] == "stripe"  # only the field sent changed
+    listed = (await http.get(base, headers=hdrs(key.secret))).json()["data"]
+    assert sorted(e["ordering"] for e in listed) == ["none", "none"]
+
+
 async def test_ws_example_script_prints_events_and_the_4001_close(
     stack: Stack,
     auth: auth_pb2_grpc.AuthServiceStub,

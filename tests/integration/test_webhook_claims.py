@@ -226,7 +226,7 @@ async def test_signing_secrets_are_sealed_at_rest_and_open_for_claims(db_url: st
         assert await repo.seal_secrets() == 0
         async with repo.engine.connect() as conn:
             stored = (await conn.execute(endpoints.select())).all()
-        assert [r.secrets[:5] for r in stored] == ["enc1:"]
+        assert [r.secrets[:5] for r in stored] == ["enc2:"]  # sealed naming its key
         assert "whsec_" not in stored[0].secrets
         ep = await repo.get_endpoint(ACCT, "live", "we_claims")
         assert ep is not None and ep.secrets[0].secret == "whsec_" + "C" * 44

@@ -15,6 +15,8 @@ from portal.webhook_views import (
     delivery_in,
     has_event_page,
     newest_first,
+    ordering_number,
+    ordering_word,
     pretty_json,
     recover_notice,
     recover_question,
@@ -153,6 +155,31 @@ def test_an_unknown_scheme_is_refused_beside_its_field(word: str) -> None:
 
 def test_an_endpoint_of_no_scheme_reads_as_the_default() -> None:
     assert scheme_word(wpb.SIGNATURE_SCHEME_UNSPECIFIED) == "stripe"
+
+
+@pytest.mark.parametrize(
+    ("word", "number", "read_back"),
+    [
+        ("", wpb.DELIVERY_ORDER_UNORDERED, "none"),  # a form without a choice: the default
+        ("none", wpb.DELIVERY_ORDER_UNORDERED, "none"),
+        ("perResource", wpb.DELIVERY_ORDER_PER_RESOURCE, "perResource"),
+    ],
+)
+def test_delivery_orders(word: str, number: int, read_back: str) -> None:
+    assert ordering_number(word) == number
+    assert ordering_word(number) == read_back
+
+
+@pytest.mark.parametrize("word", ["perresource", "fifo", "unordered", "PER_RESOURCE", " none"])
+def test_an_unknown_ordering_is_refused_beside_its_field(word: str) -> None:
+    with pytest.raises(ClientError) as refused:
+        ordering_number(word)
+    assert refused.value.field == "ordering"
+    assert "none, perResource" in refused.value.message
+
+
+def test_an_endpoint_of_no_ordering_reads_as_unordered() -> None:
+    assert ordering_word(wpb.DELIVERY_ORDER_UNSPECIFIED) == "none"
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from webhookd._errors import SecretsKeyError
-from webhookd._secretbox import PREFIX, SecretBox, new_key, parse_key
+from webhookd._secretbox import SEALED_PREFIXES, SecretBox, new_key, parse_key
 
 SECRETS = '[{"s": "whsec_' + "A" * 44 + '", "exp": null}]'
 
@@ -15,7 +15,7 @@ SECRETS = '[{"s": "whsec_' + "A" * 44 + '", "exp": null}]'
 def test_sealed_value_hides_the_secret_and_opens_again() -> None:
     box = SecretBox(parse_key(new_key()))
     sealed = box.seal(SECRETS, "we_1")
-    assert sealed.startswith(PREFIX) and "whsec_" not in sealed
+    assert sealed.startswith(SEALED_PREFIXES) and "whsec_" not in sealed
     assert sealed != box.seal(SECRETS, "we_1")  # a fresh nonce every time
     assert box.open(sealed, "we_1") == SECRETS
 
