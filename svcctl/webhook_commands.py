@@ -18,8 +18,9 @@ from google.protobuf.message import Message
 
 from svcctl.client import hooks_client
 from svckit.clients import HooksClient
-from svckit.prototables import DELIVERY_STATUS, SIGNATURE_SCHEME
+from svckit.prototables import DELIVERY_ORDER, DELIVERY_STATUS, SIGNATURE_SCHEME
 from svckit.signing import SignatureScheme
+from svckit.webhook_status import DeliveryOrder
 from travel.webhooks.v1 import webhooks_pb2 as pb
 
 ENVIRONMENTS = {
@@ -37,6 +38,7 @@ OUTCOMES = {
     "network_error": pb.ATTEMPT_OUTCOME_NETWORK_ERROR,
 }
 SCHEMES = tuple(s.value for s in SignatureScheme)
+ORDERINGS = tuple(o.value for o in DeliveryOrder)
 Handler = Callable[[HooksClient, argparse.Namespace], Awaitable[Message | None]]
 
 
@@ -118,8 +120,17 @@ async def _register(hooks: HooksClient, a: argparse.Namespace) -> Message:
             events=a.event or [],
             description=a.description,
             signature_scheme=_scheme(a.signature_scheme),
+            ordering=_ordering(a.ordering),
         )
     )
+
+
+def _ordering(word: str | None) -> pb.DeliveryOrder.ValueType:
+    """``--ordering`` as its proto number; UNSPECIFIED (unordered, the default) when not given."""
+    if not word:
+        return pb.DELIVERY_ORDER_UNSPECIFIED
+    number: pb.DeliveryOrder.ValueType = DELIVERY_ORDER.pb(word)
+    return number
 
 
 def _scheme(word: str | None) -> pb.SignatureScheme.ValueType:
@@ -146,10 +157,13 @@ async def _update(hooks: HooksClient, a: argparse.Namespace) -> Message:
         ("events", a.event),
         ("description", a.description),
         ("signature_scheme", a.signature_scheme),
+        ("ordering", a.ordering),
     )
     paths = [p for p, v in given if v is not None]
     if not paths:
-        raise SystemExit("update: give at least one of --url, --event, --description, --signature-scheme")
+        raise SystemExit(
+            "update: give at least one of --url, --event, --description, --signature-scheme, --ordering"
+        )
     return await hooks.update_endpoint(
         pb.UpdateEndpointRequest(
             **_scope(a),
@@ -159,6 +173,7 @@ async def _update(hooks: HooksClient, a: argparse.Namespace) -> Message:
             events=a.event or [],
             description=a.description or "",
             signature_scheme=_scheme(a.signature_scheme),
+            ordering=_ordering(a.ordering),
         )
     )
 
@@ -301,16 +316,22 @@ def register(groups: Any) -> None:
     p.add_argument(
         "--signature-scheme", choices=SCHEMES, help="signature headers of its deliveries (default: stripe)"
     )
+    p.add_argument(
+        "--ordering", choices=ORDERINGS, help="perResource: one in flight per booking (default: none)"
+    )
     p = _cmd(sub, "get", "show an endpoint", _get)
     p.add_argument("endpoint_id")
     p = _cmd(sub, "list", "list endpoints", _list)
     _paged(p)
-    p = _cmd(sub, "update", "change an endpoint's url, events, description or signature scheme", _update)
+    p = _cmd(
+        sub, "update", "change an endpoint's url, events, description, signature scheme or ordering", _update
+    )
     p.add_argument("endpoint_id")
     p.add_argument("--url")
     p.add_argument("--event", action="append", help="replaces the whole list; repeat")
     p.add_argument("--description")
     p.add_argument("--signature-scheme", choices=SCHEMES, help="signature headers of its deliveries")
+    p.add_argument("--ordering", choices=ORDERINGS, help="none, or perResource: one in flight per booking")
     p = _cmd(
         sub, "signing-keys", "list the ed25519 public keys of Standard Webhooks v1a signatures", _signing_keys
     )

@@ -155,6 +155,14 @@ def test_schemes_signing_keys_and_reconciliation(
     upd = run(capsys, t, "update", *scope, ep, "--signature-scheme", "both")
     assert upd["endpoint"]["signature_scheme"] == "SIGNATURE_SCHEME_BOTH"
     assert upd["endpoint"]["events"] == ["booking.confirmed"]  # the rest as it was
+    assert reg["endpoint"]["ordering"] == "DELIVERY_ORDER_UNORDERED"  # the default, shown
+    upd = run(capsys, t, "update", *scope, ep, "--ordering", "perResource")
+    assert upd["endpoint"]["ordering"] == "DELIVERY_ORDER_PER_RESOURCE"
+    assert upd["endpoint"]["signature_scheme"] == "SIGNATURE_SCHEME_BOTH"  # the rest as it was
+    upd = run(capsys, t, "update", *scope, ep, "--ordering", "none")
+    assert upd["endpoint"]["ordering"] == "DELIVERY_ORDER_UNORDERED"
+    with pytest.raises((SystemExit, argparse.ArgumentError)):  # refused before any call
+        svcctl(["--webhookd", t, "webhooks", "update", *scope, ep, "--ordering", "fifo"])
     with pytest.raises((SystemExit, argparse.ArgumentError)):  # refused before any call
         svcctl(["--webhookd", t, "webhooks", "update", *scope, ep, "--signature-scheme", "rot13"])
 
