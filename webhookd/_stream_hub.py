@@ -127,9 +127,8 @@ class Subscriber:
         self.sent = {s for s in self.sent if s > floor or s in late}
 
     def offer(self, event: EventRecord) -> None:
-        verdict = offer(
-            self.flt.matches(event), self.behind, self.had(event.seq), len(self.queue), self.limit
-        )
+        wanted = self.flt.matches(event)
+        verdict = offer(wanted, self.behind, wanted and self.had(event.seq), len(self.queue), self.limit)
         if verdict is Offer.QUEUE:
             self.queue.append(event)
             self.ready.set()
