@@ -78,7 +78,7 @@ class EdgeHttp(Http):
             protocol._body_deadline = current_time() + config.body_timeout
         target: str = self.url  # type: ignore[assignment]  # read: a head has a target
         check_target(target)
-        if not head_passes(request.head, target):
+        if not head_passes(request.head, request.headers, target):
             check_fields(request.headers.items(), target)
         if self.head_only:
             # HEAD is GET without the body (RFC 9110 §9.3.2): routed, authorised and answered as GET,

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from edge import requesthead
 from edge.exceptions import EdgeError
-from edge.requesthead import check_fields, check_target, escape_target, head_passes, head_too_large
+from edge.requesthead import (
+    check_fields,
+    check_target,
+    escape_target,
+    head_passes,
+    head_too_large,
+    names_pass,
+)
 
 LIMIT = 8192
 
@@ -79,13 +87,18 @@ AUTH = ("authorization", "Svc svc_test_x")
 def test_fields_accepted(fields: list[tuple[str, str]], target: str) -> None:
     check_fields(fields, target)
     # The raw-head fast path lets an origin-form request through; the others go to check_fields.
-    assert head_passes(raw_head(fields, target), target) is target.startswith("/")
+    assert head_passes(raw_head(fields, target), names(fields), target) is target.startswith("/")
 
 
 def raw_head(fields: list[tuple[str, str]], target: str, case: str = "title") -> bytes:
     """The head as received (no final blank line); names in ``case`` as clients vary it."""
     lines = [f"GET {target} HTTP/1.1", *(f"{getattr(n, case)()}: {v}" for n, v in fields)]
     return "\r\n".join(lines).encode("utf-8", "surrogateescape")
+
+
+def names(fields: list[tuple[str, str]]) -> list[str]:
+    """The field names as Sanic's parser gives them to head_passes (lower-cased, in order)."""
+    return [n.lower() for n, _ in fields]
 
 
 @pytest.mark.parametrize(
@@ -121,7 +134,7 @@ def test_fields_refused(fields: list[tuple[str, str]], target: str, message: str
     assert err.value.type == "invalid_request" and message in err.value.message
     # The fast path never lets a refused head through, whatever the case of its names.
     for case in ("lower", "upper", "title"):
-        assert not head_passes(raw_head(fields, target, case), target)
+        assert not head_passes(raw_head(fields, target, case), names(fields), target)
 
 
 @pytest.mark.parametrize(
@@ -135,3 +148,41 @@ def test_fields_refused(fields: list[tuple[str, str]], target: str, message: str
 )
 def test_escape_target(target: str, escaped: str) -> None:
     assert escape_target(target) == escaped
+
+
+@pytest.mark.parametrize(
+    ("head", "names"),
+    [
+        (b"GET / HTTP/1.1\r\nHost: h\r\nX-A: a\x0bb", ["host", "x-a"]),  # a control character
+        (b"GET / HTTP/1.1\r\nHost: h\r\nX-A: a\x7f", ["host", "x-a"]),  # DEL
+        (b"GET / HTTP/1.1\r\nHost: h\rX-A: a", ["host"]),  # a bare CR inside a line
+        (b"GET / HTTP/1.1\r\nHost: h\nX-A: a", ["host"]),  # a bare LF inside a line
+        (b"GET / HTTP/1.1\r\nHost: h\r\n: a", ["host", ""]),  # an empty name
+        (b"GET / HTTP/1.1\r\nHost: h\r\nX\xc3\xa9: a", ["host", "x\u00e9"]),  # a non-ASCII name
+        (b"GET / HTTP/1.1\r\nHost: h\r\nX(a): a", ["host", "x(a)"]),  # a separator in a name
+    ],
+)
+def test_fast_check_refuses(head: bytes, names: list[str]) -> None:
+    assert not head_passes(head, names, "/")
+
+
+def test_fast_check_allows_tab_and_obs_text_in_values_and_repeated_list_fields() -> None:
+    head = b"GET / HTTP/1.1\r\nHost: h\r\nX-A: a\tb \xe9\r\nAccept: a\r\nAccept: b"
+    assert head_passes(head, ["host", "x-a", "accept", "accept"], "/")
+
+
+def test_a_name_sequence_that_passed_is_remembered_and_the_memory_is_bounded() -> None:
+    requesthead._names_passed.clear()
+    assert names_pass(":host::accept:")
+    assert ":host::accept:" in requesthead._names_passed
+    assert names_pass(":host::accept:")  # from memory
+    assert not names_pass(":host::host:") and ":host::host:" not in requesthead._names_passed
+    assert not names_pass("::") and not names_pass(":host:::")  # an empty name
+    for i in range(requesthead.MAX_NAME_SEQUENCES + 10):
+        assert names_pass(f":host::x-{i}:")
+    assert len(requesthead._names_passed) == requesthead.MAX_NAME_SEQUENCES
+    assert not names_pass(":x-0::authorization::authorization:")  # still checked when full
+    requesthead._names_passed.clear()
+    long = ":" + "x" * requesthead.MAX_NAME_SEQUENCE_CHARS + ":"
+    assert names_pass(long) and long not in requesthead._names_passed  # checked, not remembered
+    requesthead._names_passed.clear()
