@@ -172,6 +172,17 @@ class _Reused(Exception):
     """A pooled connection turned out to be closed by the peer before answering."""
 
 
+def _answer_error(exc: Exception, conn: _Conn, *, reused: bool) -> Exception:
+    """The one mapping of a broken answer to httpx's errors (as httpx's ``map_httpcore_exceptions``). A
+    reused connection that broke before any byte of the answer gives ``_Reused``: the caller tries a
+    fresh one (the origin most likely closed it while it was idle)."""
+    if reused and not conn.received:
+        return _Reused()
+    if isinstance(exc, h11.RemoteProtocolError):
+        return httpx.RemoteProtocolError(f"invalid response: {exc}")
+    return httpx.ReadError(f"connection lost: {exc}")
+
+
 class PooledTransport(httpx.AsyncBaseTransport):
     """The transport. ``addresses(host, port)`` gives the addresses to connect to (raising
     httpx.ConnectError to refuse one); a body longer than ``max_body`` is cut there (``refuse_longer``
@@ -369,14 +380,8 @@ class PooledTransport(httpx.AsyncBaseTransport):
                 await conn.wait()  # nothing can be buffered yet (``reusable``): skip h11's first NEED_DATA
             status, headers, body, reuse = await self._receive(conn, keep)
             return status, headers, body
-        except h11.RemoteProtocolError as exc:
-            if reused and not conn.received:
-                raise _Reused() from None
-            raise httpx.RemoteProtocolError(f"invalid response: {exc}") from None
-        except ConnectionError as exc:
-            if reused and not conn.received:
-                raise _Reused() from None
-            raise httpx.ReadError(f"connection lost: {exc}") from None
+        except (h11.RemoteProtocolError, ConnectionError) as exc:
+            raise _answer_error(exc, conn, reused=reused) from None
         finally:
             if reuse:
                 self._give_back(origin, conn)
@@ -424,14 +429,8 @@ class PooledTransport(httpx.AsyncBaseTransport):
             return status, headers, bytes(buf[start:want])
         except TimeoutError:
             raise httpx.ReadTimeout("no whole answer in time") from None
-        except h11.RemoteProtocolError as exc:
-            if reused and not conn.received:
-                raise _Reused() from None
-            raise httpx.RemoteProtocolError(f"invalid response: {exc}") from None
-        except ConnectionError as exc:
-            if reused and not conn.received:
-                raise _Reused() from None
-            raise httpx.ReadError(f"connection lost: {exc}") from None
+        except (h11.RemoteProtocolError, ConnectionError) as exc:
+            raise _answer_error(exc, conn, reused=reused) from None
         finally:
             conn.raw = None
             if deadline is not None:

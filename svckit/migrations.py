@@ -263,13 +263,9 @@ def _run(context: EnvironmentContext, conn: sa.Connection, opts: dict[str, Any])
         context.run_migrations()
 
 
-def add_migrate_command(commands: Any, service: str, database: str) -> None:
-    """``python -m <service> migrate [--to REV] [--database URL]``: migrate, print the revision, exit."""
-    parser = commands.add_parser(
-        "migrate",
-        help="upgrade the database schema to this release's newest revision (or --to any revision, older "
-        "ones to roll back) and exit",
-    )
+def add_database_flags(parser: argparse.ArgumentParser, service: str, database: str) -> None:
+    """``--database URL`` and ``--database-password-file`` of a one-shot command (migrate, reseal), with
+    the same environment fallbacks as the service's own flags."""
     add_flag(
         parser,
         "--database",
@@ -280,6 +276,16 @@ def add_migrate_command(commands: Any, service: str, database: str) -> None:
         help="SQLAlchemy URL (sqlite+aiosqlite:///path or postgresql+asyncpg://...)",
     )
     add_password_file_flag(parser, service)
+
+
+def add_migrate_command(commands: Any, service: str, database: str) -> None:
+    """``python -m <service> migrate [--to REV] [--database URL]``: migrate, print the revision, exit."""
+    parser = commands.add_parser(
+        "migrate",
+        help="upgrade the database schema to this release's newest revision (or --to any revision, older "
+        "ones to roll back) and exit",
+    )
+    add_database_flags(parser, service, database)
     parser.add_argument(  # no environment fallback: where to go is said each time
         "--to",
         default="head",

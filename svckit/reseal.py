@@ -24,11 +24,12 @@ import sqlalchemy as sa
 from prometheus_client import Gauge
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from svckit.db import add_password_file_flag, create_engine
+from svckit.db import create_engine
 from svckit.errors import ServiceError
 from svckit.flags import add_flag
+from svckit.migrations import add_database_flags
 from svckit.outage import describe
-from svckit.runner import env_name, or_default
+from svckit.runner import env_name
 from svckit.secretbox import KEYED_PREFIX, SealingKeyError, SecretBox
 
 log = logging.getLogger(__name__)
@@ -187,16 +188,7 @@ def add_reseal_command(commands: Any, service: str, database: str, key_help: str
         help="seal every stored secret again under the newest key of --secrets-key-file (a key rotation's "
         'second step: docs/operations.md "Sealing-key rotation"), print the counts and exit',
     )
-    add_flag(
-        parser,
-        "--database",
-        env=env_name(service, "database"),
-        also_env=("DATABASE_URL",),
-        type=or_default(database),
-        default=database,
-        help="SQLAlchemy URL (sqlite+aiosqlite:///path or postgresql+asyncpg://...)",
-    )
-    add_password_file_flag(parser, service)
+    add_database_flags(parser, service, database)
     add_flag(
         parser, "--secrets-key-file", env=env_name(service, "secrets_key_file"), repeat=True, help=key_help
     )

@@ -108,6 +108,7 @@ def test_without_key_ids_values_are_enc1_as_before() -> None:
         ("enc2 under A", key_id(A)),
         ("enc2 under [B, A]", key_id(B)),
     ],
+    ids=["plain", "enc1 under A", "enc2 under A", "enc2 under [B, A]"],  # the keys are random: stable ids
 )
 def test_the_key_id_a_value_names(stored: str, kid: str | None) -> None:
     assert sealed_key_id(STORED[stored]) == kid
