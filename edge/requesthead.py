@@ -127,6 +127,21 @@ def head_passes(head: bytes, names: Collection[str], target: str) -> bool:
     )
 
 
+_RAW_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def check_raw_names(head: bytes) -> None:
+    """Rule 3 on the bytes received. Sanic decodes the head as UTF-8 and lower-cases each name, which can
+    turn a name that is not a token into one that is (the Kelvin sign U+212A lower-cases to "k", so
+    "Idempotency-\u212aey" would count as Idempotency-Key while a proxy in front sees another field):
+    a head that is not ASCII has its names checked as sent."""
+    for line in head.split(b"\r\n")[1:]:
+        name = line.split(b":", 1)[0]
+        if not _RAW_TOKEN.fullmatch(name):
+            shown = name.decode("ascii", "backslashreplace").strip()
+            raise EdgeError(f"the header field name {shown!r} is malformed", type="invalid_request")
+
+
 def escape_target(target: str) -> str:
     """``target`` with every byte outside 0x21-0x7E percent-encoded (safe to parse and to log)."""
     raw = target.encode("utf-8", "surrogateescape")

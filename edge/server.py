@@ -18,7 +18,14 @@ from sanic.server.protocols.websocket_protocol import WebSocketProtocol
 
 from edge.config import EdgeConfig
 from edge.exceptions import EdgeError
-from edge.requesthead import check_fields, check_target, escape_target, head_passes, head_too_large
+from edge.requesthead import (
+    check_fields,
+    check_raw_names,
+    check_target,
+    escape_target,
+    head_passes,
+    head_too_large,
+)
 from svckit.webserver import ServerProtocol
 
 _SWITCHING = b"HTTP/1.1 101 "
@@ -80,6 +87,8 @@ class EdgeHttp(Http):
         check_target(target)
         if not head_passes(request.head, request.headers, target):
             check_fields(request.headers.items(), target)
+        if not request.head.isascii():  # names as sent (Sanic's lower-casing can make one ASCII)
+            check_raw_names(request.head)
         if self.head_only:
             # HEAD is GET without the body (RFC 9110 §9.3.2): routed, authorised and answered as GET,
             # and Sanic's head_only sends the head (with the Content-Length) and drops the body.

@@ -8,6 +8,7 @@ from edge import requesthead
 from edge.exceptions import EdgeError
 from edge.requesthead import (
     check_fields,
+    check_raw_names,
     check_target,
     escape_target,
     head_passes,
@@ -186,3 +187,21 @@ def test_a_name_sequence_that_passed_is_remembered_and_the_memory_is_bounded() -
     long = ":" + "x" * requesthead.MAX_NAME_SEQUENCE_CHARS + ":"
     assert names_pass(long) and long not in requesthead._names_passed  # checked, not remembered
     requesthead._names_passed.clear()
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "GET / HTTP/1.1\r\nHost: h\r\nIdempotency-\u212aey: k1".encode(),  # Kelvin sign: "k" once lower-cased
+        "GET / HTTP/1.1\r\nHost: h\r\nX-N\u00e4me: v".encode(),
+        b"GET / HTTP/1.1\r\nHost: h\r\nX-\xffName: v",
+    ],
+)
+def test_a_name_that_is_not_ascii_as_sent_is_refused(head: bytes) -> None:
+    """edge.server checks the raw names of every head that is not ASCII, whatever head_passes said."""
+    with pytest.raises(EdgeError, match="header field name"):
+        check_raw_names(head)
+
+
+def test_obs_text_in_a_value_is_not_a_name() -> None:
+    check_raw_names("GET / HTTP/1.1\r\nHost: h\r\nX-Note: caf\u00e9 \u212a".encode())
