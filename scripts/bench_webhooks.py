@@ -79,7 +79,7 @@ async def main_async(args: argparse.Namespace) -> None:
         bench = Bench(args, port, ca_path, d, cfg, hostile)
         try:
             for phase in PHASES:
-                if phase.enabled(args):
+                if phase.enabled(args) and (not args.only or phase.name in args.only):
                     await phase.run(bench)
         finally:
             stop.set()
@@ -120,6 +120,12 @@ def main() -> int:
     )
     parser.add_argument(
         "--hostile-deliveries", type=int, default=20, help="deliveries due per hostile endpoint"
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=[phase.name for phase in PHASES],
+        help="run only this phase (repeatable), e.g. --only postgres to iterate on PostgreSQL",
     )
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=200)

@@ -171,6 +171,9 @@ async def service(b: Bench) -> None:
 
 async def postgres(b: Bench) -> None:
     args = b.args
+    if not b.due:  # run alone (--only postgres): the lag phase's due times as it would have made them
+        start = dt.datetime.now(dt.UTC)
+        b.due = [start + i * dt.timedelta(seconds=1 / args.lag_rate) for i in range(args.lag_deliveries)]
     pg = await postgres_phase(
         args.postgres, b.port, b.ca_path, args.deliveries, b.cfg, args.pg_processes, b.due
     )

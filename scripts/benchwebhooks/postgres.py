@@ -14,15 +14,31 @@ from benchwebhooks.worker import config_for, endpoint, preload
 from svckit.clock import SystemClock
 from svckit.db import create_engine
 from svckit.ids import new_id
+from webhookd._admission import NO_SKIPS
 from webhookd._delivery import DeliveryWorker, WorkerConfig
 from webhookd._sender import Sender
 from webhookd._server import make_client, make_transport
 from webhookd._sql import SqlRepository
 
 
+class _Counted(SqlRepository):
+    """Adds the results each cycle committed to a counter shared with the parent, which reads it instead
+    of counting the table's succeeded rows 50 times a second (a scan of the whole table each time: about
+    20 µs of the server's CPU per delivery was the bench's own)."""
+
+    committed: Any = None  # multiprocessing Value("q")
+
+    async def record_and_claim(self, outcomes, owner, now, limit, lease_until, skips=NO_SKIPS):  # type: ignore[no-untyped-def]
+        out = await super().record_and_claim(outcomes, owner, now, limit, lease_until, skips)
+        if outcomes:
+            with self.committed.get_lock():
+                self.committed.value += len(outcomes)
+        return out
+
+
 def pg_worker_process(
     url: str, ca_path: str, cfg: WorkerConfig, lag_endpoint: str, ready: Any, go: Any, burst_done: Any,
-    stop: Any, out_q: Any,
+    stop: Any, out_q: Any, committed: Any,
 ) -> None:  # fmt: skip
     """One webhookd delivery worker in a process of its own, on the shared PostgreSQL schema."""
     try:
@@ -31,14 +47,15 @@ def pg_worker_process(
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(pg_worker(url, ca_path, cfg, lag_endpoint, ready, go, burst_done, stop, out_q))
+    asyncio.run(pg_worker(url, ca_path, cfg, lag_endpoint, ready, go, burst_done, stop, out_q, committed))
 
 
 async def pg_worker(
     url: str, ca_path: str, cfg: WorkerConfig, lag_endpoint: str, ready: Any, go: Any, burst_done: Any,
-    stop: Any, out_q: Any,
+    stop: Any, out_q: Any, committed: Any,
 ) -> None:  # fmt: skip
-    repo = SqlRepository(create_engine(url))  # the parent migrated the schema
+    repo = _Counted(create_engine(url))  # the parent migrated the schema
+    repo.committed = committed
     config = config_for(ca_path, cfg)
     transport = make_transport(config)
     client = make_client(config, transport)
@@ -91,7 +108,7 @@ async def postgres_phase(
 ) -> dict[str, Any]:
     """The burst, then the lag phase, on PostgreSQL with ``processes`` worker processes sharing one scratch
     schema (created and dropped here); deliveries/s from the start signal to the last commit, counted by
-    polling the table."""
+    the workers as their cycles commit."""
     schema = f"bench_webhooks_{new_id('s').lower()[2:14]}"
     admin = create_engine(base_url)
     async with admin.begin() as conn:
@@ -101,6 +118,7 @@ async def postgres_phase(
     ctx = mp.get_context("spawn")
     ready, go, burst_done, stop = ctx.Semaphore(0), ctx.Event(), ctx.Event(), ctx.Event()
     out_q: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+    committed = ctx.Value("q", 0)
     procs: list[Any] = []
     repo = await SqlRepository.open(url)
     try:
@@ -111,7 +129,7 @@ async def postgres_phase(
         for _ in range(processes):
             proc = ctx.Process(
                 target=pg_worker_process,
-                args=(url, ca_path, cfg, lag_ep.id, ready, go, burst_done, stop, out_q),
+                args=(url, ca_path, cfg, lag_ep.id, ready, go, burst_done, stop, out_q, committed),
                 daemon=True,
             )
             proc.start()
@@ -120,14 +138,7 @@ async def postgres_phase(
             await asyncio.to_thread(ready.acquire, True, 60)
 
         async def succeeded() -> int:
-            async with repo.engine.connect() as conn:
-                return int(
-                    (
-                        await conn.exec_driver_sql(
-                            "SELECT count(*) FROM wh_deliveries WHERE status = 'succeeded'"
-                        )
-                    ).scalar_one()
-                )
+            return int(committed.value)
 
         db_cpu0 = postgres_server_cpu()
         start = time.perf_counter()

@@ -18,6 +18,7 @@ import pytest
 from svckit.clock import FakeClock
 from svckit.migrations import downgrade
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
+from webhookd import _queue_sql as q
 from webhookd._delivery import DeliveryWorker, WorkerConfig
 from webhookd._pg_queue import PostgresQueue
 from webhookd._repository import (
@@ -399,5 +400,32 @@ async def test_next_due_after_is_the_next_delivery_to_come_due(db_url: str) -> N
         assert await repo.next_due_after(T0 + 2 * second) is None
         await repo.claim_due(T0 + 2 * second, 10, T0 + MINUTE, "wrk_a")  # all leased until T0 + 1 min
         assert await repo.next_due_after(T0 + 2 * second) == T0 + MINUTE
+    finally:
+        await repo.close()
+
+
+async def test_postgres_claim_walks_the_due_index_whatever_the_statistics(pg_url: str) -> None:
+    # A burst fanned out since the last ANALYZE: the planner's guess is "a few pending rows", which made
+    # it scan every due row into a bitmap and sort them all for each claim of a few.
+    repo = await SqlRepository.open(pg_url)
+    try:
+        ep = await _setup(repo, 1)
+        async with repo.engine.begin() as conn:
+            await conn.exec_driver_sql(
+                "INSERT INTO wh_deliveries (id, event_id, endpoint_id, account_id, environment, event_type,"
+                " status, attempt_count, schedule_count, due_at, next_attempt_at, created_at, updated_at)"
+                " SELECT 'msg_' || i, 'evt_000', $1, $2, 'live', 'booking.confirmed', 'pending', 0, 0,"
+                " $3, $3, $3, $3 FROM generate_series(1, 20000) AS i",
+                (ep.id, ACCT, 1),
+            )
+        queue = repo.queue
+        assert isinstance(queue, PostgresQueue)
+        conn = await queue._connection()
+        claim = q.STATEMENTS["claim"].postgres_text()
+        plan = "\n".join(
+            r[0] for r in await conn.fetch(f"EXPLAIN {claim}", 10**16, "wrk_a", 10**15, 50, *["[]"] * 4)
+        )
+        assert "Index Scan using wh_deliveries_due" in plan
+        assert "Bitmap" not in plan and "Sort" not in plan
     finally:
         await repo.close()
