@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import logging
 import time
+from bisect import bisect_left
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from multidict import istr
 from sanic.response import HTTPResponse
 
 from edge.authcache import Answer, Caller
@@ -33,13 +35,20 @@ from edge.environments import Environment, HostMap, key_environment
 from edge.exceptions import EdgeError, RateLimited, edge_error
 from edge.idempotency import IdempotencyStore, fingerprint_headers, request_hash
 from edge.jsonbody import JsonProblem, parse_json
-from edge.metrics import ROUTE_LATENCY, SANDBOX_TRIGGERS, count_response, route_latency
+from edge.metrics import (
+    LATENCY_BOUNDS,
+    RESPONSES_BY_STATUS,
+    ROUTE_LATENCY,
+    SANDBOX_TRIGGERS,
+    count_response,
+    route_latency,
+)
 from edge.negotiation import check_accept, check_customer_ref, check_idempotency_key, check_json_content_type
 from edge.publisher import Publisher
 from edge.ratelimit import RateLimiter
 from edge.requestcontext import BareRequest
 from edge.requestlog import RequestLog
-from edge.responses import EdgeResponse, error_response, new_request_id
+from edge.responses import X_REQUEST_ID, EdgeResponse, error_response, new_request_id
 from edge.samples import STATES, low_balance, quota_threshold
 from edge.sharedlimit import SharedLimiter
 from edge.sources import source_address
@@ -69,9 +78,16 @@ class Ctx:
     idempotency_key: str = ""
 
 
-Handler = Callable[..., Awaitable[HTTPResponse]]
+# A handler answers at once or with an awaitable: a route whose common case needs no await (GET
+# /v1/account from its caches) returns its response without a coroutine made and run per request.
+Handler = Callable[..., Awaitable[HTTPResponse] | HTTPResponse]
 # Distinct Accept values remembered as admitting JSON (Gate.check_accept): bounds what odd clients grow.
 MAX_ACCEPTS = 256
+# The request fields read on every request, as multidict keys: an ``istr`` skips folding the name's case.
+HOST = istr("host")
+AUTHORIZATION = istr("authorization")
+ACCEPT = istr("accept")
+SANDBOX_TRIGGER = istr("x-sandbox-trigger")
 
 
 def check_key_environment(api_key: str, env: Environment) -> None:
@@ -178,15 +194,17 @@ class Gate:
         connection sending the same Host and Authorization again skips parsing, the key-prefix check and
         hashing (all functions of those two values alone)."""
         headers = request.headers
-        host = headers.get("host")
-        raw = headers.get("authorization")
+        host = headers.get(HOST)
+        raw = headers.get(AUTHORIZATION)
         conn = request.conn_info.ctx if request.conn_info is not None else None
         memo = getattr(conn, "edge_credential", None)
         if memo is not None and memo[0] == raw and memo[1] == host:
-            self.check_accept(headers.get("accept"))
+            accept = headers.get(ACCEPT)
+            if accept not in self.json_accepts:  # check_accept's memo, without the call
+                self.check_accept(accept)
             return memo[2]  # type: ignore[no-any-return]
         env = self.hosts.environment(host)
-        self.check_accept(headers.get("accept"))
+        self.check_accept(headers.get(ACCEPT))
         api_key = key_from_authorization(raw)
         check_key_environment(api_key, env)
         found = (env, api_key, key_digest(api_key))
@@ -227,9 +245,16 @@ class Gate:
                 answer = await self.authorizer.answer(
                     api_key, env, scope, source, is_write, rid, digest=digest
                 )
-            caller = admitted(request, answer)
-            if self.shared is None:
-                self.limit_here(caller)
+            caller = answer.caller
+            if caller is None or not answer.allowed:
+                caller = admitted(request, answer)  # raises the refusal (keeping a known caller on ctx)
+            rctx.caller = caller  # admitted's, inlined: request.ctx is a property, read once above
+            if self.shared is None:  # limit_here inlined
+                rate = caller.rate_limit or self.rates.get(caller.environment, 0.0)
+                if rate > 0:
+                    wait = self.limiter.check(caller.key_id, rate, time.monotonic())
+                    if wait > 0:
+                        raise RateLimited(wait)
             else:
                 await self.limit(caller)
             ctx = Ctx(rid, env, caller, source)
@@ -239,9 +264,11 @@ class Gate:
                 ctx.body = self._parse_body(request)
             if traveller != "none":
                 await self._traveller(request, ctx, traveller)
-            if request.headers.get("x-sandbox-trigger") is not None:  # decide() has nothing to say without
+            if request.headers.get(SANDBOX_TRIGGER) is not None:  # decide() has nothing to say without
                 await self._trigger(request, ctx, kind)
-            response = await handler(request, ctx, **params)
+            response = handler(request, ctx, **params)
+            if not isinstance(response, HTTPResponse):
+                response = await response
             return self.finish(response, ctx, request)
         finally:
             request_id_var.reset(token)
@@ -251,12 +278,19 @@ class Gate:
     ) -> HTTPResponse:
         """The answer of an admitted request: its headers, counted, and filed in the request log. A refusal
         raised instead is answered (and filed) by edge.app.handle_error."""
-        response.headers["X-Request-Id"] = ctx.request_id
+        if error_type:  # error_response's answer has it already
+            response.headers[X_REQUEST_ID] = ctx.request_id
+        else:  # a handler's answer never has it (gate.finish adds it): no search for one to replace
+            response.headers.add(X_REQUEST_ID, ctx.request_id)
         caller = ctx.caller
         for name, value in caller.headers:
             response.headers[name] = value
         status = response.status
-        count_response(status)
+        counted = RESPONSES_BY_STATUS.get(status)  # count_response inlined
+        if counted is None:
+            count_response(status)
+        else:
+            counted.value += 1
         rctx = request.ctx
         started = rctx.started
         answered = time.time()
@@ -265,9 +299,13 @@ class Gate:
         child = ROUTE_LATENCY[caller.environment].get(route)
         if child is None:
             child = route_latency(route, caller.environment)
-        child.observe(answered - started)
+        latency = answered - started
+        child.counts[bisect_left(LATENCY_BOUNDS, latency)] += 1  # LoopTimes.observe inlined
+        child.sum += latency
         requests = self.requests
-        if requests is not None and (status >= 400 or requests.files_success(started)):
+        if requests is not None and (
+            status >= 400 or (started >= requests.successes_full_until and requests.files_success(started))
+        ):
             # RequestLog.record inlined (the request path: a method call cost as much as the append).
             buffer = requests.buffer
             if len(buffer) >= requests.batch:
@@ -368,7 +406,8 @@ class Gate:
             try:
                 await self._traveller(request, ctx, traveller)
                 await self._trigger(request, ctx, kind)
-                response = await handler(request, ctx, **params)
+                answer = handler(request, ctx, **params)
+                response = answer if isinstance(answer, HTTPResponse) else await answer
             except (EdgeError, ClientError) as caught:
                 exc = edge_error(caught) if isinstance(caught, ClientError) else caught
                 retry = (("Retry-After", str(exc.retry_after)),) if isinstance(exc, RateLimited) else ()

@@ -29,13 +29,14 @@ STREAM_LIMITED = Counter(
 )
 
 RESPONSES = LoopCounter("edge_http_responses_total", "HTTP responses by status code", ["status"])
-_by_status: dict[int, LoopCount] = {}
+# RESPONSES' children by status (edge.gate.Gate.finish bumps a known one's value itself).
+RESPONSES_BY_STATUS: dict[int, LoopCount] = {}
 
 
 def count_response(status: int) -> None:
-    child = _by_status.get(status)
+    child = RESPONSES_BY_STATUS.get(status)
     if child is None:
-        child = _by_status[status] = RESPONSES.labels(str(status))
+        child = RESPONSES_BY_STATUS[status] = RESPONSES.labels(str(status))
     child.inc()
 
 
@@ -48,6 +49,8 @@ REQUEST_SECONDS = LoopHistogram(
     ["route", "environment"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
+# REQUEST_SECONDS' bucket bounds (+Inf last), as its children's counts are indexed (LoopTimes.observe).
+LATENCY_BOUNDS = REQUEST_SECONDS.bounds
 # The children by environment, then by the route as the request names it (a Sanic route's path, such
 # as "v1/account", or a product route's template): one look-up per request, the template made once.
 ROUTE_LATENCY: defaultdict[str, dict[str, LoopTimes]] = defaultdict(dict)

@@ -73,6 +73,7 @@ class RequestLog:
         "interval",
         "maxlen",
         "overflow",
+        "successes_full_until",
         "successes_per_second",
     )
 
@@ -89,6 +90,9 @@ class RequestLog:
         self.successes_per_second = successes_per_second
         self._second = 0
         self._successes = 0
+        # The end of the last second whose successes were all filed (files_success said no): a success
+        # that started before it is not filed, known without calling files_success (edge.gate.Gate.finish).
+        self.successes_full_until = 0.0
         self.maxlen = maxlen
         self.batch = batch
         self.interval = interval
@@ -116,6 +120,7 @@ class RequestLog:
             self._second = second
             self._successes = 0
         if self._successes >= self.successes_per_second:
+            self.successes_full_until = second + 1
             return False
         self._successes += 1
         return True

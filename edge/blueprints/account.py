@@ -7,13 +7,14 @@ import datetime as dt
 import functools
 import json
 import time
+from collections.abc import Awaitable
 from typing import Any
 from urllib.parse import unquote
 
 from sanic import Blueprint
 from sanic.response import HTTPResponse
 
-from edge.context import EdgeRequest
+from edge.context import EdgeContext, EdgeRequest
 from edge.convert import iso
 from edge.environments import Environment
 from edge.gate import Ctx, guarded
@@ -100,17 +101,32 @@ def account_body(ctx: Ctx, usage: dict[str, Any]) -> bytes:
 
 @bp.get("/v1/account")
 @guarded("account:read")
-async def get_account(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
+def get_account(request: EdgeRequest, ctx: Ctx) -> HTTPResponse | Awaitable[HTTPResponse]:
     """Read own account."""
     app_ctx = request.app.ctx
     if ctx.environment is Environment.SANDBOX:
         usage = sandbox_usage_on(int(time.time() // 86_400))
     elif (hit_usage := app_ctx.usage_cache.get(ctx.caller.account_id)) and hit_usage[0] > time.monotonic():
-        usage = hit_usage[1]  # the common case, without another coroutine
+        usage = hit_usage[1]  # the common case: answered without a coroutine (edge.gate.Handler)
     else:
-        usage = await usage_of(request, ctx)
-    # The body only changes with the cached authorisation (caller) or the cached usage figure: reuse
-    # its serialisation while both are the same objects.
+        return _account_after_usage(request, ctx)
+    # account_response inlined (the common case)
+    bodies = app_ctx.account_bodies
+    hit = bodies.get(ctx.caller.key_id)
+    if hit is not None and hit[0] is ctx.caller and hit[1] is usage:
+        return EdgeResponse(hit[2], content_type="application/json")
+    return account_response(app_ctx, ctx, usage)
+
+
+async def _account_after_usage(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
+    return account_response(request.app.ctx, ctx, await usage_of(request, ctx))
+
+
+def account_response(app_ctx: EdgeContext, ctx: Ctx, usage: dict[str, Any]) -> HTTPResponse:
+    """GET /v1/account's answer of the caller and the usage figures.
+
+    The body only changes with the cached authorisation (caller) or the cached usage figure: reuse
+    its serialisation while both are the same objects."""
     bodies = app_ctx.account_bodies
     slot = ctx.caller.key_id
     hit = bodies.get(slot)

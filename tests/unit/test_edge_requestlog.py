@@ -80,3 +80,14 @@ async def test_successes_are_filed_up_to_a_number_a_second() -> None:
     assert [log.files_success(t) for t in starts] == [True, True, True, False, True, True, True, False, True]
     off = RequestLog(FakeAuth(), successes_per_second=0)  # type: ignore[arg-type]
     assert not off.files_success(100.0)
+
+
+async def test_a_second_whose_successes_are_all_filed_is_known_without_asking() -> None:
+    """successes_full_until (read by the gate before calling files_success) marks the end of the second
+    whose quota files_success last refused: every success starting before it would be refused too."""
+    log = RequestLog(FakeAuth(), successes_per_second=2)  # type: ignore[arg-type]
+    assert [log.files_success(t) for t in (100.1, 100.2)] == [True, True]
+    assert log.successes_full_until == 0.0
+    assert not log.files_success(100.3)
+    assert log.successes_full_until == 101.0
+    assert log.files_success(101.0)
