@@ -9,32 +9,13 @@ from __future__ import annotations
 import asyncio
 import pathlib
 
-import grpc
 import httpx
 import pytest
 
 from edge.idempotency_claims import TAKEOVER_SECONDS
 from edge.testing import SANDBOX_HOST, Upstream, edge_args, write_route_table
+from tests.e2e.test_edge_processes import sandbox_key
 from tests.support import ServiceProcess
-from travel.auth.v1 import auth_pb2 as pb
-from travel.auth.v1 import auth_pb2_grpc
-
-ACTOR = pb.Actor(user="ops@partner.example")
-
-
-async def _sandbox_key(target: str) -> str:
-    async with grpc.aio.insecure_channel(target) as channel:
-        stub = auth_pb2_grpc.AuthServiceStub(channel)
-        account = await stub.CreateAccount(pb.CreateAccountRequest(name="P", actor=ACTOR))
-        key = await stub.CreateKey(
-            pb.CreateKeyRequest(
-                account_id=account.account.id,
-                environment=pb.ENVIRONMENT_SANDBOX,
-                scopes=["hotels:write"],
-                actor=ACTOR,
-            )
-        )
-        return str(key.secret)
 
 
 async def _until_upstream_has(upstream: Upstream, n: int) -> None:
@@ -64,7 +45,7 @@ async def test_a_live_claim_holds_and_a_killed_edges_claim_is_taken_over(
         for i in range(2)
     ]
     try:
-        secret = await _sandbox_key(auth.grpc_target)
+        _, secret = await sandbox_key(auth.grpc_target, ["hotels:write"])
         urls = [f"http://127.0.0.1:{e.ports['sandbox_port']}/v1/hotels/bookings" for e in edges]
         headers = {
             "Host": SANDBOX_HOST,
