@@ -18,7 +18,7 @@ from google.protobuf.message import Message
 
 from svcctl.client import hooks_client
 from svckit.clients import HooksClient
-from svckit.prototables import DELIVERY_ORDER, DELIVERY_STATUS, SIGNATURE_SCHEME
+from svckit.prototables import DELIVERY_ORDER, DELIVERY_STATUS, SIGNATURE_SCHEME, EnumTable
 from svckit.signing import SignatureScheme
 from svckit.webhook_status import DeliveryOrder
 from travel.webhooks.v1 import webhooks_pb2 as pb
@@ -119,26 +119,16 @@ async def _register(hooks: HooksClient, a: argparse.Namespace) -> Message:
             url=a.url,
             events=a.event or [],
             description=a.description,
-            signature_scheme=_scheme(a.signature_scheme),
-            ordering=_ordering(a.ordering),
+            signature_scheme=_number(SIGNATURE_SCHEME, a.signature_scheme),
+            ordering=_number(DELIVERY_ORDER, a.ordering),
         )
     )
 
 
-def _ordering(word: str | None) -> pb.DeliveryOrder.ValueType:
-    """``--ordering`` as its proto number; UNSPECIFIED (unordered, the default) when not given."""
-    if not word:
-        return pb.DELIVERY_ORDER_UNSPECIFIED
-    number: pb.DeliveryOrder.ValueType = DELIVERY_ORDER.pb(word)
-    return number
-
-
-def _scheme(word: str | None) -> pb.SignatureScheme.ValueType:
-    """``--signature-scheme`` as its proto number; UNSPECIFIED (the default scheme) when not given."""
-    if not word:
-        return pb.SIGNATURE_SCHEME_UNSPECIFIED
-    number: pb.SignatureScheme.ValueType = SIGNATURE_SCHEME.pb(word)
-    return number
+def _number(table: EnumTable[Any], word: str | None) -> Any:
+    """A flag's word (``--signature-scheme``, ``--ordering``) as its proto number; 0, the enum's
+    UNSPECIFIED (webhookd's default), when not given."""
+    return table.pb(word) if word else 0
 
 
 async def _get(hooks: HooksClient, a: argparse.Namespace) -> Message:
@@ -172,8 +162,8 @@ async def _update(hooks: HooksClient, a: argparse.Namespace) -> Message:
             url=a.url or "",
             events=a.event or [],
             description=a.description or "",
-            signature_scheme=_scheme(a.signature_scheme),
-            ordering=_ordering(a.ordering),
+            signature_scheme=_number(SIGNATURE_SCHEME, a.signature_scheme),
+            ordering=_number(DELIVERY_ORDER, a.ordering),
         )
     )
 

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from edge.idempotency_claims import TAKEOVER_SECONDS
-from edge.testing import SANDBOX_HOST, Upstream, edge_args, write_route_table
-from tests.e2e.test_edge_processes import sandbox_key
+from edge.testing import Upstream, edge_args, write_route_table
+from tests.e2e.test_edge_processes import authsvc, h, sandbox_key
 from tests.support import ServiceProcess
 
 
@@ -35,9 +35,7 @@ async def test_a_live_claim_holds_and_a_killed_edges_claim_is_taken_over(
 ) -> None:
     live_up, sandbox_up = Upstream("live"), Upstream("sandbox")
     routes = write_route_table(tmp_path / "routes.json", live_up, sandbox_up)
-    auth = ServiceProcess(
-        "authsvc", ["--listen", "127.0.0.1:0", "--metrics-listen", "", "--database", pg_url]
-    ).start(tmp_path / "authsvc.log")
+    auth = authsvc(tmp_path, pg_url)
     edges = [
         ServiceProcess("edge", edge_args(auth.grpc_target, "127.0.0.1:1", pg_url, routes)).start(
             tmp_path / f"e{i}.log"
@@ -47,13 +45,9 @@ async def test_a_live_claim_holds_and_a_killed_edges_claim_is_taken_over(
     try:
         _, secret = await sandbox_key(auth.grpc_target, ["hotels:write"])
         urls = [f"http://127.0.0.1:{e.ports['sandbox_port']}/v1/hotels/bookings" for e in edges]
-        headers = {
-            "Host": SANDBOX_HOST,
-            "Authorization": f"Svc {secret}",
-            "Idempotency-Key": "kill-1",
-            "X-Partner-Customer-Ref": "c-1",
-            "Content-Type": "application/json",
-        }
+        headers = h(
+            secret, Idempotency_Key="kill-1", X_Partner_Customer_Ref="c-1", Content_Type="application/json"
+        )
         async with httpx.AsyncClient(timeout=60) as c:
             # Edge 0 runs a POST slower than the takeover bound; past the bound, edge 1 still refuses the
             # retry: the live owner's heartbeat keeps the claim.
