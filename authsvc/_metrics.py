@@ -18,7 +18,8 @@ AUTHORIZE_DECISIONS = LoopCounter(
 )
 KEY_CACHE = LoopCounter(
     "authsvc_key_cache_total",
-    "Key look-ups by result: hit or miss in the key cache, or kept (an Authorize answer given again)",
+    "Key look-ups by result: hit or miss in the key cache, kept (an Authorize answer given again), or "
+    "unknown (a key proven absent without a database read, authsvc._known_keys)",
     ["result"],
 )
 OUTBOX_PUBLISHED = Counter("authsvc_outbox_published_total", "Outbox events accepted by webhookd", ["type"])

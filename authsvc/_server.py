@@ -17,6 +17,7 @@ from grpc_health.v1.health import aio as health_aio
 
 from authsvc._identity import IdentityServicer
 from authsvc._identity_sql import IdentityRepository
+from authsvc._known_keys import MAX_KNOWN, SUFFIX, KnownKeys, SoleWriter
 from authsvc._lastused import FLUSH_INTERVAL, LastUsed
 from authsvc._outbox import BACKOFF_CAP, POLL_INTERVAL, OutboxRelay
 from authsvc._service import AuthServicer
@@ -72,6 +73,7 @@ class AuthServer:
     purge: RequestLogPurge
     db_health: DatabaseHealth
     sealed_rows: OldKeyGauge | None = None
+    sole_writer: SoleWriter | None = None
 
     async def stop(self, grace: float = ServeConfig.shutdown_grace) -> None:
         self.servicer.hub.close()
@@ -86,6 +88,8 @@ class AuthServer:
         await self.last_used.stop()
         await self.purge.stop()
         await self.repo.engine.dispose()
+        if self.sole_writer is not None:
+            self.sole_writer.close()
 
 
 async def run_server(
@@ -132,8 +136,27 @@ async def run_server(
     # The request log's records past the retention, hourly (authsvc._requestlog).
     purge = RequestLogPurge(repo, clock)
     purge.start()
+    # Unknown keys answered without a read while this is the only authsvc on its SQLite file
+    # (authsvc._known_keys); on PostgreSQL other processes add keys this one hears of late.
+    sole: SoleWriter | None = None
+    known_keys = KnownKeys()
+    path = None if is_postgres(engine) else engine.url.database
+    if path and path != ":memory:":
+        try:
+            sole = SoleWriter(path + SUFFIX)
+        except OSError as exc:  # every key is read, as on PostgreSQL
+            log.warning("unknown keys will each be read", extra={"error": str(exc)})
+        else:
+            known_keys.alone = sole
+            if sole():
+                known_keys.load(await repo.key_hashes(MAX_KNOWN + 1))
     servicer = AuthServicer(
-        repo, hub, clock=clock, last_used=last_used, outbox_wakeup=relay.wakeup if relay else None
+        repo,
+        hub,
+        clock=clock,
+        last_used=last_used,
+        outbox_wakeup=relay.wakeup if relay else None,
+        known_keys=known_keys,
     )
     identity = IdentityServicer(IdentityRepository(repo), secrets_key=secrets_key, clock=clock)
     server, port, health = await start_server(
@@ -154,7 +177,9 @@ async def run_server(
         "authsvc serving",
         extra={"port": port, "postgres": channel is not None, "webhookd": webhookd, "mtls": tls is not None},
     )
-    running = AuthServer(server, port, health, servicer, repo, listener, relay, last_used, purge, db_health)
+    running = AuthServer(
+        server, port, health, servicer, repo, listener, relay, last_used, purge, db_health, sole_writer=sole
+    )
     if identity.box is not None:  # sealed_rows_old_key: seeds not yet under the newest key
         running.sealed_rows = OldKeyGauge(engine, identity.box, SEALED_COLUMNS)
         running.sealed_rows.start()

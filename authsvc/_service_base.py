@@ -15,6 +15,7 @@ from authsvc import _validate as v
 from authsvc._cache import KeyCache
 from authsvc._errors import InvalidRequest, NotFound
 from authsvc._keys import hash_secret, hashes_equal
+from authsvc._known_keys import KnownKeys
 from authsvc._lastused import LastUsed
 from authsvc._metrics import KEY_CACHE
 from authsvc._model import Actor, ApiKey, KeyChange, KeyGrant
@@ -29,6 +30,7 @@ from travel.auth.v1 import auth_pb2_grpc
 
 _CACHE_HIT = KEY_CACHE.labels("hit")
 _CACHE_MISS = KEY_CACHE.labels("miss")
+_PROVEN_UNKNOWN = KEY_CACHE.labels("unknown")
 
 
 def masked_changes(mask: Any, fields: dict[str, Callable[[], Any]]) -> dict[str, Any]:
@@ -66,6 +68,7 @@ class ServicerBase(auth_pb2_grpc.AuthServiceServicer):
         cache: KeyCache | None = None,
         last_used: LastUsed | None = None,
         outbox_wakeup: asyncio.Event | None = None,
+        known_keys: KnownKeys | None = None,
     ) -> None:
         self.repo = repo
         self.hub = hub
@@ -73,6 +76,8 @@ class ServicerBase(auth_pb2_grpc.AuthServiceServicer):
         self.cache = cache or KeyCache()
         self.last_used = last_used or LastUsed(repo)
         self.outbox_wakeup = outbox_wakeup
+        # Keys provably absent answered without a read (authsvc._known_keys); unloaded: every key read.
+        self.known_keys = KnownKeys() if known_keys is None else known_keys
         hub.on_change(self.cache.invalidate)
         # Authorize answers kept for reuse (decision.reusable), by request shape (shape_of).
         self._answers: dict[Shape, Answer] = {}
@@ -120,12 +125,16 @@ class ServicerBase(auth_pb2_grpc.AuthServiceServicer):
         return out
 
     async def _grant(self, secret: str) -> KeyGrant | None:
-        """The key for a well-formed secret: from the cache, else one indexed look-up by hash."""
+        """The key for a well-formed secret: from the cache, else None when it is provably not stored,
+        else one indexed look-up by hash."""
         digest = hash_secret(secret)
         grant = self.cache.get(digest)
         if grant is not None:
             _CACHE_HIT.inc()
             return grant
+        if self.known_keys.unknown(digest):
+            _PROVEN_UNKNOWN.inc()
+            return None
         _CACHE_MISS.inc()
         generation = self.cache.generation
         found = await self.repo.grant_by_hash(digest)

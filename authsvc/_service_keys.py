@@ -64,6 +64,7 @@ class KeyRpcs(ServicerBase):
             created_at=now,
             rate_limit=rate_limit,
         )
+        self.known_keys.add(key.secret_hash)  # before the row: never a stored key this process denies
         await self.repo.create_key(key, actor)
         log.info("key created", extra={"key_id": key.id, "account_id": account_id, "actor": actor.user})
         return pb.CreateKeyResponse(key=self._key_pb(key, now), secret=secret)
@@ -133,6 +134,7 @@ class KeyRpcs(ServicerBase):
         def successor(old: ApiKey) -> ApiKey:
             secret = generate_secret(old.environment)
             secret_box.append(secret)
+            self.known_keys.add(hash_secret(secret))  # before the row is written
             return ApiKey(
                 id=new_id("key"),
                 account_id=old.account_id,

@@ -53,6 +53,12 @@ class KeyStorage(SqlBase):
             account = await self._get_account(conn, key.account_id)
         return key, account
 
+    async def key_hashes(self, limit: int) -> list[str]:
+        """The secret hashes of (at most ``limit``) stored keys, whatever their state."""
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(sa.select(keys.c.secret_hash).limit(limit))
+            return [str(h) for (h,) in rows]
+
     async def list_keys(
         self,
         account_id: str,
