@@ -11,6 +11,7 @@ from sanic.response import BaseHTTPResponse, HTTPResponse
 
 from portal.access import access
 from portal.context import PortalApp, PortalRequest, Viewer, auth
+from portal.routes.session import SIGNIN_PATH, throttled
 from portal.web import ENVIRONMENTS, SESSION_COOKIE, begin, check_csrf, cookie_of, error_page, finish
 from svckit.clients import ClientError
 from svckit.clients.interceptors import session_token_var
@@ -28,6 +29,10 @@ async def load(request: PortalRequest) -> HTTPResponse | None:
         return response.redirect("/live/" if cookie_of(request, SESSION_COOKIE) else "/signin")
     if not need.session:
         if need.csrf:
+            if request.path == SIGNIN_PATH:
+                refused = throttled(request)  # before the form is read: a flood's cheapest answer
+                if refused is not None:
+                    return refused
             check_csrf(request)  # signed out: the token of the browser's nonce (the handler checks too)
         return None
     token = cookie_of(request, SESSION_COOKIE)

@@ -55,6 +55,8 @@ templates = Environment(
     autoescape=select_autoescape(default=True, default_for_string=True),
     trim_blocks=True,
     lstrip_blocks=True,
+    # Templates never change under a running portal: no stat() of each file on every render.
+    auto_reload=False,
 )
 templates.filters.update(display.FILTERS)
 templates.globals.update(display.GLOBALS)

@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
+from markupsafe import escape
 from sanic import Blueprint, response
 from sanic.response import HTTPResponse
 
 from portal.context import PortalRequest, auth
 from portal.forms import fields
 from portal.signin_limit import limiter_of
-from portal.web import SESSION_COOKIE, check_csrf, cookie_of, delete_cookie, render, signed_in, viewer_of
+from portal.web import (
+    SESSION_COOKIE,
+    check_csrf,
+    cookie_of,
+    csrf_token,
+    delete_cookie,
+    render,
+    signed_in,
+    templates,
+    viewer_of,
+)
 from svckit.clients import ClientError
 from travel.auth.v1 import identity_pb2 as ipb
 
 bp = Blueprint("portal_session")
 
+SIGNIN_PATH = "/signin"
 TOO_MANY_ATTEMPTS = "Too many sign-in attempts from your network; try again in a few minutes."
 # Seconds a sign-in refused by authsvc (429) is told to wait: its hashing queue's shed time.
 AUTHSVC_RETRY_AFTER = 5
@@ -26,6 +39,60 @@ async def signin_form(request: PortalRequest) -> HTTPResponse:
     return render(request, "signin.html", email="", need_totp=False)
 
 
+def too_many(request: PortalRequest, wait: float, email: str = "") -> HTTPResponse:
+    """The sign-in page again, 429 with Retry-After: the attempt was not made."""
+    page = render(
+        request, "signin.html", status=429, email=email, need_totp=False, errors={"form": TOO_MANY_ATTEMPTS}
+    )
+    page.headers["Retry-After"] = str(math.ceil(wait))
+    return page
+
+
+_CSRF_MARK, _RID_MARK = "\x00csrf\x00", "\x00rid\x00"
+
+
+@functools.cache
+def throttled_page() -> tuple[str, ...]:
+    """The page ``too_many`` renders for POST /signin with no e-mail, rendered once and cut where the
+    CSRF token and the request id go (all that differs between two of them): pieces of text, then a
+    mark, alternately."""
+    page = templates.get_template("signin.html").render(
+        viewer=None,
+        env="live",
+        other_env="sandbox",
+        switch_url="/sandbox/",
+        csrf=_CSRF_MARK,
+        request_id=_RID_MARK,
+        path=SIGNIN_PATH,
+        errors={"form": TOO_MANY_ATTEMPTS},
+        email="",
+        need_totp=False,
+    )
+    pieces: list[str] = []
+    for i, part in enumerate(page.split(_CSRF_MARK)):
+        if i:
+            pieces.append(_CSRF_MARK)
+        for j, text in enumerate(part.split(_RID_MARK)):
+            if j:
+                pieces.append(_RID_MARK)
+            pieces.append(text)
+    return tuple(pieces)
+
+
+def throttled(request: PortalRequest) -> HTTPResponse | None:
+    """A sign-in from a source (its network, or everyone) already past its limit: the 429 before its form
+    is parsed or its CSRF token checked (``lifecycle.load`` asks first), from a page rendered once, so
+    each request of a flood costs the portal the least it can; None when an attempt would be allowed.
+    It counts nothing: only an attempt with a valid token is counted (``signin``)."""
+    wait = limiter_of(request.app.ctx).wait(request.ip or "")
+    if wait <= 0:
+        return None
+    fill = {_CSRF_MARK: csrf_token(request), _RID_MARK: str(escape(request.ctx.rid))}
+    page = response.html("".join(fill.get(piece, piece) for piece in throttled_page()), status=429)
+    page.headers["Retry-After"] = str(math.ceil(wait))
+    return page
+
+
 @bp.post("/signin")
 async def signin(request: PortalRequest) -> HTTPResponse:
     check_csrf(request)
@@ -34,16 +101,7 @@ async def signin(request: PortalRequest) -> HTTPResponse:
     # Per source address, before authsvc is asked (portal.signin_limit): a flood hashes nothing.
     wait = limiter_of(request.app.ctx).attempt(request.ip or "")
     if wait:
-        page = render(
-            request,
-            "signin.html",
-            status=429,
-            email=email,
-            need_totp=False,
-            errors={"form": TOO_MANY_ATTEMPTS},
-        )
-        page.headers["Retry-After"] = str(math.ceil(wait))
-        return page
+        return too_many(request, wait, email)
     try:
         got = await auth(request).sign_in(
             ipb.SignInRequest(
