@@ -88,17 +88,21 @@ def _flood(kind: str, urls: dict[str, Any], conns: int, stop: Event, sent: Any, 
             counts = [0] * conns
 
             async def signin(i: int) -> None:
-                page = await c.get(f"{urls['portal']}/signin")
-                found = re.search(r'name="csrf" value="([^"]*)"', page.text)
-                token = found.group(1) if found else ""
-                while not stop.is_set():
-                    form = {
-                        "csrf": token,
-                        "email": f"x{random_base62(8)}@flood.example",
-                        "password": "a" * 16,
-                    }
-                    await c.post(f"{urls['portal']}/signin", data=form)
-                    counts[i] += 1
+                # A cookie jar per connection: one shared jar would keep only the last CSRF cookie, and the
+                # others' posts would be refused as forged instead of throttled.
+                own = httpx.AsyncHTTPTransport(local_address=FLOOD_FROM)
+                async with httpx.AsyncClient(transport=own, timeout=30) as jar:
+                    page = await jar.get(f"{urls['portal']}/signin")
+                    found = re.search(r'name="csrf" value="([^"]*)"', page.text)
+                    token = found.group(1) if found else ""
+                    while not stop.is_set():
+                        form = {
+                            "csrf": token,
+                            "email": f"x{random_base62(8)}@flood.example",
+                            "password": "a" * 16,
+                        }
+                        await jar.post(f"{urls['portal']}/signin", data=form)
+                        counts[i] += 1
 
             def made_up() -> dict[str, str]:
                 body = "svc_test_" + random_base62(32)
