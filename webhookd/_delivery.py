@@ -136,6 +136,22 @@ class WorkerConfig:
         )
 
 
+def covers(skipped: Skips, found_nothing: Skips) -> bool:
+    """Pure: whether a claim skipping ``skipped`` leaves in the table all that a claim skipping
+    ``found_nothing`` left (each skip only takes candidates away). Then, if that claim found nothing, this
+    one finds nothing either until something new comes due: it is not run (``_found_nothing``), and a claim
+    that skipped less and found something says nothing about it. Without this, every claim that found
+    something forgot it, and a worker holding its fill of one endpoint with a long backlog walked that
+    whole backlog again after each of its claims (on PostgreSQL, half the claims' time in a 40,000
+    burst to one endpoint)."""
+    return (
+        set(skipped.endpoints) >= set(found_nothing.endpoints)
+        and set(skipped.accounts) >= set(found_nothing.accounts)
+        and set(skipped.environments) >= set(found_nothing.environments)
+        and set(skipped.retries_in) >= set(found_nothing.retries_in)
+    )
+
+
 def key_of(claim: Claim) -> Key:
     d = claim.delivery
     return Key(str(d.environment), d.account_id, d.endpoint_id, d.attempt_count > 0)
@@ -365,7 +381,7 @@ class DeliveryWorker:
             if limit and skipped and self._found_nothing is not None:
                 same, until = self._found_nothing
                 quiet = until - time.monotonic()
-                if same == skipped and quiet > 0:
+                if covers(skipped, same) and quiet > 0:
                     limit = 0  # the same claim found nothing a moment ago: only write the results
                     if not batch:
                         await self._sleep(quiet)
@@ -384,8 +400,10 @@ class DeliveryWorker:
             self._alerted(alerts)
             self._noticed(batch)
             if limit:
-                found_nothing = skipped and not claims
-                self._found_nothing = (skipped, await self._quiet_until(now)) if found_nothing else None
+                if skipped and not claims:
+                    self._found_nothing = (skipped, await self._quiet_until(now))
+                elif claims and self._found_nothing is not None and covers(skipped, self._found_nothing[0]):
+                    self._found_nothing = None  # it skipped as much and found some: something came due
             for claim in claims:
                 self._held.add(key_of(claim))
             self._ready.extend(claims)

@@ -164,6 +164,16 @@ async def isolation(b: Bench) -> None:
     )
 
 
+async def calibration(b: Bench) -> None:
+    """The plain-POST ceiling alone (``--only calibration``): signed POSTs with nothing stored, in trials,
+    to set beside a PostgreSQL burst of the same run."""
+    args = b.args
+    plains = [
+        await plain_posts(b.port, b.ca_path, args.deliveries, args.concurrency) for _ in range(args.trials)
+    ]
+    b.rows.append(("calibration: plain signed POSTs/s, nothing stored", spread(plains)))
+
+
 async def service(b: Bench) -> None:
     rate = await service_phase(b.folder, b.port, b.ca_path, b.args.deliveries, b.cfg)
     b.rows.append(("the same burst through `python -m webhookd serve` (a process)", f"{rate:,.0f}"))
@@ -181,6 +191,8 @@ async def postgres(b: Bench) -> None:
         (f"durable signed deliveries/s on PostgreSQL ({args.pg_processes} processes)", f"{pg['rate']:,.0f}")
     )
     b.rows.append(("  lag-phase sends per process", " / ".join(str(x) for x in pg["shares"])))
+    updated, hot = pg["updates"]
+    b.rows.append(("  wh_deliveries rows updated / of which HOT (no index entry)", f"{updated:,} / {hot:,}"))
     b.stores.append(
         (
             f"PostgreSQL, {args.pg_processes} processes",
@@ -193,6 +205,7 @@ async def postgres(b: Bench) -> None:
 
 
 PHASES: tuple[Phase, ...] = (
+    Phase("calibration", calibration, lambda args: bool(args.only) and "calibration" in args.only),
     Phase("throughput", throughput),
     Phase("lag", lag),
     Phase("isolation", isolation, lambda args: bool(args.hostile)),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import cProfile
 import datetime as dt
 import multiprocessing as mp
 import os
@@ -34,6 +35,18 @@ class _Counted(SqlRepository):
             with self.committed.get_lock():
                 self.committed.value += len(outcomes)
         return out
+
+
+# Set to a path prefix, each worker process profiles its burst (cProfile) into ``<prefix>.<pid>``.
+PROFILE_ENV = "BENCH_WEBHOOKS_PROFILE"
+
+
+def _profiler() -> cProfile.Profile | None:
+    if not os.environ.get(PROFILE_ENV):
+        return None
+    profile = cProfile.Profile()
+    profile.enable()
+    return profile
 
 
 def pg_worker_process(
@@ -68,10 +81,14 @@ async def pg_worker(
     worker = DeliveryWorker(repo, Sender(client, direct=transport), SystemClock(), cfg, on_sent=on_sent)
     ready.release()
     await asyncio.to_thread(go.wait)
+    profile = _profiler()
     cpu0 = time.process_time()
     task = asyncio.create_task(worker.run())
     await asyncio.to_thread(burst_done.wait)
     cpu_burst = time.process_time() - cpu0
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(f"{os.environ[PROFILE_ENV]}.{os.getpid()}")
     await asyncio.to_thread(stop.wait)
     await worker.stop(1.0)
     await task
@@ -120,6 +137,7 @@ async def postgres_phase(
     out_q: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
     committed = ctx.Value("q", 0)
     procs: list[Any] = []
+    updates: Any = None
     repo = await SqlRepository.open(url)
     try:
         ep, lag_ep = endpoint(port), endpoint(port)
@@ -170,6 +188,14 @@ async def postgres_phase(
             proc.join(30)
         await repo.close()
         async with admin.begin() as conn:
+            # The workers' backends reported their counts as they exited (the whole run, both phases).
+            updates = (
+                await conn.exec_driver_sql(
+                    "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables"
+                    " WHERE schemaname = $1 AND relname = 'wh_deliveries'",
+                    (schema,),
+                )
+            ).first()
             await conn.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
         await admin.dispose()
     return {
@@ -178,4 +204,5 @@ async def postgres_phase(
         "db_cpu": db_cpu / max(done, 1),
         "lags": [lag for o in outs for lag in o[1]],
         "shares": [len(o[1]) for o in outs],
+        "updates": tuple(updates) if updates is not None else (0, 0),  # (rows updated, of which HOT)
     }
