@@ -17,6 +17,14 @@ from authsvc._sql_tables import accounts, key_of, key_row, keys
 from svckit.catalog import STATES, apikey_revoked
 from svckit.vocabulary import Environment
 
+# A key's last use, unless a later one is stored (a flush and another process's may cross).
+_FLUSH_LAST_USED = (
+    keys.update()
+    .where(keys.c.id == sa.bindparam("used_key"))
+    .where(sa.or_(keys.c.last_used_at.is_(None), keys.c.last_used_at < sa.bindparam("used_at")))
+    .values(last_used_at=sa.bindparam("used_at"))
+)
+
 
 class KeyStorage(SqlBase):
     async def create_key(self, key: ApiKey, actor: Actor) -> ApiKey:
@@ -204,14 +212,10 @@ class KeyStorage(SqlBase):
             return after, True
 
     async def flush_last_used(self, used: Mapping[str, dt.datetime]) -> None:
+        """Each key's last use, unless a later one is stored: one executemany of a statement compiled once,
+        so a flush of many keys is one round trip (and a short write lock on SQLite), not one per key."""
         if not used:
             return
+        rows = [{"used_key": key_id, "used_at": when.timestamp()} for key_id, when in sorted(used.items())]
         async with self.engine.begin() as conn:
-            for key_id, when in sorted(used.items()):
-                t = when.timestamp()
-                await conn.execute(
-                    keys.update()
-                    .where(keys.c.id == key_id)
-                    .where(sa.or_(keys.c.last_used_at.is_(None), keys.c.last_used_at < t))
-                    .values(last_used_at=t)
-                )
+            await conn.execute(_FLUSH_LAST_USED, rows)

@@ -5,13 +5,41 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authsvc._requestlog import DAILY_BOUND, RequestFilter, RequestRecord, admit, day_of
 from authsvc._sql_base import SqlBase
 from authsvc._sql_tables import request_counts, request_of, request_row, requests
+from svckit.db import is_postgres
 from svckit.vocabulary import Environment
+
+
+def _pg_array(column: sa.Column[Any]) -> str:
+    """The PostgreSQL array type a column's values travel in (text for strings: the column's own length
+    check still applies when the row is stored)."""
+    if isinstance(column.type, sa.Integer):
+        return "bigint[]" if isinstance(column.type, sa.BigInteger) else "integer[]"
+    if isinstance(column.type, sa.Float):
+        return "float8[]"
+    return "text[]"
+
+
+# A batch is filed by one statement whose text does not depend on its size and is compiled once: the
+# multi-row VALUES ... RETURNING it replaces was compiled anew for every batch on the event loop (500 rows:
+# 65-180 ms against 8-20 ms, every other RPC waiting). Both count exactly what they file (a request id
+# already filed is skipped): SQLite's executemany rowcount is the sum of its rows'; asyncpg's executemany
+# has none, so PostgreSQL takes the batch as one array per column.
+_COLUMNS = tuple(requests.columns)
+_FILE_SQLITE = sqlite.insert(requests).on_conflict_do_nothing(index_elements=["request_id"])
+_FILE_POSTGRES = sa.text(
+    f"INSERT INTO {requests.name} ({', '.join(c.name for c in _COLUMNS)}) "
+    f"SELECT * FROM unnest({', '.join(f'CAST(:{c.name} AS {_pg_array(c)})' for c in _COLUMNS)}) "
+    "ON CONFLICT (request_id) DO NOTHING"
+)
 
 
 class RequestStorage(SqlBase):
@@ -45,16 +73,20 @@ class RequestStorage(SqlBase):
                 keep, drop = admit(int(offered) - len(group), len(group), bound)
                 kept.extend(group[:keep])
                 dropped += drop
-            recorded = 0
-            if kept:
-                result = await conn.execute(
-                    self._insert(requests)
-                    .values([request_row(r) for r in kept])
-                    .on_conflict_do_nothing(index_elements=["request_id"])
-                    .returning(requests.c.request_id)
-                )
-                recorded = len(result.all())
+            recorded = await self._file_requests(conn, kept) if kept else 0
         return recorded, dropped
+
+    async def _file_requests(self, conn: AsyncConnection, records: Sequence[RequestRecord]) -> int:
+        """Insert ``records`` (skipping a request id already filed); returns how many were inserted."""
+        rows = [request_row(r) for r in records]
+        if is_postgres(self.engine):
+            arrays = {c.name: [row[c.name] for row in rows] for c in _COLUMNS}
+            result = await conn.execute(_FILE_POSTGRES, arrays)
+        else:
+            result = await conn.execute(_FILE_SQLITE, rows)
+        if result.rowcount < 0:
+            raise RuntimeError("request log: the database did not count the rows filed")
+        return int(result.rowcount)
 
     async def list_requests(
         self,
