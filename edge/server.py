@@ -26,6 +26,7 @@ from edge.requesthead import (
     head_passes,
     head_too_large,
 )
+from edge.wsintake import LINGER_BYTES, LINGER_SECONDS, FrameIntake
 from svckit.webserver import ServerProtocol
 
 _SWITCHING = b"HTTP/1.1 101 "
@@ -108,10 +109,6 @@ class EdgeHttp(Http):
         super().create_empty_request()
 
 
-LINGER_SECONDS = 2.0
-LINGER_BYTES = 16 * 1024 * 1024
-
-
 class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
     """HTTP/1.1 and WebSocket as Sanic serves them, plus:
 
@@ -134,7 +131,7 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
     """
 
     HTTP_CLASS = EdgeHttp
-    __slots__ = ("_body_deadline", "_discarded", "_head_deadline", "_lingering")
+    __slots__ = ("_body_deadline", "_discarded", "_head_deadline", "_lingering", "ws_intake")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -142,6 +139,8 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
         self._discarded = 0
         self._head_deadline: float | None = None
         self._body_deadline: float | None = None
+        # What the WebSocket's parser is fed through, once upgraded (edge.wsintake).
+        self.ws_intake: FrameIntake | None = None
 
     def connection_made(self, transport: Any) -> None:
         self._head_deadline = current_time() + self.request_timeout
@@ -180,7 +179,9 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
         # per sender, and its stream counts against its key's limit).
         config = getattr(self.app.ctx, "config", EdgeConfig)
         self.websocket_max_size = config.stream_max_message_bytes
-        return await super().websocket_handshake(request, chosen)
+        ws = await super().websocket_handshake(request, chosen)
+        self.ws_intake = FrameIntake(ws, self.transport, self.loop)
+        return ws
 
     def close(self, timeout: float | None = None) -> None:
         transport = self.transport
@@ -201,11 +202,20 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
         self.loop.call_later(LINGER_SECONDS, self._end_linger)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.ws_intake is not None:
+            self.ws_intake.ended()
         # Sanic leaves its timeout check (every 30 s by default) pending on a closed connection; it would
         # hold the protocol, its WebSocket and the stream's session that long (issue 20: RSS under floods).
         if self._callback_check_timeouts:
             self._callback_check_timeouts.cancel()
         super().connection_lost(exc)  # type: ignore[no-untyped-call]
+
+    def eof_received(self) -> bool | None:
+        # A WebSocket's EOF goes after the bytes its intake still holds (and ends a linger).
+        intake = self.ws_intake
+        if intake is not None:
+            return intake.eof_received()
+        return super().eof_received()
 
     def close_if_idle(self) -> bool:
         if self._lingering:  # shutting down: nothing more to wait for
@@ -218,10 +228,13 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
 
     def data_received(self, data: bytes) -> None:
         if not self._lingering:
-            # WebSocketProtocol.data_received's dispatch, without its frame in between.
-            websocket = self.websocket
-            if websocket is not None:
-                websocket.data_received(data)  # type: ignore[no-untyped-call]
+            # WebSocketProtocol.data_received's dispatch, without its frame in between; a WebSocket's bytes
+            # go through its intake (parsed in bounded slices, each admitted by the stream's limits).
+            intake = self.ws_intake
+            if intake is not None:
+                intake.data_received(data)
+            elif self.websocket is not None:
+                self.websocket.data_received(data)  # type: ignore[no-untyped-call]
             else:
                 HttpProtocol.data_received(self, data)
             return

@@ -8,9 +8,10 @@ come from webhookd's StreamEvents, filtered by the key's scopes. A WatchKeyChang
 key (or its account) re-checks it at once; a revoked or expired key's stream is closed with 4001.
 
 Limits (edge.streamlimits, docs/edge.md "Stream limits"): a key or account with as many open streams as
-it may have is refused before the handshake (429 rate_limited); a client sending more messages than its
+it may have is refused before the handshake (429 rate_limited); a client sending more frames than its
 token bucket allows is closed with 1008; a message larger than ``stream_max_message_bytes`` with 1009
-(edge.server.EdgeProtocol sets the WebSocket's limit).
+(edge.server.EdgeProtocol sets the WebSocket's limit). Frames are admitted as they are parsed, in bounded
+slices (edge.wsintake): after a close for the client's fault nothing more is parsed.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 import grpc
 from sanic import Blueprint
 from sanic.server.websockets.impl import WebsocketImplProtocol
-from websockets.frames import Opcode
+from websockets.frames import Frame, Opcode
 
 from edge.authcache import Caller
 from edge.context import EdgeRequest
@@ -39,6 +40,7 @@ from edge.jsonbody import JsonProblem, parse_json
 from edge.metrics import STREAM_LIMITED, STREAMS
 from edge.streamfilter import may_read, unknown_patterns, wanted
 from edge.streamlimits import CLOSE_RATE_LIMITED, KEY, OPENS, MessageBucket, refusal_message
+from edge.wsintake import intake_of
 from svckit.clients import ClientError, ResponseStream
 from svckit.clock import utcnow
 from svckit.errors import http_status
@@ -54,9 +56,8 @@ CLOSE_INTERNAL = 1011
 CLOSE_GOING_AWAY = 1001
 CLOSE_INVALID_DATA = 1007
 CLOSE_POLICY = 1008
-_CONTROL = (Opcode.PING, Opcode.PONG)
-# How long a stream closed for a client's fault drains what the client still sends (StreamSession.linger).
-LINGER_SECONDS = 2.0
+# Closes for the client's fault: the close frame goes out at once and nothing more is parsed (edge.wsintake).
+_FAULTS = (CLOSE_INVALID_DATA, CLOSE_POLICY)
 # Retry-After of a stream refused by a limit: a slot frees only when one of the key's streams closes.
 LIMITED_RETRY_AFTER = 5
 
@@ -133,21 +134,23 @@ class StreamSession:
         self.tasks: set[asyncio.Task[Any]] = set()
         cfg = self.app_ctx.config
         self.bucket = MessageBucket(cfg.stream_messages_per_second, cfg.stream_message_burst)
-        self.count_control_frames()
+        self.intake = intake_of(ws)
+        self.intake.serve(self)
 
-    def count_control_frames(self) -> None:
-        """Ping and pong frames are answered inside the WebSocket layer and never reach ``read``: they take
-        from the same bucket as messages, so a flood of them is closed with 1008 as a flood of messages is."""
-        forward = self.forward_events = self.ws.process_events
+    def admit(self, frames: Sequence[Frame], now: float) -> int:
+        """Every frame the client sends but its close takes a token, as it is parsed (edge.wsintake): a
+        message in one frame is one, as are ping and pong frames (answered inside the WebSocket layer, they
+        never reach ``read``) and each fragment of a fragmented message (each costs a parse). The first
+        frame without a token closes the stream with 1008, and nothing after it is parsed."""
+        bucket = self.bucket
+        for i, frame in enumerate(frames):
+            if frame.opcode is not Opcode.CLOSE and not bucket.take(now):
+                self.rate_limited()
+                return i
+        return len(frames)
 
-        async def process_events(events: Sequence[Any]) -> None:
-            for event in events:
-                if getattr(event, "opcode", None) in _CONTROL and not self.bucket.take(time.monotonic()):
-                    self.rate_limited()  # the stream closes; the batch still goes on (a CLOSE may be in it)
-                    break
-            await forward(events)
-
-        self.ws.process_events = process_events  # type: ignore[method-assign]
+    def parser_failed(self, code: int, reason: str) -> None:
+        self.finish(code, reason)
 
     def rate_limited(self) -> None:
         STREAM_LIMITED.labels("messages").inc()
@@ -159,6 +162,8 @@ class StreamSession:
         if not self.done.is_set():
             self.close_code, self.close_reason = code, reason
             self.done.set()
+            if code in _FAULTS:
+                self.intake.fault(code, reason[:120])
 
     def on_key_change(self, kind: int, key_id: str, account_id: str) -> None:
         if kind == auth_pb2.KEY_CHANGE_KIND_REVOKED and key_id == self.caller.key_id:
@@ -266,10 +271,7 @@ class StreamSession:
             if raw is None:
                 self.finish(1000, "")
                 return
-            if not self.bucket.take(time.monotonic()):
-                self.rate_limited()
-                return
-            await self.handle(raw)
+            await self.handle(raw)  # its frames were admitted as they were parsed (admit)
 
     async def handle(self, raw: str | bytes) -> None:
         try:
@@ -339,6 +341,7 @@ class StreamSession:
             await self._run()
         finally:
             request_id_var.reset(token)
+            self.intake.release()
 
     async def _run(self) -> None:
         # The slot is taken here, after the handshake (authenticate_stream only checked): a handshake that
@@ -355,19 +358,6 @@ class StreamSession:
             await self._serve()
         finally:
             slots.release(key_id, account_id)
-
-    async def linger(self) -> None:
-        """After closing on a client that may still be sending (a flood): read and drop what arrives until
-        its close answer, for at most ``LINGER_SECONDS``. Closing the socket with its data unread would
-        send a reset, which can make the client's kernel drop our close frame unread."""
-        drain = asyncio.ensure_future(self._discard())
-        await asyncio.wait({drain}, timeout=LINGER_SECONDS)
-        drain.cancel()
-
-    async def _discard(self) -> None:
-        with contextlib.suppress(Exception):
-            while await self.ws.recv() is not None:
-                pass
 
     async def _serve(self) -> None:
         self.authorizer.add_listener(self.on_key_change)
@@ -392,18 +382,22 @@ class StreamSession:
                     task.cancel()
             if self.call is not None:
                 self.call.cancel()
-            # Nothing of the session stays reachable from the connection once it is closed.
-            self.ws.process_events = self.forward_events  # type: ignore[method-assign]
-            with contextlib.suppress(Exception):
-                await self.ws.close(self.close_code, self.close_reason[:120])
-            if self.close_code in (CLOSE_INVALID_DATA, CLOSE_POLICY):
-                await self.linger()
+            intake = self.intake
+            if not intake.discarding:
+                with contextlib.suppress(Exception):
+                    await self.ws.close(self.close_code, self.close_reason[:120])
+            else:
+                # Closed for the client's fault (the close frame is out): what it still sends is dropped
+                # unparsed until it is quiet, so that closing sends no reset that could lose that frame.
+                await intake.linger()
             log.info(
                 "stream closed",
                 extra={
                     "key_id": self.caller.key_id,
                     "code": self.close_code,
                     "reason": self.close_reason,
+                    "frames": intake.frames,
+                    "discarded_bytes": intake.discarded,
                     "at": dt.datetime.now(dt.UTC).isoformat(),
                 },
             )
