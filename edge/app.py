@@ -43,6 +43,7 @@ from edge.metrics import REFUSALS, count_response, route_latency
 from edge.publisher import Publisher
 from edge.requestlog import RequestLog
 from edge.responses import error_response, new_request_id
+from edge.sanicconfig import EdgeSanicConfig
 from edge.simulator import Simulator
 from edge.unknownkeys import UnknownKeyBudget
 from edge.upstream import upstream_transport
@@ -169,6 +170,8 @@ def create_app(config: EdgeConfig) -> EdgeApp:
     # Sanic types request_class as its default Request; EdgeRequest is that with typed contexts.
     app: EdgeApp = Sanic(
         f"{config.name}_{next(_names)}",
+        # Sanic's settings, those its HTTP path reads per request as properties (edge.sanicconfig).
+        config=EdgeSanicConfig(),
         ctx=EdgeContext(config),
         request_class=cast(type[Request], EdgeRequest),
         configure_logging=False,

@@ -26,6 +26,7 @@ from edge.requesthead import (
     head_passes,
     head_too_large,
 )
+from edge.responses import EdgeResponse, response_head
 from edge.wsintake import LINGER_BYTES, LINGER_SECONDS, FrameIntake
 from svckit.webserver import ServerProtocol
 
@@ -85,11 +86,12 @@ class EdgeHttp(Http):
             config = getattr(protocol.app.ctx, "config", EdgeConfig)
             protocol._body_deadline = current_time() + config.body_timeout
         target: str = self.url  # type: ignore[assignment]  # read: a head has a target
-        check_target(target)
-        if not head_passes(request.head, request.headers, target):
+        check_target(target)  # not implied by head_passes, which allows a HTAB anywhere in the head
+        head = request.head
+        if not head_passes(head, request.headers, target):
             check_fields(request.headers.items(), target)
-        if not request.head.isascii():  # names as sent (Sanic's lower-casing can make one ASCII)
-            check_raw_names(request.head)
+        if not head.isascii():  # names as sent (Sanic's lower-casing can make one ASCII)
+            check_raw_names(head)
         if self.head_only:
             # HEAD is GET without the body (RFC 9110 §9.3.2): routed, authorised and answered as GET,
             # and Sanic's head_only sends the head (with the Content-Length) and drops the body.
@@ -107,6 +109,30 @@ class EdgeHttp(Http):
         if self.url is not None:
             self.url = escape_target(self.url)
         super().create_empty_request()
+
+    async def http1_response_header(self, data: bytes, end_stream: bool) -> None:
+        """A whole EdgeResponse's head as Sanic writes it, built in one pass (edge.responses.response_head),
+        when Sanic would do nothing more than write it: no HEAD request, no 100-continue, no access log.
+        Anything else goes Sanic's way."""
+        res = self.response
+        if (
+            end_stream
+            and res.__class__ is EdgeResponse
+            and not self.head_only
+            and not self.expecting_continue
+            and not self.protocol.access_log
+        ):
+            if not data and res.body:
+                data = res.body
+            size = len(data)
+            head = response_head(res.status, res.headers, res.content_type, size, self.keep_alive)
+            if head is not None:
+                self.response_size = size
+                self.response_func = None  # type: ignore[assignment]  # as Sanic's own: sent whole
+                await self._send(head + data if data else head)
+                self.stage = Stage.IDLE
+                return
+        await super().http1_response_header(data, end_stream)
 
 
 class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):

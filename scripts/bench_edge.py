@@ -19,7 +19,10 @@ In one run:
    until it answers 401).
 
 Load comes from ``wrk`` (``apt-get install -y wrk``) when installed, else from an httpx client in a
-separate process. Usage: ``.venv/bin/python scripts/bench_edge.py [--seconds 5] [--connections 50]``.
+separate process. Usage: ``.venv/bin/python scripts/bench_edge.py [--seconds 5] [--connections 50]``;
+``--only cached`` runs the first comparison alone (stock Sanic against the edge's cached GET, each run
+printed; about 40 s), ``--threads`` adds where each server's CPU went, thread by thread (from /proc:
+user and system time per request of the loop's thread, the gRPC threads, the metrics listener's).
 """
 
 from __future__ import annotations
@@ -165,6 +168,34 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu(pid: int) -> dict[int, tuple[str, float, float]]:
+    """Each thread of a process by id: its name (``comm``) and the user and system CPU seconds it used."""
+    threads: dict[int, tuple[str, float, float]] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        threads[int(task.name)] = (name, int(fields[11]) / tick, int(fields[12]) / tick)
+    return threads
+
+
+def add_thread_split(
+    split: dict[str, list[float]], before: dict[int, tuple[str, float, float]], pid: int
+) -> None:
+    """Adds to ``split`` (thread name: [user CPU seconds, system CPU seconds, threads seen]) what each
+    thread of ``pid`` used since ``before``; the process's first thread is "main" whatever its ``comm``."""
+    for tid, (name, user, system) in thread_cpu(pid).items():
+        label = "main" if tid == pid else name
+        _, user0, system0 = before.get(tid, (name, 0.0, 0.0))
+        entry = split.setdefault(label, [0.0, 0.0, 0.0])
+        entry[0] += user - user0
+        entry[1] += system - system0
+        entry[2] += 1
+
+
 def measured(
     load: Callable[[str, dict[str, str], float, int], tuple[float, float]],
     pid: int | list[int],
@@ -172,13 +203,32 @@ def measured(
     headers: dict[str, str],
     seconds: float,
     connections: int,
+    split: dict[str, list[float]] | None = None,
 ) -> tuple[float, float, float]:
     """req/s, p99 ms and the server's CPU microseconds per request of one load run against ``url``
-    (``pid``: the server's process, or its worker processes)."""
+    (``pid``: the server's process, or its worker processes); with ``split``, each thread's CPU of
+    ``pid`` (one process) is added to it (``add_thread_split``)."""
     pids = pid if isinstance(pid, list) else [pid]
+    before = thread_cpu(pids[0]) if split is not None else {}
     cpu0 = sum(cpu_seconds(p) for p in pids)
     rps, p99 = load(url, headers, seconds, connections)
-    return rps, p99, (sum(cpu_seconds(p) for p in pids) - cpu0) / max(1.0, rps * seconds) * 1e6
+    cpu1 = sum(cpu_seconds(p) for p in pids)
+    if split is not None:
+        add_thread_split(split, before, pids[0])
+    return rps, p99, (cpu1 - cpu0) / max(1.0, rps * seconds) * 1e6
+
+
+def print_thread_split(name: str, split: dict[str, list[float]], requests: float) -> None:
+    """``split`` (add_thread_split) per request and as a share of the process's CPU, busiest first."""
+    total = sum(user + system for user, system, _ in split.values()) or 1.0
+    print(f"  {name} CPU by thread ({requests:.0f} requests; threads seen summed over the runs):")
+    for label, (user, system, seen) in sorted(split.items(), key=lambda kv: -kv[1][0] - kv[1][1]):
+        if user + system > 0:
+            print(
+                f"    {label:<16} {(user + system) / requests * 1e6:7.2f} us/req (user "
+                f"{user / requests * 1e6:6.2f}, system {system / requests * 1e6:6.2f})  "
+                f"{(user + system) / total:6.1%}  x{seen:.0f}"
+            )
 
 
 # -- processes -----------------------------------------------------------------------------------------
@@ -330,6 +380,39 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
+def cached_only(
+    load: Callable[[str, dict[str, str], float, int], tuple[float, float]],
+    args: argparse.Namespace,
+    servers: list[tuple[str, int, str]],
+    headers: dict[str, str],
+    splits: dict[str, dict[str, list[float]]],
+) -> None:
+    """``--only cached``: stock Sanic against the edge's cached GET, alternating, best of the rounds."""
+    for _, _, url in servers:
+        load(url, headers, 1, args.connections)  # warm-up
+    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _, _ in servers}
+    for _ in range(args.rounds):
+        for name, pid, url in servers:
+            split = splits.get(name)
+            runs[name].append(measured(load, pid, url, headers, args.seconds, args.connections, split))
+    for name, _, _ in servers:
+        for rps, p99, us in runs[name]:
+            print(f"  {name:<5} run: {rps:10.0f} req/s   p99 {p99:7.2f} ms   CPU {us:5.0f} us/req")
+    (s_rps, s_p99, _), (e_rps, e_p99, _) = max(runs["stock"]), max(runs["edge"])
+    s_us, e_us = min(r[2] for r in runs["stock"]), min(r[2] for r in runs["edge"])
+    print(f"stock Sanic app.run   : {s_rps:10.0f} req/s   p99 {s_p99:7.2f} ms   CPU {s_us:5.0f} us/req")
+    print(
+        f"edge GET /v1/account  : {e_rps:10.0f} req/s   p99 {e_p99:7.2f} ms   CPU {e_us:5.0f} us/req"
+        "   (authenticated, cached)"
+    )
+    print(
+        f"ratio edge/stock      : {e_rps / s_rps:10.2f}   (goal >= 0.90); "
+        f"p99 {e_p99 / s_p99:.2f} x stock (goal <= 1.2); CPU per request stock/edge {s_us / e_us:.2f}"
+    )
+    for name, split in splits.items():
+        print_thread_split(name, split, sum(r[0] for r in runs[name]) * args.seconds)
+
+
 def main() -> int:
     global TLS_DIR
     parser = argparse.ArgumentParser(
@@ -345,6 +428,18 @@ def main() -> int:
     parser.add_argument(
         "--redis", default="redis://127.0.0.1:6379/0", help="Redis for the shared-limits run; empty: skip it"
     )
+    parser.add_argument(
+        "--only",
+        choices=["cached"],
+        help="cached: only stock Sanic and the edge's cached GET (no other edge, worker, Redis, proxied or "
+        "revocation run, and none of their processes started)",
+    )
+    parser.add_argument(
+        "--threads",
+        action="store_true",
+        help="print the CPU of stock Sanic's and the edge's threads during their runs (from /proc, per "
+        "request), busiest first",
+    )
     args = parser.parse_args()
     if args.bare:
         serve_bare()
@@ -353,6 +448,7 @@ def main() -> int:
         serve_stock(args.stock, args.stock_tls)
         return 0
     load = wrk if shutil.which("wrk") else httpx_load
+    full = args.only is None
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="bench_edge_"))
     TLS_DIR = tmp / "tls"
     procs: list[subprocess.Popen[str]] = []
@@ -361,11 +457,12 @@ def main() -> int:
         stock_port, upstream_port = free_port(), free_port()
         stock, _ = start("stock", [str(stock_port)], tmp / "stock.log")
         procs.append(stock)
-        # The hotels upstream: the same stock app over HTTPS, the edge's client certificate required.
-        tls_stock, _ = start("stock", [str(upstream_port), "--stock-tls", str(TLS_DIR)], tmp / "up.log")
-        procs.append(tls_stock)
-        bare, pb_ = start("bare", [], tmp / "bare.log")
-        procs.append(bare)
+        if full:
+            # The hotels upstream: the same stock app over HTTPS, the edge's client certificate required.
+            tls_stock, _ = start("stock", [str(upstream_port), "--stock-tls", str(TLS_DIR)], tmp / "up.log")
+            procs.append(tls_stock)
+            bare, pb_ = start("bare", [], tmp / "bare.log")
+            procs.append(bare)
         routes = tmp / "routes.json"
         upstream = {"live": f"https://127.0.0.1:{upstream_port}", "sandbox": "builtin"}
         offer_route = {"method": "GET", "path": "/v1/hotels/offers/{offer_id}", "scope": "hotels:read",
@@ -376,6 +473,22 @@ def main() -> int:
                     "--live-hosts", LIVE_HOST, "--routes", str(routes)]  # fmt: skip
         e1, p1 = start("edge", edge_cmd, tmp / "edge1.log")
         procs.append(e1)
+        _, secret = asyncio.run(make_key(target, ["account:read"]))
+        edge_url = f"http://127.0.0.1:{p1['sandbox_port']}/v1/account"
+        stock_url = f"http://127.0.0.1:{stock_port}/v1/account"
+        headers = {"Host": HOST, "Authorization": f"Svc {secret}"}
+        generator = "wrk -t1" if load is wrk else "httpx (separate process)"
+        print(
+            f"load generator: {generator}, {args.connections} connections, "
+            f"{args.seconds:.0f} s per run, best of {args.rounds}, runs alternating"
+        )
+        print("edge: as scripts/run starts it (mutual TLS to authsvc, metrics on, INFO logs)")
+        splits: dict[str, dict[str, list[float]]] = {"stock": {}, "edge": {}} if args.threads else {}
+        if not full:
+            cached_only(
+                load, args, [("stock", stock.pid, stock_url), ("edge", e1.pid, edge_url)], headers, splits
+            )
+            return 0
         e2, p2 = start("edge", edge_cmd, tmp / "edge2.log")
         procs.append(e2)
         # The same edge as two workers sharing its ports (--workers 2, SO_REUSEPORT).
@@ -391,17 +504,7 @@ def main() -> int:
             e3, p3 = start("edge", limited, tmp / "edge-redis.log")
             procs.append(e3)
             redis_url = f"http://127.0.0.1:{p3['sandbox_port']}/v1/account"
-        _, secret = asyncio.run(make_key(target, ["account:read"]))
-        edge_url = f"http://127.0.0.1:{p1['sandbox_port']}/v1/account"
-        stock_url = f"http://127.0.0.1:{stock_port}/v1/account"
         bare_url = f"http://127.0.0.1:{pb_['port']}/v1/account"
-        headers = {"Host": HOST, "Authorization": f"Svc {secret}"}
-        generator = "wrk -t1" if load is wrk else "httpx (separate process)"
-        print(
-            f"load generator: {generator}, {args.connections} connections, "
-            f"{args.seconds:.0f} s per run, best of {args.rounds}, runs alternating"
-        )
-        print("edge: as scripts/run starts it (mutual TLS to authsvc, metrics on, INFO logs)")
         servers: list[tuple[str, int | list[int], str]] = [
             ("stock", stock.pid, stock_url),
             ("bare", bare.pid, bare_url),
@@ -415,7 +518,8 @@ def main() -> int:
         runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _, _ in servers}
         for _ in range(args.rounds):
             for name, pid, url in servers:
-                runs[name].append(measured(load, pid, url, headers, args.seconds, args.connections))
+                split = splits.get(name)
+                runs[name].append(measured(load, pid, url, headers, args.seconds, args.connections, split))
 
         def best(name: str) -> tuple[float, float, float]:
             rps, p99, _ = max(runs[name])
@@ -435,6 +539,8 @@ def main() -> int:
             f"p99 {e_p99 / s_p99:.2f} x stock (goal <= 1.2); CPU per request stock/edge {s_us / e_us:.2f}"
         )
         print(f"ratio edge/edge-proto : {e_rps / b_rps:10.2f}   (the edge's own work, protocol aside)")
+        for name, split in splits.items():
+            print_thread_split(name, split, sum(r[0] for r in runs[name]) * args.seconds)
         w_rps, w_p99, w_us = best("workers")
         print(
             f"edge --workers 2      : {w_rps:10.0f} req/s   p99 {w_p99:7.2f} ms   CPU {w_us:5.0f} us/req"
