@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -380,6 +380,25 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
+def alternate(
+    load: Callable[[str, dict[str, str], float, int], tuple[float, float]],
+    args: argparse.Namespace,
+    servers: Sequence[tuple[str, int | list[int], str]],
+    headers: dict[str, str],
+    splits: dict[str, dict[str, list[float]]],
+) -> dict[str, list[tuple[float, float, float]]]:
+    """Each server warmed up, then ``args.rounds`` rounds of one run each, alternating: per server, its
+    runs' (req/s, p99 ms, CPU µs per request)."""
+    for _, _, url in servers:
+        load(url, headers, 1, args.connections)  # warm-up
+    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _, _ in servers}
+    for _ in range(args.rounds):
+        for name, pid, url in servers:
+            split = splits.get(name)
+            runs[name].append(measured(load, pid, url, headers, args.seconds, args.connections, split))
+    return runs
+
+
 def cached_only(
     load: Callable[[str, dict[str, str], float, int], tuple[float, float]],
     args: argparse.Namespace,
@@ -388,13 +407,7 @@ def cached_only(
     splits: dict[str, dict[str, list[float]]],
 ) -> None:
     """``--only cached``: stock Sanic against the edge's cached GET, alternating, best of the rounds."""
-    for _, _, url in servers:
-        load(url, headers, 1, args.connections)  # warm-up
-    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _, _ in servers}
-    for _ in range(args.rounds):
-        for name, pid, url in servers:
-            split = splits.get(name)
-            runs[name].append(measured(load, pid, url, headers, args.seconds, args.connections, split))
+    runs = alternate(load, args, servers, headers, splits)
     for name, _, _ in servers:
         for rps, p99, us in runs[name]:
             print(f"  {name:<5} run: {rps:10.0f} req/s   p99 {p99:7.2f} ms   CPU {us:5.0f} us/req")
@@ -513,13 +526,7 @@ def main() -> int:
         ]
         if redis_url:
             servers.append(("redis", e3.pid, redis_url))
-        for _, _, url in servers:
-            load(url, headers, 1, args.connections)  # warm-up
-        runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _, _ in servers}
-        for _ in range(args.rounds):
-            for name, pid, url in servers:
-                split = splits.get(name)
-                runs[name].append(measured(load, pid, url, headers, args.seconds, args.connections, split))
+        runs = alternate(load, args, servers, headers, splits)
 
         def best(name: str) -> tuple[float, float, float]:
             rps, p99, _ = max(runs[name])
