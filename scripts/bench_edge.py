@@ -399,6 +399,33 @@ def alternate(
     return runs
 
 
+def best(runs: dict[str, list[tuple[float, float, float]]], name: str) -> tuple[float, float, float]:
+    """A server's best run's req/s and p99, and its lowest CPU per request."""
+    rps, p99, _ = max(runs[name])
+    return rps, p99, min(r[2] for r in runs[name])
+
+
+def print_stock_and_edge(
+    stock: tuple[float, float, float],
+    edge: tuple[float, float, float],
+    bare: tuple[float, float, float] | None,
+) -> None:
+    """The lines of stock Sanic, the edge's protocol alone (when measured) and the edge, with the ratio."""
+    (s_rps, s_p99, s_us), (e_rps, e_p99, e_us) = stock, edge
+    print(f"stock Sanic app.run   : {s_rps:10.0f} req/s   p99 {s_p99:7.2f} ms   CPU {s_us:5.0f} us/req")
+    if bare is not None:
+        b_rps, b_p99, b_us = bare
+        print(f"same route, edge proto: {b_rps:10.0f} req/s   p99 {b_p99:7.2f} ms   CPU {b_us:5.0f} us/req")
+    print(
+        f"edge GET /v1/account  : {e_rps:10.0f} req/s   p99 {e_p99:7.2f} ms   CPU {e_us:5.0f} us/req"
+        "   (authenticated, cached)"
+    )
+    print(
+        f"ratio edge/stock      : {e_rps / s_rps:10.2f}   (goal >= 0.90); "
+        f"p99 {e_p99 / s_p99:.2f} x stock (goal <= 1.2); CPU per request stock/edge {s_us / e_us:.2f}"
+    )
+
+
 def cached_only(
     load: Callable[[str, dict[str, str], float, int], tuple[float, float]],
     args: argparse.Namespace,
@@ -411,17 +438,7 @@ def cached_only(
     for name, _, _ in servers:
         for rps, p99, us in runs[name]:
             print(f"  {name:<5} run: {rps:10.0f} req/s   p99 {p99:7.2f} ms   CPU {us:5.0f} us/req")
-    (s_rps, s_p99, _), (e_rps, e_p99, _) = max(runs["stock"]), max(runs["edge"])
-    s_us, e_us = min(r[2] for r in runs["stock"]), min(r[2] for r in runs["edge"])
-    print(f"stock Sanic app.run   : {s_rps:10.0f} req/s   p99 {s_p99:7.2f} ms   CPU {s_us:5.0f} us/req")
-    print(
-        f"edge GET /v1/account  : {e_rps:10.0f} req/s   p99 {e_p99:7.2f} ms   CPU {e_us:5.0f} us/req"
-        "   (authenticated, cached)"
-    )
-    print(
-        f"ratio edge/stock      : {e_rps / s_rps:10.2f}   (goal >= 0.90); "
-        f"p99 {e_p99 / s_p99:.2f} x stock (goal <= 1.2); CPU per request stock/edge {s_us / e_us:.2f}"
-    )
+    print_stock_and_edge(best(runs, "stock"), best(runs, "edge"), None)
     for name, split in splits.items():
         print_thread_split(name, split, sum(r[0] for r in runs[name]) * args.seconds)
 
@@ -528,34 +545,21 @@ def main() -> int:
             servers.append(("redis", e3.pid, redis_url))
         runs = alternate(load, args, servers, headers, splits)
 
-        def best(name: str) -> tuple[float, float, float]:
-            rps, p99, _ = max(runs[name])
-            return rps, p99, min(r[2] for r in runs[name])
-
-        s_rps, s_p99, s_us = best("stock")
-        b_rps, b_p99, b_us = best("bare")
-        e_rps, e_p99, e_us = best("edge")
-        print(f"stock Sanic app.run   : {s_rps:10.0f} req/s   p99 {s_p99:7.2f} ms   CPU {s_us:5.0f} us/req")
-        print(f"same route, edge proto: {b_rps:10.0f} req/s   p99 {b_p99:7.2f} ms   CPU {b_us:5.0f} us/req")
-        print(
-            f"edge GET /v1/account  : {e_rps:10.0f} req/s   p99 {e_p99:7.2f} ms   CPU {e_us:5.0f} us/req"
-            "   (authenticated, cached)"
-        )
-        print(
-            f"ratio edge/stock      : {e_rps / s_rps:10.2f}   (goal >= 0.90); "
-            f"p99 {e_p99 / s_p99:.2f} x stock (goal <= 1.2); CPU per request stock/edge {s_us / e_us:.2f}"
-        )
+        s_rps, s_p99, s_us = best(runs, "stock")
+        b_rps, b_p99, b_us = best(runs, "bare")
+        e_rps, e_p99, e_us = best(runs, "edge")
+        print_stock_and_edge((s_rps, s_p99, s_us), (e_rps, e_p99, e_us), (b_rps, b_p99, b_us))
         print(f"ratio edge/edge-proto : {e_rps / b_rps:10.2f}   (the edge's own work, protocol aside)")
         for name, split in splits.items():
             print_thread_split(name, split, sum(r[0] for r in runs[name]) * args.seconds)
-        w_rps, w_p99, w_us = best("workers")
+        w_rps, w_p99, w_us = best(runs, "workers")
         print(
             f"edge --workers 2      : {w_rps:10.0f} req/s   p99 {w_p99:7.2f} ms   CPU {w_us:5.0f} us/req"
             f"   (1 worker: {e_rps:.0f} req/s; 2/1 = {w_rps / e_rps:.2f}, {os.cpu_count()} cores shared with "
             "the load generator)"
         )
         if redis_url:
-            r_rps, r_p99, r_us = best("redis")
+            r_rps, r_p99, r_us = best(runs, "redis")
             print(
                 f"edge, limits in Redis : {r_rps:10.0f} req/s   p99 {r_p99:7.2f} ms   CPU {r_us:5.0f} us/req"
                 "   (--redis)"
