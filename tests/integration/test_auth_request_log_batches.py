@@ -5,6 +5,7 @@ a batch and request ids already filed are skipped and not counted."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import AsyncIterator
 
@@ -14,26 +15,18 @@ from authsvc._model import Account, Actor
 from authsvc._requestlog import MAX_BATCH, RequestFilter, RequestRecord
 from authsvc._sql import SqlRepository
 from svckit.db import create_engine
-from svckit.vocabulary import AccountMode, AccountStatus, Environment
+from svckit.vocabulary import AccountMode, AccountStatus
 from tests.integration.sql_statements import Statements, starting
+from tests.integration.test_auth_request_log import record as logged
 
 NOW = dt.datetime(2026, 5, 1, 12, tzinfo=dt.UTC)
 
 
 def record(n: int, account_id: str = "acct_1") -> RequestRecord:
-    return RequestRecord(
-        f"req_{n:024x}",
-        account_id,
-        Environment.LIVE,
-        "key_1",
-        "svc_live_...abcd",
-        "GET",
-        f"/v1/a/{n}",
-        200 + n % 300,
-        "",
-        n,
-        NOW + dt.timedelta(microseconds=n),
-    )
+    """test_auth_request_log's record, with a path, status, latency and time of its own per ``n`` (so a
+    row read back shows every field filed)."""
+    base = logged(n, NOW + dt.timedelta(microseconds=n), account_id)
+    return dataclasses.replace(base, path=f"/v1/a/{n}", status=200 + n % 300, latency_ms=n)
 
 
 @pytest.fixture
