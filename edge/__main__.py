@@ -21,7 +21,7 @@ from edge.routetable import RouteTable, RouteTableError
 from edge.server import EdgeProtocol
 from edge.sources import parse_networks
 from edge.upstream import check_routes, signing_key
-from edge.workers import supervise
+from edge.workers import follow_parent, supervise
 from svckit import addresses, tracing
 from svckit.clients.auth import auth_target
 from svckit.clients.channels import target
@@ -381,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as exc:
             print(f"edge: {exc}", file=sys.stderr)
             return 2
+    if args.reuse_port:  # a worker of --workers N (edge.workers)
+        follow_parent(os.getppid())
     try:
         uvloop.run(serve(args))
     except (RouteTableError, ValueError, OSError, SealingKeyError, SchemaError) as exc:

@@ -17,7 +17,8 @@ one edge does (``--shutdown-grace``), and the parent exits once all have (0 when
 0). A worker that exits by itself after it was ready is started again (its connections are lost, the
 other workers go on serving). A worker that fails before it is ready, at start-up or restarted, stops
 the whole edge (SIGTERM to the others, exit 1): a configuration that cannot start is not retried in a
-loop.
+loop. A worker whose parent dies without stopping it (SIGKILL, the OOM killer) stops itself as on SIGTERM
+(``follow_parent``): orphaned, it would go on holding the port with nobody to stop or restart it.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import socket
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +41,8 @@ from svckit.runner import print_ready
 from svckit.webserver import bind
 
 log = logging.getLogger("edge")
+# How often a worker looks whether its parent is still there (follow_parent).
+PARENT_CHECK_SECONDS = 1.0
 
 # Seconds a worker has to print its READY line.
 START_TIMEOUT = 60.0
@@ -186,3 +192,18 @@ def _listen_of(listen: str, sock: socket.socket) -> str:
     """``listen`` with the port its socket bound (port 0 resolved)."""
     host = listen.rpartition(":")[0] or "127.0.0.1"
     return f"{host}:{sock.getsockname()[1]}"
+
+
+def follow_parent(parent: int, every: float = PARENT_CHECK_SECONDS) -> threading.Thread:
+    """In a worker: once its parent ``parent`` is gone (the worker was reparented), SIGTERM to itself,
+    which stops it gracefully as the parent's own SIGTERM would have."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        log.warning("the edge's supervising parent is gone; this worker stops", extra={"parent": parent})
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=watch, name="edge-parent-watch", daemon=True)
+    thread.start()
+    return thread

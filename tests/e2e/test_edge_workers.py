@@ -78,3 +78,36 @@ async def test_two_workers_share_the_ports_restart_and_stop(tmp_path: pathlib.Pa
         auth.terminate()
     assert not any(alive(pid) for pid in pids)
     assert secret not in edge.logs()
+
+
+def gone(pid: int) -> bool:
+    """Exited (reaped, or a zombie nobody has reaped yet)."""
+    try:
+        state = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state == "Z"
+
+
+async def test_workers_stop_when_their_parent_is_killed(tmp_path: pathlib.Path) -> None:
+    """SIGKILL to the parent (nothing forwarded): each worker sees it was reparented and stops itself,
+    rather than hold the ports with nobody to stop or restart it."""
+    auth = authsvc(tmp_path, f"sqlite+aiosqlite:///{tmp_path / 'a.db'}")
+    args = edge_args(auth.grpc_target, "127.0.0.1:1", f"sqlite+aiosqlite:///{tmp_path / 'e.db'}")
+    args[args.index("--metrics-listen") + 1] = "127.0.0.1:0"
+    edge = ServiceProcess("edge", [*args, "--workers", "2"]).start(tmp_path / "edge.log", timeout=60)
+    pids = [w["pid"] for w in edge.ports["workers"]]
+    try:
+        assert edge.proc is not None
+        edge.proc.kill()
+        edge.proc.wait()
+        for _ in range(300):  # each looks once a second (edge.workers.PARENT_CHECK_SECONDS)
+            if all(gone(pid) for pid in pids):
+                break
+            await asyncio.sleep(0.1)
+        assert all(gone(pid) for pid in pids), [pid for pid in pids if not gone(pid)]
+    finally:
+        for pid in pids:
+            if not gone(pid):
+                os.kill(pid, signal.SIGKILL)
+        auth.terminate()
