@@ -143,7 +143,7 @@ class Authorizer:
         ck = (digest or key_digest(api_key), env, scope, source, is_write)
         if not use_cache:
             return await self._ask(ck, api_key, env, scope, source, is_write, request_id)
-        hit = self._first(ck)
+        hit = self.cached(*ck)
         if hit is not None:
             return hit
         # One call to authsvc per distinct question at a time (no stampede when an entry expires).
@@ -172,12 +172,6 @@ class Authorizer:
         if self.watch_down_since is not None or (heard is not None and now - heard > WATCH_SILENCE):
             return None
         return self.cache.get((digest, env, scope, source, is_write), now)
-
-    def _first(self, ck: tuple[object, ...]) -> Answer | None:
-        now = self.monotonic()
-        if cache_use(self.watch_down_since, now, self.watch_heard) is not CacheUse.FIRST:
-            return None
-        return self.cache.get(ck, now)
 
     async def _ask(
         self,
