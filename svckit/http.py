@@ -50,9 +50,10 @@ Headers = list[tuple[bytes, bytes]]  # as received (h11 raw_items: names in thei
 # when it does not resolve.
 Addresses = Callable[[str, int], Awaitable[list[str]]]
 
-# The POST fast path formats its own request bytes (a POST with Content-Length, no Expect, no
-# ``Connection: close``) and tells h11 about it with this one pre-validated event of the same framing:
-# building and validating an h11.Request per request would cost more than the rest of the send.
+# The fast path (``request``, and ``post`` over it) formats its own request bytes (no Expect, no
+# ``Connection: close``); an answer that is not plain goes to h11, told about the request with this one
+# pre-validated event of the same framing: building and validating an h11.Request per request would cost
+# more than the rest of the send.
 _POST = h11.Request(method=b"POST", target=b"/", headers=[(b"host", b"-"), (b"content-length", b"0")])
 _END = h11.EndOfMessage()
 
@@ -209,22 +210,15 @@ class PooledTransport(httpx.AsyncBaseTransport):
         self._deadlines: dict[_Conn, float] = {}  # ``request``'s exchanges under way
         self._sweeper: asyncio.TimerHandle | None = None
 
-    async def post(
-        self, url: str, headers: dict[str, str], body: bytes, keep: int = MAX_BODY_READ
-    ) -> tuple[int, Headers, bytes]:
-        """The webhook delivery fast path: one POST without the httpx layers (same pool, same addresses).
+    async def post(self, url: str, headers: dict[str, str], body: bytes) -> tuple[int, Headers, bytes]:
+        """The webhook delivery fast path: ``request``'s POST to a whole URL (its path and query the target).
 
-        Returns (status, response headers, the first ``keep`` bytes of the body as received, de-chunked);
+        Returns (status, response headers, the body as received, de-chunked, at most ``max_body`` bytes);
         raises httpx errors like the transport.
         """
         scheme, host, port, target = _split(url)
         name = f"[{host}]" if ":" in host else host
-        head = [f"POST {target} HTTP/1.1\r\nHost: {name if port in (80, 443) else f'{name}:{port}'}\r\n"]
-        head.append(f"Content-Length: {len(body)}\r\n")
-        for name, value in headers.items():
-            head.append(f"{name}: {value}\r\n")
-        head.append("\r\n")
-        return await self._send((scheme, host, port), None, "".join(head).encode() + body, keep)
+        return await self.request("POST", f"{scheme}://{name}:{port}", target, [*headers.items()], body)
 
     async def request(
         self,
@@ -292,24 +286,21 @@ class PooledTransport(httpx.AsyncBaseTransport):
             event = h11.Request(method=request.method, target=url.raw_path, headers=request.headers.raw)
         except h11.LocalProtocolError as exc:
             raise httpx.LocalProtocolError(str(exc)) from None
-        status, headers, content = await self._send(origin, event, body, self.max_body)
+        status, headers, content = await self._send(origin, event, body)
         # The body is handed over as received (de-chunked, never decompressed).
         kept = [(k, v) for k, v in headers if k.lower() not in (b"transfer-encoding", b"content-encoding")]
         return httpx.Response(status, headers=kept, content=content, request=request)
 
-    async def _send(
-        self, origin: Origin, event: h11.Request | None, payload: bytes, keep: int
-    ) -> tuple[int, Headers, bytes]:
-        """``event`` None: ``payload`` is a whole POST formatted by ``post``; else h11 formats ``event``
-        with ``payload`` as its body."""
+    async def _send(self, origin: Origin, event: h11.Request, payload: bytes) -> tuple[int, Headers, bytes]:
+        """h11 formats ``event`` with ``payload`` as its body."""
         conn = self._take(origin)
         if conn is not None:
             try:
-                return await self._exchange(conn, origin, event, payload, keep, reused=True)
+                return await self._exchange(conn, origin, event, payload, reused=True)
             except _Reused:
                 pass  # the server had closed the idle connection: one fresh try
         conn = await self._connect(origin)
-        return await self._exchange(conn, origin, event, payload, keep, reused=False)
+        return await self._exchange(conn, origin, event, payload, reused=False)
 
     def _take(self, origin: Origin) -> _Conn | None:
         pool = self._idle.get(origin)
@@ -358,27 +349,22 @@ class PooledTransport(httpx.AsyncBaseTransport):
         self,
         conn: _Conn,
         origin: Origin,
-        event: h11.Request | None,
+        event: h11.Request,
         payload: bytes,
-        keep: int,
         *,
         reused: bool,
     ) -> tuple[int, Headers, bytes]:
         h = conn.h11
         reuse = False
         try:
-            if event is None:
-                h.send(_POST)
-                h.send(_END)
-            else:
-                parts = [h.send(event), h.send(h11.Data(data=payload)) if payload else b"", h.send(_END)]
-                payload = b"".join(p for p in parts if p)
+            parts = [h.send(event), h.send(h11.Data(data=payload)) if payload else b"", h.send(_END)]
+            payload = b"".join(p for p in parts if p)
             conn.received = 0
             assert conn.transport is not None
             conn.transport.write(payload)
             if not conn.lost:
                 await conn.wait()  # nothing can be buffered yet (``reusable``): skip h11's first NEED_DATA
-            status, headers, body, reuse = await self._receive(conn, keep)
+            status, headers, body, reuse = await self._receive(conn, self.max_body)
             return status, headers, body
         except (h11.RemoteProtocolError, ConnectionError) as exc:
             raise _answer_error(exc, conn, reused=reused) from None

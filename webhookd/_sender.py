@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -54,16 +52,6 @@ def kept_headers(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
         value = raw_value.decode("utf-8", "replace")
         kept[name] = f"{kept[name]}, {value}" if name in kept else value
     return kept
-
-
-@functools.lru_cache(maxsize=4096)
-def request_target(url: str) -> tuple[str, str]:
-    """An endpoint URL as the transport's ``request`` takes it: (scheme and authority, path and query)."""
-    parts = urlsplit(url)
-    target = parts.path or "/"
-    if parts.query:
-        target += "?" + parts.query
-    return f"{parts.scheme}://{parts.netloc}", target
 
 
 class Sender:
@@ -145,12 +133,9 @@ class Sender:
     async def _post(self, url: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], str]:
         """(status, the kept response headers, the kept start of the response body)."""
         if self.direct is not None:
-            # ``request`` reads a plain answer (one Content-Length) without h11, whose state machine took
-            # more than a quarter of a worker's profiled time; any other answer goes to h11 as before.
-            base, target = request_target(url)
-            status, raw_headers, content = await self.direct.request(
-                "POST", base, target, [*headers.items()], body
-            )
+            # A plain answer (one Content-Length) is read without h11, whose state machine took more than
+            # a quarter of a worker's profiled time; any other answer goes to h11 as before.
+            status, raw_headers, content = await self.direct.post(url, headers, body)
             return status, kept_headers(raw_headers), content[:RESPONSE_KEEP].decode("utf-8", "replace")
         async with self.client.stream("POST", url, content=body, headers=headers) as response:
             kept = bytearray()
