@@ -61,8 +61,8 @@ class Answer:
     reset: bool = False
 
 
-async def flood(stack: Stack, secret: str, frames: bytes) -> Answer:
-    """Upgrade to a stream, send ``frames`` at once, then read every frame the edge sends until EOF."""
+async def upgraded(stack: Stack, secret: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A raw connection to /v1/stream past its handshake (101 read)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", stack.edge.ports["sandbox_port"])
     nonce = base64.b64encode(os.urandom(16)).decode()
     writer.write(
@@ -72,6 +72,12 @@ async def flood(stack: Stack, secret: str, frames: bytes) -> Answer:
     )
     head = await reader.readuntil(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 101 "), head
+    return reader, writer
+
+
+async def flood(stack: Stack, secret: str, frames: bytes) -> Answer:
+    """Upgrade to a stream, send ``frames`` at once, then read every frame the edge sends until EOF."""
+    reader, writer = await upgraded(stack, secret)
     writer.write(frames)
     sending = asyncio.ensure_future(writer.drain())
     answer = Answer()
@@ -162,14 +168,7 @@ async def test_a_message_over_the_size_limit_is_closed_1009_and_the_rest_dropped
 async def test_a_client_within_its_burst_is_served(stack: Stack, auth: auth_pb2_grpc.AuthServiceStub) -> None:
     """The bucket's burst of pings (and a JSON ping) in one write is answered in full, the stream open."""
     _, client = await new_key(auth, scopes=["account:read"])
-    reader, writer = await asyncio.open_connection("127.0.0.1", stack.edge.ports["sandbox_port"])
-    nonce = base64.b64encode(os.urandom(16)).decode()
-    writer.write(
-        f"GET /v1/stream HTTP/1.1\r\nHost: {SANDBOX_HOST}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        f"Sec-WebSocket-Key: {nonce}\r\nSec-WebSocket-Version: 13\r\n"
-        f"Sec-WebSocket-Protocol: svc, {client.secret}\r\n\r\n".encode()
-    )
-    await reader.readuntil(b"\r\n\r\n")
+    reader, writer = await upgraded(stack, client.secret)
     writer.write(frame(PING) * (BURST - 1) + frame(TEXT, json.dumps({"type": "ping"}).encode()))
     pongs, texts = 0, list[dict[str, Any]]()
     while not texts:
