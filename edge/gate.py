@@ -304,7 +304,9 @@ class Gate:
         child.sum += latency
         requests = self.requests
         if requests is not None and (
-            status >= 400 or (started >= requests.successes_full_until and requests.files_success(started))
+            requests.files_error(caller.account_id, answered)
+            if status >= 400
+            else started >= requests.successes_full_until and requests.files_success(started)
         ):
             # RequestLog.record inlined (the request path: a method call cost as much as the append).
             buffer = requests.buffer

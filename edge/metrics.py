@@ -75,7 +75,8 @@ def route_latency(route: str, environment: str) -> LoopTimes:
 
 
 # The request log (edge.requestlog): records this edge could not hand to authsvc, by why (its buffer was
-# full while authsvc could not be reached: the oldest go; or left at shutdown).
+# full while authsvc could not be reached: the oldest go; left at shutdown; or an account's errors past its
+# quota of the second, edge.requestlog.ERRORS_PER_ACCOUNT_PER_SECOND).
 REQUEST_LOG_DROPPED = Counter(
     "edge_request_log_dropped_total",
     "Request log records this edge dropped before authsvc had them",

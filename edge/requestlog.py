@@ -43,6 +43,15 @@ BATCH = 500
 # thousands of requests a second, filing every success cost the edge a third of its throughput (the
 # records' protos, the gRPC batches, and authsvc's inserts on the same cores: docs/edge.md "Request log").
 SUCCESSES_PER_SECOND = 50
+# Errors (400 and up) filed per account per second (by the time they were answered) by one edge process;
+# beyond it, that account's other errors of the second are counted, not filed. A tenant refused hundreds of
+# times a second (issue 20: a flood of stream handshakes past its open rate) would otherwise fill the buffer
+# every tenant's records share, and its records' protos, batches and authsvc's inserts would run on the
+# cores partners' requests wait for; the first errors of each second already say what is failing.
+ERRORS_PER_ACCOUNT_PER_SECOND = 20
+# Records turned into protos per event-loop turn while a batch is built (a 500-record batch built at once
+# held the loop for about 2 ms).
+BUILD_SLICE = 100
 # Seconds between flushes.
 INTERVAL = 1.0
 # The longest path sent (authsvc keeps at most 200 characters).
@@ -53,6 +62,7 @@ FINAL_FLUSH_TIMEOUT = 2.0
 _OVERFLOW = REQUEST_LOG_DROPPED.labels("buffer_full")
 _UNSENT = REQUEST_LOG_DROPPED.labels("shutdown")
 _INVALID = REQUEST_LOG_DROPPED.labels("invalid")
+_ACCOUNT_ERRORS = REQUEST_LOG_DROPPED.labels("account_errors")
 # The longest latency sent (ms): an int32.
 MAX_LATENCY_MS = 2**31 - 1
 
@@ -62,6 +72,8 @@ Entry = tuple[float, float, "Caller", str, str, int, str, str]
 
 class RequestLog:
     __slots__ = (
+        "_error_second",
+        "_errors",
         "_failing",
         "_second",
         "_successes",
@@ -70,6 +82,8 @@ class RequestLog:
         "auth",
         "batch",
         "buffer",
+        "errors_per_account",
+        "errors_skipped",
         "interval",
         "maxlen",
         "overflow",
@@ -85,9 +99,14 @@ class RequestLog:
         batch: int = BATCH,
         interval: float = INTERVAL,
         successes_per_second: int = SUCCESSES_PER_SECOND,
+        errors_per_account: int = ERRORS_PER_ACCOUNT_PER_SECOND,
     ) -> None:
         self.auth = auth
         self.successes_per_second = successes_per_second
+        self.errors_per_account = errors_per_account
+        self._error_second = 0
+        self._errors: dict[str, int] = {}  # the current second's errors filed, by account
+        self.errors_skipped = 0  # counted at the next flush, off the request path
         self._second = 0
         self._successes = 0
         # The end of the last second whose successes were all filed (files_success said no): a success
@@ -106,11 +125,15 @@ class RequestLog:
     def record(
         self, started: float, caller: Caller, method: str, path: str, status: int, error_type: str, rid: str
     ) -> None:
-        """Remember one answered request (O(1), no await). edge.gate.Gate.finish does the same inline."""
+        """Remember one answered request (O(1), no await), an error within its account's quota
+        (``files_error``). edge.gate.Gate.finish does the same inline."""
+        answered = time.time()
+        if status >= 400 and not self.files_error(caller.account_id, answered):
+            return
         buffer = self.buffer
         if len(buffer) >= self.batch:
             self.crowded()
-        buffer.append((started, time.time(), caller, method, path, status, error_type, rid))
+        buffer.append((started, answered, caller, method, path, status, error_type, rid))
 
     def files_success(self, started: float) -> bool:
         """Whether an answered request below 400 that started at ``started`` (unix seconds) is filed: the
@@ -123,6 +146,21 @@ class RequestLog:
             self.successes_full_until = second + 1
             return False
         self._successes += 1
+        return True
+
+    def files_error(self, account_id: str, answered: float) -> bool:
+        """Whether an error (400 and up) of ``account_id`` answered at ``answered`` (unix seconds) is filed:
+        each account's first ``errors_per_account`` of each second are. The counts are of the current
+        second only (one dict entry per account with an error in it)."""
+        second = int(answered)
+        if second != self._error_second:
+            self._error_second = second
+            self._errors.clear()
+        filed = self._errors.get(account_id, 0)
+        if filed >= self.errors_per_account:
+            self.errors_skipped += 1
+            return False
+        self._errors[account_id] = filed + 1
         return True
 
     def crowded(self) -> None:
@@ -147,11 +185,16 @@ class RequestLog:
         if self.overflow:
             _OVERFLOW.inc(self.overflow)
             self.overflow = 0
+        if self.errors_skipped:
+            _ACCOUNT_ERRORS.inc(self.errors_skipped)
+            self.errors_skipped = 0
         buffer = self.buffer
         while buffer:
             taken = [buffer.popleft() for _ in range(min(len(buffer), self.batch))]
             records = []
-            for entry in taken:
+            for n, entry in enumerate(taken):
+                if n and not n % BUILD_SLICE:
+                    await asyncio.sleep(0)
                 try:
                     records.append(record_pb(entry))
                 except ValueError:  # never expected; a record that cannot be sent must not block the rest

@@ -91,3 +91,49 @@ async def test_a_second_whose_successes_are_all_filed_is_known_without_asking() 
     assert not log.files_success(100.3)
     assert log.successes_full_until == 101.0
     assert log.files_success(101.0)
+
+
+async def test_errors_are_filed_up_to_a_number_per_account_a_second() -> None:
+    """Each account's first N errors of each second (by their answer's time) are filed, whatever another
+    account does; the rest are counted, and the count reaches the metric at the next flush."""
+    log = RequestLog(FakeAuth(), errors_per_account=2)  # type: ignore[arg-type]
+    cases = [
+        ("acct_a", 100.0, True),
+        ("acct_a", 100.4, True),
+        ("acct_a", 100.9, False),  # a's third of second 100
+        ("acct_b", 100.9, True),  # b has its own quota
+        ("acct_a", 101.0, True),  # a new second: counts start afresh
+        ("acct_b", 101.2, True),
+        ("acct_b", 101.3, True),
+        ("acct_b", 101.4, False),
+        ("acct_a", 101.5, True),
+        ("acct_a", 101.6, False),
+    ]
+    assert [log.files_error(account, t) for account, t, _ in cases] == [want for *_, want in cases]
+    assert log.errors_skipped == 3
+    skipped = REQUEST_LOG_DROPPED.labels("account_errors")
+    before = skipped._value.get()
+    assert await log.flush()
+    assert skipped._value.get() - before == 3 and log.errors_skipped == 0
+    off = RequestLog(FakeAuth(), errors_per_account=0)  # type: ignore[arg-type]
+    assert not off.files_error("acct_a", 100.0)
+
+
+async def test_a_flood_of_one_accounts_errors_leaves_room_for_anothers() -> None:
+    """The gate's path (record): 500 refusals of one account in a second file 20; another account's error
+    in that second is filed all the same."""
+    auth = FakeAuth()
+    auth.down = False
+    log = RequestLog(auth)  # type: ignore[arg-type]
+    other = Caller("key_2", "acct_2", "sandbox", ("hotels:read",), "active", key_hint="svc_test_...Cd34")
+    now = time.time()
+    for n in range(500):
+        log.record(now, CALLER, "GET", "/v1/stream", 429, "rate_limited", f"req_{n:024x}")
+    log.record(now, other, "GET", "/v1/account", 403, "missing_scope", "req_other")
+    log.record(now, CALLER, "GET", "/v1/account", 200, "", "req_ok")  # successes have their own rule
+    assert await log.flush()
+    sent = [r for batch in auth.batches for r in batch]
+    by_account = [r.account_id for r in sent]
+    # Within one second of wall time (the answer's): the first account's quota, the other's error, the 200.
+    assert by_account.count("acct_2") == 1 and sent[-1].request_id == "req_ok"
+    assert by_account.count("acct_1") in (21, 41)  # 20 (40 if the second turned during the loop), + the 200
