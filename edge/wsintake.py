@@ -43,6 +43,14 @@ QUIET_SECONDS = 0.1
 # after a refused request uses the same two).
 LINGER_SECONDS = 2.0
 LINGER_BYTES = 16 * 1024 * 1024
+# A close frame's payload holds 125 bytes: the code's 2 and at most this many of UTF-8 for the reason.
+CLOSE_REASON_BYTES = 123
+
+
+def close_reason(reason: str) -> str:
+    """``reason`` as a close frame can hold it: at most CLOSE_REASON_BYTES of UTF-8, never a split
+    character (a longer reason makes the close raise, and no close frame is sent)."""
+    return reason.encode()[:CLOSE_REASON_BYTES].decode(errors="ignore")
 
 
 def linger_wait(elapsed: float, quiet_for: float, ended: bool) -> float | None:
@@ -225,8 +233,7 @@ class FrameIntake:
         write buffer holds, and from now on nothing parsed."""
         proto = self.ws.ws_proto
         if proto.state is State.OPEN:
-            # A close frame's payload holds 125 bytes: the code's 2 and at most 123 of UTF-8.
-            proto.send_close(code, reason.encode()[:123].decode(errors="ignore"))
+            proto.send_close(code, close_reason(reason))
             for chunk in proto.data_to_send():
                 if chunk:
                     self.transport.write(chunk)

@@ -40,7 +40,7 @@ from edge.jsonbody import JsonProblem, parse_json
 from edge.metrics import STREAM_LIMITED, STREAMS
 from edge.streamfilter import may_read, unknown_patterns, wanted
 from edge.streamlimits import CLOSE_RATE_LIMITED, KEY, OPENS, MessageBucket, refusal_message
-from edge.wsintake import intake_of
+from edge.wsintake import close_reason, intake_of
 from svckit.clients import ClientError, ResponseStream
 from svckit.clock import utcnow
 from svckit.errors import http_status
@@ -163,7 +163,7 @@ class StreamSession:
             self.close_code, self.close_reason = code, reason
             self.done.set()
             if code in _FAULTS:
-                self.intake.fault(code, reason[:120])
+                self.intake.fault(code, reason)
 
     def on_key_change(self, kind: int, key_id: str, account_id: str) -> None:
         if kind == auth_pb2.KEY_CHANGE_KIND_REVOKED and key_id == self.caller.key_id:
@@ -385,7 +385,7 @@ class StreamSession:
             intake = self.intake
             if not intake.discarding:
                 with contextlib.suppress(Exception):
-                    await self.ws.close(self.close_code, self.close_reason[:120])
+                    await self.ws.close(self.close_code, close_reason(self.close_reason))
             else:
                 # Closed for the client's fault (the close frame is out): what it still sends is dropped
                 # unparsed until it is quiet, so that closing sends no reset that could lose that frame.

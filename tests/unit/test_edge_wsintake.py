@@ -15,11 +15,13 @@ from websockets.server import ServerProtocol
 
 from edge import wsintake
 from edge.wsintake import (
+    CLOSE_REASON_BYTES,
     LINGER_SECONDS,
     QUIET_SECONDS,
     SLICE_BYTES,
     TURN_BYTES,
     FrameIntake,
+    close_reason,
     linger_wait,
 )
 
@@ -37,6 +39,25 @@ from edge.wsintake import (
 )
 def test_linger_wait(elapsed: float, quiet_for: float, ended: bool, wait: float | None) -> None:
     assert linger_wait(elapsed, quiet_for, ended) == wait
+
+
+@pytest.mark.parametrize(
+    ("reason", "kept"),
+    [
+        ("", ""),
+        ("invalid_request: short", "invalid_request: short"),
+        ("a" * 123, "a" * 123),  # exactly what a close frame holds
+        ("a" * 200, "a" * 123),
+        ("é" * 100, "é" * 61),  # 2 bytes each: 61 fit (122 bytes); a 62nd would be split, so it goes
+        ("a" + "€" * 60, "a" + "€" * 40),  # 3 bytes each: 1 + 120 bytes
+        ("a" * 120 + "😀", "a" * 120),  # a 4-byte character that does not fit whole
+    ],
+)
+def test_close_reason_fits_a_close_frame(reason: str, kept: str) -> None:
+    """A stream's close reason is cut to 123 bytes of UTF-8, never mid-character: 120 characters (the
+    cut the stream used before) of a non-ASCII reason made ws.close raise, and no close frame went out."""
+    assert close_reason(reason) == kept
+    assert len(close_reason(reason).encode()) <= CLOSE_REASON_BYTES
 
 
 def ping() -> bytes:
