@@ -40,12 +40,11 @@ def _setting(name: str) -> Any:
     return property(operator.itemgetter(name), write)
 
 
-class EdgeSanicConfig(Config):
-    KEEP_ALIVE = _setting("KEEP_ALIVE")
-    REQUEST_BUFFER_SIZE = _setting("REQUEST_BUFFER_SIZE")
-    ACCESS_LOG = _setting("ACCESS_LOG")
-    REQUEST_TIMEOUT = _setting("REQUEST_TIMEOUT")
-    RESPONSE_TIMEOUT = _setting("RESPONSE_TIMEOUT")
-    KEEP_ALIVE_TIMEOUT = _setting("KEEP_ALIVE_TIMEOUT")
-    REQUEST_MAX_SIZE = _setting("REQUEST_MAX_SIZE")
-    GRACEFUL_TCP_CLOSE_TIMEOUT = _setting("GRACEFUL_TCP_CLOSE_TIMEOUT")
+# Built from HOT_SETTINGS, the one list of them, through Config's metaclass (which counts the properties
+# among its setters as it makes the class).
+_CONFIG_META: Any = type(Config)
+EdgeSanicConfig: type[Config] = _CONFIG_META(
+    "EdgeSanicConfig",
+    (Config,),
+    {"__module__": __name__, **{name: _setting(name) for name in HOT_SETTINGS}},
+)
