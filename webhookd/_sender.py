@@ -37,6 +37,12 @@ class SendResult:
     response_headers: dict[str, str] = field(default_factory=dict)
 
 
+def kept_body(content: bytes) -> str:
+    """The start of a response body an attempt keeps, as text: a NUL becomes U+FFFD, as an undecodable
+    byte does (PostgreSQL refuses NUL in text, and one answer with it would fail every cycle it is in)."""
+    return content[:RESPONSE_KEEP].decode("utf-8", "replace").replace("\x00", "\ufffd")
+
+
 def kept_headers(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
     """The response headers an attempt keeps: lower-case names in the order received, the values of a
     repeated name joined with ", " (RFC 9110 field lines), until their names and values reach
@@ -136,15 +142,11 @@ class Sender:
             # A plain answer (one Content-Length) is read without h11, whose state machine took more than
             # a quarter of a worker's profiled time; any other answer goes to h11 as before.
             status, raw_headers, content = await self.direct.post(url, headers, body)
-            return status, kept_headers(raw_headers), content[:RESPONSE_KEEP].decode("utf-8", "replace")
+            return status, kept_headers(raw_headers), kept_body(content)
         async with self.client.stream("POST", url, content=body, headers=headers) as response:
             kept = bytearray()
             async for chunk in response.aiter_bytes():
                 kept += chunk
                 if len(kept) >= RESPONSE_KEEP:
                     break
-            return (
-                response.status_code,
-                kept_headers(response.headers.raw),
-                bytes(kept[:RESPONSE_KEEP]).decode("utf-8", "replace"),
-            )
+            return response.status_code, kept_headers(response.headers.raw), kept_body(bytes(kept))

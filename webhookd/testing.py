@@ -138,6 +138,7 @@ class Receiver:
         self.port = port
         self.responder: Responder = responder or (lambda _r: 200)
         self.delay = 0.0
+        self.body: bytes | None = None  # every answer's body when set (else "ok", or a refusal's text)
         self.record = record
         self.requests: list[Received] = []
         self.count = 0
@@ -153,7 +154,7 @@ class Receiver:
             self.count += 1
             if self.record:
                 self.requests.append(request)
-        body = b"ok" if 200 <= status < 300 else b"receiver says no"
+        body = self.body if self.body is not None else b"ok" if 200 <= status < 300 else b"receiver says no"
         loop = self._serving.loop
         if self.delay and loop is not None:
             loop.call_later(self.delay, proto.respond, status, body, extra)

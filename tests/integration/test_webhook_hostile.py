@@ -119,6 +119,26 @@ async def test_410_disables_the_endpoint_at_once_with_the_alert(stack: Stack) ->
     assert info.value.code() == grpc.StatusCode.NOT_FOUND
 
 
+async def test_a_nul_in_an_answer_does_not_fail_the_cycle_it_is_recorded_in(stack: Stack) -> None:
+    """PostgreSQL refuses NUL in text: an answer body with one, kept as it came, failed the whole cycle's
+    record, so none of its results were written and every delivery in it was sent again once its lease ran
+    out (other endpoints' too). The kept body has U+FFFD in its place."""
+    stack.receiver.body = b"ok\x00done"
+    hostile = await stack.register(stack.receiver.url("/nul"))
+    other = await stack.register(stack.receiver.url("/other"))
+    events = [await stack.publish(), await stack.publish()]
+    assert await stack.run_at(T0) == 4  # both events to both endpoints, in one cycle
+    for event_id in events:
+        deliveries = (
+            await stack.stub.ListDeliveries(pb.ListDeliveriesRequest(**SCOPE, event_id=event_id))
+        ).deliveries
+        assert sorted(d.endpoint_id for d in deliveries) == sorted([hostile, other])
+        assert {d.status for d in deliveries} == {pb.DELIVERY_STATUS_SUCCEEDED}
+    attempts = (await stack.stub.ListAttempts(pb.ListAttemptsRequest(**SCOPE, endpoint_id=hostile))).attempts
+    assert len(attempts) == 2 and {a.response_body for a in attempts} == {"ok\ufffddone"}
+    assert stack.receiver.count == 4  # nothing sent twice
+
+
 async def test_retry_after_delays_the_next_attempt_within_the_six_retries(stack: Stack) -> None:
     # Seconds asking for longer than the schedule's step, then an HTTP date, then one asking for less
     # than the schedule (ignored), then one past 24 h (clamped).
