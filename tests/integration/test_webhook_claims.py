@@ -32,6 +32,7 @@ from webhookd._repository import DeliveryResult as Stored
 from webhookd._sender import Sender
 from webhookd._sql import SqlRepository
 from webhookd._sqlite_queue import SqliteQueue
+from webhookd._tables import deliveries
 from webhookd.migrations import SCHEMA
 
 T0 = dt.datetime(2026, 5, 1, 9, 0, 0, 654321, tzinfo=dt.UTC)
@@ -130,6 +131,37 @@ async def test_one_cycle_writes_results_then_claims_in_big_batches(db_url: str) 
         assert len(await repo.list_attempts(flt, "", 500, None)) == 290
         # Nothing to write and nothing due: an empty cycle changes nothing.
         assert await repo.record_and_claim([], "wrk_a", now, 50, lease) == ([], [])
+    finally:
+        await repo.close()
+
+
+async def test_a_cycle_frees_the_keys_it_finishes_and_never_claims_what_it_records(db_url: str) -> None:
+    # A cycle's claim sees the results it wrote: a key's head finished in the cycle holds its key back no
+    # longer, and a row recorded after its lease ran out (due again by the lease) is not claimed again.
+    repo = await SqlRepository.open(db_url)
+    try:
+        await _setup(repo, 4)
+        async with repo.engine.begin() as conn:
+            for i, key in enumerate(["bk_1", "bk_1", "bk_2", "bk_2"]):
+                await conn.execute(
+                    deliveries.update()
+                    .where(deliveries.c.event_id == f"evt_{i:03d}")
+                    .values(ordering_key=key, event_seq=i)
+                )
+        now = T0 + MINUTE
+        heads = await repo.claim_due(now, 10, now + dt.timedelta(seconds=1), "wrk_a")
+        assert [c.delivery.event_id for c in heads] == ["evt_000", "evt_002"]
+        later = now + dt.timedelta(seconds=2)  # the leases ran out: the heads are due again
+        done = [
+            Stored(d.id, "we_claims", _attempt(d.id, d.event_id, later), DeliveryStatus.SUCCEEDED, None, True)
+            for d in (c.delivery for c in heads)
+        ]
+        alerts, claims = await repo.record_and_claim(done, "wrk_a", later, 10, later + MINUTE)
+        assert alerts == []
+        assert [c.delivery.event_id for c in claims] == ["evt_001", "evt_003"]
+        flt = DeliveryFilter(ACCT, "live", status=DeliveryStatus.SUCCEEDED)
+        succeeded = await repo.list_deliveries(flt, 10, None)
+        assert sorted((d.event_id, d.attempt_count) for d in succeeded) == [("evt_000", 1), ("evt_002", 1)]
     finally:
         await repo.close()
 
