@@ -18,8 +18,9 @@ In one run:
 2. revocation-to-refusal latency p50/p99 across two edge processes (RevokeKey at t0; each edge is polled
    until it answers 401).
 
-Load comes from ``wrk`` (``apt-get install -y wrk``) when installed, else from an httpx client in a
-separate process. Usage: ``.venv/bin/python scripts/bench_edge.py [--seconds 5] [--connections 50]``;
+Load comes from ``wrk``, which the bench installs with apt-get when it is missing and it runs as root
+(else it falls back to an httpx client in a separate process, which cannot load either server: it warns).
+Usage: ``.venv/bin/python scripts/bench_edge.py [--seconds 5] [--connections 50]``;
 ``--only cached`` runs the first comparison alone (stock Sanic against the edge's cached GET, each run
 printed; about 40 s), ``--threads`` adds where each server's CPU went, thread by thread (from /proc:
 user and system time per request of the loop's thread, the gRPC threads, the metrics listener's).
@@ -108,6 +109,20 @@ def serve_bare() -> None:
 
 
 # -- load ----------------------------------------------------------------------------------------------
+def install_wrk() -> bool:
+    """Installs Debian's wrk when it is missing and this user can (as the bootstrap installs Chromium)."""
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        return False
+    print("bench_edge: installing Debian's wrk (apt-get)", file=sys.stderr)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-q", "wrk"]
+    for cmd in (install, ["apt-get", "update", "-q"], install):  # the package lists may be stale
+        subprocess.run(cmd, env=env, capture_output=True, check=False)
+        if shutil.which("wrk"):
+            return True
+    return False
+
+
 def wrk(url: str, headers: dict[str, str], seconds: float, connections: int) -> tuple[float, float]:
     cmd = ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency"]
     for k, v in headers.items():
@@ -477,7 +492,13 @@ def main() -> int:
     if args.stock:
         serve_stock(args.stock, args.stock_tls)
         return 0
-    load = wrk if shutil.which("wrk") else httpx_load
+    load = wrk if shutil.which("wrk") or install_wrk() else httpx_load
+    if load is httpx_load:
+        print(
+            "warning: wrk is not installed (apt-get install -y wrk): the httpx load generator cannot load "
+            "either server, so the figures below are its own limits, not theirs",
+            file=sys.stderr,
+        )
     full = args.only is None
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="bench_edge_"))
     TLS_DIR = tmp / "tls"
