@@ -210,15 +210,18 @@ class PooledTransport(httpx.AsyncBaseTransport):
         self._deadlines: dict[_Conn, float] = {}  # ``request``'s exchanges under way
         self._sweeper: asyncio.TimerHandle | None = None
 
-    async def post(self, url: str, headers: dict[str, str], body: bytes) -> tuple[int, Headers, bytes]:
+    async def post(
+        self, url: str, headers: dict[str, str], body: bytes, keep: int | None = None
+    ) -> tuple[int, Headers, bytes]:
         """The webhook delivery fast path: ``request``'s POST to a whole URL (its path and query the target).
 
-        Returns (status, response headers, the body as received, de-chunked, at most ``max_body`` bytes);
+        Returns (status, response headers, the first ``keep`` bytes of the body as received, de-chunked);
         raises httpx errors like the transport.
         """
         scheme, host, port, target = _split(url)
         name = f"[{host}]" if ":" in host else host
-        return await self.request("POST", f"{scheme}://{name}:{port}", target, [*headers.items()], body)
+        base = f"{scheme}://{name}:{port}"
+        return await self.request("POST", base, target, [*headers.items()], body, keep=keep)
 
     async def request(
         self,
@@ -228,15 +231,16 @@ class PooledTransport(httpx.AsyncBaseTransport):
         headers: list[tuple[str, str]],
         body: bytes = b"",
         answer_within: float | None = None,
+        keep: int | None = None,
     ) -> tuple[int, Headers, bytes]:
         """The proxy fast path (the edge to a product upstream): ``method`` to ``base`` (scheme and
         authority, perhaps a path prefix) + ``target`` (path and query, already checked to be visible
         ASCII), without the httpx layers: one formatted head, h11 parsing the answer. ``HEAD`` is not
         taken (h11 must know a response to it has no body). A header value holding CR or LF is refused
         (httpx.LocalProtocolError). Returns (status, response headers as received, the body de-chunked,
-        at most ``max_body`` bytes); raises httpx errors like the transport, httpx.TimeoutException when
-        the whole answer has not arrived ``answer_within`` seconds after the call (up to ``DEADLINE_SWEEP``
-        later)."""
+        at most ``max_body`` bytes read and the first ``keep`` of them returned, all by default); raises
+        httpx errors like the transport, httpx.TimeoutException when the whole answer has not arrived
+        ``answer_within`` seconds after the call (up to ``DEADLINE_SWEEP`` later)."""
         if method == "HEAD" or " " in target or "\r" in target or "\n" in target:
             raise httpx.LocalProtocolError(f"not sent by the fast path: {method} {target[:100]!r}")
         origin, prefix, host_line = _base(base)
@@ -250,10 +254,11 @@ class PooledTransport(httpx.AsyncBaseTransport):
         length = f"Content-Length: {len(body)}\r\n" if body or method in ("POST", "PUT", "PATCH") else ""
         payload = f"{method} {prefix}{target}{host_line}{length}{fields}\r\n".encode() + body
         deadline = None if answer_within is None else time.monotonic() + answer_within
+        keep = self.max_body if keep is None else keep
         conn = self._take(origin)
         if conn is not None:
             try:
-                return await self._exchange_plain(conn, origin, payload, deadline, reused=True)
+                return await self._exchange_plain(conn, origin, payload, deadline, keep, reused=True)
             except _Reused:
                 pass  # the server had closed the idle connection: one fresh try
         if deadline is None:
@@ -264,7 +269,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
                     conn = await self._connect(origin)
             except TimeoutError:
                 raise httpx.ConnectTimeout(f"could not connect to {origin[1]}:{origin[2]} in time") from None
-        return await self._exchange_plain(conn, origin, payload, deadline, reused=False)
+        return await self._exchange_plain(conn, origin, payload, deadline, keep, reused=False)
 
     def _sweep(self) -> None:
         self._sweeper = None
@@ -375,7 +380,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
                 conn.close()
 
     async def _exchange_plain(
-        self, conn: _Conn, origin: Origin, payload: bytes, deadline: float | None, *, reused: bool
+        self, conn: _Conn, origin: Origin, payload: bytes, deadline: float | None, keep: int, *, reused: bool
     ) -> tuple[int, Headers, bytes]:
         """``request``'s exchange: a plain answer (``svckit.responsehead``) is read without h11; any
         other goes to h11 from its first byte (``_Conn.to_h11``). Framing, reuse and errors as h11's."""
@@ -398,7 +403,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
             plain = plain_head(bytes(buf[: end + 2])) if end >= 0 else None
             if plain is None:
                 conn.to_h11()
-                status, headers, body, reuse = await self._receive(conn, self.max_body)
+                status, headers, body, reuse = await self._receive(conn, keep)
                 return status, headers, body
             status, headers, length, close = plain
             start = end + 4
@@ -412,7 +417,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
                     raise h11.RemoteProtocolError("connection closed before the whole response", 0)
                 await conn.wait()
             reuse = not close and len(buf) == want  # nothing follows that no request asked for
-            return status, headers, bytes(buf[start:want])
+            return status, headers, bytes(buf[start : min(want, start + keep)])
         except TimeoutError:
             raise httpx.ReadTimeout("no whole answer in time") from None
         except (h11.RemoteProtocolError, ConnectionError) as exc:

@@ -141,7 +141,7 @@ class Sender:
         if self.direct is not None:
             # A plain answer (one Content-Length) is read without h11, whose state machine took more than
             # a quarter of a worker's profiled time; any other answer goes to h11 as before.
-            status, raw_headers, content = await self.direct.post(url, headers, body)
+            status, raw_headers, content = await self.direct.post(url, headers, body, RESPONSE_KEEP)
             return status, kept_headers(raw_headers), kept_body(content)
         async with self.client.stream("POST", url, content=body, headers=headers) as response:
             kept = bytearray()

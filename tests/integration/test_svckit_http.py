@@ -117,3 +117,45 @@ async def test_the_proxy_fast_path_sends_one_formatted_head_and_refuses_a_line_b
         await transport.aclose()
         srv.close()
         await srv.wait_closed()
+
+
+async def test_post_returns_the_first_keep_bytes_of_a_plain_or_chunked_answer() -> None:
+    """webhookd keeps 4 KiB of an answer: ``post`` hands back only the first ``keep`` bytes, read whole
+    (up to ``max_body``) so the connection is reused, whether the answer is plain (Content-Length) or
+    chunked (through h11)."""
+    answers = [
+        b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%b" % (len(BODY), BODY),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + b"".join(b"%x\r\n%b\r\n" % (1000, BODY[i : i + 1000]) for i in range(0, len(BODY), 1000))
+        + b"0\r\n\r\n",
+    ]
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            n = 0
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                await reader.readexactly(length)
+                writer.write(answers[n % 2])
+                n += 1
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    srv = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = srv.sockets[0].getsockname()[1]
+    transport = PooledTransport(system_addresses)
+    try:
+        url = f"http://127.0.0.1:{port}/hook"
+        for _ in range(2):  # plain, then chunked
+            status, _, body = await transport.post(url, {"X-A": "1"}, b"{}", keep=100)
+            assert (status, body) == (200, BODY[:100])
+        status, _, body = await transport.post(url, {}, b"{}")  # keep unset: the whole body
+        assert (status, body) == (200, BODY)
+        assert transport.connections_opened == 1
+    finally:
+        await transport.aclose()
+        srv.close()
+        await srv.wait_closed()
