@@ -30,6 +30,7 @@ from webhookd._tables import (
     DELIVERY_INSERT_COLUMNS,
     ENDPOINT_COLUMNS,
     NOTICE_INSERT_COLUMNS,
+    PENDING_COLUMNS,
 )
 
 T = TypeVar("T")
@@ -47,6 +48,7 @@ class MemoryQueue(StatementQueue):
         self.endpoints: dict[str, Row] = {}
         self.envelopes: dict[str, bytes] = {}  # event id -> envelope
         self.deliveries: dict[str, Row] = {}
+        self.pending: dict[str, Row] = {}  # wh_pending: the queue rows, by delivery id
         self.attempts: list[Row] = []
         self.alerts: list[Row] = []
         self.notices: list[Row] = []
@@ -54,18 +56,28 @@ class MemoryQueue(StatementQueue):
             "claim": self._claim,
             "record_attempts": self._record_attempts,
             "record_deliveries": self._record_deliveries,
+            "finish_pending": self._finish_pending,
+            "retry_pending": self._retry_pending,
             "disable_endpoint": self._disable_endpoint,
             "insert_alert": self._insert_alert,
             "raise_failing": self._raise_failing,
             "clear_failing": self._clear_failing,
             "insert_notices": self._insert_notices,
             "hold": self._hold,
+            "hold_pending": self._hold_pending,
             "release_leases": self._release_leases,
             "insert_deliveries": self._insert_deliveries,
+            "insert_pending": self._insert_pending,
+            "fail_pending": self._fail_pending,
             "fail_deliveries": self._fail_deliveries,
             "unorder": self._unorder,
+            "unorder_pending": self._unorder_pending,
             "manual_succeeded": lambda p: self._manual(p, succeeded=True),
             "manual_failed": lambda p: self._manual(p, succeeded=False),
+            "manual_succeeded_pending": lambda p: int(self.pending.pop(p[0], None) is not None),
+            "manual_failed_pending": self._manual_failed_pending,
+            "recover_pending": lambda p: self._recover_pending(p[0], p[1], None),
+            "recover_since_pending": lambda p: self._recover_pending(p[0], p[1], p[2]),
             "recover": lambda p: self._recover(p[0], p[1], None),
             "recover_since": lambda p: self._recover(p[0], p[1], p[2]),
             "recoverable": self._recoverable,
@@ -77,6 +89,7 @@ class MemoryQueue(StatementQueue):
             "purge_attempts": self._purge_attempts,
             "purge_sandbox_attempts": self._purge_sandbox_attempts,
             "advance_sandbox": self._advance_sandbox,
+            "advance_sandbox_pending": self._advance_sandbox_pending,
             "sandbox_due": self._sandbox_due,
         }
         if self._statements.keys() != q.STATEMENTS.keys():
@@ -86,11 +99,13 @@ class MemoryQueue(StatementQueue):
         return frozenset(self._statements)
 
     async def _run(self, step: Step[T], *, write: bool = True) -> T:
-        saved = copy.deepcopy((self.endpoints, self.deliveries, self.attempts, self.alerts, self.notices))
+        saved = copy.deepcopy(
+            (self.endpoints, self.deliveries, self.pending, self.attempts, self.alerts, self.notices)
+        )
         try:
             return drive(step, lambda name, params: self._statements[name](params))
         except BaseException:
-            self.endpoints, self.deliveries, self.attempts, self.alerts, self.notices = saved
+            self.endpoints, self.deliveries, self.pending, self.attempts, self.alerts, self.notices = saved
             raise
 
     async def _run_in(self, conn: Any, step: Step[T]) -> T:
@@ -122,10 +137,8 @@ class MemoryQueue(StatementQueue):
         due = sorted(
             (
                 d
-                for d in self.deliveries.values()
-                if d["status"] == D.PENDING
-                and d["next_attempt_at"] is not None
-                and d["next_attempt_at"] <= now
+                for d in self.pending.values()
+                if d["next_attempt_at"] <= now
                 and d["endpoint_id"] not in endpoints_skipped
                 and f"{d['environment']}:{d['account_id']}" not in accounts
                 and d["environment"] not in environments
@@ -134,27 +147,29 @@ class MemoryQueue(StatementQueue):
             ),
             key=lambda d: d["next_attempt_at"],
         )[:limit]
-        for d in due:
-            d["next_attempt_at"], d["lease_owner"] = lease_until, owner
-        rows = [tuple(d[c] for c in DELIVERY_COLUMNS) for d in due]
+        for p in due:
+            p["next_attempt_at"], p["lease_owner"] = lease_until, owner
+        claimed = [self.deliveries[p["id"]] for p in due]
+        rows = [tuple(d[c] for c in DELIVERY_COLUMNS) for d in claimed]
         live = {k: ep for k, ep in self.endpoints.items() if ep["deleted_at"] is None}
         endpoints: dict[str, Sequence[Any]] = {
             d["endpoint_id"]: tuple(live[d["endpoint_id"]][c] for c in ENDPOINT_COLUMNS)
-            for d in due
+            for d in claimed
             if d["endpoint_id"] in live
         }
-        return q.Claimed(rows, {d["event_id"]: self.envelopes[d["event_id"]] for d in due}, endpoints)
+        return q.Claimed(rows, {d["event_id"]: self.envelopes[d["event_id"]] for d in claimed}, endpoints)
 
-    def _free(self, d: Row) -> bool:
-        """Not held back by an earlier pending delivery of its ordering key (``webhookd._ordering``)."""
-        if d["ordering_key"] is None:
+    def _free(self, p: Row) -> bool:
+        """A queue row not held back by an earlier pending delivery of its ordering key
+        (``webhookd._ordering``): the other queue rows are the pending deliveries."""
+        if p["ordering_key"] is None:
             return True
         earlier = (
-            (o["ordering_key"], o["event_seq"], o["status"])
-            for o in self.deliveries.values()
-            if o["endpoint_id"] == d["endpoint_id"] and o["id"] != d["id"]
+            (o["ordering_key"], o["event_seq"], D.PENDING)
+            for o in self.pending.values()
+            if o["endpoint_id"] == p["endpoint_id"] and o["id"] != p["id"]
         )
-        return not held_back(d["ordering_key"], d["event_seq"], earlier)
+        return not held_back(p["ordering_key"], p["event_seq"], earlier)
 
     def _unorder(self, params: tuple[str]) -> int:
         keyed = [
@@ -166,18 +181,38 @@ class MemoryQueue(StatementQueue):
             d["ordering_key"] = None
         return len(keyed)
 
+    def _unorder_pending(self, params: tuple[str]) -> int:
+        keyed = [p for p in self.pending.values() if p["endpoint_id"] == params[0] and p["ordering_key"]]
+        for p in keyed:
+            p["ordering_key"] = None
+        return len(keyed)
+
     def _record_attempts(self, params: tuple[tuple[()], Sequence[tuple[Any, ...]]]) -> None:
         self.attempts.extend(dict(zip(ATTEMPT_COLUMNS, row, strict=True)) for row in params[1])
 
     def _record_deliveries(self, params: tuple[tuple[int, str], Sequence[tuple[Any, ...]]]) -> None:
         (t, owner), rows = params
         for status, nxt, delivery_id, inc in rows:
-            d = self.deliveries.get(delivery_id)
-            if d is None or d["lease_owner"] != owner:
+            d, p = self.deliveries.get(delivery_id), self.pending.get(delivery_id)
+            if d is None or p is None or p["lease_owner"] != owner:
                 continue
-            d.update(status=status, next_attempt_at=nxt, due_at=nxt, lease_owner=None, updated_at=t)
+            d.update(status=status, next_attempt_at=nxt, due_at=nxt, updated_at=t)
             d["attempt_count"] += inc
             d["schedule_count"] += inc
+
+    def _finish_pending(self, params: tuple[tuple[str], Sequence[tuple[str]]]) -> None:
+        (owner,), rows = params
+        for (delivery_id,) in rows:
+            p = self.pending.get(delivery_id)
+            if p is not None and p["lease_owner"] == owner:
+                del self.pending[delivery_id]
+
+    def _retry_pending(self, params: tuple[tuple[str], Sequence[tuple[int, str, int]]]) -> None:
+        (owner,), rows = params
+        for nxt, delivery_id, inc in rows:
+            p = self.pending.get(delivery_id)
+            if p is not None and p["lease_owner"] == owner:
+                p.update(next_attempt_at=nxt, lease_owner=None, attempt_count=p["attempt_count"] + inc)
 
     def _disable_endpoint(self, params: tuple[str, int, str]) -> tuple[str, str, str] | None:
         reason, t, endpoint_id = params
@@ -228,13 +263,22 @@ class MemoryQueue(StatementQueue):
             if ep is None or ep["status"] != E.DISABLED:
                 continue
             for d in self._waiting(endpoint_id, (D.PENDING,)):
-                if d["lease_owner"] is None:
+                if self.pending[d["id"]]["lease_owner"] is None:
                     d.update(status=str(D.HELD), updated_at=t)
 
+    def _hold_pending(self, params: Sequence[tuple[str]]) -> None:
+        for (endpoint_id,) in params:
+            ep = self.endpoints.get(endpoint_id)
+            if ep is None or ep["status"] != E.DISABLED:
+                continue
+            for d in self._waiting(endpoint_id, (D.HELD,)):
+                self.pending.pop(d["id"], None)
+
     def _release_leases(self, params: tuple[()]) -> int:
-        leased = [d for d in self.deliveries.values() if d["status"] == D.PENDING and d["lease_owner"]]
-        for d in leased:
-            d.update(next_attempt_at=d["due_at"], lease_owner=None)
+        leased = [p for p in self.pending.values() if p["lease_owner"]]
+        for p in leased:
+            due = self.deliveries[p["id"]]["due_at"]
+            p.update(next_attempt_at=p["next_attempt_at"] if due is None else due, lease_owner=None)
         return len(leased)
 
     def _insert_deliveries(self, params: Sequence[tuple[Any, ...]]) -> None:
@@ -243,11 +287,23 @@ class MemoryQueue(StatementQueue):
             raise ValueError("insert_deliveries: a delivery id is taken")
         self.deliveries.update((r["id"], r) for r in rows)
 
+    def _insert_pending(self, params: Sequence[tuple[Any, ...]]) -> None:
+        rows = [dict(zip(PENDING_COLUMNS, row, strict=True)) for row in params]
+        if any(r["id"] in self.pending for r in rows) or len({r["id"] for r in rows}) < len(rows):
+            raise ValueError("insert_pending: a delivery id is taken")
+        self.pending.update((r["id"], r) for r in rows)
+
+    def _fail_pending(self, params: tuple[str]) -> int:
+        gone = [d["id"] for d in self._waiting(params[0], (D.PENDING,)) if d["id"] in self.pending]
+        for delivery_id in gone:
+            del self.pending[delivery_id]
+        return len(gone)
+
     def _fail_deliveries(self, params: tuple[int, str]) -> int:
         t, endpoint_id = params
         waiting = self._waiting(endpoint_id, (D.PENDING, D.HELD))
         for d in waiting:
-            d.update(status=str(D.FAILED), updated_at=t, lease_owner=None)
+            d.update(status=str(D.FAILED), updated_at=t)
         return len(waiting)
 
     def _manual(self, params: tuple[int, str], *, succeeded: bool) -> int:
@@ -260,65 +316,61 @@ class MemoryQueue(StatementQueue):
             d.update(status=str(D.SUCCEEDED), next_attempt_at=None, due_at=None)
         return 1
 
-    def _recover(self, t: int, endpoint_id: str, since: int | None) -> int:
-        found = [
+    def _manual_failed_pending(self, params: tuple[str]) -> int:
+        p = self.pending.get(params[0])
+        if p is None:
+            return 0
+        p["attempt_count"] += 1
+        return 1
+
+    def _recoverable_of(self, endpoint_id: str, since: int | None) -> list[Row]:
+        return [
             d
             for d in self._waiting(endpoint_id, (D.HELD, D.FAILED))
             if since is None or d["created_at"] >= since
         ]
+
+    def _recover_pending(self, t: int, endpoint_id: str, since: int | None) -> int:
+        found = self._recoverable_of(endpoint_id, since)
+        self._insert_pending(
+            [
+                tuple({**d, "next_attempt_at": t, "lease_owner": None}[c] for c in PENDING_COLUMNS)
+                for d in found
+            ]
+        )
+        return len(found)
+
+    def _recover(self, t: int, endpoint_id: str, since: int | None) -> int:
+        found = self._recoverable_of(endpoint_id, since)
         for d in found:
-            d.update(
-                status=str(D.PENDING),
-                next_attempt_at=t,
-                due_at=t,
-                schedule_count=0,
-                lease_owner=None,
-                updated_at=t,
-            )
+            d.update(status=str(D.PENDING), next_attempt_at=t, due_at=t, schedule_count=0, updated_at=t)
         return len(found)
 
     def _queue_depth(self, params: tuple[()]) -> tuple[int]:
-        return (sum(1 for d in self.deliveries.values() if d["status"] == D.PENDING),)
+        return (len(self.pending),)
 
     def _oldest_due(self, params: tuple[int]) -> tuple[int | None]:
         due = [
-            d["next_attempt_at"]
-            for d in self.deliveries.values()
-            if d["status"] == D.PENDING
-            and d["lease_owner"] is None
-            and d["next_attempt_at"] is not None
-            and d["next_attempt_at"] <= params[0]
-            and self._free(d)
+            p["next_attempt_at"]
+            for p in self.pending.values()
+            if p["lease_owner"] is None and p["next_attempt_at"] <= params[0] and self._free(p)
         ]
         return (min(due, default=None),)
 
     def _lease_expired(self, params: tuple[int]) -> tuple[int, int | None]:
         expired = [
-            d["due_at"] or d["next_attempt_at"]
-            for d in self.deliveries.values()
-            if d["status"] == D.PENDING
-            and d["lease_owner"] is not None
-            and d["next_attempt_at"] is not None
-            and d["next_attempt_at"] <= params[0]
+            self.deliveries[p["id"]]["due_at"] or p["next_attempt_at"]
+            for p in self.pending.values()
+            if p["lease_owner"] is not None and p["next_attempt_at"] <= params[0]
         ]
         return len(expired), min(expired, default=None)
 
     def _next_due(self, params: tuple[()]) -> tuple[int | None]:
-        due = [
-            d["next_attempt_at"]
-            for d in self.deliveries.values()
-            if d["status"] == D.PENDING and d["next_attempt_at"] is not None and self._free(d)
-        ]
+        due = [p["next_attempt_at"] for p in self.pending.values() if self._free(p)]
         return (min(due, default=None),)
 
     def _next_due_after(self, params: tuple[int]) -> tuple[int | None]:
-        due = [
-            d["next_attempt_at"]
-            for d in self.deliveries.values()
-            if d["status"] == D.PENDING
-            and d["next_attempt_at"] is not None
-            and d["next_attempt_at"] > params[0]
-        ]
+        due = [p["next_attempt_at"] for p in self.pending.values() if p["next_attempt_at"] > params[0]]
         return (min(due, default=None),)
 
     def _purge_attempts(self, params: tuple[int]) -> int:
@@ -333,26 +385,30 @@ class MemoryQueue(StatementQueue):
 
     def _advance_sandbox(self, params: tuple[int, int, str]) -> int:
         by, t, account_id = params
-        moved = [d for d in self._sandbox_pending(account_id) if d["next_attempt_at"] > t]
-        for d in moved:
-            due = max(d["next_attempt_at"] - by, t)
+        moved = [p for p in self._sandbox_pending(account_id) if p["next_attempt_at"] > t]
+        for p in moved:
+            d = self.deliveries[p["id"]]
+            due = max(d["due_at"] - by, t)
             d.update(next_attempt_at=due, due_at=due, updated_at=t)
+        return len(moved)
+
+    def _advance_sandbox_pending(self, params: tuple[int, int, str]) -> int:
+        by, t, account_id = params
+        moved = [p for p in self._sandbox_pending(account_id) if p["next_attempt_at"] > t]
+        for p in moved:
+            p["next_attempt_at"] = max(p["next_attempt_at"] - by, t)
         return len(moved)
 
     def _sandbox_due(self, params: tuple[int, str]) -> tuple[int]:
         t, account_id = params
-        return (sum(1 for d in self._sandbox_pending(account_id) if d["next_attempt_at"] <= t),)
+        return (sum(1 for p in self._sandbox_pending(account_id) if p["next_attempt_at"] <= t),)
 
     def _sandbox_pending(self, account_id: str) -> list[Row]:
-        """The account's sandbox deliveries waiting, unleased, for an attempt."""
+        """The queue rows of the account's sandbox deliveries waiting, unleased, for an attempt."""
         return [
-            d
-            for d in self.deliveries.values()
-            if d["account_id"] == account_id
-            and d["environment"] == Env.SANDBOX
-            and d["status"] == D.PENDING
-            and d["lease_owner"] is None
-            and d["next_attempt_at"] is not None
+            p
+            for p in self.pending.values()
+            if p["account_id"] == account_id and p["environment"] == Env.SANDBOX and p["lease_owner"] is None
         ]
 
     def _waiting(self, endpoint_id: str, statuses: tuple[str, ...]) -> list[Row]:

@@ -27,6 +27,7 @@ from typing import Any, Protocol, TypeVar
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from svckit import catalog
+from svckit.webhook_status import DeliveryStatus
 from webhookd import _queue_sql as q
 from webhookd._admission import NO_SKIPS, Skips
 from webhookd._repository import (
@@ -38,7 +39,7 @@ from webhookd._repository import (
     EndpointRecord,
     Stats,
 )
-from webhookd._rows import DeliveryRow, EndpointRow, attempt_row, delivery_of, delivery_row
+from webhookd._rows import DeliveryRow, EndpointRow, attempt_row, delivery_of, delivery_row, pending_row
 from webhookd._times import at_us, from_us, us
 
 T = TypeVar("T")
@@ -109,6 +110,10 @@ def record(rows: q.ResultRows, owner: str) -> Step[list[tuple[Any, ...]]]:
     if rows.attempts:
         yield "record_attempts", ((), rows.attempts)
     yield "record_deliveries", ((rows.t, owner), rows.deliveries)
+    if rows.finished:
+        yield "finish_pending", ((owner,), rows.finished)
+    if rows.retried:
+        yield "retry_pending", ((owner,), rows.retried)
     alerts: list[tuple[Any, ...]] = []
     notices = list(rows.exhausted)
     for endpoint_id, reason in rows.disabling:
@@ -132,8 +137,40 @@ def record(rows: q.ResultRows, owner: str) -> Step[list[tuple[Any, ...]]]:
     if notices:
         yield "insert_notices", notices
     if rows.failing:
-        yield "hold", rows.holds()
+        yield from hold(rows.holds())
     return alerts
+
+
+def hold(pairs: list[tuple[int, str]]) -> Step[None]:
+    """Hold what waits, unleased, for each (now, endpoint id) whose endpoint is disabled."""
+    yield "hold", pairs
+    yield "hold_pending", [(endpoint_id,) for _t, endpoint_id in pairs]
+
+
+def fan_out(deliveries: Sequence[DeliveryRecord]) -> Step[None]:
+    """New deliveries, and the queue rows of the pending ones."""
+    yield "insert_deliveries", [delivery_row(d) for d in deliveries]
+    pending = [pending_row(d) for d in deliveries if d.status == DeliveryStatus.PENDING]
+    if pending:
+        yield "insert_pending", pending
+
+
+def unorder(endpoint_id: str) -> Step[int]:
+    changed = yield "unorder", (endpoint_id,)
+    yield "unorder_pending", (endpoint_id,)
+    return int(changed)
+
+
+def fail_endpoint(endpoint_id: str, now_us: int) -> Step[int]:
+    yield "fail_pending", (endpoint_id,)
+    return int((yield "fail_deliveries", (now_us, endpoint_id)))
+
+
+def recover(params: tuple[Any, ...]) -> Step[int]:
+    """(now, endpoint id[, created since]): the queue rows first, while the deliveries are not pending."""
+    name = "recover_since" if len(params) > 2 else "recover"
+    yield f"{name}_pending", params
+    return int((yield name, params))
 
 
 def cycle(
@@ -147,12 +184,15 @@ def cycle(
 
 def manual_attempt(attempt: tuple[Any, ...], delivery_id: str, succeeded: bool, now_us: int) -> Step[None]:
     yield "record_attempts", ((), [attempt])
-    yield ("manual_succeeded" if succeeded else "manual_failed"), (now_us, delivery_id)
+    name = "manual_succeeded" if succeeded else "manual_failed"
+    yield name, (now_us, delivery_id)
+    yield f"{name}_pending", (delivery_id,)
 
 
 def advance_sandbox(by_us: int, now_us: int, account_id: str) -> Step[int]:
     """The sandbox clock: bring the account's sandbox schedule forward; how many of its deliveries are due."""
     yield "advance_sandbox", (by_us, now_us, account_id)
+    yield "advance_sandbox_pending", (by_us, now_us, account_id)
     (due,) = yield "sandbox_due", (now_us, account_id)
     return int(due)
 
@@ -272,21 +312,21 @@ class StatementQueue(abc.ABC):
         self, deliveries: Sequence[DeliveryRecord], conn: AsyncConnection | None = None
     ) -> None:
         """New deliveries (an event's fan-out, a test send)."""
-        await self._run_in(conn, one("insert_deliveries", [delivery_row(d) for d in deliveries]))
+        await self._run_in(conn, fan_out(deliveries))
 
     async def hold(self, endpoint_id: str, now: dt.datetime, conn: AsyncConnection | None = None) -> None:
         """Keep what a disabled endpoint has waiting (nothing if it is enabled)."""
-        await self._run_in(conn, one("hold", [(us(now), endpoint_id)]))
+        await self._run_in(conn, hold([(us(now), endpoint_id)]))
 
     async def unorder(self, endpoint_id: str, conn: AsyncConnection | None = None) -> int:
         """The endpoint was made unordered: nothing of it waits for an earlier delivery any more."""
-        return int(await self._run_in(conn, one("unorder", (endpoint_id,))))
+        return await self._run_in(conn, unorder(endpoint_id))
 
     async def fail_endpoint(
         self, endpoint_id: str, now: dt.datetime, conn: AsyncConnection | None = None
     ) -> int:
         """A deleted endpoint's waiting and held deliveries fail."""
-        return int(await self._run_in(conn, one("fail_deliveries", (us(now), endpoint_id))))
+        return await self._run_in(conn, fail_endpoint(endpoint_id, us(now)))
 
     async def record_manual_attempt(self, attempt: AttemptRecord, succeeded: bool, now: dt.datetime) -> None:
         await self._run(manual_attempt(attempt_row(attempt), attempt.delivery_id, succeeded, us(now)))
@@ -294,8 +334,8 @@ class StatementQueue(abc.ABC):
     async def recover(self, endpoint_id: str, since: dt.datetime | None, now: dt.datetime) -> int:
         """Held and failed deliveries (created at or after ``since``) of the endpoint are due now."""
         if since is None:
-            return int(await self._run(one("recover", (us(now), endpoint_id))))
-        return int(await self._run(one("recover_since", (us(now), endpoint_id, us(since)))))
+            return await self._run(recover((us(now), endpoint_id)))
+        return await self._run(recover((us(now), endpoint_id, us(since))))
 
     async def recoverable(self, endpoint_id: str, since: dt.datetime | None) -> int:
         """How many deliveries ``recover`` would queue again (a dry run)."""

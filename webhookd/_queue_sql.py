@@ -11,9 +11,13 @@ LOCKED`` (several processes share the work) and joins the event bodies and endpo
 takes a cycle's results as arrays (``unnest``), one statement per table; SQLite (one process, one writer)
 has neither, so it claims, then reads bodies and endpoints, and writes multi-row ``VALUES`` lists.
 
-A claimed delivery's ``next_attempt_at`` is its lease expiry; ``due_at`` keeps when it was due. A result
-is written only while its lease is held (``lease_owner``), so a result that comes back after its lease ran
-out and the delivery was claimed again elsewhere cannot overwrite the newer claim.
+The queue is ``wh_pending``, one row per pending delivery (revision 0009): a claim changes only that row,
+whose ``next_attempt_at`` becomes its lease expiry (``wh_deliveries.due_at`` keeps when it was due); a
+result updates the delivery's row in ``wh_deliveries`` and deletes its queue row, or moves it to the
+retry's time. Every statement that makes a delivery pending, or ends that, writes both tables in the same
+step. A result is written only while its lease is held (``wh_pending.lease_owner``), so a result that
+comes back after its lease ran out and the delivery was claimed again elsewhere cannot overwrite the newer
+claim.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from webhookd._tables import (
     DELIVERY_INSERT_COLUMNS,
     ENDPOINT_COLUMNS,
     NOTICE_INSERT_COLUMNS,
+    PENDING_COLUMNS,
     spelled,
 )
 from webhookd._times import us
@@ -93,17 +98,20 @@ ATTEMPT_WIDTH = len(ATTEMPT_COLUMNS)
 DELIVERY_WIDTH = len(DELIVERY_COLUMNS)
 ENDPOINT_WIDTH = len(ENDPOINT_COLUMNS)
 
-# A delivery ``d`` is free unless an earlier delivery of its ordering key to its endpoint is pending
+# A queue row ``d`` is free unless an earlier delivery of its ordering key to its endpoint is pending
 # (``webhookd._ordering``): an unordered one (no key) never looks further; an ordered one looks in the
-# partial index ``wh_deliveries_ordered`` of pending keyed rows, the status written ``= 'pending'`` as in
-# the index's own WHERE so that both SQLite and PostgreSQL use it.
+# partial index ``wh_pending_ordered`` of keyed queue rows, ``IS NOT NULL`` written as in the index's own
+# WHERE so that both SQLite and PostgreSQL use it.
 if HOLDS_BACK != {D.PENDING}:
-    raise ImportError("wh_deliveries_ordered indexes pending rows only: it no longer covers HOLDS_BACK")
-FREE = f"""(d.ordering_key IS NULL OR NOT EXISTS (
-            SELECT 1 FROM wh_deliveries e
+    raise ImportError("wh_pending holds pending deliveries only: it no longer covers HOLDS_BACK")
+FREE = """(d.ordering_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM wh_pending e
             WHERE e.endpoint_id = d.endpoint_id AND e.ordering_key = d.ordering_key
-              AND e.status = '{D.PENDING}' AND e.ordering_key IS NOT NULL
-              AND e.event_seq < d.event_seq))"""
+              AND e.ordering_key IS NOT NULL AND e.event_seq < d.event_seq))"""
+# The queue rows of deliveries ``wh_deliveries`` lists for an endpoint or a scope ("{where}"), found
+# through that table's indexes as the delivery log finds them (``wh_pending`` has only the due and
+# ordered ones: every index of it is written again at each claim).
+_PENDING_OF = f"SELECT id FROM wh_deliveries WHERE {{where}} AND status = '{D.PENDING}'"
 
 # claim: (lease expiry, owner, now, limit, skipped endpoints, accounts ("environment:account"),
 # environments, environments whose retries are skipped) -> delivery columns [+ envelope + endpoint columns].
@@ -111,10 +119,10 @@ FREE = f"""(d.ordering_key IS NULL OR NOT EXISTS (
 # of is left in the table, so the claim reaches the deliveries of others behind it. ``{elements}`` is the
 # dialect's set of a JSON array's texts.
 _CLAIM = f"""
-    UPDATE wh_deliveries SET next_attempt_at = $1, lease_owner = $2
+    UPDATE wh_pending SET next_attempt_at = $1, lease_owner = $2
     WHERE id IN (
-        SELECT id FROM wh_deliveries d
-        WHERE status = '{D.PENDING}' AND next_attempt_at <= $3
+        SELECT id FROM wh_pending d
+        WHERE next_attempt_at <= $3
           AND endpoint_id NOT IN ({{elements5}})
           AND environment || ':' || account_id NOT IN ({{elements6}})
           AND environment NOT IN ({{elements7}})
@@ -122,7 +130,7 @@ _CLAIM = f"""
           AND {FREE}
         ORDER BY next_attempt_at LIMIT $4 {{lock}}
     )
-    RETURNING {_DELIVERIES}
+    RETURNING id
 """
 
 
@@ -134,30 +142,57 @@ _PG_ELEMENTS = "SELECT jsonb_array_elements_text(${i}::jsonb)"
 _SQLITE_ELEMENTS = "SELECT value FROM json_each(${i})"
 CLAIM_POSTGRES = f"""
     WITH claimed AS ({_claim_text("FOR UPDATE SKIP LOCKED", _PG_ELEMENTS)})
-    SELECT c.*, ev.envelope, {spelled(ENDPOINT_COLUMNS, "ep.")}
-    FROM claimed c JOIN wh_events ev ON ev.id = c.event_id
-    LEFT JOIN wh_endpoints ep ON ep.id = c.endpoint_id AND ep.deleted_at IS NULL
+    SELECT {spelled(DELIVERY_COLUMNS, "dl.")}, ev.envelope, {spelled(ENDPOINT_COLUMNS, "ep.")}
+    FROM claimed c JOIN wh_deliveries dl ON dl.id = c.id JOIN wh_events ev ON ev.id = dl.event_id
+    LEFT JOIN wh_endpoints ep ON ep.id = dl.endpoint_id AND ep.deleted_at IS NULL
 """
 # SQLite reads what the claim needs in separate statements (no UPDATE inside WITH): ids as ``{marks}``.
+CLAIMED_DELIVERIES_SQLITE = f"SELECT {_DELIVERIES} FROM wh_deliveries WHERE id IN ({{marks}})"
 CLAIMED_EVENTS_SQLITE = "SELECT id, envelope FROM wh_events WHERE id IN ({marks})"
 CLAIMED_ENDPOINTS_SQLITE = (
     f"SELECT {_ENDPOINTS} FROM wh_endpoints WHERE id IN ({{marks}}) AND deleted_at IS NULL"
 )
 
-# record results, deliveries: (now, owner) then rows (status, next attempt, delivery id, 1 if counted else 0)
+# record results, deliveries: (now, owner) then rows (status, next attempt, delivery id, 1 if counted else 0);
+# before the queue rows (their lease says whose the result is) are finished or retried
 _RECORD_DELIVERIES = """
     UPDATE wh_deliveries SET status = v.status, next_attempt_at = v.nxt, due_at = v.nxt,
-        lease_owner = NULL, updated_at = $1, attempt_count = wh_deliveries.attempt_count + v.inc,
+        updated_at = $1, attempt_count = wh_deliveries.attempt_count + v.inc,
         schedule_count = wh_deliveries.schedule_count + v.inc
     FROM ({rows}) AS v
-    WHERE wh_deliveries.id = v.id AND wh_deliveries.lease_owner = $2
+    WHERE wh_deliveries.id = v.id
+      AND EXISTS (SELECT 1 FROM wh_pending p WHERE p.id = v.id AND p.lease_owner = $2)
 """
-# the sandbox clock: ``{earliest}`` is the dialect's two-argument maximum (GREATEST, max)
+# record results, the queue rows of those that are due again: (owner) then rows (next attempt, id, inc)
+_RETRY_PENDING = """
+    UPDATE wh_pending SET next_attempt_at = v.nxt, lease_owner = NULL,
+        attempt_count = wh_pending.attempt_count + v.inc
+    FROM ({rows}) AS v
+    WHERE wh_pending.id = v.id AND wh_pending.lease_owner = $1
+"""
+# the sandbox clock: ``{earliest}`` is the dialect's two-argument maximum (GREATEST, max); the deliveries'
+# due times first (an unleased queue row's next_attempt_at is its delivery's due_at), then the queue's
+_SANDBOX_PENDING = _PENDING_OF.format(where=f"account_id = $3 AND environment = '{Env.SANDBOX}'")
 _ADVANCE = f"""
-    UPDATE wh_deliveries SET next_attempt_at = {{earliest}}(next_attempt_at - $1, $2),
-        due_at = {{earliest}}(next_attempt_at - $1, $2), updated_at = $2
-    WHERE account_id = $3 AND environment = '{Env.SANDBOX}' AND status = '{D.PENDING}'
-      AND lease_owner IS NULL AND next_attempt_at > $2
+    UPDATE wh_deliveries SET next_attempt_at = {{earliest}}(due_at - $1, $2),
+        due_at = {{earliest}}(due_at - $1, $2), updated_at = $2
+    WHERE id IN (SELECT id FROM wh_pending WHERE id IN ({_SANDBOX_PENDING})
+                 AND lease_owner IS NULL AND next_attempt_at > $2)
+"""
+_ADVANCE_PENDING = f"""
+    UPDATE wh_pending SET next_attempt_at = {{earliest}}(next_attempt_at - $1, $2)
+    WHERE id IN ({_SANDBOX_PENDING}) AND lease_owner IS NULL AND next_attempt_at > $2
+"""
+if PENDING_COLUMNS != (
+    "id", "endpoint_id", "account_id", "environment", "attempt_count", "next_attempt_at", "lease_owner",
+    "ordering_key", "event_seq",
+):  # fmt: skip
+    raise ImportError("wh_pending's columns changed: _RECOVER_PENDING selects them in this order")
+_RECOVER_PENDING = f"""
+    INSERT INTO wh_pending ({spelled(PENDING_COLUMNS)})
+    SELECT id, endpoint_id, account_id, environment, attempt_count, CAST($1 AS BIGINT), NULL, ordering_key,
+        event_seq
+    FROM wh_deliveries WHERE endpoint_id = $2 AND status IN ('{D.HELD}', '{D.FAILED}'){{since}}
 """
 _ATTEMPT_TYPES = {
     "attempt_number": "int",
@@ -202,6 +237,29 @@ _ALL = [
             )
         ),
     ),
+    # record results, the queue rows of those that are done (succeeded, failed for good): (owner) then
+    # rows (delivery id)
+    Statement(
+        "finish_pending",
+        Kind.BATCH,
+        "",
+        postgres="DELETE FROM wh_pending WHERE lease_owner = $1 AND id = ANY($2::text[])",
+        sqlite="DELETE FROM wh_pending WHERE lease_owner = ?1"
+        " AND id IN (SELECT column1 FROM (VALUES {values}))",
+    ),
+    Statement(
+        "retry_pending",
+        Kind.BATCH,
+        "",
+        postgres=_RETRY_PENDING.format(
+            rows="SELECT * FROM unnest($2::bigint[], $3::text[], $4::int[]) AS u(nxt, id, inc)"
+        ),
+        sqlite=sqlite(
+            _RETRY_PENDING.format(
+                rows="SELECT column1 AS nxt, column2 AS id, column3 AS inc FROM (VALUES {values})"
+            )
+        ),
+    ),
     # record results, the last attempt failed: (reason, now, endpoint id) -> account, environment, url
     Statement(
         "disable_endpoint",
@@ -243,23 +301,35 @@ _ALL = [
         f"INSERT INTO wh_alerts ({spelled(ALERT_INSERT_COLUMNS)}) VALUES ({_params(1, 7)}, NULL, '')",
     ),
     # hold: (now, endpoint id). Deliveries waiting for an endpoint that is disabled are kept, not sent; run
-    # for each endpoint a cycle saw fail and when an endpoint is disabled by hand.
+    # for each endpoint a cycle saw fail and when an endpoint is disabled by hand. Then their queue rows
+    # go: (endpoint id).
     Statement(
         "hold",
         Kind.MANY,
         f"""
     UPDATE wh_deliveries SET status = '{D.HELD}', updated_at = $1
     WHERE endpoint_id IN (SELECT id FROM wh_endpoints WHERE id = $2 AND status = '{E.DISABLED}')
-      AND status = '{D.PENDING}' AND lease_owner IS NULL
+      AND status = '{D.PENDING}'
+      AND EXISTS (SELECT 1 FROM wh_pending p WHERE p.id = wh_deliveries.id AND p.lease_owner IS NULL)
+""",
+    ),
+    Statement(
+        "hold_pending",
+        Kind.MANY,
+        f"""
+    DELETE FROM wh_pending
+    WHERE EXISTS (SELECT 1 FROM wh_endpoints WHERE id = $1 AND status = '{E.DISABLED}')
+      AND id IN (SELECT id FROM wh_deliveries WHERE endpoint_id = $1 AND status = '{D.HELD}')
 """,
     ),
     # release leases (SQLite at start: one process, so every lease is a dead predecessor's): ()
     Statement(
         "release_leases",
         Kind.EXEC,
-        f"""
-    UPDATE wh_deliveries SET next_attempt_at = due_at, lease_owner = NULL
-    WHERE status = '{D.PENDING}' AND lease_owner IS NOT NULL
+        """
+    UPDATE wh_pending SET lease_owner = NULL, next_attempt_at = COALESCE(
+        (SELECT d.due_at FROM wh_deliveries d WHERE d.id = wh_pending.id), next_attempt_at)
+    WHERE lease_owner IS NOT NULL
 """,
     ),
     # fan-out and test sends: rows of ``DELIVERY_INSERT_COLUMNS`` (``_rows.delivery_row``)
@@ -268,6 +338,12 @@ _ALL = [
         Kind.MANY,
         f"INSERT INTO wh_deliveries ({spelled(DELIVERY_INSERT_COLUMNS)})"
         f" VALUES ({_params(1, len(DELIVERY_INSERT_COLUMNS))})",
+    ),
+    # ... and the queue rows of the pending ones: rows of ``PENDING_COLUMNS`` (``_rows.pending_row``)
+    Statement(
+        "insert_pending",
+        Kind.MANY,
+        f"INSERT INTO wh_pending ({spelled(PENDING_COLUMNS)}) VALUES ({_params(1, len(PENDING_COLUMNS))})",
     ),
     # an endpoint made unordered: (endpoint id). What it has waiting no longer waits for its key's head.
     Statement(
@@ -278,6 +354,11 @@ _ALL = [
     WHERE endpoint_id = $1 AND ordering_key IS NOT NULL AND status <> '{D.SUCCEEDED}'
 """,
     ),
+    Statement(
+        "unorder_pending",
+        Kind.EXEC,
+        "UPDATE wh_pending SET ordering_key = NULL WHERE endpoint_id = $1 AND ordering_key IS NOT NULL",
+    ),
     # a recovery's dry run: (endpoint id, created since) -> how many RecoverEndpoint would queue again
     Statement(
         "recoverable",
@@ -287,16 +368,23 @@ _ALL = [
     WHERE endpoint_id = $1 AND status IN ('{D.HELD}', '{D.FAILED}') AND created_at >= $2
 """,
     ),
-    # an endpoint deleted: (now, endpoint id). What it still had to send fails.
+    # an endpoint deleted: (endpoint id) its queue rows go, then (now, endpoint id) what it still had to send
+    # fails.
+    Statement(
+        "fail_pending",
+        Kind.EXEC,
+        f"DELETE FROM wh_pending WHERE id IN ({_PENDING_OF.format(where='endpoint_id = $1')})",
+    ),
     Statement(
         "fail_deliveries",
         Kind.EXEC,
         f"""
-    UPDATE wh_deliveries SET status = '{D.FAILED}', updated_at = $1, lease_owner = NULL
+    UPDATE wh_deliveries SET status = '{D.FAILED}', updated_at = $1
     WHERE endpoint_id = $2 AND status IN ('{D.PENDING}', '{D.HELD}')
 """,
     ),
-    # a manual attempt (its row through record_attempts): (now, delivery id)
+    # a manual attempt (its row through record_attempts): (now, delivery id), then (delivery id) its queue
+    # row's count, or the row goes when it succeeded
     Statement(
         "manual_succeeded",
         Kind.EXEC,
@@ -311,8 +399,25 @@ _ALL = [
         Kind.EXEC,
         "UPDATE wh_deliveries SET attempt_count = attempt_count + 1, updated_at = $1 WHERE id = $2",
     ),
+    Statement("manual_succeeded_pending", Kind.EXEC, "DELETE FROM wh_pending WHERE id = $1"),
+    Statement(
+        "manual_failed_pending",
+        Kind.EXEC,
+        "UPDATE wh_pending SET attempt_count = attempt_count + 1 WHERE id = $1",
+    ),
     # recover an endpoint: (now, endpoint id[, created since]). Held and failed deliveries start a new run
-    # of the retry schedule, due now (due_at too: a lease released after a crash goes back to it).
+    # of the retry schedule, due now (due_at too: a lease released after a crash goes back to it); their
+    # queue rows first (the same parameters), while they are still held or failed.
+    Statement(
+        "recover_pending",
+        Kind.EXEC,
+        _RECOVER_PENDING.format(since=""),
+    ),
+    Statement(
+        "recover_since_pending",
+        Kind.EXEC,
+        _RECOVER_PENDING.format(since=" AND created_at >= $3"),
+    ),
     Statement(
         "recover",
         Kind.EXEC,
@@ -340,19 +445,26 @@ _ALL = [
         postgres=_ADVANCE.format(earliest="GREATEST"),
         sqlite=sqlite(_ADVANCE.format(earliest="max")),
     ),
+    Statement(
+        "advance_sandbox_pending",
+        Kind.EXEC,
+        "",
+        postgres=_ADVANCE_PENDING.format(earliest="GREATEST"),
+        sqlite=sqlite(_ADVANCE_PENDING.format(earliest="max")),
+    ),
     # (now, account id) -> (the account's sandbox deliveries due now and unleased,)
     Statement(
         "sandbox_due",
         Kind.ONE,
         f"""
-    SELECT count(*) FROM wh_deliveries
-    WHERE account_id = $2 AND environment = '{Env.SANDBOX}' AND status = '{D.PENDING}'
+    SELECT count(*) FROM wh_pending
+    WHERE id IN ({_PENDING_OF.format(where=f"account_id = $2 AND environment = '{Env.SANDBOX}'")})
       AND lease_owner IS NULL AND next_attempt_at <= $1
 """,
     ),
     # stats: () -> (pending deliveries,); (now,) -> (oldest due and unclaimed,); () -> (next due,);
     # (now,) -> (claimed under a lease that ran out (the holder died), the earliest due_at of those,).
-    Statement("queue_depth", Kind.ONE, f"SELECT count(*) FROM wh_deliveries WHERE status = '{D.PENDING}'"),
+    Statement("queue_depth", Kind.ONE, "SELECT count(*) FROM wh_pending"),
     # A delivery held back by an earlier one of its key is not due yet: it waits for its head, whose own
     # due time (a retry's, a lease's) is the next one, so an idle worker does not spin on it. Written as
     # the first row in due order (not min()): both databases then walk the due index and stop at the
@@ -361,8 +473,8 @@ _ALL = [
         "oldest_due",
         Kind.ONE,
         f"""
-    SELECT (SELECT next_attempt_at FROM wh_deliveries d
-            WHERE status = '{D.PENDING}' AND lease_owner IS NULL AND next_attempt_at <= $1 AND {FREE}
+    SELECT (SELECT next_attempt_at FROM wh_pending d
+            WHERE lease_owner IS NULL AND next_attempt_at <= $1 AND {FREE}
             ORDER BY next_attempt_at LIMIT 1)
 """,
     ),
@@ -370,17 +482,16 @@ _ALL = [
         "next_due",
         Kind.ONE,
         f"""
-    SELECT (SELECT next_attempt_at FROM wh_deliveries d
-            WHERE status = '{D.PENDING}' AND next_attempt_at IS NOT NULL AND {FREE}
-            ORDER BY next_attempt_at LIMIT 1)
+    SELECT (SELECT next_attempt_at FROM wh_pending d WHERE {FREE} ORDER BY next_attempt_at LIMIT 1)
 """,
     ),
     Statement(
         "lease_expired",
         Kind.ONE,
-        f"""
-    SELECT count(*), min(coalesce(due_at, next_attempt_at)) FROM wh_deliveries
-    WHERE status = '{D.PENDING}' AND lease_owner IS NOT NULL AND next_attempt_at <= $1
+        """
+    SELECT count(*), min(coalesce(d.due_at, p.next_attempt_at))
+    FROM wh_pending p JOIN wh_deliveries d ON d.id = p.id
+    WHERE p.lease_owner IS NOT NULL AND p.next_attempt_at <= $1
 """,
     ),
     # (now) -> the next time a pending delivery comes due, after now: a claim that skipped due rows and
@@ -388,8 +499,7 @@ _ALL = [
     Statement(
         "next_due_after",
         Kind.ONE,
-        f"SELECT min(next_attempt_at) FROM wh_deliveries"
-        f" WHERE status = '{D.PENDING}' AND next_attempt_at > $1",
+        "SELECT min(next_attempt_at) FROM wh_pending WHERE next_attempt_at > $1",
     ),
     # purge: (before) the attempt log past its 30 days
     Statement("purge_attempts", Kind.EXEC, "DELETE FROM wh_attempts WHERE attempted_at < $1"),
@@ -421,12 +531,17 @@ NOTHING_CLAIMED = Claimed((), {}, {})
 class ResultRows:
     """One cycle's results as statement parameters, built before the storage hop."""
 
-    __slots__ = ("attempts", "deliveries", "disabling", "exhausted", "failing", "levels", "recovered", "t")
+    __slots__ = (
+        "attempts", "deliveries", "disabling", "exhausted", "failing", "finished", "levels", "recovered",
+        "retried", "t",
+    )  # fmt: skip
 
     def __init__(self, results: Sequence[DeliveryResult], now_us: int) -> None:
         self.t = now_us
         self.attempts: list[tuple[Any, ...]] = []
         self.deliveries: list[tuple[Any, ...]] = []  # (status, next, id, inc)
+        self.finished: list[tuple[str]] = []  # (id,): done, their queue rows go
+        self.retried: list[tuple[Any, ...]] = []  # (next, id, inc): due again
         self.disabling: list[tuple[str, str]] = []  # (endpoint id, reason)
         failing: set[str] = set()
         self.levels: dict[str, tuple[int, int, str]] = {}  # endpoint id -> (level, attempts, error)
@@ -450,7 +565,12 @@ class ResultRows:
                         )
                     )
             nxt = us(r.next_attempt_at) if r.next_attempt_at else None
-            self.deliveries.append((str(r.status), nxt, r.delivery_id, 1 if r.counts_attempt else 0))
+            inc = 1 if r.counts_attempt else 0
+            self.deliveries.append((str(r.status), nxt, r.delivery_id, inc))
+            if r.status == D.PENDING:
+                self.retried.append((now_us if nxt is None else nxt, r.delivery_id, inc))
+            else:
+                self.finished.append((r.delivery_id,))
             if r.disable_endpoint:
                 self.disabling.append((r.endpoint_id, r.disabled_reason))
             if r.status != D.SUCCEEDED:

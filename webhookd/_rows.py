@@ -29,6 +29,7 @@ from webhookd._tables import (
     DELIVERY_COLUMNS,
     DELIVERY_INSERT_COLUMNS,
     ENDPOINT_COLUMNS,
+    PENDING_COLUMNS,
 )
 from webhookd._times import at_us, from_us, us
 
@@ -140,6 +141,22 @@ def delivery_row(d: DeliveryRecord) -> tuple[Any, ...]:
         "updated_at": us(d.updated_at),
     }
     return tuple(values[c] for c in DELIVERY_INSERT_COLUMNS)
+
+
+def pending_row(d: DeliveryRecord) -> tuple[Any, ...]:
+    """A new pending delivery's queue row in ``PENDING_COLUMNS`` order: due when it is next due, no lease."""
+    values = {
+        "id": d.id,
+        "endpoint_id": d.endpoint_id,
+        "account_id": d.account_id,
+        "environment": d.environment,
+        "attempt_count": d.attempt_count,
+        "next_attempt_at": us(d.next_attempt_at or d.created_at),
+        "lease_owner": None,
+        "ordering_key": d.ordering_key,
+        "event_seq": d.event_seq,
+    }
+    return tuple(values[c] for c in PENDING_COLUMNS)
 
 
 def attempt_of(row: Any) -> AttemptRecord:

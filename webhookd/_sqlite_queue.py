@@ -138,9 +138,12 @@ def _execute(db: sqlite3.Connection, name: str, params: Any) -> Any:
 
 
 def _claim(db: sqlite3.Connection, text: str, params: tuple[Any, ...]) -> q.Claimed:
-    rows = db.execute(text, params).fetchall()
-    if not rows:
+    ids = [r[0] for r in db.execute(text, params).fetchall()]
+    if not ids:
         return q.NOTHING_CLAIMED
+    rows: list[Any] = []
+    for chunk in _chunks(ids):
+        rows.extend(db.execute(q.CLAIMED_DELIVERIES_SQLITE.format(marks=",".join("?" * len(chunk))), chunk))
     bodies: dict[str, bytes] = {}
     for chunk in _chunks(list({r[1] for r in rows})):
         bodies.update(db.execute(q.CLAIMED_EVENTS_SQLITE.format(marks=",".join("?" * len(chunk))), chunk))

@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 metadata = sa.MetaData()
-# The rows of ``wh_deliveries_ordered``: pending deliveries that have an ordering key.
-ORDERED_PENDING = "status = 'pending' AND ordering_key IS NOT NULL"
+# The rows of ``wh_pending_ordered``: pending deliveries that have an ordering key.
+ORDERED_PENDING = "ordering_key IS NOT NULL"
 _SEQ = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 endpoints = sa.Table(
@@ -56,6 +56,9 @@ events = sa.Table(
     sa.Index("wh_events_idem", "account_id", "environment", "idempotency_key", unique=True),
 )
 
+# Every delivery, as the logs list it. Revision 0009: no index holds a column a delivery's result changes
+# (status, times, counts), so on PostgreSQL recording a result is a HOT update (no index entry; the table
+# keeps room on its pages for it, fillfactor 80); what the queue walks is in ``wh_pending``.
 deliveries = sa.Table(
     "wh_deliveries",
     metadata,
@@ -68,7 +71,8 @@ deliveries = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("attempt_count", sa.Integer, nullable=False, default=0),
     sa.Column("schedule_count", sa.Integer, nullable=False, default=0),
-    # When the next attempt is due; next_attempt_at is that, or the lease expiry while claimed.
+    # When the next attempt is due (pending only). Since revision 0009 next_attempt_at is the same and
+    # lease_owner unused: a lease is ``wh_pending``'s.
     sa.Column("due_at", sa.BigInteger, nullable=True),
     sa.Column("next_attempt_at", sa.BigInteger, nullable=True),
     sa.Column("lease_owner", sa.String(64), nullable=True),
@@ -78,16 +82,34 @@ deliveries = sa.Table(
     # never held back) and the event's seq, which orders the deliveries of one key.
     sa.Column("ordering_key", sa.String(255), nullable=True),
     sa.Column("event_seq", sa.BigInteger, nullable=True),
-    sa.Index("wh_deliveries_due", "status", "next_attempt_at"),
     sa.Index("wh_deliveries_endpoint", "endpoint_id", "created_at"),
     sa.Index("wh_deliveries_event", "event_id"),
     sa.Index("wh_deliveries_scope", "account_id", "environment", "created_at"),
     # Revision 0005: the delivery log filtered by event kind, newest first.
     sa.Index("wh_deliveries_scope_type", "account_id", "environment", "event_type", "created_at"),
-    # Revision 0008: the claim's look for an earlier pending delivery of the same key; only pending keyed
-    # rows are in it, so it stays small and unordered endpoints never touch it.
+)
+
+# Revision 0009: the queue, one row per pending delivery (its ``wh_deliveries`` row has status pending
+# exactly while it has one): when it is next due, or its lease expiry while claimed, and what the claim
+# filters on, copied. A claim changes a row here (two index entries), not the delivery log's (four);
+# a result deletes it, or moves it to the retry's time.
+pending = sa.Table(
+    "wh_pending",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),  # the delivery's
+    sa.Column("endpoint_id", sa.String(64), nullable=False),
+    sa.Column("account_id", sa.String(64), nullable=False),
+    sa.Column("environment", sa.String(16), nullable=False),
+    sa.Column("attempt_count", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", sa.BigInteger, nullable=False),
+    sa.Column("lease_owner", sa.String(64), nullable=True),
+    sa.Column("ordering_key", sa.String(255), nullable=True),
+    sa.Column("event_seq", sa.BigInteger, nullable=True),
+    sa.Index("wh_pending_due", "next_attempt_at"),
+    # The claim's look for an earlier pending delivery of the same key; only keyed rows are in it, so it
+    # stays small and unordered endpoints never touch it.
     sa.Index(
-        "wh_deliveries_ordered",
+        "wh_pending_ordered",
         "endpoint_id",
         "ordering_key",
         "event_seq",
@@ -191,5 +213,6 @@ DELIVERY_INSERT_COLUMNS = columns(deliveries)
 # An endpoint as it is read: not its deletion time.
 ENDPOINT_COLUMNS = columns(endpoints, without=("deleted_at",))
 ATTEMPT_COLUMNS = columns(attempts)
+PENDING_COLUMNS = columns(pending)
 NOTICE_INSERT_COLUMNS = columns(notices, without=("published_at",))
 ALERT_INSERT_COLUMNS = columns(alerts)

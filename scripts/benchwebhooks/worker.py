@@ -26,6 +26,7 @@ from webhookd._sender import Sender, SendResult
 from webhookd._server import Config, make_client, make_transport
 from webhookd._sql import SqlRepository, deliveries, events
 from webhookd._ssrf import Policy
+from webhookd._tables import pending
 from webhookd._times import us
 
 ACCT, ENV = "acct_bench", "live"
@@ -70,10 +71,17 @@ async def preload(repo: SqlRepository, endpoint_id: str, due: list[dt.datetime],
                          "status": "pending", "attempt_count": 0, "schedule_count": 0, "due_at": us(when),
                          "next_attempt_at": us(when), "lease_owner": None, "created_at": us(now),
                          "updated_at": us(now)})  # fmt: skip
+    queue_rows = [
+        {"id": d["id"], "endpoint_id": endpoint_id, "account_id": account, "environment": ENV,
+         "attempt_count": 0, "next_attempt_at": d["due_at"], "lease_owner": None, "ordering_key": None,
+         "event_seq": None}
+        for d in del_rows
+    ]  # fmt: skip
     async with repo.engine.begin() as conn:
         for i in range(0, len(ev_rows), 5000):
             await conn.execute(events.insert(), ev_rows[i : i + 5000])
             await conn.execute(deliveries.insert(), del_rows[i : i + 5000])
+            await conn.execute(pending.insert(), queue_rows[i : i + 5000])
 
 
 def endpoint(port: int, url: str = "", account: str = ACCT) -> EndpointRecord:

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from svckit.clock import FakeClock
 from svckit.migrations import downgrade
@@ -32,7 +33,7 @@ from webhookd._repository import DeliveryResult as Stored
 from webhookd._sender import Sender
 from webhookd._sql import SqlRepository
 from webhookd._sqlite_queue import SqliteQueue
-from webhookd._tables import deliveries
+from webhookd._tables import deliveries, pending
 from webhookd.migrations import SCHEMA
 
 T0 = dt.datetime(2026, 5, 1, 9, 0, 0, 654321, tzinfo=dt.UTC)
@@ -147,6 +148,10 @@ async def test_a_cycle_frees_the_keys_it_finishes_and_never_claims_what_it_recor
                     deliveries.update()
                     .where(deliveries.c.event_id == f"evt_{i:03d}")
                     .values(ordering_key=key, event_seq=i)
+                )
+                ids = sa.select(deliveries.c.id).where(deliveries.c.event_id == f"evt_{i:03d}")
+                await conn.execute(
+                    pending.update().where(pending.c.id.in_(ids)).values(ordering_key=key, event_seq=i)
                 )
         now = T0 + MINUTE
         heads = await repo.claim_due(now, 10, now + dt.timedelta(seconds=1), "wrk_a")
@@ -450,6 +455,12 @@ async def test_postgres_claim_walks_the_due_index_whatever_the_statistics(pg_url
                 " $3, $3, $3, $3 FROM generate_series(1, 20000) AS i",
                 (ep.id, ACCT, 1),
             )
+            await conn.exec_driver_sql(
+                "INSERT INTO wh_pending (id, endpoint_id, account_id, environment, attempt_count,"
+                " next_attempt_at) SELECT 'msg_' || i, $1, $2, 'live', 0, $3"
+                " FROM generate_series(1, 20000) AS i",
+                (ep.id, ACCT, 1),
+            )
         queue = repo.queue
         assert isinstance(queue, PostgresQueue)
         conn = await queue._connection()
@@ -457,7 +468,49 @@ async def test_postgres_claim_walks_the_due_index_whatever_the_statistics(pg_url
         plan = "\n".join(
             r[0] for r in await conn.fetch(f"EXPLAIN {claim}", 10**16, "wrk_a", 10**15, 50, *["[]"] * 4)
         )
-        assert "Index Scan using wh_deliveries_due" in plan
+        assert "Index Scan using wh_pending_due" in plan
         assert "Bitmap" not in plan and "Sort" not in plan
+    finally:
+        await repo.close()
+
+
+async def test_revision_0009_moves_the_waiting_deliveries_and_their_leases_into_the_queue(
+    db_url: str,
+) -> None:
+    # A database from before the queue had its table of its own: three pending deliveries, one of them
+    # leased by a process of the previous release, one succeeded. Nothing waiting may be lost or sent twice.
+    repo = await SqlRepository.open(db_url)
+    try:
+        await _setup(repo, 4)
+        now = T0 + MINUTE
+        lease = now + MINUTE
+        [done] = await repo.claim_due(now, 1, lease, "wrk_old")
+        ok = Stored(done.delivery.id, "we_claims", _attempt(done.delivery.id, done.delivery.event_id, now),
+                    DeliveryStatus.SUCCEEDED, None, True)  # fmt: skip
+        await repo.record_outcomes([ok], "wrk_old", now)
+        [leased] = await repo.claim_due(now, 1, lease, "wrk_old")
+        assert await downgrade(repo.engine, SCHEMA, "0008") == "0008"
+        async with repo.engine.connect() as conn:
+            rows = (await conn.execute(sa.select(deliveries.c.event_id, deliveries.c.lease_owner))).all()
+        assert sorted(rows) == [
+            ("evt_000", None),
+            ("evt_001", "wrk_old"),
+            ("evt_002", None),
+            ("evt_003", None),
+        ]
+    finally:
+        await repo.close()
+    repo = await SqlRepository.open(db_url)  # upgrades to 0009 again
+    try:
+        assert (await repo.queue.stats(now)).queue_depth == 3
+        claims = await repo.claim_due(now, 10, lease + MINUTE, "wrk_new")
+        assert [c.delivery.event_id for c in claims] == ["evt_002", "evt_003"]  # evt_001's lease holds
+        [again] = await repo.claim_due(lease, 10, lease + MINUTE, "wrk_new")  # until it runs out
+        assert again.delivery.id == leased.delivery.id
+        assert again.delivery.next_attempt_at == T0 + dt.timedelta(seconds=1)  # due when it was due
+        late = Stored(leased.delivery.id, "we_claims", _attempt(leased.delivery.id, "evt_001", lease),
+                      DeliveryStatus.SUCCEEDED, None, True)  # fmt: skip
+        await repo.record_outcomes([late], "wrk_old", lease)  # the old holder's result: not its lease now
+        assert (await repo.get_delivery(leased.delivery.id)).status is DeliveryStatus.PENDING  # type: ignore[union-attr]
     finally:
         await repo.close()

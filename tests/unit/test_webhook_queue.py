@@ -120,7 +120,9 @@ def test_one_cycle_claims_sends_and_records(case: Case) -> None:
     assert len(alerts) == len(queue.alerts) == case.alerts
     held = case.endpoint_after is OFF
     assert queue.delivery("msg_2").status == (D.HELD if held else D.PENDING)
-    assert queue.deliveries["msg_1"]["lease_owner"] is None  # the lease ends with the result
+    # The lease ends with the result: the queue row goes, or waits unleased for the retry.
+    assert queue.pending.get("msg_1", {"lease_owner": None})["lease_owner"] is None
+    assert ("msg_1" in queue.pending) == (case.status is D.PENDING)
 
 
 def test_a_deleted_endpoints_delivery_fails_unsent() -> None:

@@ -1,0 +1,80 @@
+"""Issue 21, delivery throughput on PostgreSQL: the queue in a table of its own, ``wh_pending``, one row per
+pending delivery, so that a claim and a result no longer put new versions of the delivery log's rows into
+all six of its indexes (``webhookd._tables``). The pending deliveries are copied in, leases and all (a
+lease held by a process running the previous release runs out as it would have); the due and ordered
+indexes move from ``wh_deliveries`` to ``wh_pending``; on PostgreSQL ``wh_deliveries`` keeps a fifth of
+each page free, so a result's update is HOT (its new row version on the same page, no index entry).
+
+Revision ID: 0009
+Revises: 0008
+Create Date: 2026-11-28
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0009"
+down_revision = "0008"
+branch_labels = None
+depends_on = None
+
+ORDERED_PENDING = "ordering_key IS NOT NULL"
+OLD_ORDERED_PENDING = "status = 'pending' AND ordering_key IS NOT NULL"
+
+
+def upgrade() -> None:
+    op.create_table(
+        "wh_pending",
+        sa.Column("id", sa.String(64), primary_key=True),
+        sa.Column("endpoint_id", sa.String(64), nullable=False),
+        sa.Column("account_id", sa.String(64), nullable=False),
+        sa.Column("environment", sa.String(16), nullable=False),
+        sa.Column("attempt_count", sa.Integer, nullable=False),
+        sa.Column("next_attempt_at", sa.BigInteger, nullable=False),
+        sa.Column("lease_owner", sa.String(64), nullable=True),
+        sa.Column("ordering_key", sa.String(255), nullable=True),
+        sa.Column("event_seq", sa.BigInteger, nullable=True),
+    )
+    op.execute(
+        "INSERT INTO wh_pending (id, endpoint_id, account_id, environment, attempt_count, next_attempt_at,"
+        " lease_owner, ordering_key, event_seq)"
+        " SELECT id, endpoint_id, account_id, environment, attempt_count,"
+        " COALESCE(next_attempt_at, due_at, created_at), lease_owner, ordering_key, event_seq"
+        " FROM wh_deliveries WHERE status = 'pending'"
+    )
+    op.execute(
+        "UPDATE wh_deliveries SET next_attempt_at = due_at, lease_owner = NULL WHERE status = 'pending'"
+    )
+    op.create_index("wh_pending_due", "wh_pending", ["next_attempt_at"])
+    op.create_index(
+        "wh_pending_ordered",
+        "wh_pending",
+        ["endpoint_id", "ordering_key", "event_seq"],
+        sqlite_where=sa.text(ORDERED_PENDING),
+        postgresql_where=sa.text(ORDERED_PENDING),
+    )
+    op.drop_index("wh_deliveries_ordered", table_name="wh_deliveries")
+    op.drop_index("wh_deliveries_due", table_name="wh_deliveries")
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("ALTER TABLE wh_deliveries SET (fillfactor = 80)")
+
+
+def downgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("ALTER TABLE wh_deliveries RESET (fillfactor)")
+    op.create_index("wh_deliveries_due", "wh_deliveries", ["status", "next_attempt_at"])
+    op.create_index(
+        "wh_deliveries_ordered",
+        "wh_deliveries",
+        ["endpoint_id", "ordering_key", "event_seq"],
+        sqlite_where=sa.text(OLD_ORDERED_PENDING),
+        postgresql_where=sa.text(OLD_ORDERED_PENDING),
+    )
+    op.execute(
+        "UPDATE wh_deliveries SET next_attempt_at = (SELECT p.next_attempt_at FROM wh_pending p"
+        " WHERE p.id = wh_deliveries.id), lease_owner = (SELECT p.lease_owner FROM wh_pending p"
+        " WHERE p.id = wh_deliveries.id) WHERE status = 'pending'"
+    )
+    op.drop_index("wh_pending_ordered", table_name="wh_pending")
+    op.drop_index("wh_pending_due", table_name="wh_pending")
+    op.drop_table("wh_pending")
