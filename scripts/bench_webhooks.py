@@ -113,6 +113,13 @@ def main() -> int:
         "--pg-processes", type=int, default=2, help="worker processes sharing the PostgreSQL burst"
     )
     parser.add_argument(
+        "--pg-endpoints",
+        type=int,
+        default=8,
+        help="endpoints the PostgreSQL burst goes to in turn (one takes at most per_endpoint sends in flight"
+        " per process; a burst to one endpoint is measured beside it)",
+    )
+    parser.add_argument(
         "--hostile",
         type=int,
         default=10,

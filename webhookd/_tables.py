@@ -58,7 +58,7 @@ events = sa.Table(
 
 # Every delivery, as the logs list it. Revision 0009: no index holds a column a delivery's result changes
 # (status, times, counts), so on PostgreSQL recording a result is a HOT update (no index entry; the table
-# keeps room on its pages for it, fillfactor 80); what the queue walks is in ``wh_pending``.
+# keeps room on its pages for it, fillfactor 70); what the queue walks is in ``wh_pending``.
 deliveries = sa.Table(
     "wh_deliveries",
     metadata,

@@ -122,10 +122,11 @@ async def postgres_phase(
     cfg: WorkerConfig,
     processes: int,
     lag_due: list[dt.datetime],
+    endpoints: int = 1,
 ) -> dict[str, Any]:
-    """The burst, then the lag phase, on PostgreSQL with ``processes`` worker processes sharing one scratch
-    schema (created and dropped here); deliveries/s from the start signal to the last commit, counted by
-    the workers as their cycles commit."""
+    """The burst (to ``endpoints`` endpoints in turn), then the lag phase, on PostgreSQL with ``processes``
+    worker processes sharing one scratch schema (created and dropped here); deliveries/s from the start
+    signal to the last commit, counted by the workers as their cycles commit."""
     schema = f"bench_webhooks_{new_id('s').lower()[2:14]}"
     admin = create_engine(base_url)
     async with admin.begin() as conn:
@@ -140,10 +141,10 @@ async def postgres_phase(
     updates: Any = None
     repo = await SqlRepository.open(url)
     try:
-        ep, lag_ep = endpoint(port), endpoint(port)
-        await repo.create_endpoint(ep)
-        await repo.create_endpoint(lag_ep)
-        await preload(repo, ep.id, [dt.datetime.now(dt.UTC)] * n)
+        eps, lag_ep = [endpoint(port) for _ in range(endpoints)], endpoint(port)
+        for ep in [*eps, lag_ep]:
+            await repo.create_endpoint(ep)
+        await preload(repo, [ep.id for ep in eps], [dt.datetime.now(dt.UTC)] * n)
         for _ in range(processes):
             proc = ctx.Process(
                 target=pg_worker_process,

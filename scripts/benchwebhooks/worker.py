@@ -48,10 +48,15 @@ def config_for(ca_path: str, worker: WorkerConfig | None = None) -> Config:
     return config
 
 
-async def preload(repo: SqlRepository, endpoint_id: str, due: list[dt.datetime], account: str = ACCT) -> None:
+async def preload(
+    repo: SqlRepository, endpoint_id: str | Sequence[str], due: list[dt.datetime], account: str = ACCT
+) -> None:
+    """Events and their deliveries, due at ``due``; several endpoints take them in turn."""
     now = dt.datetime.now(dt.UTC)
     ev_rows, del_rows = [], []
-    for when in due:
+    targets = [endpoint_id] if isinstance(endpoint_id, str) else list(endpoint_id)
+    for i, when in enumerate(due):
+        endpoint_id = targets[i % len(targets)]
         eid = sortable_id("evt", now)
         body = envelope(eid, now)
         ev_rows.append(
@@ -72,7 +77,7 @@ async def preload(repo: SqlRepository, endpoint_id: str, due: list[dt.datetime],
                          "next_attempt_at": us(when), "lease_owner": None, "created_at": us(now),
                          "updated_at": us(now)})  # fmt: skip
     queue_rows = [
-        {"id": d["id"], "endpoint_id": endpoint_id, "account_id": account, "environment": ENV,
+        {"id": d["id"], "endpoint_id": d["endpoint_id"], "account_id": account, "environment": ENV,
          "attempt_count": 0, "next_attempt_at": d["due_at"], "lease_owner": None, "ordering_key": None,
          "event_seq": None}
         for d in del_rows
