@@ -11,6 +11,7 @@ webhookd process and one writer (``BEGIN IMMEDIATE``).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sqlite3
 import threading
@@ -25,7 +26,6 @@ from webhookd._repository import EndpointRecord
 T = TypeVar("T")
 log = logging.getLogger("webhookd.sqlite")
 CHECKPOINT_SECONDS = 0.5
-IN_CHUNK = 500  # ids per IN (...) list, far below SQLite's host-parameter limit
 
 _TEXTS = {name: statement.sqlite_text() for name, statement in q.STATEMENTS.items()}
 
@@ -39,10 +39,6 @@ def _pow2_chunks(rows: list[T]) -> list[list[T]]:
         out.append(rows[i : i + size])
         i += size
     return out
-
-
-def _chunks(ids: list[str]) -> list[list[str]]:
-    return [ids[i : i + IN_CHUNK] for i in range(0, len(ids), IN_CHUNK)]
 
 
 class SqliteQueue(StatementQueue):
@@ -128,12 +124,13 @@ def _execute(db: sqlite3.Connection, name: str, params: Any) -> Any:
     if kind is q.Kind.MANY:
         db.executemany(text, params)
         return None
-    if kind is q.Kind.BATCH:
+    if kind is q.Kind.BATCH or kind is q.Kind.IDS:
         head, rows = params
+        ids: list[str] = []
         for part in _pow2_chunks(rows):
             sql = text.format(values=q.values_list(len(part), len(part[0]), len(head) + 1))
-            db.execute(sql, [*head, *(value for row in part for value in row)])
-        return None
+            ids.extend(r[0] for r in db.execute(sql, [*head, *(value for row in part for value in row)]))
+        return ids if kind is q.Kind.IDS else None
     return _claim(db, text, params)
 
 
@@ -141,14 +138,8 @@ def _claim(db: sqlite3.Connection, text: str, params: tuple[Any, ...]) -> q.Clai
     ids = [r[0] for r in db.execute(text, params).fetchall()]
     if not ids:
         return q.NOTHING_CLAIMED
-    rows: list[Any] = []
-    for chunk in _chunks(ids):
-        rows.extend(db.execute(q.CLAIMED_DELIVERIES_SQLITE.format(marks=",".join("?" * len(chunk))), chunk))
-    bodies: dict[str, bytes] = {}
-    for chunk in _chunks(list({r[1] for r in rows})):
-        bodies.update(db.execute(q.CLAIMED_EVENTS_SQLITE.format(marks=",".join("?" * len(chunk))), chunk))
-    eps: dict[str, Any] = {}
-    for chunk in _chunks(list({r[2] for r in rows})):
-        for r in db.execute(q.CLAIMED_ENDPOINTS_SQLITE.format(marks=",".join("?" * len(chunk))), chunk):
-            eps[r[0]] = r
-    return q.Claimed(rows, bodies, eps)
+    rows = db.execute(q.CLAIMED_SQLITE, (json.dumps(ids),)).fetchall()
+    w = q.DELIVERY_WIDTH
+    endpoint_ids = json.dumps(sorted({r[2] for r in rows}))
+    endpoints = {r[0]: r for r in db.execute(q.CLAIMED_ENDPOINTS_SQLITE, (endpoint_ids,))}
+    return q.Claimed([r[:w] for r in rows], {r[1]: r[w] for r in rows}, endpoints)

@@ -116,6 +116,7 @@ pending = sa.Table(
         sqlite_where=sa.text(ORDERED_PENDING),
         postgresql_where=sa.text(ORDERED_PENDING),
     ),
+    sqlite_with_rowid=False,
 )
 
 attempts = sa.Table(

@@ -35,6 +35,7 @@ def upgrade() -> None:
         sa.Column("lease_owner", sa.String(64), nullable=True),
         sa.Column("ordering_key", sa.String(255), nullable=True),
         sa.Column("event_seq", sa.BigInteger, nullable=True),
+        sqlite_with_rowid=False,
     )
     op.execute(
         "INSERT INTO wh_pending (id, endpoint_id, account_id, environment, attempt_count, next_attempt_at,"
