@@ -190,32 +190,29 @@ class MemoryQueue(StatementQueue):
     def _record_attempts(self, params: tuple[tuple[()], Sequence[tuple[Any, ...]]]) -> None:
         self.attempts.extend(dict(zip(ATTEMPT_COLUMNS, row, strict=True)) for row in params[1])
 
-    def _record_deliveries(self, params: tuple[tuple[int], Sequence[tuple[Any, ...]]]) -> None:
-        (t,), rows = params
+    def _record_deliveries(self, params: tuple[tuple[int, str], Sequence[tuple[Any, ...]]]) -> None:
+        (t, owner), rows = params
         for status, nxt, delivery_id, inc in rows:
-            d = self.deliveries.get(delivery_id)
-            if d is None:
+            d, p = self.deliveries.get(delivery_id), self.pending.get(delivery_id)
+            if d is None or p is None or p["lease_owner"] != owner:
                 continue
             d.update(status=status, next_attempt_at=nxt, due_at=nxt, updated_at=t)
             d["attempt_count"] += inc
             d["schedule_count"] += inc
 
-    def _finish_pending(self, params: tuple[tuple[str], Sequence[tuple[str]]]) -> list[str]:
+    def _finish_pending(self, params: tuple[tuple[str], Sequence[tuple[str]]]) -> None:
         (owner,), rows = params
-        mine = [i for (i,) in rows if self.pending.get(i, {}).get("lease_owner") == owner]
-        for delivery_id in mine:
-            del self.pending[delivery_id]
-        return mine
+        for (delivery_id,) in rows:
+            p = self.pending.get(delivery_id)
+            if p is not None and p["lease_owner"] == owner:
+                del self.pending[delivery_id]
 
-    def _retry_pending(self, params: tuple[tuple[str], Sequence[tuple[int, str, int]]]) -> list[str]:
+    def _retry_pending(self, params: tuple[tuple[str], Sequence[tuple[int, str, int]]]) -> None:
         (owner,), rows = params
-        mine = []
         for nxt, delivery_id, inc in rows:
             p = self.pending.get(delivery_id)
             if p is not None and p["lease_owner"] == owner:
                 p.update(next_attempt_at=nxt, lease_owner=None, attempt_count=p["attempt_count"] + inc)
-                mine.append(delivery_id)
-        return mine
 
     def _disable_endpoint(self, params: tuple[str, int, str]) -> tuple[str, str, str] | None:
         reason, t, endpoint_id = params

@@ -89,7 +89,17 @@ async def _execute(conn: asyncpg.Connection, name: str, params: Any) -> Any:
         if rows:
             await conn.execute(text, *head, *zip(*rows, strict=True))
         return None
-    if kind is q.Kind.IDS:
-        head, rows = params
-        return [r[0] for r in await conn.fetch(text, *head, *zip(*rows, strict=True))] if rows else []
-    return q.claimed(await conn.fetch(text, *params))
+    return _claimed(await conn.fetch(text, *params))
+
+
+def _claimed(rows: list[asyncpg.Record]) -> q.Claimed:
+    """The joined claim's rows: delivery columns, the event body, the endpoint's columns (NULLs: deleted)."""
+    bodies: dict[str, bytes] = {}
+    endpoints: dict[str, Any] = {}
+    w = q.DELIVERY_WIDTH
+    for r in rows:
+        bodies[r[1]] = r[w]
+        ep = r[w + 1 :]
+        if ep[0] is not None:
+            endpoints.setdefault(ep[0], ep)
+    return q.Claimed(rows, bodies, endpoints)

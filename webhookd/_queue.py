@@ -109,14 +109,11 @@ def record(rows: q.ResultRows, owner: str) -> Step[list[tuple[Any, ...]]]:
     """Write a cycle's results; the new alerts as ``insert_alert``'s rows."""
     if rows.attempts:
         yield "record_attempts", ((), rows.attempts)
-    # A result counts only while its lease is held: the queue rows say which were still the owner's.
-    mine: set[str] = set()
+    yield "record_deliveries", ((rows.t, owner), rows.deliveries)
     if rows.finished:
-        mine.update((yield "finish_pending", ((owner,), rows.finished)))
+        yield "finish_pending", ((owner,), rows.finished)
     if rows.retried:
-        mine.update((yield "retry_pending", ((owner,), rows.retried)))
-    if mine:
-        yield "record_deliveries", ((rows.t,), [r for r in rows.deliveries if r[2] in mine])
+        yield "retry_pending", ((owner,), rows.retried)
     alerts: list[tuple[Any, ...]] = []
     notices = list(rows.exhausted)
     for endpoint_id, reason in rows.disabling:

@@ -58,7 +58,6 @@ class Kind(enum.Enum):
     MANY = "many"  # a list of parameter tuples -> None
     ONE = "one"  # one parameter tuple -> the first row, or None
     BATCH = "batch"  # (leading parameters, rows) -> None: many rows in few statements
-    IDS = "ids"  # a BATCH that returns ids -> the ids of the rows it changed
     CLAIM = "claim"  # (lease expiry, owner, now, limit) -> ``Claimed``
 
 
@@ -140,16 +139,11 @@ def _claim_text(lock: str, elements: str) -> str:
 
 _PG_ELEMENTS = "SELECT jsonb_array_elements_text(${i}::jsonb)"
 _SQLITE_ELEMENTS = "SELECT value FROM json_each(${i})"
-# What a claim answers, each claimed delivery's row with its event body and its endpoint's columns (NULLs:
-# deleted), for the ids in ``{claimed}``.
-_CLAIMED = f"""
-    SELECT {spelled(DELIVERY_COLUMNS, "dl.")}, ev.envelope, {spelled(ENDPOINT_COLUMNS, "ep.")}
-    FROM {{claimed}} JOIN wh_deliveries dl ON dl.id = c.id JOIN wh_events ev ON ev.id = dl.event_id
-    LEFT JOIN wh_endpoints ep ON ep.id = dl.endpoint_id AND ep.deleted_at IS NULL
-"""
 CLAIM_POSTGRES = f"""
     WITH claimed AS ({_claim_text("FOR UPDATE SKIP LOCKED", _PG_ELEMENTS)})
-    {_CLAIMED.format(claimed="claimed c")}
+    SELECT {spelled(DELIVERY_COLUMNS, "dl.")}, ev.envelope, {spelled(ENDPOINT_COLUMNS, "ep.")}
+    FROM claimed c JOIN wh_deliveries dl ON dl.id = c.id JOIN wh_events ev ON ev.id = dl.event_id
+    LEFT JOIN wh_endpoints ep ON ep.id = dl.endpoint_id AND ep.deleted_at IS NULL
 """
 # SQLite has no UPDATE inside WITH: the claim returns the ids, then these read the deliveries with their
 # event bodies, and each endpoint once (the sqlite3 module makes a Python object of every value read: an
@@ -164,14 +158,15 @@ CLAIMED_ENDPOINTS_SQLITE = f"""
     FROM json_each(?1) c JOIN wh_endpoints ep ON ep.id = c.value WHERE ep.deleted_at IS NULL
 """
 
-# record results, deliveries: (now) then rows (status, next attempt, delivery id, 1 if counted else 0) of
-# those whose queue rows were still leased to the worker (``finish_pending``, ``retry_pending`` said)
+# record results, deliveries: (now, owner) then rows (status, next attempt, delivery id, 1 if counted else 0);
+# before the queue rows (their lease says whose the result is) are finished or retried
 _RECORD_DELIVERIES = """
     UPDATE wh_deliveries SET status = v.status, next_attempt_at = v.nxt, due_at = v.nxt,
         updated_at = $1, attempt_count = wh_deliveries.attempt_count + v.inc,
         schedule_count = wh_deliveries.schedule_count + v.inc
     FROM ({rows}) AS v
     WHERE wh_deliveries.id = v.id
+      AND EXISTS (SELECT 1 FROM wh_pending p WHERE p.id = v.id AND p.lease_owner = $2)
 """
 # record results, the queue rows of those that are due again: (owner) then rows (next attempt, id, inc)
 _RETRY_PENDING = """
@@ -179,7 +174,6 @@ _RETRY_PENDING = """
         attempt_count = wh_pending.attempt_count + v.inc
     FROM ({rows}) AS v
     WHERE wh_pending.id = v.id AND wh_pending.lease_owner = $1
-    RETURNING wh_pending.id
 """
 # the sandbox clock: ``{earliest}`` is the dialect's two-argument maximum (GREATEST, max); the deliveries'
 # due times first (an unleased queue row's next_attempt_at is its delivery's due_at), then the queue's
@@ -238,7 +232,7 @@ _ALL = [
         Kind.BATCH,
         "",
         postgres=_RECORD_DELIVERIES.format(
-            rows="SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::int[])"
+            rows="SELECT * FROM unnest($3::text[], $4::bigint[], $5::text[], $6::int[])"
             " AS u(status, nxt, id, inc)"
         ),
         sqlite=sqlite(
@@ -248,19 +242,19 @@ _ALL = [
             )
         ),
     ),
-    # record results, first the queue rows, whose lease says whose the result is: of those that are done
-    # (succeeded, failed for good), (owner) then rows (delivery id) -> the ids that were the owner's
+    # record results, the queue rows of those that are done (succeeded, failed for good): (owner) then
+    # rows (delivery id)
     Statement(
         "finish_pending",
-        Kind.IDS,
+        Kind.BATCH,
         "",
-        postgres="DELETE FROM wh_pending WHERE lease_owner = $1 AND id = ANY($2::text[]) RETURNING id",
+        postgres="DELETE FROM wh_pending WHERE lease_owner = $1 AND id = ANY($2::text[])",
         sqlite="DELETE FROM wh_pending WHERE lease_owner = ?1"
-        " AND id IN (SELECT column1 FROM (VALUES {values})) RETURNING id",
+        " AND id IN (SELECT column1 FROM (VALUES {values}))",
     ),
     Statement(
         "retry_pending",
-        Kind.IDS,
+        Kind.BATCH,
         "",
         postgres=_RETRY_PENDING.format(
             rows="SELECT * FROM unnest($2::bigint[], $3::text[], $4::int[]) AS u(nxt, id, inc)"
@@ -537,19 +531,6 @@ class Claimed:
 
 
 NOTHING_CLAIMED = Claimed((), {}, {})
-
-
-def claimed(rows: Sequence[Sequence[Any]]) -> Claimed:
-    """A claim's rows (``_CLAIMED``): delivery columns, the event body, the endpoint's columns."""
-    bodies: dict[str, bytes] = {}
-    endpoints: dict[str, Sequence[Any]] = {}
-    w = DELIVERY_WIDTH
-    for r in rows:
-        bodies[r[1]] = r[w]
-        ep = r[w + 1 :]
-        if ep[0] is not None:
-            endpoints.setdefault(ep[0], ep)
-    return Claimed(rows, bodies, endpoints)
 
 
 class ResultRows:

@@ -124,13 +124,12 @@ def _execute(db: sqlite3.Connection, name: str, params: Any) -> Any:
     if kind is q.Kind.MANY:
         db.executemany(text, params)
         return None
-    if kind is q.Kind.BATCH or kind is q.Kind.IDS:
+    if kind is q.Kind.BATCH:
         head, rows = params
-        ids: list[str] = []
         for part in _pow2_chunks(rows):
             sql = text.format(values=q.values_list(len(part), len(part[0]), len(head) + 1))
-            ids.extend(r[0] for r in db.execute(sql, [*head, *(value for row in part for value in row)]))
-        return ids if kind is q.Kind.IDS else None
+            db.execute(sql, [*head, *(value for row in part for value in row)])
+        return None
     return _claim(db, text, params)
 
 
