@@ -239,15 +239,7 @@ class MemoryQueue(StatementQueue):
 
     def _recoverable(self, params: tuple[str, int]) -> tuple[int]:
         endpoint_id, since = params
-        return (
-            sum(
-                1
-                for d in self.deliveries.values()
-                if d["endpoint_id"] == endpoint_id
-                and d["status"] in (D.HELD, D.FAILED)
-                and d["created_at"] >= since
-            ),
-        )
+        return (len(self._recoverable_of(endpoint_id, since)),)
 
     def _insert_notices(self, params: Sequence[tuple[Any, ...]]) -> None:
         for row in params:

@@ -188,15 +188,11 @@ _ADVANCE_PENDING = f"""
     UPDATE wh_pending SET next_attempt_at = {{earliest}}(next_attempt_at - $1, $2)
     WHERE id IN ({_SANDBOX_PENDING}) AND lease_owner IS NULL AND next_attempt_at > $2
 """
-if PENDING_COLUMNS != (
-    "id", "endpoint_id", "account_id", "environment", "attempt_count", "next_attempt_at", "lease_owner",
-    "ordering_key", "event_seq",
-):  # fmt: skip
-    raise ImportError("wh_pending's columns changed: _RECOVER_PENDING selects them in this order")
+# a recovered delivery's queue row: its own columns, due now ($1), no lease
+_RECOVERED = {"next_attempt_at": "CAST($1 AS BIGINT)", "lease_owner": "NULL"}
 _RECOVER_PENDING = f"""
     INSERT INTO wh_pending ({spelled(PENDING_COLUMNS)})
-    SELECT id, endpoint_id, account_id, environment, attempt_count, CAST($1 AS BIGINT), NULL, ordering_key,
-        event_seq
+    SELECT {", ".join(_RECOVERED.get(c, c) for c in PENDING_COLUMNS)}
     FROM wh_deliveries WHERE endpoint_id = $2 AND status IN ('{D.HELD}', '{D.FAILED}'){{since}}
 """
 _ATTEMPT_TYPES = {

@@ -139,6 +139,6 @@ def _claim(db: sqlite3.Connection, text: str, params: tuple[Any, ...]) -> q.Clai
         return q.NOTHING_CLAIMED
     rows = db.execute(q.CLAIMED_SQLITE, (json.dumps(ids),)).fetchall()
     w = q.DELIVERY_WIDTH
-    endpoint_ids = json.dumps(sorted({r[2] for r in rows}))
+    endpoint_ids = json.dumps(list({r[2] for r in rows}))
     endpoints = {r[0]: r for r in db.execute(q.CLAIMED_ENDPOINTS_SQLITE, (endpoint_ids,))}
     return q.Claimed([r[:w] for r in rows], {r[1]: r[w] for r in rows}, endpoints)
