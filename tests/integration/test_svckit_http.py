@@ -4,7 +4,9 @@ than ``max_body`` cut (webhookd reads at most so much) or refused (the edge pass
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 import pytest
@@ -14,16 +16,20 @@ from svckit.http import PooledTransport, system_addresses
 BODY = b"x" * 5000
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[tuple[str, list[int]]]:
-    """An HTTP/1.1 keep-alive server answering every request with BODY; counts its connections."""
+Respond = Callable[[bytes, asyncio.StreamReader], Awaitable[bytes]]
+
+
+@contextlib.asynccontextmanager
+async def _serving(respond: Respond) -> AsyncIterator[tuple[int, list[int]]]:
+    """A loopback HTTP/1.1 keep-alive server writing ``respond(head, reader)`` for each request head (it
+    reads the body itself if it needs it); yields its port and its connections (one entry each)."""
     connections: list[int] = []
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connections.append(1)
         try:
-            while await reader.readuntil(b"\r\n\r\n"):
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%b" % (len(BODY), BODY))
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                writer.write(await respond(head, reader))
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -31,12 +37,22 @@ async def server() -> AsyncIterator[tuple[str, list[int]]]:
             writer.close()
 
     srv = await asyncio.start_server(serve, "127.0.0.1", 0)
-    port = srv.sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}/thing", connections
+        yield srv.sockets[0].getsockname()[1], connections
     finally:
         srv.close()
         await srv.wait_closed()
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[tuple[str, list[int]]]:
+    """An HTTP/1.1 keep-alive server answering every request with BODY; counts its connections."""
+
+    async def respond(_head: bytes, _reader: asyncio.StreamReader) -> bytes:
+        return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%b" % (len(BODY), BODY)
+
+    async with _serving(respond) as (port, connections):
+        yield f"http://127.0.0.1:{port}/thing", connections
 
 
 async def _get(transport: PooledTransport, url: str) -> httpx.Response:
@@ -82,21 +98,14 @@ async def test_the_proxy_fast_path_sends_one_formatted_head_and_refuses_a_line_b
     path prefix kept, the pooled connection reused; a header value with CR or LF is never sent."""
     heads: list[bytes] = []
 
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while head := await reader.readuntil(b"\r\n\r\n"):
-                heads.append(head)
-                writer.write(b"HTTP/1.1 201 Created\r\nContent-Type: text/x\r\nContent-Length: 2\r\n\r\nok")
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+    async def respond(head: bytes, _reader: asyncio.StreamReader) -> bytes:
+        heads.append(head)
+        return b"HTTP/1.1 201 Created\r\nContent-Type: text/x\r\nContent-Length: 2\r\n\r\nok"
 
-    srv = await asyncio.start_server(serve, "127.0.0.1", 0)
-    port = srv.sockets[0].getsockname()[1]
-    transport = PooledTransport(system_addresses)
-    try:
+    async with (
+        _serving(respond) as (port, _),
+        contextlib.aclosing(PooledTransport(system_addresses)) as transport,
+    ):
         base = f"http://127.0.0.1:{port}/prefix"
         for _ in range(2):
             status, headers, body = await transport.request("GET", base, "/v1/x?a=1", [("X-Key-Id", "k")])
@@ -113,10 +122,6 @@ async def test_the_proxy_fast_path_sends_one_formatted_head_and_refuses_a_line_b
         with pytest.raises(httpx.LocalProtocolError):
             await transport.request("HEAD", base, "/v1/x", [])
         assert len(heads) == 2
-    finally:
-        await transport.aclose()
-        srv.close()
-        await srv.wait_closed()
 
 
 async def test_post_returns_the_first_keep_bytes_of_a_plain_or_chunked_answer() -> None:
@@ -130,24 +135,17 @@ async def test_post_returns_the_first_keep_bytes_of_a_plain_or_chunked_answer() 
         + b"0\r\n\r\n",
     ]
 
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            n = 0
-            while head := await reader.readuntil(b"\r\n\r\n"):
-                length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
-                await reader.readexactly(length)
-                writer.write(answers[n % 2])
-                n += 1
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+    turns = itertools.cycle(answers)
 
-    srv = await asyncio.start_server(serve, "127.0.0.1", 0)
-    port = srv.sockets[0].getsockname()[1]
-    transport = PooledTransport(system_addresses)
-    try:
+    async def respond(head: bytes, reader: asyncio.StreamReader) -> bytes:
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+        return next(turns)
+
+    async with (
+        _serving(respond) as (port, _),
+        contextlib.aclosing(PooledTransport(system_addresses)) as transport,
+    ):
         url = f"http://127.0.0.1:{port}/hook"
         for _ in range(2):  # plain, then chunked
             status, _, body = await transport.post(url, {"X-A": "1"}, b"{}", keep=100)
@@ -155,7 +153,3 @@ async def test_post_returns_the_first_keep_bytes_of_a_plain_or_chunked_answer() 
         status, _, body = await transport.post(url, {}, b"{}")  # keep unset: the whole body
         assert (status, body) == (200, BODY)
         assert transport.connections_opened == 1
-    finally:
-        await transport.aclose()
-        srv.close()
-        await srv.wait_closed()
