@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import ipaddress
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from edge.authcache import Answer
 from edge.gcra import US, Limit, gcra
+from svckit.netblocks import buckets
 
 # Unknown keys a second per source, and how many at once (EdgeConfig.unknown_key_rate / _burst): far
 # more than a partner mistyping keys, a small share of what one authsvc answers.
@@ -62,26 +62,6 @@ MESSAGES = {
     Tier.BLOCK: "Too many unknown API keys from this network",
     Tier.GLOBAL: "Too many unknown API keys are being tried right now",
 }
-
-
-def buckets(address: str) -> tuple[str, str]:
-    """The source and block an address is counted in: an IPv4 address and its /24, an IPv6 address's
-    /64 and /48 (an IPv4-mapped one as IPv4). Anything unparsable is its own source and block."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address, address
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if isinstance(ip, ipaddress.IPv4Address):
-        text = str(ip)
-        return text, text[: text.rindex(".")] + ".0/24"
-    # Masked as integers: ip_network() costs several times more, and this runs on every miss.
-    n = int(ip)
-    return (
-        f"{ipaddress.IPv6Address(n >> 64 << 64)}/64",
-        f"{ipaddress.IPv6Address(n >> 80 << 80)}/48",
-    )
 
 
 def tiers_of(known_source: bool) -> tuple[Tier, ...]:

@@ -21,12 +21,12 @@ bucket full again is forgotten, which is the same as never seen).
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-import functools
-import ipaddress
 import time
 from collections.abc import Callable
+
+from svckit.gcra import take
+from svckit.netblocks import buckets
 
 BURST = 10
 PERIOD = 6.0  # seconds per attempt at the sustained rate (10 a minute)
@@ -41,60 +41,6 @@ class Tier(enum.StrEnum):
     SOURCE = "source"
     BLOCK = "block"
     GLOBAL = "global"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Take:
-    allowed: bool
-    tat: float | None  # what to store after this attempt (unchanged when refused)
-    retry_after: float  # seconds until an attempt would be allowed; 0 when allowed
-
-
-def take(tat: float | None, now: float, period: float = PERIOD, burst: int = BURST) -> Take:
-    """One attempt at ``now`` against the stored theoretical arrival time ``tat`` (None: a full
-    bucket)."""
-    base = now if tat is None or tat < now else tat
-    new_tat = base + period
-    ahead = new_tat - now
-    tolerance = max(1, burst) * period
-    if ahead > tolerance:
-        return Take(False, tat, ahead - tolerance)
-    return Take(True, new_tat, 0.0)
-
-
-def _ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return None
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    return ip
-
-
-@functools.lru_cache(maxsize=4096)
-def buckets(address: str) -> tuple[str, str]:
-    """The source and block buckets of an address (``source_key``, ``block_key``), from one parse, and
-    cached: asked before every sign-in is read (``SourceLimiter.wait``), and a flood's addresses repeat."""
-    ip = _ip(address)
-    if ip is None:
-        return address, address
-    if isinstance(ip, ipaddress.IPv4Address):
-        text = str(ip)
-        return text, text[: text.rindex(".")] + ".0/24"
-    # Masked as integers: ip_network() costs several times more.
-    n = int(ip)
-    return f"{ipaddress.IPv6Address(n >> 64 << 64)}/64", f"{ipaddress.IPv6Address(n >> 80 << 80)}/48"
-
-
-def source_key(address: str) -> str:
-    """The bucket of an address: itself, or its /64 for IPv6; anything unparsable as given."""
-    return buckets(address)[0]
-
-
-def block_key(address: str) -> str:
-    """The block of an address: its IPv4 /24 or IPv6 /48; anything unparsable as given."""
-    return buckets(address)[1]
 
 
 def attempt(

@@ -20,8 +20,9 @@ from edge.authorizer import Authorizer
 from edge.environments import Environment
 from edge.exceptions import RateLimited
 from edge.gcra import US
-from edge.unknownkeys import Refused, Ticket, Tier, UnknownKeyBudget, buckets, refusal, tiers_of
+from edge.unknownkeys import Refused, Ticket, Tier, UnknownKeyBudget, refusal, tiers_of
 from svckit.clients import AuthClient
+from svckit.netblocks import buckets
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from portal.signin_limit import SourceLimiter, Tier, attempt, block_key, source_key, take
+from portal.signin_limit import SourceLimiter, Tier, attempt
+from svckit.gcra import take
+from svckit.netblocks import block_key, source_key
 
 
 @pytest.mark.parametrize(
