@@ -171,6 +171,25 @@ def build_parser() -> FlagParser:
         help="look-ups of keys authsvc does not know allowed per client address at once",
     )
     flag(
+        "refusal-delay",
+        type=float,
+        default=default("refusal_delay"),
+        help="seconds a refusal past its client address's allowance is held before it is answered "
+        "(a 429, or any refusal without an accepted key; 0: none held)",
+    )
+    flag(
+        "refusal-rate",
+        type=float,
+        default=default("refusal_rate"),
+        help="refusals per client address a second answered at once (the rest held --refusal-delay)",
+    )
+    flag(
+        "refusal-burst",
+        type=int,
+        default=default("refusal_burst"),
+        help="refusals per client address answered at once in a burst",
+    )
+    flag(
         "stream-ping-seconds",
         type=float,
         default=default("stream_ping_seconds"),
@@ -320,6 +339,9 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         denial_cache_size=args.denial_cache_size,
         unknown_key_rate=args.unknown_key_rate,
         unknown_key_burst=args.unknown_key_burst,
+        refusal_delay=args.refusal_delay,
+        refusal_rate=args.refusal_rate,
+        refusal_burst=args.refusal_burst,
         keep_alive_timeout=args.keep_alive_timeout,
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,

@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import logging
 import time
+from collections.abc import Awaitable, Coroutine
 from pathlib import Path
 from typing import Any, cast
 
@@ -103,7 +104,9 @@ def _wrong_method(request: EdgeRequest) -> WrongMethod | None:
     return WrongMethod(request.method, request.path, allowed) if allowed else None
 
 
-def handle_error(request: EdgeRequest | None, exc: BaseException) -> HTTPResponse:
+def handle_error(
+    request: EdgeRequest | None, exc: BaseException
+) -> HTTPResponse | Coroutine[Any, Any, HTTPResponse]:
     etype, message = _classify(request, exc)
     rid = new_request_id()
     headers: tuple[tuple[str, str], ...] = ()
@@ -147,6 +150,16 @@ def handle_error(request: EdgeRequest | None, exc: BaseException) -> HTTPRespons
             gate.requests.record(
                 rctx.started, rctx.caller, request.method, request.path, response.status, etype, rid
             )
+    if gate is not None and request is not None:
+        # Past its source's allowance a refusal is written later (svckit.pacing): a flood slowed.
+        wait = gate.pace(request, response.status, request.ctx.caller is not None)
+        if wait is not None:
+            return _after(wait, response)
+    return response
+
+
+async def _after(wait: Awaitable[None], response: HTTPResponse) -> HTTPResponse:
+    await wait
     return response
 
 

@@ -14,7 +14,7 @@ from edge.environments import listen_hosts
 from edge.routetable import DEFAULT_ROUTES, RouteTable
 from edge.sources import Network
 from edge.unknownkeys import UNKNOWN_KEY_BURST, UNKNOWN_KEY_RATE
-from svckit import addresses
+from svckit import addresses, pacing
 from svckit.tls import Tls
 
 DEFAULT_LIVE_LISTEN = addresses.EDGE_LIVE
@@ -71,6 +71,12 @@ class EdgeConfig:
     # Look-ups of keys authsvc does not know, per source: a second, and at once (edge.unknownkeys).
     unknown_key_rate: float = UNKNOWN_KEY_RATE
     unknown_key_burst: int = UNKNOWN_KEY_BURST
+    # Refusal pacing (svckit.pacing): past its source's allowance (refusal_rate a second, in bursts of
+    # refusal_burst) a 429, or a refusal of a request with no accepted key, is answered refusal_delay
+    # seconds later; 0 answers every refusal at once.
+    refusal_delay: float = pacing.DELAY
+    refusal_rate: float = pacing.RATE
+    refusal_burst: int = pacing.BURST
     webhookd_timeout: float = 10.0
     upstream_timeout: float = 30.0
     # A product upstream's answer longer than this is refused (503), never cut.

@@ -56,6 +56,7 @@ from edge.triggers import FORCED_MESSAGES, RouteKind, Trigger, decide
 from svckit.clients import ClientError
 from svckit.clock import utcnow
 from svckit.logs import request_id_var
+from svckit.pacing import RefusalPacer
 from svckit.prototables import AUTH_ENVIRONMENT
 from travel.auth.v1 import auth_pb2
 
@@ -123,6 +124,8 @@ class Gate:
         # A key's own limit (authsvc, Caller.rate_limit), else its environment's; 0 switches it off.
         self.rates = {"live": config.rate_limit_live, "sandbox": config.rate_limit_sandbox}
         self.limiter = RateLimiter()
+        # Refusals past their source's allowance are held (svckit.pacing): a flood is answered slowly.
+        self.pacer = RefusalPacer(config.refusal_delay, config.refusal_rate, config.refusal_burst)
         # Accept header values that admit JSON (check_accept), at most MAX_ACCEPTS of them.
         self.json_accepts: set[str | None] = set()
         self.shared = (
@@ -153,6 +156,15 @@ class Gate:
         wait = self.limiter.check(caller.key_id, rate, time.monotonic())
         if wait > 0:
             raise RateLimited(wait)
+
+    def pace(self, request: BareRequest, status: int, accepted: bool) -> Awaitable[None] | None:
+        """What a refusal waits before it is written (svckit.pacing): None, at once. A refusal of a
+        malformed X-Forwarded-For counts against the peer (the proxy) it came from."""
+        try:
+            source = self.source(request)
+        except EdgeError:
+            source = request.ip or "0.0.0.0"
+        return self.pacer.refusal(request, source, status, accepted)
 
     async def aclose(self) -> None:
         if self.shared is not None:

@@ -88,6 +88,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="file with the key of the CSRF tokens (base64url of 32 bytes; or the key itself in "
         f"{CSRF_KEY_ENV}; `python -m portal new-csrf-key` makes one); default a random key per process",
     )
+    flag(
+        "refusal-delay",
+        type=float,
+        default=config_default(PortalConfig, "refusal_delay"),
+        help="seconds a refusal past its client address's allowance is held before it is answered "
+        "(a 429, or any refusal without a session; 0: none held)",
+    )
+    flag(
+        "refusal-rate",
+        type=float,
+        default=config_default(PortalConfig, "refusal_rate"),
+        help="refusals per client address a second answered at once (the rest held --refusal-delay)",
+    )
+    flag(
+        "refusal-burst",
+        type=int,
+        default=config_default(PortalConfig, "refusal_burst"),
+        help="refusals per client address answered at once in a burst",
+    )
     add_tls_args(s, SERVICE)
     return parser
 
@@ -105,6 +124,9 @@ async def serve(args: argparse.Namespace) -> None:
         mail_from=args.mail_from,
         tls=tls_from_args(args),
         csrf_key=key_from(args.csrf_key_file or "", os.environ.get(CSRF_KEY_ENV, ""), "--csrf-key-file"),
+        refusal_delay=args.refusal_delay,
+        refusal_rate=args.refusal_rate,
+        refusal_burst=args.refusal_burst,
     )
     app = create_app(config)
     running = await start(app, [listen])

@@ -20,6 +20,7 @@ from portal.pages import PAGE_SIZE
 from portal.routes import BLUEPRINTS
 from portal.web import RouteErrorHandler
 from svckit.clients import AuthClient, ClientError, HooksClient
+from svckit.pacing import RefusalPacer
 
 log = logging.getLogger("portal")
 
@@ -36,6 +37,7 @@ def create_app(config: PortalConfig, name: str = "portal") -> PortalApp:
         csrf_key=csrf_key,
         flash_key=flash_key(csrf_key),
         secure=config.public_url.startswith("https://"),
+        pacer=RefusalPacer(config.refusal_delay, config.refusal_rate, config.refusal_burst),
     )
     if config.csrf_key is None:
         log.warning(

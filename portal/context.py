@@ -14,6 +14,7 @@ from sanic.config import Config
 from portal.config import PortalConfig
 from svckit import roles
 from svckit.clients import AuthClient, HooksClient
+from svckit.pacing import RefusalPacer
 from svckit.prototables import USER_ROLE
 from travel.auth.v1 import identity_pb2 as ipb
 
@@ -32,6 +33,8 @@ class PortalContext:
     flash_key: bytes
     # Cookies carry Secure when partners open the portal over https.
     secure: bool
+    # Refusals past their source's allowance are held (svckit.pacing): a flood is answered slowly.
+    pacer: RefusalPacer
 
 
 @dataclass

@@ -75,7 +75,12 @@ async def load(request: PortalRequest) -> HTTPResponse | None:
 
 
 async def headers(request: PortalRequest, resp: BaseHTTPResponse) -> None:
-    finish(request, resp, request.app.ctx.secure)
+    ctx = request.app.ctx
+    finish(request, resp, ctx.secure)
+    # Past its source's allowance a refusal is written later (svckit.pacing): a flood slowed.
+    wait = ctx.pacer.refusal(request, request.ip or "", resp.status, request.ctx.viewer is not None)
+    if wait is not None:
+        await wait
 
 
 async def client_error(request: PortalRequest, exc: ClientError) -> HTTPResponse:

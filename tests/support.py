@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
@@ -110,6 +111,14 @@ async def close_code(stream: Any, frame_timeout: float) -> int | None:
             await asyncio.wait_for(stream.recv(), frame_timeout)
     except websockets.ConnectionClosed as closed:
         return None if closed.rcvd is None else closed.rcvd.code
+
+
+def scraped(metrics_port: int, sample: str) -> float:
+    """The sum of the samples of a process's /metrics whose line starts with ``sample`` (a name and
+    possibly the start of its labels), 0 when there is none."""
+    url = f"http://127.0.0.1:{metrics_port}/metrics"
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(sample))
 
 
 def sqlite_url(directory: pathlib.Path, name: str) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 
@@ -21,7 +20,7 @@ from edge.testing import SANDBOX_HOST, edge_args
 from svckit.apikeys import checksum
 from svckit.ids import random_base62
 from tests.integration.edge_stack import new_key
-from tests.support import ServiceProcess, sqlite_url, start_service
+from tests.support import ServiceProcess, scraped, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2_grpc
 
 # Per source 2 at once, per /24 3, all sources 4 (edge.unknownkeys: shares 1.5 and 2); refilling at
@@ -37,9 +36,9 @@ def made_up_key() -> str:
 
 
 def unknown_key_answers(metrics_port: int) -> float:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read().decode()
-    name = 'authsvc_authorize_decisions_total{decision="deny",error_type="invalid_api_key"}'
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
+    return scraped(
+        metrics_port, 'authsvc_authorize_decisions_total{decision="deny",error_type="invalid_api_key"}'
+    )
 
 
 @pytest.fixture(scope="module")

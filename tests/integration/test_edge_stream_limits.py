@@ -44,8 +44,11 @@ BURST = 10
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    # Refusals answered at once (--refusal-delay 0): the floods here are the log's and the limits' worst
+    # case, as an edge run without pacing meets them (pacing: test_edge_refusal_pacing.py).
     limits = ["--stream-max-per-key", str(PER_KEY), "--stream-max-per-account", str(PER_ACCOUNT),
-              "--stream-messages-per-second", "2", "--stream-message-burst", str(BURST)]  # fmt: skip
+              "--stream-messages-per-second", "2", "--stream-message-burst", str(BURST),
+              "--refusal-delay", "0"]  # fmt: skip
     with running_stack(tmp_path_factory.mktemp("edge_limits"), [], limits) as up:
         yield up
 

@@ -1,0 +1,175 @@
+"""Refusal pacing (a tarpit): a client refused again and again gets its next refusals later.
+
+Why: a refused request costs the server nearly what an answered one does (its head parsed, routed, an
+error body written), and the refusal tells a flooding client at once to send the next one. A flood of
+401s and 429s (made-up keys, sign-ins past their limit, streams past their caps) was answered as fast
+as the server could, on the loop and the cores the partners' own requests use (issue 20). So past a
+free allowance a refusal is held: written ``delay`` seconds later, its connection not read meanwhile
+(the server reads a connection's next request only once this one is answered). A client flooding over N
+connections then gets about N refusals a second beyond the allowance, however fast it sends; a client
+that made a mistake (a mistyped key, a limit met now and then) stays within the allowance and is
+answered at once. Others do the same: HAProxy's ``http-request tarpit``, Postfix's
+``smtpd_error_sleep_time`` (1 s), OWASP's progressive delays for failed sign-ins.
+
+Which answers (``paced``): every 429, and every refusal (4xx) of a request with no accepted credential
+(no valid key at the edge, no session at the portal). An accepted caller's other refusals (400, 403,
+404, ...) are not: they are its own business, and its rate limit holds their number already.
+
+The allowance is two GCRA buckets (svckit.gcra): the source's (svckit.netblocks: an address, an IPv6
+/64), ``rate`` a second in bursts of ``burst``, and everyone's, GLOBAL_SHARE times that. A refusal that
+takes from both is answered at once (``NOW``); past either it is held (``LATER``), unless its source
+has ``HELD_PER_SOURCE`` held already or all sources ``HELD_TOTAL``: then it is answered at once and its
+connection closed (``CLOSE``), so memory stays bounded whatever the number of connections, and a client
+past the bound pays a new connection for each further refusal. ``pace`` is the rule, pure;
+``RefusalPacer`` keeps the buckets and the held counts of one process, and ``refusal`` applies it to a
+Sanic answer (the edge's error handler and the portal's response middleware call it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import functools
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from prometheus_client import Counter
+from sanic import Request
+from sanic.http import Http
+
+from svckit.gcra import take
+from svckit.netblocks import buckets
+
+# How long a paced refusal is held (seconds; 0 switches pacing off), and the refusals a source is
+# answered at once: RATE a second in bursts of BURST. Far above a partner's mistakes, far below a flood.
+DELAY = 1.0
+RATE = 20.0
+BURST = 40
+# Everyone's allowance, as a multiple of one source's: an attacker with many addresses is held to it.
+GLOBAL_SHARE = 5.0
+HELD_PER_SOURCE = 64
+HELD_TOTAL = 2048
+MAX_TRACKED = 100_000
+
+PACED = Counter(
+    "refusals_paced_total",
+    "Refusals past the free allowance of their source or of everyone: held (later) or answered at once "
+    "with the connection closed (close, too many held already)",
+    ["pace"],
+)
+
+
+class Pace(enum.StrEnum):
+    NOW = "now"  # within the allowance: answered at once
+    LATER = "later"  # held for the delay, then answered
+    CLOSE = "close"  # past the allowance with too many held: answered at once, connection closed
+
+
+def paced(status: int, accepted: bool) -> bool:
+    """Does this answer count against the allowance: a 429, or any 4xx of a request with no accepted
+    credential. Server errors never do (the fault is ours)."""
+    return status == 429 or (not accepted and 400 <= status < 500)
+
+
+def pace(
+    allowed: bool,
+    held_by_source: int,
+    held_total: int,
+    held_per_source: int = HELD_PER_SOURCE,
+    held_most: int = HELD_TOTAL,
+) -> Pace:
+    """A refusal's pace: ``allowed`` when both the source's and everyone's bucket had room for it;
+    ``held_by_source`` and ``held_total`` are the refusals held right now."""
+    if allowed:
+        return Pace.NOW
+    if held_by_source >= held_per_source or held_total >= held_most:
+        return Pace.CLOSE
+    return Pace.LATER
+
+
+class RefusalPacer:
+    """The allowance buckets and held refusals of one process. ``verdict`` decides (and reserves a held
+    place for ``LATER``); ``hold`` then waits the delay and frees the place."""
+
+    def __init__(
+        self,
+        delay: float = DELAY,
+        rate: float = RATE,
+        burst: int = BURST,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        spread: Callable[[], float] = functools.partial(random.uniform, 0.5, 1.5),
+        max_tracked: int = MAX_TRACKED,
+    ) -> None:
+        self.delay, self.clock, self.spread, self.max_tracked = delay, clock, spread, max_tracked
+        self.period = 1.0 / rate if rate > 0 else 0.0
+        self.burst = burst
+        self.everyone_period = self.period / GLOBAL_SHARE
+        self.everyone_burst = round(burst * GLOBAL_SHARE)
+        self.everyone: float | None = None
+        self.tats: dict[str, float] = {}
+        self.held: dict[str, int] = {}
+        self.held_total = 0
+
+    def verdict(self, address: str) -> Pace:
+        """One paced refusal from ``address``: NOW (counted in the allowance), LATER (a held place
+        reserved: ``hold`` must follow) or CLOSE."""
+        if self.delay <= 0 or self.period <= 0:
+            return Pace.NOW
+        source = buckets(address)[0]
+        now = self.clock()
+        mine = take(self.tats.get(source), now, self.period, self.burst)
+        everyone = take(self.everyone, now, self.everyone_period, self.everyone_burst)
+        verdict = pace(mine.allowed and everyone.allowed, self.held.get(source, 0), self.held_total)
+        if verdict is Pace.NOW:  # all or nothing: a held refusal takes from neither bucket
+            self._store(source, mine.tat, now)
+            self.everyone = everyone.tat
+            return verdict
+        PACED.labels(verdict).inc()
+        if verdict is Pace.LATER:
+            self.held[source] = self.held.get(source, 0) + 1
+            self.held_total += 1
+        return verdict
+
+    def refusal(
+        self, request: Request[Any, Any], source: str, status: int, accepted: bool
+    ) -> Awaitable[None] | None:
+        """What a server's answer of ``status`` to ``request`` from ``source`` waits before it is written:
+        None, nothing (not paced, or within the allowance; a CLOSE verdict ends the connection after it);
+        else ``hold``'s wait."""
+        if self.delay <= 0 or not paced(status, accepted):
+            return None
+        verdict = self.verdict(source)
+        if verdict is Pace.LATER:
+            return self.hold(source)
+        if verdict is Pace.CLOSE and isinstance(request.stream, Http):
+            request.stream.keep_alive = False
+        return None
+
+    async def hold(self, address: str) -> None:
+        """Wait out a LATER verdict's delay, spread over half to one and a half of it (refusals held
+        together would otherwise come back together, a burst once a delay); its held place is freed even
+        if the wait is cancelled (the client went away)."""
+        source = buckets(address)[0]
+        try:
+            await asyncio.sleep(self.delay * self.spread())
+        finally:
+            left = self.held.get(source, 1) - 1
+            if left > 0:
+                self.held[source] = left
+            else:
+                self.held.pop(source, None)
+            self.held_total -= 1
+
+    def _store(self, source: str, tat: float | None, now: float) -> None:
+        if tat is None:
+            return
+        tats = self.tats
+        if source not in tats and len(tats) >= self.max_tracked:
+            # Full buckets are the same as never seen: forget them, else start afresh rather than grow.
+            tats = self.tats = {k: t for k, t in tats.items() if t > now}
+            if len(tats) >= self.max_tracked:
+                tats.clear()
+        tats[source] = tat

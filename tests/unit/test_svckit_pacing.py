@@ -1,0 +1,144 @@
+"""Refusal pacing (svckit.pacing): which answers count, the pace rule by table, and the pacer's buckets and
+held places on a fake clock."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from svckit.pacing import (
+    BURST,
+    GLOBAL_SHARE,
+    HELD_PER_SOURCE,
+    HELD_TOTAL,
+    RATE,
+    Pace,
+    RefusalPacer,
+    pace,
+    paced,
+)
+
+
+@pytest.mark.parametrize(
+    ("status", "accepted", "counts"),
+    [
+        (429, True, True),  # an accepted caller past its limit
+        (429, False, True),
+        (401, False, True),  # an unknown or made-up key
+        (403, False, True),  # a forged form, no session
+        (404, False, True),  # a path probed with no credential
+        (400, False, True),
+        (403, True, False),  # an accepted caller's own business: its rate limit holds their number
+        (404, True, False),
+        (400, True, False),
+        (409, True, False),
+        (200, False, False),  # answers are never paced
+        (303, False, False),
+        (500, False, False),  # our fault, never the client's
+        (503, False, False),
+        (503, True, False),
+    ],
+)
+def test_paced(status: int, accepted: bool, counts: bool) -> None:
+    assert paced(status, accepted) is counts
+
+
+@pytest.mark.parametrize(
+    ("allowed", "held_by_source", "held_total", "expected"),
+    [
+        (True, 0, 0, Pace.NOW),
+        (True, HELD_PER_SOURCE, HELD_TOTAL, Pace.NOW),  # within the allowance nothing else matters
+        (False, 0, 0, Pace.LATER),
+        (False, HELD_PER_SOURCE - 1, HELD_TOTAL - 1, Pace.LATER),
+        (False, HELD_PER_SOURCE, 0, Pace.CLOSE),  # this source holds its most
+        (False, 0, HELD_TOTAL, Pace.CLOSE),  # everyone together holds the most
+    ],
+)
+def test_pace(allowed: bool, held_by_source: int, held_total: int, expected: Pace) -> None:
+    assert pace(allowed, held_by_source, held_total) is expected
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def verdicts(pacer: RefusalPacer, address: str, n: int) -> list[Pace]:
+    return [pacer.verdict(address) for _ in range(n)]
+
+
+def test_a_source_is_answered_at_once_for_its_burst_then_held() -> None:
+    clock = Clock()
+    pacer = RefusalPacer(clock=clock)
+    assert verdicts(pacer, "198.51.100.7", BURST) == [Pace.NOW] * BURST
+    assert pacer.verdict("198.51.100.7") is Pace.LATER
+    assert (pacer.held, pacer.held_total) == ({"198.51.100.7": 1}, 1)
+    # Another address has its own allowance; the held refusal took nothing from the buckets.
+    assert pacer.verdict("198.51.100.8") is Pace.NOW
+    clock.now += 1 / RATE  # one refusal's worth refilled
+    assert verdicts(pacer, "198.51.100.7", 2) == [Pace.NOW, Pace.LATER]
+
+
+def test_an_ipv6_subscriber_is_one_source_by_its_64() -> None:
+    pacer = RefusalPacer(clock=Clock())
+    got = [pacer.verdict(f"2001:db8:0:1::{i:x}") for i in range(BURST + 1)]
+    assert got == [Pace.NOW] * BURST + [Pace.LATER]
+    assert pacer.verdict("2001:db8:0:2::1") is Pace.NOW
+
+
+def test_many_addresses_are_held_to_everyones_allowance() -> None:
+    pacer = RefusalPacer(clock=Clock())
+    everyone = round(BURST * GLOBAL_SHARE)
+    got = [pacer.verdict(f"10.{i // 250}.{i % 250}.1") for i in range(everyone + 3)]
+    assert got == [Pace.NOW] * everyone + [Pace.LATER] * 3
+
+
+def test_past_the_held_places_a_refusal_is_answered_at_once_and_its_connection_closed() -> None:
+    pacer = RefusalPacer(clock=Clock())
+    verdicts(pacer, "198.51.100.7", BURST)
+    assert verdicts(pacer, "198.51.100.7", HELD_PER_SOURCE) == [Pace.LATER] * HELD_PER_SOURCE
+    assert pacer.verdict("198.51.100.7") is Pace.CLOSE
+    assert pacer.held == {"198.51.100.7": HELD_PER_SOURCE}  # a CLOSE holds no place
+
+
+def test_a_zero_delay_or_rate_paces_nothing() -> None:
+    for pacer in (RefusalPacer(delay=0, clock=Clock()), RefusalPacer(rate=0, clock=Clock())):
+        assert verdicts(pacer, "198.51.100.7", 3 * BURST) == [Pace.NOW] * (3 * BURST)
+        assert pacer.held_total == 0
+
+
+async def test_hold_waits_the_spread_delay_and_frees_its_place_even_when_cancelled() -> None:
+    pacer = RefusalPacer(delay=0.05, burst=1, clock=Clock(), spread=lambda: 0.5)
+    assert pacer.verdict("198.51.100.7") is Pace.NOW
+    assert pacer.verdict("198.51.100.7") is Pace.LATER
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await pacer.hold("198.51.100.7")
+    assert loop.time() - started >= 0.025
+    assert (pacer.held, pacer.held_total) == ({}, 0)
+    assert pacer.verdict("198.51.100.7") is Pace.LATER
+    task = asyncio.ensure_future(pacer.hold("198.51.100.7"))
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (pacer.held, pacer.held_total) == ({}, 0)
+
+
+def test_the_tracked_sources_are_bounded() -> None:
+    clock = Clock()
+    pacer = RefusalPacer(clock=clock, max_tracked=10)
+    for i in range(10):
+        pacer.verdict(f"10.0.{i}.1")
+    assert len(pacer.tats) == 10
+    pacer.verdict("10.0.10.1")  # all ten still refilling: started afresh rather than grown
+    assert list(pacer.tats) == ["10.0.10.1"]
+    for i in range(9):
+        pacer.verdict(f"10.1.{i}.1")
+    clock.now += 60  # every bucket full again: forgotten, the same as never seen
+    pacer.verdict("10.9.9.9")
+    assert list(pacer.tats) == ["10.9.9.9"]
