@@ -190,6 +190,12 @@ def build_parser() -> FlagParser:
         help="refusals per client address answered at once in a burst",
     )
     flag(
+        "refusals-held",
+        type=int,
+        default=default("refusals_held"),
+        help="refusals held at once, at most (past it one is answered at once and its connection closed)",
+    )
+    flag(
         "stream-ping-seconds",
         type=float,
         default=default("stream_ping_seconds"),
@@ -342,6 +348,7 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         refusal_delay=args.refusal_delay,
         refusal_rate=args.refusal_rate,
         refusal_burst=args.refusal_burst,
+        refusals_held=args.refusals_held,
         keep_alive_timeout=args.keep_alive_timeout,
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,

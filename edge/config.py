@@ -77,6 +77,8 @@ class EdgeConfig:
     refusal_delay: float = pacing.DELAY
     refusal_rate: float = pacing.RATE
     refusal_burst: int = pacing.BURST
+    # Refusals held at once, at most; past it one is answered at once and its connection closed.
+    refusals_held: int = pacing.HELD_MOST
     webhookd_timeout: float = 10.0
     upstream_timeout: float = 30.0
     # A product upstream's answer longer than this is refused (503), never cut.

@@ -107,6 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=config_default(PortalConfig, "refusal_burst"),
         help="refusals per client address answered at once in a burst",
     )
+    flag(
+        "refusals-held",
+        type=int,
+        default=config_default(PortalConfig, "refusals_held"),
+        help="refusals held at once, at most (past it one is answered at once and its connection closed)",
+    )
     add_tls_args(s, SERVICE)
     return parser
 
@@ -127,6 +133,7 @@ async def serve(args: argparse.Namespace) -> None:
         refusal_delay=args.refusal_delay,
         refusal_rate=args.refusal_rate,
         refusal_burst=args.refusal_burst,
+        refusals_held=args.refusals_held,
     )
     app = create_app(config)
     running = await start(app, [listen])

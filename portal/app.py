@@ -37,7 +37,9 @@ def create_app(config: PortalConfig, name: str = "portal") -> PortalApp:
         csrf_key=csrf_key,
         flash_key=flash_key(csrf_key),
         secure=config.public_url.startswith("https://"),
-        pacer=RefusalPacer(config.refusal_delay, config.refusal_rate, config.refusal_burst),
+        pacer=RefusalPacer(
+            config.refusal_delay, config.refusal_rate, config.refusal_burst, config.refusals_held
+        ),
     )
     if config.csrf_key is None:
         log.warning(

@@ -27,3 +27,5 @@ class PortalConfig:
     refusal_delay: float = pacing.DELAY
     refusal_rate: float = pacing.RATE
     refusal_burst: int = pacing.BURST
+    # Refusals held at once, at most; past it one is answered at once and its connection closed.
+    refusals_held: int = pacing.HELD_MOST

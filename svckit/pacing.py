@@ -6,7 +6,8 @@ error body written), and the refusal tells a flooding client at once to send the
 as the server could, on the loop and the cores the partners' own requests use (issue 20). So past a
 free allowance a refusal is held: written ``delay`` seconds later, its connection not read meanwhile
 (the server reads a connection's next request only once this one is answered). A client flooding over N
-connections then gets about N refusals a second beyond the allowance, however fast it sends; a client
+connections then gets about N refusals a delay beyond the allowance (at most ``burst``, below), however
+fast it sends; a client
 that made a mistake (a mistyped key, a limit met now and then) stays within the allowance and is
 answered at once. Others do the same: HAProxy's ``http-request tarpit``, Postfix's
 ``smtpd_error_sleep_time`` (1 s), OWASP's progressive delays for failed sign-ins.
@@ -17,12 +18,15 @@ Which answers (``paced``): every 429, and every refusal (4xx) of a request with 
 
 The allowance is two GCRA buckets (svckit.gcra): the source's (svckit.netblocks: an address, an IPv6
 /64), ``rate`` a second in bursts of ``burst``, and everyone's, GLOBAL_SHARE times that. A refusal that
-takes from both is answered at once (``NOW``); past either it is held (``LATER``), unless its source
-has ``HELD_PER_SOURCE`` held already or all sources ``HELD_TOTAL``: then it is answered at once and its
-connection closed (``CLOSE``), so memory stays bounded whatever the number of connections, and a client
-past the bound pays a new connection for each further refusal. ``pace`` is the rule, pure;
-``RefusalPacer`` keeps the buckets and the held counts of one process, and ``refusal`` applies it to a
-Sanic answer (the edge's error handler and the portal's response middleware call it).
+takes from both is answered at once (``NOW``); past either it is held (``LATER``). How long
+(``hold_seconds``): ``delay``, or longer when its source has many held already, so that a source's held
+refusals come back at most ``burst`` per ``delay`` however many connections it floods over (the n-th
+held waits ceil(n / burst) delays), up to LONGEST_HOLD. Past ``held_most`` (HELD_MOST) refusals held
+in all, a refusal is answered at once and its connection closed (``CLOSE``): memory stays bounded
+whatever the number of connections, and a client past the bound pays a new connection for each
+further refusal. ``pace`` and ``hold_seconds`` are the rules, pure; ``RefusalPacer`` keeps the buckets
+and the held counts of one process, and ``refusal`` applies them to a Sanic answer (the edge's error
+handler and the portal's response middleware call it).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import functools
+import math
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -49,8 +54,9 @@ RATE = 20.0
 BURST = 40
 # Everyone's allowance, as a multiple of one source's: an attacker with many addresses is held to it.
 GLOBAL_SHARE = 5.0
-HELD_PER_SOURCE = 64
-HELD_TOTAL = 2048
+# Refusals held at once in all (past it: answered at once, the connection closed), and the longest hold.
+HELD_MOST = 4096
+LONGEST_HOLD = 10.0
 MAX_TRACKED = 100_000
 
 PACED = Counter(
@@ -73,20 +79,21 @@ def paced(status: int, accepted: bool) -> bool:
     return status == 429 or (not accepted and 400 <= status < 500)
 
 
-def pace(
-    allowed: bool,
-    held_by_source: int,
-    held_total: int,
-    held_per_source: int = HELD_PER_SOURCE,
-    held_most: int = HELD_TOTAL,
-) -> Pace:
+def pace(allowed: bool, held_total: int, held_most: int = HELD_MOST) -> Pace:
     """A refusal's pace: ``allowed`` when both the source's and everyone's bucket had room for it;
-    ``held_by_source`` and ``held_total`` are the refusals held right now."""
+    ``held_total`` is the number of refusals held right now."""
     if allowed:
         return Pace.NOW
-    if held_by_source >= held_per_source or held_total >= held_most:
+    if held_total >= held_most:
         return Pace.CLOSE
     return Pace.LATER
+
+
+def hold_seconds(held_by_source: int, delay: float, burst: int, longest: float = LONGEST_HOLD) -> float:
+    """How long the ``held_by_source``-th refusal its source has held (itself included) waits: a
+    ``delay`` for each ``burst`` of them (so its source's held refusals come back ``burst`` per delay,
+    whatever its number of connections), at most ``longest``."""
+    return min(longest, delay * max(1, math.ceil(held_by_source / max(1, burst))))
 
 
 class RefusalPacer:
@@ -98,12 +105,14 @@ class RefusalPacer:
         delay: float = DELAY,
         rate: float = RATE,
         burst: int = BURST,
+        held_most: int = HELD_MOST,
         *,
         clock: Callable[[], float] = time.monotonic,
         spread: Callable[[], float] = functools.partial(random.uniform, 0.5, 1.5),
         max_tracked: int = MAX_TRACKED,
     ) -> None:
         self.delay, self.clock, self.spread, self.max_tracked = delay, clock, spread, max_tracked
+        self.held_most = held_most
         self.period = 1.0 / rate if rate > 0 else 0.0
         self.burst = burst
         self.everyone_period = self.period / GLOBAL_SHARE
@@ -122,7 +131,7 @@ class RefusalPacer:
         now = self.clock()
         mine = take(self.tats.get(source), now, self.period, self.burst)
         everyone = take(self.everyone, now, self.everyone_period, self.everyone_burst)
-        verdict = pace(mine.allowed and everyone.allowed, self.held.get(source, 0), self.held_total)
+        verdict = pace(mine.allowed and everyone.allowed, self.held_total, self.held_most)
         if verdict is Pace.NOW:  # all or nothing: a held refusal takes from neither bucket
             self._store(source, mine.tat, now)
             self.everyone = everyone.tat
@@ -149,12 +158,13 @@ class RefusalPacer:
         return None
 
     async def hold(self, address: str) -> None:
-        """Wait out a LATER verdict's delay, spread over half to one and a half of it (refusals held
-        together would otherwise come back together, a burst once a delay); its held place is freed even
-        if the wait is cancelled (the client went away)."""
+        """Wait out a LATER verdict's hold (``hold_seconds``), spread over half to one and a half of it
+        (refusals held together would otherwise come back together, a burst once a delay); its held place
+        is freed even if the wait is cancelled (the client went away)."""
         source = buckets(address)[0]
+        seconds = hold_seconds(self.held.get(source, 1), self.delay, self.burst)
         try:
-            await asyncio.sleep(self.delay * self.spread())
+            await asyncio.sleep(seconds * self.spread())
         finally:
             left = self.held.get(source, 1) - 1
             if left > 0:

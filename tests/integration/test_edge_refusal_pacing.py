@@ -16,7 +16,6 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from svckit.pacing import HELD_PER_SOURCE
 from tests.integration.edge_stack import hdrs, new_key
 from tests.integration.test_edge_stream_webhooks import Stack, auth, running_stack  # noqa: F401 (auth)
 from tests.support import scraped
@@ -25,6 +24,7 @@ from travel.auth.v1 import auth_pb2_grpc
 # A source's burst of 3 refusals answered at once, refilling at 0.001 a second (nothing refills while
 # the test runs; everyone's burst is GLOBAL_SHARE times 3); held 2 s, spread over 1 to 3 s.
 DELAY, BURST = 2.0, 3
+HELD = 4  # refusals held at once, at most
 BAD_KEY = "svc_test_" + "a" * 32 + "xxxxxx"  # its checksum fails: refused 401 by the edge alone
 
 
@@ -35,7 +35,7 @@ def paced(stack: Stack, pace: str) -> float:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     flags = ["--metrics-listen", "127.0.0.1:0", "--refusal-delay", str(DELAY), "--refusal-rate", "0.001",
-             "--refusal-burst", str(BURST)]  # fmt: skip
+             "--refusal-burst", str(BURST), "--refusals-held", str(HELD)]  # fmt: skip
     with running_stack(tmp_path_factory.mktemp("refusal_pacing"), [], flags) as up:
         yield up
 
@@ -80,7 +80,7 @@ async def test_past_the_held_places_a_refusal_is_answered_at_once_and_its_connec
 ) -> None:
     url = f"http://127.0.0.1:{stack.edge.ports['sandbox_port']}/v1/account"
     extra = 6
-    n = BURST + HELD_PER_SOURCE + extra
+    n = BURST + HELD + extra
     closed_before = paced(stack, "close")
     async with client("127.0.0.4", connections=n) as flooder:
         got = await asyncio.gather(*(flooder.get(url, headers=hdrs(BAD_KEY)) for _ in range(n)))

@@ -10,11 +10,12 @@ import pytest
 from svckit.pacing import (
     BURST,
     GLOBAL_SHARE,
-    HELD_PER_SOURCE,
-    HELD_TOTAL,
+    HELD_MOST,
+    LONGEST_HOLD,
     RATE,
     Pace,
     RefusalPacer,
+    hold_seconds,
     pace,
     paced,
 )
@@ -45,18 +46,34 @@ def test_paced(status: int, accepted: bool, counts: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    ("allowed", "held_by_source", "held_total", "expected"),
+    ("allowed", "held_total", "expected"),
     [
-        (True, 0, 0, Pace.NOW),
-        (True, HELD_PER_SOURCE, HELD_TOTAL, Pace.NOW),  # within the allowance nothing else matters
-        (False, 0, 0, Pace.LATER),
-        (False, HELD_PER_SOURCE - 1, HELD_TOTAL - 1, Pace.LATER),
-        (False, HELD_PER_SOURCE, 0, Pace.CLOSE),  # this source holds its most
-        (False, 0, HELD_TOTAL, Pace.CLOSE),  # everyone together holds the most
+        (True, 0, Pace.NOW),
+        (True, HELD_MOST, Pace.NOW),  # within the allowance nothing else matters
+        (False, 0, Pace.LATER),
+        (False, HELD_MOST - 1, Pace.LATER),
+        (False, HELD_MOST, Pace.CLOSE),  # as many held as memory allows: at once, the connection closed
     ],
 )
-def test_pace(allowed: bool, held_by_source: int, held_total: int, expected: Pace) -> None:
-    assert pace(allowed, held_by_source, held_total) is expected
+def test_pace(allowed: bool, held_total: int, expected: Pace) -> None:
+    assert pace(allowed, held_total) is expected
+
+
+@pytest.mark.parametrize(
+    ("held_by_source", "delay", "burst", "seconds"),
+    [
+        (1, 1.0, 40, 1.0),  # the delay
+        (40, 1.0, 40, 1.0),
+        (41, 1.0, 40, 2.0),  # past a burst held: two delays, so they come back 40 a second
+        (200, 1.0, 40, 5.0),
+        (1000, 1.0, 40, LONGEST_HOLD),  # never longer than the longest hold
+        (5, 3.0, 40, 3.0),
+        (5, 1.0, 0, 5.0),  # a burst of 0 counts as 1
+        (0, 1.0, 40, 1.0),
+    ],
+)
+def test_hold_seconds(held_by_source: int, delay: float, burst: int, seconds: float) -> None:
+    assert hold_seconds(held_by_source, delay, burst) == seconds
 
 
 class Clock:
@@ -98,17 +115,34 @@ def test_many_addresses_are_held_to_everyones_allowance() -> None:
 
 
 def test_past_the_held_places_a_refusal_is_answered_at_once_and_its_connection_closed() -> None:
-    pacer = RefusalPacer(clock=Clock())
+    pacer = RefusalPacer(held_most=5, clock=Clock())
     verdicts(pacer, "198.51.100.7", BURST)
-    assert verdicts(pacer, "198.51.100.7", HELD_PER_SOURCE) == [Pace.LATER] * HELD_PER_SOURCE
-    assert pacer.verdict("198.51.100.7") is Pace.CLOSE
-    assert pacer.held == {"198.51.100.7": HELD_PER_SOURCE}  # a CLOSE holds no place
+    assert verdicts(pacer, "198.51.100.7", 3) == [Pace.LATER] * 3
+    assert verdicts(pacer, "198.51.100.8", BURST + 2) == [Pace.NOW] * BURST + [Pace.LATER] * 2
+    assert verdicts(pacer, "198.51.100.9", BURST + 1) == [Pace.NOW] * BURST + [Pace.CLOSE]
+    assert pacer.held == {"198.51.100.7": 3, "198.51.100.8": 2}  # a CLOSE holds no place
 
 
 def test_a_zero_delay_or_rate_paces_nothing() -> None:
     for pacer in (RefusalPacer(delay=0, clock=Clock()), RefusalPacer(rate=0, clock=Clock())):
         assert verdicts(pacer, "198.51.100.7", 3 * BURST) == [Pace.NOW] * (3 * BURST)
         assert pacer.held_total == 0
+
+
+async def test_a_source_with_many_held_waits_longer() -> None:
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    pacer = RefusalPacer(delay=1.0, burst=2, clock=Clock(), spread=lambda: 1.0)
+    verdicts(pacer, "198.51.100.7", 2)
+    assert verdicts(pacer, "198.51.100.7", 4) == [Pace.LATER] * 4
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(asyncio, "sleep", sleep)
+        await asyncio.gather(*(pacer.hold("198.51.100.7") for _ in range(4)))
+    assert waits == [2.0, 2.0, 1.0, 1.0]  # 4 and 3 held: two delays; 2 and 1: one
+    assert pacer.held_total == 0
 
 
 async def test_hold_waits_the_spread_delay_and_frees_its_place_even_when_cancelled() -> None:
