@@ -18,6 +18,10 @@ see two sources, as they would two tenants):
   stays within its own and its /24's budget; the edge's global unknown-key budget answers the rest
   429, while the partner, whose keys were allowed before, is not held to it).
 
+Past an address's allowance the services hold their refusals before answering them (svckit.pacing,
+docs/edge.md "Refusal pacing"), so a flood's printed rate is what they let it have; ``--flood-connections``
+(16) sets how many connections it floods over (128 and 512 show the held refusals' bound per address).
+
 Each phase takes turns: ``--rounds`` (5) quiet blocks and as many flooded blocks, one after the other, the
 flood process paused (its connections open and silent) for a quiet block and resumed for a flooded one,
 so the quiet figures a flood is compared with were measured beside it, on the same shared machine at the
