@@ -20,6 +20,9 @@ from svckit.vocabulary import AccountMode, AccountStatus, Environment
 from travel.auth.v1 import auth_pb2 as pb
 
 NOW = dt.datetime(2026, 5, 1, 12, tzinfo=dt.UTC)
+# Records sent to a running authsvc are of the last hour: its purge (once at start, then hourly) deletes
+# those older than the retention, and a fixed date falls out of it as the calendar moves on.
+RECENT = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(hours=1)
 ACTOR = Actor("alice@partner.example", "192.0.2.1")
 
 
@@ -30,7 +33,7 @@ def rec(
     status: int = 200,
     key_id: str = "key_a",
     env: pb.Environment.ValueType = pb.ENVIRONMENT_SANDBOX,
-    at: dt.datetime = NOW,
+    at: dt.datetime = RECENT,
     path: str = "/v1/hotels/search",
     error_type: str = "",
 ) -> pb.RequestRecord:
@@ -89,7 +92,7 @@ async def test_record_and_list_with_filters_and_pages(db_url: str) -> None:
         assert [r.request_id for r in by_id] == [records[1].request_id]
         # Another account's request id is not found under this account.
         assert (await stub.ListRequests(ask(request_id=records[4].request_id))).requests == []
-        window = ask(since=ts(NOW + dt.timedelta(seconds=2)), until=ts(NOW + dt.timedelta(seconds=4)))
+        window = ask(since=ts(RECENT + dt.timedelta(seconds=2)), until=ts(RECENT + dt.timedelta(seconds=4)))
         assert [r.latency_ms for r in (await stub.ListRequests(window)).requests] == [3, 2]
 
         seen: list[int] = []
