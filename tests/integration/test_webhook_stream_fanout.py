@@ -208,7 +208,11 @@ async def test_a_rolled_back_seq_expires_and_holds_nothing_back(pg_app: Webhookd
     stub = webhooks_pb2_grpc.WebhookServiceStub(channel)
     hub = pg_app.service.hub
     account = ACCOUNTS[0]
-    live = stub.StreamEvents(pb.StreamEventsRequest(account_id=account, environment=LIVE))
+    # From an event published first, as above: a stream with no position may start after the probe.
+    start = await publish(stub, account, n=9)
+    live = stub.StreamEvents(
+        pb.StreamEventsRequest(account_id=account, environment=LIVE, since_event_id=start)
+    )
     probe = await publish(stub, account, n=0)
     assert await read_ids(live, 1) == [probe]
     conn, tx = await hold_event(pg_app, probe, "evt_rolled_back")
