@@ -274,16 +274,10 @@ class MemoryQueue(StatementQueue):
         return len(leased)
 
     def _insert_deliveries(self, params: Sequence[tuple[Any, ...]]) -> None:
-        rows = [dict(zip(DELIVERY_INSERT_COLUMNS, row, strict=True)) for row in params]
-        if any(r["id"] in self.deliveries for r in rows) or len({r["id"] for r in rows}) < len(rows):
-            raise ValueError("insert_deliveries: a delivery id is taken")
-        self.deliveries.update((r["id"], r) for r in rows)
+        _insert(self.deliveries, DELIVERY_INSERT_COLUMNS, params, "insert_deliveries")
 
     def _insert_pending(self, params: Sequence[tuple[Any, ...]]) -> None:
-        rows = [dict(zip(PENDING_COLUMNS, row, strict=True)) for row in params]
-        if any(r["id"] in self.pending for r in rows) or len({r["id"] for r in rows}) < len(rows):
-            raise ValueError("insert_pending: a delivery id is taken")
-        self.pending.update((r["id"], r) for r in rows)
+        _insert(self.pending, PENDING_COLUMNS, params, "insert_pending")
 
     def _fail_pending(self, params: tuple[str]) -> int:
         gone = [d["id"] for d in self._waiting(params[0], (D.PENDING,)) if d["id"] in self.pending]
@@ -414,3 +408,14 @@ class _Named:
 
     def __init__(self, row: Row) -> None:
         self.__dict__.update(row)
+
+
+def _insert(
+    table: dict[str, Row], columns: Sequence[str], params: Sequence[tuple[Any, ...]], name: str
+) -> None:
+    """Rows of ``columns`` into ``table`` by id, all or none: an id taken (or twice in ``params``) is the
+    primary key's error."""
+    rows = [dict(zip(columns, row, strict=True)) for row in params]
+    if any(r["id"] in table for r in rows) or len({r["id"] for r in rows}) < len(rows):
+        raise ValueError(f"{name}: a delivery id is taken")
+    table.update((r["id"], r) for r in rows)

@@ -195,6 +195,13 @@ _RECOVER_PENDING = f"""
     SELECT {", ".join(_RECOVERED.get(c, c) for c in PENDING_COLUMNS)}
     FROM wh_deliveries WHERE endpoint_id = $2 AND status IN ('{D.HELD}', '{D.FAILED}'){{since}}
 """
+# a recovered delivery (its queue row first, with the same parameters): pending again, due now
+_RECOVER = f"""
+    UPDATE wh_deliveries SET status = '{D.PENDING}', next_attempt_at = $1, due_at = $1, schedule_count = 0,
+        lease_owner = NULL, updated_at = $1
+    WHERE endpoint_id = $2 AND status IN ('{D.HELD}', '{D.FAILED}'){{since}}
+"""
+_SINCE = " AND created_at >= $3"  # recover_since's (now, endpoint id, created since)
 _ATTEMPT_TYPES = {
     "attempt_number": "int",
     "response_status": "int",
@@ -409,34 +416,10 @@ _ALL = [
     # recover an endpoint: (now, endpoint id[, created since]). Held and failed deliveries start a new run
     # of the retry schedule, due now (due_at too: a lease released after a crash goes back to it); their
     # queue rows first (the same parameters), while they are still held or failed.
-    Statement(
-        "recover_pending",
-        Kind.EXEC,
-        _RECOVER_PENDING.format(since=""),
-    ),
-    Statement(
-        "recover_since_pending",
-        Kind.EXEC,
-        _RECOVER_PENDING.format(since=" AND created_at >= $3"),
-    ),
-    Statement(
-        "recover",
-        Kind.EXEC,
-        f"""
-    UPDATE wh_deliveries SET status = '{D.PENDING}', next_attempt_at = $1, due_at = $1, schedule_count = 0,
-        lease_owner = NULL, updated_at = $1
-    WHERE endpoint_id = $2 AND status IN ('{D.HELD}', '{D.FAILED}')
-""",
-    ),
-    Statement(
-        "recover_since",
-        Kind.EXEC,
-        f"""
-    UPDATE wh_deliveries SET status = '{D.PENDING}', next_attempt_at = $1, due_at = $1, schedule_count = 0,
-        lease_owner = NULL, updated_at = $1
-    WHERE endpoint_id = $2 AND status IN ('{D.HELD}', '{D.FAILED}') AND created_at >= $3
-""",
-    ),
+    Statement("recover_pending", Kind.EXEC, _RECOVER_PENDING.format(since="")),
+    Statement("recover_since_pending", Kind.EXEC, _RECOVER_PENDING.format(since=_SINCE)),
+    Statement("recover", Kind.EXEC, _RECOVER.format(since="")),
+    Statement("recover_since", Kind.EXEC, _RECOVER.format(since=_SINCE)),
     # the sandbox clock: (by, now, account id). The account's sandbox deliveries waiting, unleased, for a
     # later attempt become due ``by`` earlier, never before now; live rows are never touched (the WHERE).
     Statement(

@@ -146,15 +146,9 @@ def delivery_row(d: DeliveryRecord) -> tuple[Any, ...]:
 def pending_row(d: DeliveryRecord) -> tuple[Any, ...]:
     """A new pending delivery's queue row in ``PENDING_COLUMNS`` order: due when it is next due, no lease."""
     values = {
-        "id": d.id,
-        "endpoint_id": d.endpoint_id,
-        "account_id": d.account_id,
-        "environment": d.environment,
-        "attempt_count": d.attempt_count,
+        **{f.name: getattr(d, f.name) for f in dataclasses.fields(DeliveryRecord)},
         "next_attempt_at": us(d.next_attempt_at or d.created_at),
         "lease_owner": None,
-        "ordering_key": d.ordering_key,
-        "event_seq": d.event_seq,
     }
     return tuple(values[c] for c in PENDING_COLUMNS)
 
