@@ -30,6 +30,7 @@ from svckit.flags import FlagParser, add_flag, config_default, csv_list, env_nam
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.migrations import SchemaError, add_migrate_command, run_migrate
+from svckit.pacing import add_pacing_args, pacing_from_args
 from svckit.runner import ServeConfig, or_default, print_ready, run_until_signal
 from svckit.secretbox import SealingKeyError, key_from, new_key
 from svckit.tls import add_tls_args, tls_from_args
@@ -170,31 +171,7 @@ def build_parser() -> FlagParser:
         default=default("unknown_key_burst"),
         help="look-ups of keys authsvc does not know allowed per client address at once",
     )
-    flag(
-        "refusal-delay",
-        type=float,
-        default=default("refusal_delay"),
-        help="seconds a refusal past its client address's allowance is held before it is answered "
-        "(a 429, or any refusal without an accepted key; 0: none held)",
-    )
-    flag(
-        "refusal-rate",
-        type=float,
-        default=default("refusal_rate"),
-        help="refusals per client address a second answered at once (the rest held --refusal-delay)",
-    )
-    flag(
-        "refusal-burst",
-        type=int,
-        default=default("refusal_burst"),
-        help="refusals per client address answered at once in a burst",
-    )
-    flag(
-        "refusals-held",
-        type=int,
-        default=default("refusals_held"),
-        help="refusals held at once, at most (past it one is answered at once and its connection closed)",
-    )
+    add_pacing_args(s, SERVICE, "an accepted key")
     flag(
         "stream-ping-seconds",
         type=float,
@@ -345,10 +322,7 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         denial_cache_size=args.denial_cache_size,
         unknown_key_rate=args.unknown_key_rate,
         unknown_key_burst=args.unknown_key_burst,
-        refusal_delay=args.refusal_delay,
-        refusal_rate=args.refusal_rate,
-        refusal_burst=args.refusal_burst,
-        refusals_held=args.refusals_held,
+        pacing=pacing_from_args(args),
         keep_alive_timeout=args.keep_alive_timeout,
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,

@@ -14,7 +14,8 @@ from edge.environments import listen_hosts
 from edge.routetable import DEFAULT_ROUTES, RouteTable
 from edge.sources import Network
 from edge.unknownkeys import UNKNOWN_KEY_BURST, UNKNOWN_KEY_RATE
-from svckit import addresses, pacing
+from svckit import addresses
+from svckit.pacing import Pacing
 from svckit.tls import Tls
 
 DEFAULT_LIVE_LISTEN = addresses.EDGE_LIVE
@@ -71,14 +72,9 @@ class EdgeConfig:
     # Look-ups of keys authsvc does not know, per source: a second, and at once (edge.unknownkeys).
     unknown_key_rate: float = UNKNOWN_KEY_RATE
     unknown_key_burst: int = UNKNOWN_KEY_BURST
-    # Refusal pacing (svckit.pacing): past its source's allowance (refusal_rate a second, in bursts of
-    # refusal_burst) a 429, or a refusal of a request with no accepted key, is answered refusal_delay
-    # seconds later; 0 answers every refusal at once.
-    refusal_delay: float = pacing.DELAY
-    refusal_rate: float = pacing.RATE
-    refusal_burst: int = pacing.BURST
-    # Refusals held at once, at most; past it one is answered at once and its connection closed.
-    refusals_held: int = pacing.HELD_MOST
+    # Refusal pacing (svckit.pacing): past its source's allowance a 429, or a refusal of a request with
+    # no accepted key, is answered later (--refusal-delay, --refusal-rate, --refusal-burst, --refusals-held).
+    pacing: Pacing = field(default_factory=Pacing)
     webhookd_timeout: float = 10.0
     upstream_timeout: float = 30.0
     # A product upstream's answer longer than this is refused (503), never cut.

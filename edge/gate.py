@@ -125,9 +125,7 @@ class Gate:
         self.rates = {"live": config.rate_limit_live, "sandbox": config.rate_limit_sandbox}
         self.limiter = RateLimiter()
         # Refusals past their source's allowance are held (svckit.pacing): a flood is answered slowly.
-        self.pacer = RefusalPacer(
-            config.refusal_delay, config.refusal_rate, config.refusal_burst, config.refusals_held
-        )
+        self.pacer = RefusalPacer(config.pacing)
         # Accept header values that admit JSON (check_accept), at most MAX_ACCEPTS of them.
         self.json_accepts: set[str | None] = set()
         self.shared = (

@@ -15,6 +15,7 @@ from svckit.clients.channels import target
 from svckit.flags import FlagParser, add_flag, config_default, env_name
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
+from svckit.pacing import add_pacing_args, pacing_from_args
 from svckit.runner import ServeConfig, print_ready, run_until_signal
 from svckit.secretbox import SealingKeyError, key_from, new_key
 from svckit.tls import add_tls_args, tls_from_args
@@ -88,31 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="file with the key of the CSRF tokens (base64url of 32 bytes; or the key itself in "
         f"{CSRF_KEY_ENV}; `python -m portal new-csrf-key` makes one); default a random key per process",
     )
-    flag(
-        "refusal-delay",
-        type=float,
-        default=config_default(PortalConfig, "refusal_delay"),
-        help="seconds a refusal past its client address's allowance is held before it is answered "
-        "(a 429, or any refusal without a session; 0: none held)",
-    )
-    flag(
-        "refusal-rate",
-        type=float,
-        default=config_default(PortalConfig, "refusal_rate"),
-        help="refusals per client address a second answered at once (the rest held --refusal-delay)",
-    )
-    flag(
-        "refusal-burst",
-        type=int,
-        default=config_default(PortalConfig, "refusal_burst"),
-        help="refusals per client address answered at once in a burst",
-    )
-    flag(
-        "refusals-held",
-        type=int,
-        default=config_default(PortalConfig, "refusals_held"),
-        help="refusals held at once, at most (past it one is answered at once and its connection closed)",
-    )
+    add_pacing_args(s, SERVICE, "a session")
     add_tls_args(s, SERVICE)
     return parser
 
@@ -130,10 +107,7 @@ async def serve(args: argparse.Namespace) -> None:
         mail_from=args.mail_from,
         tls=tls_from_args(args),
         csrf_key=key_from(args.csrf_key_file or "", os.environ.get(CSRF_KEY_ENV, ""), "--csrf-key-file"),
-        refusal_delay=args.refusal_delay,
-        refusal_rate=args.refusal_rate,
-        refusal_burst=args.refusal_burst,
-        refusals_held=args.refusals_held,
+        pacing=pacing_from_args(args),
     )
     app = create_app(config)
     running = await start(app, [listen])

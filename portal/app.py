@@ -37,9 +37,7 @@ def create_app(config: PortalConfig, name: str = "portal") -> PortalApp:
         csrf_key=csrf_key,
         flash_key=flash_key(csrf_key),
         secure=config.public_url.startswith("https://"),
-        pacer=RefusalPacer(
-            config.refusal_delay, config.refusal_rate, config.refusal_burst, config.refusals_held
-        ),
+        pacer=RefusalPacer(config.pacing),
     )
     if config.csrf_key is None:
         log.warning(

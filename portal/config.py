@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from svckit import addresses, pacing
+from svckit import addresses
+from svckit.pacing import Pacing
 from svckit.tls import Tls
 
 
@@ -21,11 +22,7 @@ class PortalConfig:
     tls: Tls | None = field(default=None, repr=False)
     # The key of the CSRF tokens (portal.csrf); None makes a random one for this process.
     csrf_key: bytes | None = field(default=None, repr=False)
-    # Refusal pacing (svckit.pacing): past its source's allowance (refusal_rate a second, in bursts of
-    # refusal_burst) a 429, or a refusal with no session (a sign-in refused, a forged form), is answered
-    # refusal_delay seconds later; 0 answers every refusal at once.
-    refusal_delay: float = pacing.DELAY
-    refusal_rate: float = pacing.RATE
-    refusal_burst: int = pacing.BURST
-    # Refusals held at once, at most; past it one is answered at once and its connection closed.
-    refusals_held: int = pacing.HELD_MOST
+    # Refusal pacing (svckit.pacing): past its source's allowance a 429, or a refusal with no session (a
+    # sign-in refused, a forged form), is answered later (--refusal-delay, --refusal-rate, --refusal-burst,
+    # --refusals-held).
+    pacing: Pacing = field(default_factory=Pacing)

@@ -31,6 +31,7 @@ handler and the portal's response middleware call it).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import enum
 import functools
@@ -38,12 +39,14 @@ import math
 import random
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import Counter
 from sanic import Request
 from sanic.http import Http
 
+from svckit.flags import FlagParser, add_flag, env_name
 from svckit.gcra import take
 from svckit.netblocks import buckets
 
@@ -96,23 +99,67 @@ def hold_seconds(held_by_source: int, delay: float, burst: int, longest: float =
     return min(longest, delay * max(1, math.ceil(held_by_source / max(1, burst))))
 
 
+@dataclass(frozen=True, slots=True)
+class Pacing:
+    """A server's pacing settings (the edge's and the portal's ``pacing``; ``add_pacing_args``' flags):
+    the hold, the allowance per source (a second, at once) and the most refusals held at once."""
+
+    delay: float = DELAY
+    rate: float = RATE
+    burst: int = BURST
+    held: int = HELD_MOST
+
+
+def add_pacing_args(parser: FlagParser, service: str, unaccepted: str) -> None:
+    """``--refusal-delay``, ``--refusal-rate``, ``--refusal-burst`` and ``--refusals-held``, each with an
+    environment fallback ``<SERVICE>_<FLAG>`` and ``Pacing``'s default; ``unaccepted`` says which requests
+    are refused without a credential ("an accepted key", "a session")."""
+    defaults = Pacing()
+    flags: list[tuple[str, type, float | int, str]] = [
+        (
+            "refusal-delay",
+            float,
+            defaults.delay,
+            "seconds a refusal past its client address's allowance is held before it is answered "
+            f"(a 429, or any refusal without {unaccepted}; 0: none held)",
+        ),
+        (
+            "refusal-rate",
+            float,
+            defaults.rate,
+            "refusals per client address a second answered at once (the rest held --refusal-delay)",
+        ),
+        ("refusal-burst", int, defaults.burst, "refusals per client address answered at once in a burst"),
+        (
+            "refusals-held",
+            int,
+            defaults.held,
+            "refusals held at once, at most (past it one is answered at once and its connection closed)",
+        ),
+    ]
+    for name, kind, default, help_text in flags:
+        add_flag(parser, f"--{name}", env=env_name(service, name), type=kind, default=default, help=help_text)
+
+
+def pacing_from_args(args: argparse.Namespace) -> Pacing:
+    return Pacing(args.refusal_delay, args.refusal_rate, args.refusal_burst, args.refusals_held)
+
+
 class RefusalPacer:
     """The allowance buckets and held refusals of one process. ``verdict`` decides (and reserves a held
     place for ``LATER``); ``hold`` then waits the delay and frees the place."""
 
     def __init__(
         self,
-        delay: float = DELAY,
-        rate: float = RATE,
-        burst: int = BURST,
-        held_most: int = HELD_MOST,
+        settings: Pacing = Pacing(),
         *,
         clock: Callable[[], float] = time.monotonic,
         spread: Callable[[], float] = functools.partial(random.uniform, 0.5, 1.5),
         max_tracked: int = MAX_TRACKED,
     ) -> None:
-        self.delay, self.clock, self.spread, self.max_tracked = delay, clock, spread, max_tracked
-        self.held_most = held_most
+        self.delay, self.clock, self.spread, self.max_tracked = settings.delay, clock, spread, max_tracked
+        self.held_most = settings.held
+        rate, burst = settings.rate, settings.burst
         self.period = 1.0 / rate if rate > 0 else 0.0
         self.burst = burst
         self.everyone_period = self.period / GLOBAL_SHARE

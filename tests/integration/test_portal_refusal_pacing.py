@@ -11,7 +11,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from portal import app as portal_app
-from svckit.pacing import RefusalPacer
+from svckit.pacing import Pacing, RefusalPacer
 from tests.integration.portal_stack import Stack, stack  # noqa: F401
 from tests.support import csrf_of
 
@@ -25,7 +25,7 @@ def held() -> float:
 @pytest.fixture
 def tight(monkeypatch: pytest.MonkeyPatch) -> None:
     """The portal's pacer: a burst of 3, refilling at 0.001 a second, held 2 s (1 to 3 with its spread)."""
-    monkeypatch.setattr(portal_app, "RefusalPacer", lambda *_: RefusalPacer(DELAY, 0.001, BURST))
+    monkeypatch.setattr(portal_app, "RefusalPacer", lambda *_: RefusalPacer(Pacing(DELAY, 0.001, BURST)))
 
 
 async def test_refused_sign_ins_past_the_burst_are_held_and_pages_are_not(

@@ -14,6 +14,7 @@ from svckit.pacing import (
     LONGEST_HOLD,
     RATE,
     Pace,
+    Pacing,
     RefusalPacer,
     hold_seconds,
     pace,
@@ -115,7 +116,7 @@ def test_many_addresses_are_held_to_everyones_allowance() -> None:
 
 
 def test_past_the_held_places_a_refusal_is_answered_at_once_and_its_connection_closed() -> None:
-    pacer = RefusalPacer(held_most=5, clock=Clock())
+    pacer = RefusalPacer(Pacing(held=5), clock=Clock())
     verdicts(pacer, "198.51.100.7", BURST)
     assert verdicts(pacer, "198.51.100.7", 3) == [Pace.LATER] * 3
     assert verdicts(pacer, "198.51.100.8", BURST + 2) == [Pace.NOW] * BURST + [Pace.LATER] * 2
@@ -124,7 +125,7 @@ def test_past_the_held_places_a_refusal_is_answered_at_once_and_its_connection_c
 
 
 def test_a_zero_delay_or_rate_paces_nothing() -> None:
-    for pacer in (RefusalPacer(delay=0, clock=Clock()), RefusalPacer(rate=0, clock=Clock())):
+    for pacer in (RefusalPacer(Pacing(delay=0), clock=Clock()), RefusalPacer(Pacing(rate=0), clock=Clock())):
         assert verdicts(pacer, "198.51.100.7", 3 * BURST) == [Pace.NOW] * (3 * BURST)
         assert pacer.held_total == 0
 
@@ -135,7 +136,7 @@ async def test_a_source_with_many_held_waits_longer() -> None:
     async def sleep(seconds: float) -> None:
         waits.append(seconds)
 
-    pacer = RefusalPacer(delay=1.0, burst=2, clock=Clock(), spread=lambda: 1.0)
+    pacer = RefusalPacer(Pacing(delay=1.0, burst=2), clock=Clock(), spread=lambda: 1.0)
     verdicts(pacer, "198.51.100.7", 2)
     assert verdicts(pacer, "198.51.100.7", 4) == [Pace.LATER] * 4
     with pytest.MonkeyPatch.context() as patch:
@@ -146,7 +147,7 @@ async def test_a_source_with_many_held_waits_longer() -> None:
 
 
 async def test_hold_waits_the_spread_delay_and_frees_its_place_even_when_cancelled() -> None:
-    pacer = RefusalPacer(delay=0.05, burst=1, clock=Clock(), spread=lambda: 0.5)
+    pacer = RefusalPacer(Pacing(delay=0.05, burst=1), clock=Clock(), spread=lambda: 0.5)
     assert pacer.verdict("198.51.100.7") is Pace.NOW
     assert pacer.verdict("198.51.100.7") is Pace.LATER
     loop = asyncio.get_running_loop()
