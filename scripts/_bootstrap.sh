@@ -10,12 +10,16 @@ if [ ! -x .venv/bin/python ]; then
 fi
 VPY="$ROOT/.venv/bin/python"
 export PATH="$ROOT/.venv/bin:$PATH"
-stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+stamp=".venv/.installed-$(cat pyproject.toml requirements-dev.lock | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
     echo "bootstrap: installing packages (first run takes a minute)" >&2
     "$VPY" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null 2>&1
+    # Exactly the locked versions, each checked against its hash (scripts/lock writes the lock from
+    # pyproject.toml); then the project itself, which brings nothing more.
     # (this machine's pip config names extra local indexes that may be absent: drop those warnings)
-    "$VPY" -m pip install -q --disable-pip-version-check -e ".[dev]" 2> >(grep -v "is ignored: it is neither" >&2)
+    "$VPY" -m pip install -q --disable-pip-version-check --require-hashes -r requirements-dev.lock \
+        2> >(grep -v "is ignored: it is neither" >&2)
+    "$VPY" -m pip install -q --disable-pip-version-check --no-deps -e . 2> >(grep -v "is ignored: it is neither" >&2)
     # The generated stubs (./travel) and the tests import from the project root.
     echo "$ROOT" > "$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/travel_project_root.pth"
     rm -f .venv/.installed-*

@@ -25,6 +25,8 @@ from sanic.server.async_server import AsyncioServer
 from sanic.server.protocols.http_protocol import HttpProtocol
 from sanic.server.protocols.websocket_protocol import WebSocketProtocol
 
+from svckit import frameworks
+
 
 class ServerProtocol(HttpProtocol):
     """Sanic's HTTP/1.1 protocol (without the empty ``alt-svc`` response header: see ``start``).
@@ -98,6 +100,7 @@ async def start(
     connection through ``protocol`` (default ``ServerWebSocketProtocol`` if the app has WebSocket routes,
     else ``ServerProtocol``). The sockets listen only once the app's ``before_server_start`` listeners
     have run: nothing is answered by an app that has not finished starting."""
+    frameworks.check()
     if protocol is None:
         protocol = ServerWebSocketProtocol if app.websocket_enabled else ServerProtocol
     socks = [bind(listen) if isinstance(listen, str) else listen for listen in listens]
