@@ -294,7 +294,9 @@ class StreamSession:
             return
         elif kind == "subscribe":
             events = msg.get("events", [])
-            since = msg.get("since", "")
+            since = msg.get("since")
+            if since is None:  # absent or null: no position (``subscribed`` writes it as null)
+                since = ""
             if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
                 await self.refuse("subscribe.events must be a list of event kinds")
                 return

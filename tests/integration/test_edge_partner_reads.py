@@ -97,6 +97,24 @@ async def test_subscribe_with_an_unknown_since_is_the_error_only(
         assert msg["type"] == "event" and msg["event"]["id"] == second.id, msg
 
 
+async def test_subscribe_takes_since_null_as_no_position(
+    stack: Stack, auth: auth_pb2_grpc.AuthServiceStub, hooks: webhooks_pb2_grpc.WebhookServiceStub
+) -> None:
+    """``subscribed`` says ``"since": null`` for "no position": a client may send back what it was told."""
+    account_id, key = await new_key(auth, scopes=["account:read"])
+    async with ws(stack, ["svc", key.secret]) as conn:
+        await conn.send(json.dumps({"type": "subscribe", "events": ["apikey.*"], "since": None}))
+        msg = await recv_json(conn)
+        assert msg == {"type": "subscribed", "events": ["apikey.*"], "since": None}, msg
+        event = await publish(hooks, account_id, "apikey.revoked")
+        msg = await recv_json(conn)
+        assert msg["type"] == "event" and msg["event"]["id"] == event.id, msg
+        # Any other non-string is still refused.
+        await conn.send(json.dumps({"type": "subscribe", "since": 7}))
+        msg = await recv_json(conn)
+        assert msg["type"] == "error" and "subscribe.since" in msg["error"]["message"], msg
+
+
 async def test_events_read_back_filtered_by_scope_kind_and_time(
     stack: Stack,
     auth: auth_pb2_grpc.AuthServiceStub,
