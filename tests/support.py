@@ -37,8 +37,10 @@ class ServiceProcess:
         args: Sequence[str],
         env: dict[str, str] | None = None,
         tls: Sequence[str] | None = None,
+        cwd: pathlib.Path | None = None,
     ) -> None:
         self.module = module
+        self.cwd = cwd or ROOT  # another release's checkout: its code first (with PYTHONPATH in env)
         self.args = [*args, *(tls if tls is not None else ["--insecure-dev"])]
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.proc: subprocess.Popen[str] | None = None
@@ -53,7 +55,7 @@ class ServiceProcess:
             stdout=subprocess.PIPE,
             stderr=log_file,
             text=True,
-            cwd=ROOT,
+            cwd=self.cwd,
             env=self.env,
         )
         assert self.proc.stdout is not None

@@ -347,6 +347,11 @@ class StatementQueue(abc.ABC):
         before ``now``; live ones are never moved). Answers how many of its sandbox deliveries are due now."""
         return int(await self._run(advance_sandbox(by // dt.timedelta(microseconds=1), us(now), account_id)))
 
+    async def adopt(self, now: dt.datetime) -> int:
+        """Queue the deliveries a process of a release before revision 0009 queued and no longer holds
+        (a rolling upgrade); their count."""
+        return int(await self._run(one("adopt", (us(now),))))
+
     async def purge_attempts(self, before: dt.datetime) -> int:
         return int(await self._run(one("purge_attempts", (us(before),))))
 

@@ -12,13 +12,13 @@ takes a cycle's results as arrays (``unnest``), one statement per table; SQLite 
 has neither, so it claims, then reads bodies and endpoints, and writes multi-row ``VALUES`` lists.
 
 The queue is ``wh_pending``, one row per pending delivery (revision 0009): a claim changes only that row,
-whose ``next_attempt_at`` becomes its lease expiry (``wh_deliveries.due_at`` keeps when it was due); a
-result updates the delivery's row in ``wh_deliveries`` and deletes its queue row, or moves it to the
-retry's time. Every statement that makes a delivery pending, or ends that, writes both tables in the same
-step. A result is written only while its lease is held (``wh_pending.lease_owner``), so a result that
-comes back after its lease ran out and the delivery was claimed again elsewhere cannot overwrite the newer
-claim.
-"""
+whose ``next_attempt_at`` becomes its lease expiry (``wh_deliveries.due_at`` keeps when it was due); a result
+updates the delivery's row in ``wh_deliveries`` and deletes its queue row, or moves it to the retry's time.
+Every statement that makes a delivery pending, or ends that, writes both tables in the same step.
+``wh_deliveries.next_attempt_at`` stays NULL: a release before 0009 claims from it, so during a rolling
+upgrade its processes never claim what this release queued, and what they queue is adopted (``adopt``). A
+result is written only while its lease is held (``wh_pending.lease_owner``), so a result that comes back after
+its lease ran out and the delivery was claimed again elsewhere cannot overwrite the newer claim."""
 
 from __future__ import annotations
 
@@ -161,7 +161,7 @@ CLAIMED_ENDPOINTS_SQLITE = f"""
 # record results, deliveries: (now, owner) then rows (status, next attempt, delivery id, 1 if counted else 0);
 # before the queue rows (their lease says whose the result is) are finished or retried
 _RECORD_DELIVERIES = """
-    UPDATE wh_deliveries SET status = v.status, next_attempt_at = v.nxt, due_at = v.nxt,
+    UPDATE wh_deliveries SET status = v.status, next_attempt_at = NULL, due_at = v.nxt,
         updated_at = $1, attempt_count = wh_deliveries.attempt_count + v.inc,
         schedule_count = wh_deliveries.schedule_count + v.inc
     FROM ({rows}) AS v
@@ -179,8 +179,7 @@ _RETRY_PENDING = """
 # due times first (an unleased queue row's next_attempt_at is its delivery's due_at), then the queue's
 _SANDBOX_PENDING = _PENDING_OF.format(where=f"account_id = $3 AND environment = '{Env.SANDBOX}'")
 _ADVANCE = f"""
-    UPDATE wh_deliveries SET next_attempt_at = {{earliest}}(due_at - $1, $2),
-        due_at = {{earliest}}(due_at - $1, $2), updated_at = $2
+    UPDATE wh_deliveries SET next_attempt_at = NULL, due_at = {{earliest}}(due_at - $1, $2), updated_at = $2
     WHERE id IN (SELECT id FROM wh_pending WHERE id IN ({_SANDBOX_PENDING})
                  AND lease_owner IS NULL AND next_attempt_at > $2)
 """
@@ -197,11 +196,36 @@ _RECOVER_PENDING = f"""
 """
 # a recovered delivery (its queue row first, with the same parameters): pending again, due now
 _RECOVER = f"""
-    UPDATE wh_deliveries SET status = '{D.PENDING}', next_attempt_at = $1, due_at = $1, schedule_count = 0,
+    UPDATE wh_deliveries SET status = '{D.PENDING}', next_attempt_at = NULL, due_at = $1, schedule_count = 0,
         lease_owner = NULL, updated_at = $1
     WHERE endpoint_id = $2 AND status IN ('{D.HELD}', '{D.FAILED}'){{since}}
 """
 _SINCE = " AND created_at >= $3"  # recover_since's (now, endpoint id, created since)
+# adopt: (now,). A pending delivery whose ``wh_deliveries.next_attempt_at`` is set and that has no queue row
+# was queued by a process of a release before revision 0009, which claims from that column (a rolling
+# upgrade, docs/operations.md "Upgrades and rollbacks"). Unleased, or its lease run out, it moves into the
+# queue, the column cleared in the same statement, so at every moment exactly one release's processes may
+# claim it: the row lock (SKIP LOCKED) orders this against an old process's claim, and each re-checks.
+_OLD_QUEUED = f"""status = '{D.PENDING}' AND next_attempt_at IS NOT NULL
+          AND (lease_owner IS NULL OR next_attempt_at <= CAST($1 AS BIGINT))
+          AND NOT EXISTS (SELECT 1 FROM wh_pending p WHERE p.id = d.id)"""
+_ADOPTED = {"next_attempt_at": "COALESCE(due_at, CAST($1 AS BIGINT))", "lease_owner": "NULL"}
+_ADOPTED_LIST = ", ".join(f"{_ADOPTED[c]} AS {c}" if c in _ADOPTED else c for c in PENDING_COLUMNS)
+ADOPT_POSTGRES = f"""
+    WITH moved AS (
+        UPDATE wh_deliveries d SET next_attempt_at = NULL, lease_owner = NULL
+        WHERE d.id IN (SELECT d.id FROM wh_deliveries d WHERE {_OLD_QUEUED} LIMIT 1000 FOR UPDATE SKIP LOCKED)
+          AND {_OLD_QUEUED}
+        RETURNING {_ADOPTED_LIST}
+    )
+    INSERT INTO wh_pending ({spelled(PENDING_COLUMNS)}) SELECT {spelled(PENDING_COLUMNS)} FROM moved
+    ON CONFLICT (id) DO NOTHING
+"""
+# SQLite is one process of one release: nothing else claims, so the queue row alone is enough.
+ADOPT_SQLITE = sqlite(f"""
+    INSERT INTO wh_pending ({spelled(PENDING_COLUMNS)})
+    SELECT {_ADOPTED_LIST} FROM wh_deliveries d WHERE {_OLD_QUEUED} LIMIT 1000
+""")
 _ATTEMPT_TYPES = {
     "attempt_number": "int",
     "response_status": "int",
@@ -420,6 +444,7 @@ _ALL = [
     Statement("recover_since_pending", Kind.EXEC, _RECOVER_PENDING.format(since=_SINCE)),
     Statement("recover", Kind.EXEC, _RECOVER.format(since="")),
     Statement("recover_since", Kind.EXEC, _RECOVER.format(since=_SINCE)),
+    Statement("adopt", Kind.EXEC, "", postgres=ADOPT_POSTGRES, sqlite=ADOPT_SQLITE),
     # the sandbox clock: (by, now, account id). The account's sandbox deliveries waiting, unleased, for a
     # later attempt become due ``by`` earlier, never before now; live rows are never touched (the WHERE).
     Statement(

@@ -135,7 +135,9 @@ def delivery_row(d: DeliveryRecord) -> tuple[Any, ...]:
         **{f.name: getattr(d, f.name) for f in dataclasses.fields(DeliveryRecord)},
         "status": str(d.status),
         "due_at": due,
-        "next_attempt_at": due,
+        # NULL: the queue row (wh_pending) holds it. A process of a release before revision 0009 claims
+        # from this column; left NULL, it never claims what this release queued (webhookd._queue_sql).
+        "next_attempt_at": None,
         "lease_owner": None,
         "created_at": us(d.created_at),
         "updated_at": us(d.updated_at),

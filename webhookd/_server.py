@@ -139,7 +139,8 @@ class Webhookd:
 
 
 async def housekeeping(repo: SqlRepository, clock: Clock, config: Config) -> None:
-    """Queue gauges every few seconds; every ``purge_interval`` purge attempts older than 30 days (the
+    """Queue gauges every few seconds, and the deliveries an older release's processes queued during a
+    rolling upgrade adopted (``Queue.adopt``); every ``purge_interval`` purge attempts older than 30 days (the
     sandbox's older than ``SANDBOX_RETENTION``, 7 days)."""
     last_purge: dt.datetime | None = None
     while True:
@@ -149,6 +150,9 @@ async def housekeeping(repo: SqlRepository, clock: Clock, config: Config) -> Non
             metrics.QUEUE_DEPTH.set(stats.queue_depth)
             metrics.OLDEST_OVERDUE.set(stats.oldest_overdue_seconds)
             metrics.LEASE_EXPIRED.set(stats.lease_expired)
+            adopted = await repo.queue.adopt(now)
+            if adopted:
+                log.info("queued deliveries an older release queued", extra={"adopted": adopted})
             if last_purge is None or (now - last_purge).total_seconds() >= config.purge_interval:
                 purged = await repo.purge_attempts(now - ATTEMPT_RETENTION)
                 purged += await repo.purge_sandbox_attempts(now - SANDBOX_RETENTION)

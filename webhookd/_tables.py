@@ -71,8 +71,9 @@ deliveries = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("attempt_count", sa.Integer, nullable=False, default=0),
     sa.Column("schedule_count", sa.Integer, nullable=False, default=0),
-    # When the next attempt is due (pending only). Since revision 0009 next_attempt_at is the same and
-    # lease_owner unused: a lease is ``wh_pending``'s.
+    # When the next attempt is due (pending only). Since revision 0009 a lease is ``wh_pending``'s and
+    # next_attempt_at and lease_owner are NULL, but on a delivery queued by a process of an older release
+    # during a rolling upgrade (its claim reads them), until it is adopted (``webhookd._queue_sql``).
     sa.Column("due_at", sa.BigInteger, nullable=True),
     sa.Column("next_attempt_at", sa.BigInteger, nullable=True),
     sa.Column("lease_owner", sa.String(64), nullable=True),
@@ -87,6 +88,13 @@ deliveries = sa.Table(
     sa.Index("wh_deliveries_scope", "account_id", "environment", "created_at"),
     # Revision 0005: the delivery log filtered by event kind, newest first.
     sa.Index("wh_deliveries_scope_type", "account_id", "environment", "event_type", "created_at"),
+    # Revision 0010: the deliveries an older release queued (none, outside a rolling upgrade).
+    sa.Index(
+        "wh_deliveries_old_queue",
+        "next_attempt_at",
+        sqlite_where=sa.text("next_attempt_at IS NOT NULL"),
+        postgresql_where=sa.text("next_attempt_at IS NOT NULL"),
+    ),
 )
 
 # Revision 0009: the queue, one row per pending delivery (its ``wh_deliveries`` row has status pending

@@ -1,10 +1,11 @@
 """Issue 21, delivery throughput on PostgreSQL: the queue in a table of its own, ``wh_pending``, one row per
-pending delivery, so that a claim and a result no longer put new versions of the delivery log's rows into
-all six of its indexes (``webhookd._tables``). The pending deliveries are copied in, leases and all (a
-lease held by a process running the previous release runs out as it would have); the due and ordered
-indexes move from ``wh_deliveries`` to ``wh_pending``; on PostgreSQL ``wh_deliveries`` keeps 30 % of
-each page free (fillfactor 70), so most results' updates are HOT (the new row version on the same page, no
-index entry).
+pending delivery, so that a claim and a result no longer put new versions of the delivery log's rows into all
+six of its indexes (``webhookd._tables``). The pending deliveries are copied in, leases and all (a lease held
+by a process running the previous release runs out as it would have); the due and ordered indexes move from
+``wh_deliveries`` to ``wh_pending``, whose ``next_attempt_at`` and ``lease_owner`` are cleared for the pending
+ones (the previous release's processes, which claim from them, leave them alone); on PostgreSQL
+``wh_deliveries`` keeps 30 % of each page free (fillfactor 70), so most results' updates are HOT (the new row
+version on the same page, no index entry).
 
 Revision ID: 0009
 Revises: 0008
@@ -44,9 +45,11 @@ def upgrade() -> None:
         " COALESCE(next_attempt_at, due_at, created_at), lease_owner, ordering_key, event_seq"
         " FROM wh_deliveries WHERE status = 'pending'"
     )
-    op.execute(
-        "UPDATE wh_deliveries SET next_attempt_at = due_at, lease_owner = NULL WHERE status = 'pending'"
-    )
+    # Cleared, not left to the due time: a process of the previous release claims from these columns, and
+    # may still run during a rolling upgrade; what it can no longer see it cannot send twice. (Until
+    # 2026-11-29 this wrote next_attempt_at = due_at, so the previous release's processes claimed again what
+    # the queue now held: docs/operations.md "Upgrades and rollbacks".)
+    op.execute("UPDATE wh_deliveries SET next_attempt_at = NULL, lease_owner = NULL WHERE status = 'pending'")
     op.create_index("wh_pending_due", "wh_pending", ["next_attempt_at"])
     op.create_index(
         "wh_pending_ordered",
