@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+from typing import Any
 
 import pytest
 import standardwebhooks
@@ -80,7 +81,7 @@ def test_the_library_accepts_what_we_sign() -> None:
         "not-b64",
     ],
 )
-def test_verify_standard_refusals(change: dict, error: type[Exception]) -> None:
+def test_verify_standard_refusals(change: dict[str, Any], error: type[Exception]) -> None:
     secret = new_secret()
     headers = standard_headers(secret)
     if "drop" in change:
