@@ -22,6 +22,7 @@ from svccli import (
 )
 from svccli.__main__ import main, trigger_line, verify_headers
 from svckit.signing import SignatureScheme, delivery_headers, new_secret
+from tests.support import ROOT
 
 NOW = 1_790_000_000
 BODY = json.dumps({"id": "evt_1", "type": "booking.confirmed"}, separators=(",", ":")).encode()
@@ -165,3 +166,10 @@ def test_trigger_line_counts_held_deliveries_apart(count: int, held: int | None,
         trigger_line("booking.confirmed", "evt_1", count, held)
         == f"Triggered booking.confirmed: evt_1 {says}"
     )
+
+
+def test_the_walkthrough_shows_the_receiver_example_as_it_is() -> None:
+    """docs/sandbox.md's receiver is examples/receivers/receiver_svc_partner.py, which the e2e test runs."""
+    example = (ROOT / "examples" / "receivers" / "receiver_svc_partner.py").read_text().rstrip("\n")
+    shown = "\n".join(f"   {line}" if line else "" for line in example.split("\n"))
+    assert f"   ```python\n{shown}\n   ```" in (ROOT / "docs" / "sandbox.md").read_text()
