@@ -17,6 +17,7 @@ from svckit.signing import (
     STANDARD_ID_HEADER,
     STANDARD_SIGNATURE_HEADER,
     SignatureFormatError,
+    header_value,
     verify,
     verify_standard,
 )
@@ -31,11 +32,6 @@ class Verified(NamedTuple):
     scheme: str
 
 
-def _get(headers: Mapping[str, str], name: str) -> str:
-    wanted = name.lower()
-    return next((v for k, v in headers.items() if k.lower() == wanted), "")
-
-
 def verify_delivery(
     raw_body: bytes,
     headers: Mapping[str, str],
@@ -48,10 +44,10 @@ def verify_delivery(
     when the delivery has it (an endpoint of scheme ``stripe`` or ``both``), else the Standard Webhooks
     headers. Raises ``WebhookVerificationError`` (a subclass saying why) when it does not verify."""
     when = time.time() if now is None else now
-    if _get(headers, SIGNATURE_HEADER):
-        signed = verify(raw_body, _get(headers, SIGNATURE_HEADER), secrets, when, tolerance)
-        return Verified(_get(headers, EVENT_ID_HEADER), signed, "stripe")
-    if _get(headers, STANDARD_SIGNATURE_HEADER):
+    if header_value(headers, SIGNATURE_HEADER):
+        signed = verify(raw_body, header_value(headers, SIGNATURE_HEADER), secrets, when, tolerance)
+        return Verified(header_value(headers, EVENT_ID_HEADER), signed, "stripe")
+    if header_value(headers, STANDARD_SIGNATURE_HEADER):
         signed = verify_standard(raw_body, headers, secrets, when, tolerance)
-        return Verified(_get(headers, STANDARD_ID_HEADER), signed, "standard")
+        return Verified(header_value(headers, STANDARD_ID_HEADER), signed, "standard")
     raise SignatureFormatError(f"neither {SIGNATURE_HEADER} nor {STANDARD_SIGNATURE_HEADER} is present")

@@ -62,6 +62,7 @@ __all__ = [
     "WebhookVerificationError",
     "compute_signature",
     "delivery_headers",
+    "header_value",
     "new_secret",
     "parse_header",
     "sign",
@@ -241,7 +242,7 @@ def verify(
     return _check_time(timestamp, _unix(now), tolerance)
 
 
-def _header(headers: Mapping[str, str], name: str) -> str:
+def header_value(headers: Mapping[str, str], name: str) -> str:
     """``headers[name]`` whatever the case of the names (frameworks differ), or ""."""
     wanted = name.lower()
     for key, value in headers.items():
@@ -266,9 +267,9 @@ def verify_standard(
         secrets = [secrets]
     if not secrets:
         raise ValueError("at least one signing secret is needed")
-    msg_id = _header(headers, STANDARD_ID_HEADER)
-    stamp = _header(headers, STANDARD_TIMESTAMP_HEADER).strip()
-    signature = _header(headers, STANDARD_SIGNATURE_HEADER)
+    msg_id = header_value(headers, STANDARD_ID_HEADER)
+    stamp = header_value(headers, STANDARD_TIMESTAMP_HEADER).strip()
+    signature = header_value(headers, STANDARD_SIGNATURE_HEADER)
     if not msg_id or not stamp or not signature:
         raise SignatureFormatError("webhook-id, webhook-timestamp or webhook-signature is missing or empty")
     if not stamp.isdigit():
