@@ -5,6 +5,8 @@
   svc trigger --failure booking_failed     a product call carrying X-Sandbox-Trigger
   svc clock advance 2h                     what the sandbox's deliveries would do in 2 h, now
   svc verify --secret whsec_... --header 't=...,v1=...' < body.json
+  svc verify --secret whsec_... --header 'webhook-id: evt_...' --header 'webhook-timestamp: ...' \
+             --header 'webhook-signature: v1,...' < body.json       (Standard Webhooks headers)
   svc webhooks recover we_... --since 2h --dry-run   count what an endpoint missed (then without it)
   svc webhooks signing-keys                          the ed25519 public keys of v1a signatures
 
@@ -12,7 +14,8 @@ The API key comes from --api-key or SVC_API_KEY and is never printed.
 """
 
 # A partner's tool: it imports svckit's vocabulary and signing and its own modules, never a service
-# package (tests/unit/test_imports.py). The network libraries load in the commands that use them, so
+# package (tests/unit/test_imports.py); the partner package carries copies of those svckit modules
+# (scripts/build_partner_package). The network libraries load in the commands that use them, so
 # `svc --help` and `svc verify` start fast.
 from __future__ import annotations
 
@@ -22,11 +25,12 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from svccli import webhooks
+from svccli.verification import verify_delivery
 from svckit import addresses
 from svckit.durations import clock_advance
 from svckit.events import EVENT_KINDS, TRIGGER_HEADER, TRIGGER_NAMES, TRIGGER_STATUS
 from svckit.flags import ArgumentError, FlagParser, add_flag, env_name
-from svckit.signing import WebhookVerificationError, new_secret, verify
+from svckit.signing import SIGNATURE_HEADER, SignatureScheme, WebhookVerificationError, new_secret
 
 if TYPE_CHECKING:
     import httpx
@@ -104,6 +108,13 @@ def build_parser() -> FlagParser:
         default="",
         help="signing secret for the forwards (default: a new one, printed)",
     )
+    listen.add_argument(
+        "--signature-scheme",
+        choices=[s.value for s in SignatureScheme],
+        default=SignatureScheme.STRIPE.value,
+        help="headers of the forwards, as an endpoint's signatureScheme: stripe (X-Service-Signature, "
+        "the default), standard (Standard Webhooks) or both",
+    )
 
     trig = sub.add_parser("trigger", help="publish a sample event, or force a failure")
     trig.add_argument("event", nargs="?", choices=EVENT_KINDS, metavar="EVENT_TYPE", help="event kind")
@@ -122,7 +133,12 @@ def build_parser() -> FlagParser:
 
     ver = sub.add_parser("verify", help="check a delivery's signature; the raw body on stdin")
     ver.add_argument("--secret", action="append", required=True, help="signing secret (repeatable)")
-    ver.add_argument("--header", required=True, help="the X-Service-Signature header value")
+    ver.add_argument(
+        "--header",
+        action="append",
+        required=True,
+        help="the X-Service-Signature value, or 'Name: value' (repeatable: the three webhook-* headers)",
+    )
     ver.add_argument("--tolerance", type=int, default=300, help="seconds of clock difference allowed")
     webhooks.add_parser(sub)
     return parser
@@ -154,7 +170,16 @@ async def cmd_listen(args: argparse.Namespace) -> int:
 
     async with httpx.AsyncClient(timeout=10) as http:
         events = [e.strip() for arg in args.events for e in arg.split(",") if e.strip()]
-        listener = Listener(args.base_url, args.api_key, args.forward_to, secret, events, out, http)
+        listener = Listener(
+            args.base_url,
+            args.api_key,
+            args.forward_to,
+            secret,
+            events,
+            out,
+            http,
+            SignatureScheme(args.signature_scheme),
+        )
         try:
             await listener.run()
         except Fatal as exc:
@@ -187,8 +212,9 @@ async def cmd_trigger(args: argparse.Namespace) -> int:
                 print(f"svc trigger: HTTP {resp.status_code} {_describe_error(resp)}", file=sys.stderr)
                 return 1
             out = resp.json()
-            event_id, count = out["event"]["id"], out["deliveryCount"]
-            print(f"Triggered {args.event}: {event_id} ({count} endpoint(s); on the stream)")
+            event_id, count = out["event"]["id"], int(out["deliveryCount"])
+            held = await held_deliveries(http, args.api_key, event_id) if count else 0
+            print(trigger_line(args.event, event_id, count, held))
             return 0
         try:
             method, path = failure_request(args.failure, args.product)
@@ -205,6 +231,46 @@ async def cmd_trigger(args: argparse.Namespace) -> int:
         print(f"{method} {path} with {TRIGGER_HEADER}: {args.failure} -> HTTP {resp.status_code}")
         print(resp.text)
         return 0 if resp.status_code == EXPECTED_STATUS[args.failure] else 1
+
+
+def _endpoints(n: int, kind: str = "") -> str:
+    noun = f"{kind} endpoint" if kind else "endpoint"
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def trigger_line(kind: str, event_id: str, count: int, held: int | None) -> str:
+    """What ``svc trigger <kind>`` prints. ``count`` is the API's ``deliveryCount``: one delivery per
+    subscribed endpoint, disabled ones included (their delivery is held until the endpoint is enabled, so
+    nothing is lost), hence ``held``, read back from the deliveries; None when they could not be read (a
+    key without webhooks:read), and then the line says what the count includes instead of guessing."""
+    if count == 0:
+        return f"Triggered {kind}: {event_id} (no endpoint subscribed; on the stream)"
+    if held is None:
+        return (
+            f"Triggered {kind}: {event_id} ({_endpoints(count)} subscribed, disabled ones included, "
+            "whose delivery is held; on the stream)"
+        )
+    sent = count - held
+    parts = [f"delivering to {_endpoints(sent)}"]
+    if held:
+        parts.append(f"held for {_endpoints(held, 'disabled')} until enabled")
+    return f"Triggered {kind}: {event_id} ({'; '.join(parts)}; on the stream)"
+
+
+async def held_deliveries(http: httpx.AsyncClient, api_key: str, event_id: str) -> int | None:
+    """How many of the event's deliveries are held (their endpoint disabled), or None when the key may
+    not read deliveries."""
+    params = {"event": event_id, "status": "held", "limit": "100"}
+    held = 0
+    while True:
+        resp = await http.get("/v1/webhooks/deliveries", headers=_headers(api_key), params=params)
+        if resp.status_code != 200:
+            return None
+        page = resp.json()
+        held += len(page["data"])
+        if not page.get("nextPageToken"):
+            return held
+        params["page_token"] = page["nextPageToken"]
 
 
 async def cmd_clock(args: argparse.Namespace) -> int:
@@ -229,15 +295,26 @@ async def cmd_webhooks(args: argparse.Namespace) -> int:
     return await webhooks.run(args, _headers(args.api_key))
 
 
+def verify_headers(given: list[str]) -> dict[str, str]:
+    """``--header`` values as a header mapping: ``Name: value``, or a bare ``t=...,v1=...`` (the
+    X-Service-Signature value, as it was before names were accepted)."""
+    headers: dict[str, str] = {}
+    for text in given:
+        name, sep, value = text.strip().partition(":")
+        if sep and name.strip() and "=" not in name:
+            headers[name.strip()] = value.strip()
+        else:
+            headers[SIGNATURE_HEADER] = text.strip()
+    return headers
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     body = sys.stdin.buffer.read()
-    header = args.header.strip()
-    name, sep, value = header.partition(":")
-    if sep and name.strip().lower() == "x-service-signature":
-        header = value.strip()
     try:
-        signed = verify(body, header, args.secret, time.time(), tolerance=args.tolerance)
-    except WebhookVerificationError as exc:
+        signed = verify_delivery(
+            body, verify_headers(args.header), args.secret, time.time(), tolerance=args.tolerance
+        ).timestamp
+    except (WebhookVerificationError, ValueError) as exc:
         print(f"signature invalid: {exc}")
         return 1
     print(f"signature valid: signed at {signed} ({int(time.time()) - signed} s ago)")

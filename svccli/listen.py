@@ -22,7 +22,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 from websockets.typing import Subprotocol
 
-from svckit.signing import delivery_headers
+from svckit.signing import SignatureScheme, delivery_headers
 
 # Close codes after which reconnecting cannot help: the key is no longer valid.
 FATAL_CLOSE = {4001}
@@ -58,6 +58,7 @@ class Listener:
         events: Sequence[str],
         out: Callable[[str], None],
         http: httpx.AsyncClient,
+        scheme: SignatureScheme = SignatureScheme.STRIPE,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.url = stream_url(base_url)
@@ -67,6 +68,7 @@ class Listener:
         self.events = list(events)
         self.out = out
         self.http = http
+        self.scheme = scheme
         self.since = ""
         self.started = dt.datetime.now(dt.UTC) - CLOCK_MARGIN
         self.connected_once = False
@@ -89,7 +91,7 @@ class Listener:
             return
         self.since = event_id
         body = forward_body(event)
-        headers = delivery_headers([self.secret], body, event_id, time.time())
+        headers = delivery_headers([self.secret], body, event_id, time.time(), self.scheme)
         try:
             resp = await self.http.post(self.forward_to, content=body, headers=headers)
             result = f"[{resp.status_code}]"

@@ -1,7 +1,8 @@
 """Signing webhook deliveries (sender side) and verifying them (receiver side), spec section 6.
 
 Shared by webhookd (which signs every delivery), ``svc listen`` (which signs its local forwards exactly
-alike) and ``svc verify``; standard library only, so a partner's tool loads no service to use it.
+alike) and ``svc verify``; standard library only, so a partner's tool loads no service to use it (the
+partner package, scripts/build_partner_package, carries a copy made at build time).
 
 Header: ``X-Service-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>...]`` where each ``v1`` is
 HMAC-SHA256, keyed by one valid signing secret, over ``f"{t}.".encode() + raw_body``. During a rotation
@@ -21,7 +22,7 @@ import datetime as dt
 import hashlib
 import hmac
 import secrets as _secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 
 SIGNATURE_HEADER = "X-Service-Signature"
@@ -61,12 +62,14 @@ __all__ = [
     "WebhookVerificationError",
     "compute_signature",
     "delivery_headers",
+    "header_value",
     "new_secret",
     "parse_header",
     "sign",
     "sign_standard",
     "standard_signature",
     "verify",
+    "verify_standard",
 ]
 
 
@@ -236,7 +239,66 @@ def verify(
             matched |= hmac.compare_digest(expected, sig)
     if not matched:
         raise NoMatchingSignature("no v1 signature matches the signing secret(s)")
-    current = _unix(now)
+    return _check_time(timestamp, _unix(now), tolerance)
+
+
+def header_value(headers: Mapping[str, str], name: str) -> str:
+    """``headers[name]`` whatever the case of the names (frameworks differ), or ""."""
+    wanted = name.lower()
+    for key, value in headers.items():
+        if key.lower() == wanted:
+            return value
+    return ""
+
+
+def verify_standard(
+    raw_body: bytes,
+    headers: Mapping[str, str],
+    secrets: str | Sequence[str],
+    now: dt.datetime | int | float,
+    tolerance: int = DEFAULT_TOLERANCE,
+) -> int:
+    """Check a delivery's Standard Webhooks headers as ``verify`` checks ``X-Service-Signature``; returns
+    the signed timestamp. ``headers`` in any case; accepts the delivery if any ``v1,`` entry of
+    ``webhook-signature`` matches any of ``secrets`` (constant-time) and ``webhook-timestamp`` is within
+    ``tolerance`` seconds of ``now``. ``v1a,`` entries (ed25519) are skipped, as the Standard Webhooks
+    libraries skip versions they do not check. Raises the same WebhookVerificationError subclasses."""
+    if isinstance(secrets, str):
+        secrets = [secrets]
+    if not secrets:
+        raise ValueError("at least one signing secret is needed")
+    msg_id = header_value(headers, STANDARD_ID_HEADER)
+    stamp = header_value(headers, STANDARD_TIMESTAMP_HEADER).strip()
+    signature = header_value(headers, STANDARD_SIGNATURE_HEADER)
+    if not msg_id or not stamp or not signature:
+        raise SignatureFormatError("webhook-id, webhook-timestamp or webhook-signature is missing or empty")
+    if not stamp.isdigit():
+        raise SignatureFormatError("webhook-timestamp is not a unix timestamp")
+    timestamp = int(stamp)
+    sigs: list[bytes] = []
+    for entry in signature.split():
+        version, sep, value = entry.partition(",")
+        if not sep:
+            raise SignatureFormatError("webhook-signature is not a list of version,signature entries")
+        if version == "v1":
+            try:
+                sigs.append(base64.b64decode(value, validate=True))
+            except ValueError:
+                raise SignatureFormatError("webhook-signature v1 entry is not base64") from None
+    if not sigs:
+        raise SignatureFormatError("webhook-signature has no v1 entry")
+    content = f"{msg_id}.{timestamp}.".encode() + raw_body
+    matched = False
+    for secret in secrets:
+        expected = hmac.new(_standard_key(secret), content, hashlib.sha256).digest()
+        for sig in sigs:
+            matched |= hmac.compare_digest(expected, sig)
+    if not matched:
+        raise NoMatchingSignature("no v1 signature of webhook-signature matches the signing secret(s)")
+    return _check_time(timestamp, _unix(now), tolerance)
+
+
+def _check_time(timestamp: int, current: int, tolerance: int) -> int:
     if timestamp < current - tolerance:
         raise TimestampTooOld(f"signature timestamp is {current - timestamp} s old, tolerance {tolerance} s")
     if timestamp > current + tolerance:

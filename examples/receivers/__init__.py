@@ -1,0 +1,1 @@
+"""Webhook receivers a partner can start from (docs/webhooks.md "Receiver examples")."""
