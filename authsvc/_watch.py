@@ -71,10 +71,6 @@ class ChangeHub:
                 q.get_nowait()
             q.put_nowait(None)
 
-    @property
-    def watcher_count(self) -> int:
-        return len(self._queues)
-
 
 class PgListener:
     """LISTENs on ``channel`` with a raw asyncpg connection; republishes foreign changes to ``hub``."""

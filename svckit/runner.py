@@ -6,19 +6,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from svckit.flags import TRUE_WORDS, add_flag, config_default, env_name
+from svckit.flags import add_flag, config_default, env_name
 
 __all__ = [
     "ServeConfig",
     "add_serve_args",
-    "env_flag_on",
     "env_name",
     "or_default",
     "print_ready",
@@ -43,14 +41,6 @@ def or_default(default: str) -> Callable[[str], str]:
         return value or default
 
     return text
-
-
-def env_flag_on(service: str, flag: str) -> bool:
-    """The environment fallback of an on/off flag: ``<SERVICE>_<FLAG>`` set to 1, true, yes or on.
-
-    For parsers that are not ``svckit.flags.FlagParser``s; those take ``add_flag(..., switch=True)``,
-    which refuses a word that is neither on nor off."""
-    return os.environ.get(env_name(service, flag), "").strip().lower() in TRUE_WORDS
 
 
 def add_serve_args(

@@ -16,7 +16,6 @@ ACTIONS = ("read", "write")
 ALL_SCOPES: tuple[str, ...] = tuple(f"{r}:{a}" for r in RESOURCES for a in ACTIONS)
 ROUTE_SCOPES: frozenset[str] = frozenset(f"{r}:{a}" for r in ROUTE_RESOURCES for a in ACTIONS)
 _ALL = frozenset(ALL_SCOPES)
-MAX_SCOPES = len(ALL_SCOPES)
 
 
 def is_scope(value: str) -> bool:

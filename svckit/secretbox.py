@@ -169,10 +169,6 @@ class SecretBox:
         """The key ids of the ring, newest (the sealing key) first."""
         return list(self._ring)
 
-    @staticmethod
-    def is_sealed(stored: str) -> bool:
-        return stored.startswith(SEALED_PREFIXES)
-
     def current_prefix(self) -> str:
         """What every value this box seals starts with: ``enc2:<newest key id>:`` (or ``enc1:``)."""
         return f"{KEYED_PREFIX}{self.primary_id}:" if self.key_ids else PREFIX

@@ -53,7 +53,6 @@ log = logging.getLogger(__name__)
 bp = Blueprint("stream")
 CLOSE_KEY_INVALID = 4001
 CLOSE_INTERNAL = 1011
-CLOSE_GOING_AWAY = 1001
 CLOSE_INVALID_DATA = 1007
 CLOSE_POLICY = 1008
 # Closes for the client's fault: the close frame goes out at once and nothing more is parsed (edge.wsintake).

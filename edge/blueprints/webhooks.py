@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from google.protobuf import duration_pb2, field_mask_pb2
@@ -37,10 +36,6 @@ def query_args(request: EdgeRequest) -> Any:
     """The query with blank values kept (Sanic's ``args`` drops them): ``?limit=`` is a limit that is no
     number (400), as the OpenAPI document says, not a missing one; an empty id filter is no filter."""
     return request.get_args(keep_blank_values=True)
-
-
-async def _await(x: Awaitable[T]) -> T:
-    return await x
 
 
 def _list(data: list[dict[str, Any]], next_page_token: str) -> HTTPResponse:

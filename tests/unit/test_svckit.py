@@ -6,7 +6,6 @@ import pytest
 from svckit.errors import ERROR_KINDS, ServiceError, http_status, to_grpc_status
 from svckit.ids import new_id
 from svckit.logs import redact
-from svckit.runner import env_flag_on
 
 
 @pytest.mark.parametrize(
@@ -70,28 +69,3 @@ def test_ids_are_prefixed_and_unique() -> None:
 )
 def test_redact(text: str, expected: str) -> None:
     assert redact(text) == expected
-
-
-@pytest.mark.parametrize(
-    ("value", "on"),
-    [
-        (None, False),
-        ("", False),
-        ("1", True),
-        ("true", True),
-        ("TRUE", True),
-        ("Yes", True),
-        ("on", True),
-        ("0", False),
-        ("false", False),
-        ("off", False),
-        ("enabled", False),
-    ],
-)
-def test_env_flag_on(monkeypatch: pytest.MonkeyPatch, value: str | None, on: bool) -> None:
-    """An on/off flag's environment fallback (``<SERVICE>_<FLAG>``): only the usual words turn it on."""
-    if value is None:
-        monkeypatch.delenv("REVWHSVC_ALLOW_HTTP", raising=False)
-    else:
-        monkeypatch.setenv("REVWHSVC_ALLOW_HTTP", value)
-    assert env_flag_on("revwhsvc", "allow_http") is on
