@@ -13,7 +13,6 @@ import uuid
 from collections.abc import Sequence
 
 import grpc
-import uvloop
 from grpc_health.v1.health import aio as health_aio
 
 from authsvc._identity import IdentityServicer
@@ -27,7 +26,7 @@ from authsvc._sql import SqlRepository
 from authsvc._sql_tables import users
 from authsvc._watch import ChangeHub, PgListener, channel_name
 from authsvc.migrations import SCHEMA as AUTH_SCHEMA
-from svckit import addresses, tracing
+from svckit import addresses, runner, tracing
 from svckit.clients.channels import target
 from svckit.clock import Clock
 from svckit.db import asyncpg_dsn, create_engine, is_postgres, normalize_url, schema_of
@@ -275,9 +274,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"authsvc: {exc.message}", file=sys.stderr)
             return 2
         return run_reseal(args, SERVICE, box, SEALED_COLUMNS)
-    # uvloop as the edge and webhookd: gRPC's aio server spends less per call on its loop.
     try:
-        return uvloop.run(serve(args))
+        return runner.run(serve(args))
     except (SchemaError, ValueError) as exc:  # ValueError: a bad --webhookd address list
         print(f"authsvc: {exc}", file=sys.stderr)
         return 2

@@ -11,8 +11,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-import uvloop
-
 from edge.app import create_app
 from edge.config import DEFAULT_LIVE_LISTEN, DEFAULT_SANDBOX_LISTEN, EdgeConfig
 from edge.environments import listen_hosts
@@ -22,7 +20,7 @@ from edge.server import EdgeProtocol
 from edge.sources import parse_networks
 from edge.upstream import check_routes, signing_key
 from edge.workers import follow_parent, supervise
-from svckit import addresses, tracing
+from svckit import addresses, runner, tracing
 from svckit.clients.auth import auth_target
 from svckit.clients.channels import target
 from svckit.db import add_password_file_flag, normalize_url
@@ -387,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.reuse_port:  # a worker of --workers N (edge.workers)
         follow_parent(os.getppid())
     try:
-        uvloop.run(serve(args))
+        runner.run(serve(args))
     except (RouteTableError, ValueError, OSError, SealingKeyError, SchemaError) as exc:
         log.error("edge could not start", extra={"error": str(exc)})
         print(f"edge: {exc}", file=sys.stderr)

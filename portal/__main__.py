@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
 from typing import Any
 
 from portal.app import PortalConfig, create_app
-from svckit import addresses
+from svckit import addresses, runner
 from svckit.clients.channels import target
 from svckit.flags import FlagParser, add_flag, config_default, env_name
 from svckit.logs import setup_logging
@@ -133,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     setup_logging(SERVICE, args.log_level)
     try:
-        asyncio.run(serve(args))
+        # asyncio's own loop: uvloop measured no better under the sign-in flood (docs/portal.md).
+        runner.run(serve(args), uvloop=False)
     except (ValueError, OSError, SealingKeyError) as exc:
         print(f"portal: {exc}", file=sys.stderr)
         return 2

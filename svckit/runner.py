@@ -8,9 +8,9 @@ import asyncio
 import json
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from svckit.flags import add_flag, config_default, env_name
 
@@ -20,6 +20,7 @@ __all__ = [
     "env_name",
     "or_default",
     "print_ready",
+    "run",
     "run_until_signal",
     "wait_for_signal",
 ]
@@ -31,6 +32,22 @@ class ServeConfig:
 
     log_level: str = "INFO"
     shutdown_grace: float = 5.0  # seconds running calls may finish after SIGTERM
+
+
+T = TypeVar("T")
+
+
+def run(main: Coroutine[Any, Any, T], *, uvloop: bool = True) -> T:
+    """Run a service's ``main`` to its end: on uvloop (gRPC's aio servers and Sanic spend less per call on
+    its loop), or on asyncio's own loop with ``uvloop=False``, or where uvloop is not installed."""
+    if uvloop:
+        try:
+            import uvloop as fast
+        except ImportError:  # not a dependency on Windows
+            pass
+        else:
+            return fast.run(main)
+    return asyncio.run(main)
 
 
 def or_default(default: str) -> Callable[[str], str]:

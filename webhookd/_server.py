@@ -16,7 +16,7 @@ import grpc
 import httpx
 from grpc_health.v1.health import aio as health_aio
 
-from svckit import addresses, tracing
+from svckit import addresses, runner, tracing
 from svckit.clients.channels import target
 from svckit.clock import Clock, SystemClock
 from svckit.db import is_postgres
@@ -470,13 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_reseal(args, SERVICE, SecretBox(_secrets_keys(args)), [SEALED_SECRETS])
     setup_logging(SERVICE, args.log_level)
     try:
-        import uvloop
-
-        uvloop.install()
-    except ImportError:
-        pass
-    try:
-        asyncio.run(serve(args))
+        runner.run(serve(args))
     except SecretsKeyError as exc:
         log.error("webhookd could not start", extra={"error": exc.message})
         print(f"webhookd: {exc.message}", file=sys.stderr)
