@@ -39,7 +39,8 @@ async def app(db_url: str) -> AsyncIterator[Webhookd]:
 
 
 async def publish(stub: Any, account: str, kind: str = "booking.confirmed", n: int = 0) -> str:
-    data = event_data(kind, booking=f"bk_{n}".replace("-", "m")) if kind.startswith("booking.") else event_data(kind)
+    booking = {"booking": f"bk_{n}".replace("-", "m")} if kind.startswith("booking.") else {}
+    data = event_data(kind, **booking)
     answer = await stub.PublishEvent(
         pb.PublishEventRequest(account_id=account, environment=LIVE, type=kind, data=data)
     )
