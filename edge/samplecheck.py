@@ -3,9 +3,10 @@ event of its kind: what ``POST /v1/sandbox/events`` publishes must be shaped as 
 is, by the catalog's JSON Schema of its ``data`` (svckit.catalog). The decision is pure: ``refusal``
 gives the message of the 400, or "" when the merged data is valid.
 
-jsonschema checks it (a runtime dependency of the edge for this): the catalog's schemas are whole JSON
-Schema 2020-12 (oneOf, not, pattern, const, formats), and a check written against their ``properties``
-alone would let through what they forbid, such as a booking event that also names an eSIM order.
+jsonschema checks it, with the validators webhookd checks every published event with
+(svckit.eventcheck): the catalog's schemas are whole JSON Schema 2020-12 (oneOf, not, pattern, const,
+formats), and a check written against their ``properties`` alone would let through what they forbid,
+such as a booking event that also names an eSIM order.
 """
 
 from __future__ import annotations
@@ -14,21 +15,16 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError, best_match
 
 from svckit.catalog import schema
+from svckit.eventcheck import validator
 
 __all__ = ["refusal"]
 
 # A value quoted in a message is cut to this many characters (the partner sent it; it is not a secret,
 # but a megabyte of it is no message).
 MAX_QUOTED = 80
-
-
-@cache
-def _validator(kind: str) -> Draft202012Validator:
-    return Draft202012Validator(schema(kind), format_checker=FormatChecker())
 
 
 def _quoted(value: object) -> str:
@@ -73,7 +69,7 @@ def refusal(kind: str, sample: Mapping[str, Any], sent: Mapping[str, Any]) -> st
             f"{', '.join(properties)} (GET /v1/event-types/{kind})"
         )
     merged = {**sample, **sent}
-    error = best_match(_validator(kind).iter_errors(merged))
+    error = best_match(validator(kind).iter_errors(merged))
     return "" if error is None else _explain(error, kind, sent)
 
 

@@ -1,12 +1,17 @@
-"""Which events a key may receive on /v1/stream (decisions.md "Stream"). Pure."""
+"""Which events a key may receive on /v1/stream (decisions.md "Stream"). Pure.
+
+Who reads a kind is the event catalog's (``EventKind.reader``, svckit.eventkinds), so a new kind names
+its readers where it is defined: booking and payment events the read scope of the event's own product,
+eSIM events ``esim:read``, the rest ``account:read``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from svckit.catalog import KINDS
 from svckit.events import EVENT_KINDS
-from svckit.scopes import PRODUCTS
 
 _FAMILIES = {k.split(".", 1)[0] for k in EVENT_KINDS}
 
@@ -22,28 +27,17 @@ def unknown_patterns(patterns: Collection[str]) -> list[str]:
 
 
 def scopes_for_event(event_type: str, data: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """Any one of the returned scopes lets a key read the event.
-
-    booking.* and payment.*: the product's ``<resource>:read``, the product taken from the event's
-    ``data.product``; without one, any product's read scope. esim.*: ``esim:read``. The rest:
-    ``account:read``.
-    """
-    family = event_type.split(".", 1)[0]
-    if family in ("booking", "payment"):
-        product = (data or {}).get("product")
-        if isinstance(product, str) and product in PRODUCTS:
-            return (f"{product}:read",)
-        return tuple(f"{p}:read" for p in PRODUCTS)
-    if family == "esim":
-        return ("esim:read",)
-    return ("account:read",)
+    """Any one of the returned scopes lets a key read the event: the catalog's readers of its kind
+    (``EventKind.read_scopes``: a booking or payment event, the read scope of its ``data.product``,
+    without one any product's); none for a kind the catalog does not have."""
+    entry = KINDS.get(event_type)
+    return () if entry is None else entry.read_scopes(data)
 
 
 def readable_kinds(scopes: Collection[str]) -> list[str]:
-    """The event kinds a key could read at all (a booking or payment event: if it reads any product);
-    ``may_read`` then decides each event by its data."""
-    samples: list[Mapping[str, Any] | None] = [None, *({"product": p} for p in PRODUCTS)]
-    return [k for k in EVENT_KINDS if any(may_read(scopes, k, data) for data in samples)]
+    """The event kinds a key could read at all (a booking or payment event: if it reads any of the kind's
+    products); ``may_read`` then decides each event by its data."""
+    return [k for k, entry in KINDS.items() if any(s in scopes for s in entry.readers)]
 
 
 def may_read(scopes: Collection[str], event_type: str, data: Mapping[str, Any] | None) -> bool:

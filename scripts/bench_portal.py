@@ -35,7 +35,7 @@ def main() -> int:
     import grpc
     import httpx
 
-    from tests.support import ServiceProcess, sqlite_url, start_service
+    from tests.support import ServiceProcess, event_data, sqlite_url, start_service
     from travel.auth.v1 import auth_pb2 as apb
     from travel.auth.v1 import auth_pb2_grpc, identity_pb2_grpc
     from travel.auth.v1 import identity_pb2 as ipb
@@ -119,6 +119,7 @@ def main() -> int:
                         environment=wpb.ENVIRONMENT_SANDBOX,
                         type="booking.confirmed",
                         state="confirmed",
+                        data=event_data("booking.confirmed"),
                     )
                 )
             while receiver.answered < args.attempts:

@@ -1,5 +1,6 @@
-"""Write docs/events.md from the event catalog (svckit.catalog): per kind, when it fires, its state, a
-table of its ``data`` fields (from the JSON Schema) and an example envelope.
+"""Write docs/events.md from the event catalog (svckit.catalog): per kind, when it fires, its state, who
+publishes it, which scope reads it, a table of its ``data`` fields (from the JSON Schema) and an example
+envelope.
 
     python scripts/gen_event_docs.py           # rewrite docs/events.md
     python scripts/gen_event_docs.py --check   # exit 1 when docs/events.md differs from the catalog
@@ -56,6 +57,16 @@ works live. The same catalog is JSON Schema (draft 2020-12) per kind: `svckit.ca
 - `payment.*` exist for mode B accounts only (the traveller pays), `ledger.low_balance` for mode A only
   (the partner's credit); every other kind for both. The search allowance's warning level is
   {THRESHOLD_PERCENT} %.
+- **Who publishes a kind** is fixed here too, and enforced: webhookd accepts an event only from the
+  services named as its publishers (by their certificate identity), a product service
+  (`product:<name>`) only about its own product (`data.product`), and refuses anyone else (gRPC
+  `PERMISSION_DENIED`, `forbidden`). The sandbox (the edge, sandbox events only) sends samples of every
+  kind; operators (`svcctl`) may publish sandbox events, never live ones. Every published event, live
+  and sandbox, from anyone, is checked against its kind's `state`s and schema (`invalid_request` naming
+  the field, e.g. `data.amount`); a publish without a `state` gets the kind's first one.
+- **Who reads a kind** on `/v1/stream` and `GET /v1/events`: a key with the scope below. `<product>:read`
+  is the read scope of the event's own product (`data.product`): `hotels:read` for a hotel booking,
+  `esim:read` for an eSIM order's payment.
 - The examples are the sandbox's samples (`POST /v1/sandbox/events`), shown for a mode A account except
   where a kind is mode B only.
 """
@@ -112,6 +123,7 @@ def section(entry: Mapping[str, Any]) -> list[str]:
     lines.append(f"- **state**: {states}")
     lines.append(f"- **accounts**: {mode}")
     lines.append(f"- **published by**: {entry['publisher']}")
+    lines.append(f"- **read with** (stream, `GET /v1/events`): {reader(entry)}")
     ordering = catalog.kind_of(kind).ordering
     if ordering:
         keys = " or ".join(f"`data.{name}`" for name in ordering)
@@ -126,15 +138,35 @@ def section(entry: Mapping[str, Any]) -> list[str]:
 
 def render() -> str:
     entries = catalog.catalog()
-    lines = [HEADER, "## Kinds", "", "| kind | when it fires | state | accounts |", "|---|---|---|---|"]
+    lines = [
+        HEADER,
+        "## Kinds",
+        "",
+        "| kind | when it fires | state | accounts | published by | read with |",
+        "|---|---|---|---|---|---|",
+    ]
     for e in entries:
         mode = f"mode {e['mode']} only" if e["mode"] else "both"
         states = ", ".join(f"`{s}`" for s in e["states"])
-        lines.append(f"| [`{e['kind']}`](#{anchor(e['kind'])}) | {e['description']} | {states} | {mode} |")
+        publishers = ", ".join(f"`{p}`" for p in e["publishers"])
+        if e["sandbox"]:
+            publishers += f"; sandbox: `{catalog.SANDBOX_PUBLISHER}`"
+        lines.append(
+            f"| [`{e['kind']}`](#{anchor(e['kind'])}) | {e['description']} | {states} | {mode} "
+            f"| {publishers} | {reader(e)} |"
+        )
     lines.append("")
     for e in entries:
         lines += section(e)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def reader(entry: Mapping[str, Any]) -> str:
+    """The scope that reads an event of the kind, for a person."""
+    if entry["reader"] == catalog.BY_PRODUCT:
+        scopes = ", ".join(f"`{s}`" for s in entry["readers"])
+        return f"`{catalog.BY_PRODUCT}` of its `data.product` ({scopes})"
+    return f"`{entry['reader']}`"
 
 
 def anchor(kind: str) -> str:

@@ -341,10 +341,17 @@ def register(groups: Any) -> None:
     p.add_argument("endpoint_id")
     p.add_argument("--since", type=_time, help="RFC 3339 time or an age such as 2h, 7d (default: all)")
     p.add_argument("--dry-run", action="store_true", help="print how many would be queued; change nothing")
-    p = _cmd(sub, "publish", "publish an event (as an internal service would)", _publish)
+    p = _cmd(
+        sub,
+        "publish",
+        "publish a sandbox event (operators may not publish live ones: docs/events.md, published by)",
+        _publish,
+    )
     p.add_argument("--type", required=True, help="event kind, e.g. booking.confirmed")
-    p.add_argument("--state", default="")
-    p.add_argument("--data", type=_json_object, help="JSON object")
+    p.add_argument("--state", default="", help="one of the kind's states (default: its first)")
+    p.add_argument(
+        "--data", type=_json_object, help="JSON object, valid by the kind's schema (docs/events.md)"
+    )
     p.add_argument("--idempotency-key", default="")
     p = _cmd(sub, "deliveries", "list deliveries", _deliveries)
     p.add_argument("--endpoint")

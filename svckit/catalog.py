@@ -20,15 +20,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from svckit.eventkinds import (
+    BY_PRODUCT,
     EVENT_KINDS,
     KINDS,
     MODE_ONLY,
+    PRODUCT_PREFIX,
+    PUBLISHERS,
+    SANDBOX_PUBLISHER,
     SCHEMA_DIALECT,
     STATES,
     TEST_KIND,
     EventKind,
     envelope_schema,
     kind_of,
+    product_service,
     schema,
 )
 from svckit.quota import THRESHOLD_PERCENT, threshold_of
@@ -258,8 +263,11 @@ def example(kind: str) -> dict[str, Any]:
 
 def catalog(include_test: bool = True) -> list[dict[str, Any]]:
     """The whole catalog as JSON-able data, one entry per kind in catalog order (webhook.test last when
-    ``include_test``): kind, description, states, mode (null for both), subscribable, publisher, schema
-    (of ``data``) and example (``data``)."""
+    ``include_test``): kind, description, states, mode (null for both), subscribable, publishers (the
+    certificate identities), sandbox (whether the sandbox sends it), publisher (the same, for a person),
+    reader (the scope that reads one event, ``<product>:read`` meaning its own product's) and readers
+    (every scope that reads some event of the kind), schema (of ``data``)
+    and example (``data``)."""
     entries = [*KINDS.values(), *((TEST_KIND,) if include_test else ())]
     return [
         {
@@ -268,7 +276,11 @@ def catalog(include_test: bool = True) -> list[dict[str, Any]]:
             "states": list(k.states),
             "mode": k.mode or None,
             "subscribable": k.subscribable,
+            "publishers": list(k.publishers),
+            "sandbox": k.sandbox,
             "publisher": k.publisher,
+            "reader": k.reader,
+            "readers": list(k.readers),
             "schema": schema(k.kind),
             "example": example(k.kind),
         }
@@ -290,14 +302,18 @@ def example_envelope(kind: str) -> dict[str, Any]:
 
 
 __all__ = [
+    "BY_PRODUCT",
     "EVENT_KINDS",
     "EXAMPLE_NOW",
     "KINDS",
     "LOW_BALANCE_WARNING",
     "MODE_ONLY",
+    "PRODUCT_PREFIX",
+    "PUBLISHERS",
     "SAMPLE_BOOKING",
     "SAMPLE_DATA_BYTES",
     "SAMPLE_ORDER",
+    "SANDBOX_PUBLISHER",
     "SCHEMA_DIALECT",
     "STATES",
     "TEST_KIND",
@@ -316,6 +332,7 @@ __all__ = [
     "example_mode",
     "kind_of",
     "low_balance",
+    "product_service",
     "quota_threshold",
     "sample",
     "schema",

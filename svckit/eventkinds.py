@@ -14,6 +14,25 @@ from svckit.quota import THRESHOLD_PERCENT
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
+# -- who publishes a kind, who reads it ----------------------------------------------------------------------
+# Publishers are the certificate identities of the services (svckit.peers) that own what a kind reports.
+# A product service is ``product:<name>``; it publishes only events about its own product
+# (``data.product``), so a hotels certificate cannot announce a flight or an eSIM.
+AUTHSVC, WEBHOOKD, BILLING = "authsvc", "webhookd", "billing"
+PRODUCT_PREFIX = "product:"
+# The sandbox's events (samples, trigger warnings, the simulator) are the edge's, and sandbox ones only.
+SANDBOX_PUBLISHER = "edge"
+BOOKING_PRODUCTS = ("hotels", "flights")  # their subject is a booking
+ORDER_PRODUCTS = ("esim",)  # its subject is an eSIM order
+# A kind's reader: the read scope of the product the event is about (``<product>:read``).
+BY_PRODUCT = "<product>:read"
+
+
+def product_service(product: str) -> str:
+    """The certificate identity of ``product``'s service."""
+    return PRODUCT_PREFIX + product
+
+
 @dataclass(frozen=True)
 class EventKind:
     kind: str
@@ -21,17 +40,62 @@ class EventKind:
     states: tuple[
         str, ...
     ]  # the envelope's ``state``: the subject's state after the event; the first is usual
-    publisher: str  # who publishes it live
+    # Who publishes it, live and sandbox: certificate identities (``product:<name>`` for a product's).
+    publishers: tuple[str, ...]
+    # The scope that lets a key read it on the stream (and GET /v1/events): BY_PRODUCT for the event's own
+    # product's ``<product>:read``.
+    reader: str
     schema: Mapping[str, Any]  # JSON Schema of ``data``
     mode: str = ""  # "A" or "B" when the kind exists for accounts of that commercial mode only
     subscribable: bool = True  # webhook.test is sent by a test send only, never published
     # The ``data`` fields naming the resource the event is about, the first one present being the
     # event's ordering key (docs/webhooks.md "Ordered delivery"); () for kinds never held back.
     ordering: tuple[str, ...] = ()
+    # The sandbox (SANDBOX_PUBLISHER) sends samples of it (POST /v1/sandbox/events, triggers, simulator).
+    sandbox: bool = True
 
     @property
     def state(self) -> str:
         return self.states[0]
+
+    @property
+    def products(self) -> tuple[str, ...]:
+        """The products whose services publish it (each only about itself)."""
+        return tuple(p[len(PRODUCT_PREFIX) :] for p in self.publishers if p.startswith(PRODUCT_PREFIX))
+
+    @property
+    def services(self) -> tuple[str, ...]:
+        """The publishers that are not product services."""
+        return tuple(p for p in self.publishers if not p.startswith(PRODUCT_PREFIX))
+
+    @property
+    def readers(self) -> tuple[str, ...]:
+        """Every scope that may read some event of the kind."""
+        if self.reader == BY_PRODUCT:
+            return tuple(f"{p}:read" for p in self.products)
+        return (self.reader,)
+
+    def read_scopes(self, data: Mapping[str, Any] | None) -> tuple[str, ...]:
+        """Any one of these scopes lets a key read this event (``data``: its data): a booking or payment
+        event, its own product's read scope; without a product it names, any of the kind's readers."""
+        if self.reader == BY_PRODUCT:
+            product = (data or {}).get("product")
+            if isinstance(product, str) and product in self.products:
+                return (f"{product}:read",)
+        return self.readers
+
+    @property
+    def publisher(self) -> str:
+        """Who publishes it, for a person (docs/events.md): derived from ``publishers``."""
+        names = []
+        if self.products:
+            products = ", ".join(f"`{product_service(p)}`" for p in self.products)
+            plural = "s" if len(self.products) > 1 else ""
+            names.append(f"the product service{plural} {products}, of its own product (`data.product`)")
+        names += [f"`{s}`" for s in self.services]
+        if self.sandbox:
+            names.append(f"the sandbox (`{SANDBOX_PUBLISHER}`, sandbox events only)")
+        return "; ".join(names)
 
     def ordering_key(self, data: Mapping[str, Any]) -> str | None:
         """The resource ``data`` is about (a booking or eSIM order id), or None."""
@@ -69,7 +133,7 @@ CUSTOMER_REF = _str("the partner's X-Partner-Customer-Ref, when one was sent", m
 BOOKING_FIELDS: dict[str, Any] = {
     "booking": _id("bk", "the booking"),
     "order": _id("ord", "the eSIM order"),
-    "product": {"enum": ["hotels", "flights", "esim"], "description": "the product"},
+    "product": {"enum": [*BOOKING_PRODUCTS, *ORDER_PRODUCTS], "description": "the product"},
     "offer": _id("off", "the booked offer (a booking)"),
     "plan": _id("plan", "the eSIM plan (an order)"),
     "amount": AMOUNT,
@@ -79,12 +143,12 @@ BOOKING_FIELDS: dict[str, Any] = {
 # The subject of a booking or payment event: a booking (hotels, flights) or an eSIM order.
 BOOKING_SUBJECT = {
     "required": ["booking", "offer"],
-    "properties": {"product": {"enum": ["hotels", "flights"]}},
+    "properties": {"product": {"enum": list(BOOKING_PRODUCTS)}},
     "not": {"anyOf": [{"required": ["order"]}, {"required": ["plan"]}]},
 }
 ORDER_SUBJECT = {
     "required": ["order", "plan"],
-    "properties": {"product": {"const": "esim"}},
+    "properties": {"product": {"const": ORDER_PRODUCTS[0]}},
     "not": {"anyOf": [{"required": ["booking"]}, {"required": ["offer"]}]},
 }
 SUBJECT_REQUIRED = ["product", "amount", "currency"]
@@ -124,10 +188,10 @@ def _booking(
         return _object(kind, props, [*SUBJECT_REQUIRED, *required], [BOOKING_SUBJECT, ORDER_SUBJECT])
     if subjects == "booking":
         drop, first = ("order", "plan"), ["booking", "offer"]
-        props["product"] = {"enum": ["hotels", "flights"], "description": "the product"}
+        props["product"] = {"enum": list(BOOKING_PRODUCTS), "description": "the product"}
     else:
         drop, first = ("booking", "offer"), ["order", "plan"]
-        props["product"] = {"const": "esim", "description": "the product"}
+        props["product"] = {"const": ORDER_PRODUCTS[0], "description": "the product"}
     return _object(kind, props, [*first, *SUBJECT_REQUIRED, *required], one_of, drop)
 
 
@@ -137,13 +201,21 @@ REASON = "machine-readable cause"
 # Ordering keys: the booking, the eSIM order, or whichever of the two the event is about.
 BY_BOOKING, BY_ORDER, BY_SUBJECT = ("booking",), ("order",), ("booking", "order")
 
+# Publishers of a booking's kinds (hotels, flights), of a kind about a booking or an eSIM order (the
+# schema's subjects: booking.failed and payment.*), and of an eSIM order's own kinds.
+BOOKING_PUBLISHERS = tuple(product_service(p) for p in BOOKING_PRODUCTS)
+SUBJECT_PUBLISHERS = tuple(product_service(p) for p in (*BOOKING_PRODUCTS, *ORDER_PRODUCTS))
+ORDER_PUBLISHERS = tuple(product_service(p) for p in ORDER_PRODUCTS)
+ACCOUNT_READ, ESIM_READ = "account:read", "esim:read"
+
 # -- the catalog --------------------------------------------------------------------------------------------
 _KINDS: tuple[EventKind, ...] = (
     EventKind(
         "booking.confirmed",
         "The supplier confirmed a booking: it is final and (mode A) held on credit or (mode B) paid.",
         ("confirmed",),
-        "product services; the sandbox simulator",
+        BOOKING_PUBLISHERS,
+        BY_PRODUCT,
         _booking(
             "booking.confirmed",
             {
@@ -161,7 +233,8 @@ _KINDS: tuple[EventKind, ...] = (
         "booking.failed",
         "A booking (or eSIM order) could not be completed; nothing is charged.",
         ("failed",),
-        "product services; the sandbox simulator",
+        SUBJECT_PUBLISHERS,
+        BY_PRODUCT,
         _booking(
             "booking.failed",
             {
@@ -180,7 +253,8 @@ _KINDS: tuple[EventKind, ...] = (
         "booking.cancelled",
         "A confirmed booking was cancelled.",
         ("cancelled",),
-        "product services; the sandbox simulator",
+        BOOKING_PUBLISHERS,
+        BY_PRODUCT,
         _booking(
             "booking.cancelled",
             {"cancelledBy": _str("who cancelled: `partner` or `supplier`", enum=["partner", "supplier"])},
@@ -193,7 +267,8 @@ _KINDS: tuple[EventKind, ...] = (
         "booking.modified",
         "A confirmed booking was changed; it stays confirmed.",
         ("confirmed",),
-        "product services; the sandbox simulator",
+        BOOKING_PUBLISHERS,
+        BY_PRODUCT,
         _booking(
             "booking.modified",
             {"changes": {"type": "object", "minProperties": 1, "description": "the fields changed, as sent"}},
@@ -206,7 +281,8 @@ _KINDS: tuple[EventKind, ...] = (
         "payment.succeeded",
         "The traveller's payment for a booking or order was captured (mode B).",
         ("succeeded",),
-        "product services; the sandbox simulator",
+        SUBJECT_PUBLISHERS,
+        BY_PRODUCT,
         _booking("payment.succeeded", {"payment": PAYMENT}, ["payment"]),
         mode="B",
         ordering=BY_SUBJECT,
@@ -215,7 +291,8 @@ _KINDS: tuple[EventKind, ...] = (
         "payment.failed",
         "The traveller's payment was declined (mode B); the booking fails next.",
         ("failed",),
-        "product services; the sandbox simulator",
+        SUBJECT_PUBLISHERS,
+        BY_PRODUCT,
         _booking(
             "payment.failed",
             {"payment": PAYMENT, "reason": _str(f"{REASON}, e.g. `card_declined`", minLength=1)},
@@ -228,7 +305,8 @@ _KINDS: tuple[EventKind, ...] = (
         "payment.refunded",
         "The traveller's payment was refunded, after a cancellation (mode B).",
         ("refunded",),
-        "product services; the sandbox simulator",
+        SUBJECT_PUBLISHERS,
+        BY_PRODUCT,
         _booking(
             "payment.refunded", {"payment": PAYMENT, "refund": _id("re", "the refund")}, ["payment", "refund"]
         ),
@@ -239,7 +317,8 @@ _KINDS: tuple[EventKind, ...] = (
         "esim.provisioned",
         "An eSIM order is ready: the traveller can install the eSIM.",
         ("provisioned",),
-        "product services; the sandbox simulator",
+        ORDER_PUBLISHERS,
+        ESIM_READ,
         _booking(
             "esim.provisioned",
             {
@@ -255,7 +334,8 @@ _KINDS: tuple[EventKind, ...] = (
         "esim.usage_threshold",
         "An active eSIM has used a share of its plan's data allowance.",
         ("active",),
-        "product services; the sandbox",
+        ORDER_PUBLISHERS,
+        ESIM_READ,
         _booking(
             "esim.usage_threshold",
             {
@@ -274,7 +354,8 @@ _KINDS: tuple[EventKind, ...] = (
         "ledger.low_balance",
         "The partner's credit fell below its warning level (mode A).",
         ("low_balance",),
-        "the ledger; the sandbox (`credit_exhausted` trigger)",
+        (AUTHSVC,),
+        ACCOUNT_READ,
         _object(
             "ledger.low_balance",
             {
@@ -290,7 +371,8 @@ _KINDS: tuple[EventKind, ...] = (
         "search_quota.threshold",
         f"The day's searches reached {THRESHOLD_PERCENT} % of the daily search allowance (once a UTC day).",
         ("threshold_reached",),
-        "authsvc; the sandbox (`search_quota_exhausted` trigger)",
+        (AUTHSVC,),
+        ACCOUNT_READ,
         _object(
             "search_quota.threshold",
             {
@@ -311,7 +393,8 @@ _KINDS: tuple[EventKind, ...] = (
         "settlement.invoice_issued",
         "The invoice of a settlement period was issued.",
         ("issued",),
-        "billing; the sandbox",
+        (BILLING,),
+        ACCOUNT_READ,
         _object(
             "settlement.invoice_issued",
             {
@@ -330,7 +413,8 @@ _KINDS: tuple[EventKind, ...] = (
         "settlement.payment_failed",
         "Collecting a settlement invoice failed; the account turns read-only unless it is paid.",
         ("failed",),
-        "billing; the sandbox",
+        (BILLING,),
+        ACCOUNT_READ,
         _object(
             "settlement.payment_failed",
             {
@@ -359,7 +443,8 @@ _KINDS: tuple[EventKind, ...] = (
         "apikey.revoked",
         "An API key of the account was revoked, by anyone; it stopped working at once.",
         ("revoked",),
-        "authsvc",
+        (AUTHSVC,),
+        ACCOUNT_READ,
         _object(
             "apikey.revoked",
             {
@@ -380,7 +465,8 @@ _KINDS: tuple[EventKind, ...] = (
         "Deliveries to one of the account's endpoints keep failing: half its retries are spent "
         "(thresholdPercent 50), then all but the last (90); fired once per level until it recovers.",
         ("failing",),
-        "webhookd",
+        (WEBHOOKD,),
+        ACCOUNT_READ,
         _object(
             "endpoint.failing",
             {
@@ -400,7 +486,8 @@ _KINDS: tuple[EventKind, ...] = (
         "One of the account's endpoints was disabled: a delivery's last retry failed, or it answered "
         "410 Gone. Its events are kept, not sent, until it is re-enabled and recovered.",
         ("disabled",),
-        "webhookd",
+        (WEBHOOKD,),
+        ACCOUNT_READ,
         _object(
             "endpoint.disabled",
             {
@@ -416,7 +503,8 @@ _KINDS: tuple[EventKind, ...] = (
         "endpoint.recovered",
         "An endpoint that was failing or disabled answered a delivery with 2xx again.",
         ("enabled",),
-        "webhookd",
+        (WEBHOOKD,),
+        ACCOUNT_READ,
         _object(
             "endpoint.recovered",
             {"endpointId": _id("we", "the endpoint"), "url": _str("its URL")},
@@ -428,7 +516,8 @@ _KINDS: tuple[EventKind, ...] = (
         "A delivery gave up: its last retry failed (or its endpoint answered 410 Gone); the event can be "
         "recovered after the endpoint is re-enabled.",
         ("failed",),
-        "webhookd",
+        (WEBHOOKD,),
+        ACCOUNT_READ,
         _object(
             "delivery.exhausted",
             {
@@ -447,20 +536,24 @@ TEST_KIND = EventKind(
     "webhook.test",
     "A test send to one endpoint (POST /v1/webhooks/endpoints/{id}/test); never published, never streamed.",
     ("test",),
-    "webhookd",
+    (WEBHOOKD,),
+    ACCOUNT_READ,
     _object(
         "webhook.test",
         {"endpointId": _id("we", "the endpoint under test"), "message": _str("a fixed sentence")},
         ["endpointId", "message"],
     ),
     subscribable=False,
+    sandbox=False,
 )
 
 KINDS: dict[str, EventKind] = {k.kind: k for k in _KINDS}  # in the catalog's order
 EVENT_KINDS: tuple[str, ...] = tuple(KINDS)
 MODE_ONLY: dict[str, str] = {k.kind: k.mode for k in _KINDS if k.mode}
-# The usual ``state`` of each kind (the one the sandbox sends).
+# The usual ``state`` of each kind (the one the sandbox sends, and a publish that gives none gets).
 STATES: dict[str, str] = {k.kind: k.state for k in _KINDS}
+# Every certificate identity some kind names as its publisher.
+PUBLISHERS: tuple[str, ...] = tuple(dict.fromkeys(p for k in (*_KINDS, TEST_KIND) for p in k.publishers))
 
 
 def kind_of(kind: str) -> EventKind:

@@ -18,6 +18,8 @@ import grpc
 from svckit.errors import ServiceError, to_grpc_status
 from svckit.metrics import GRPC_REFUSED
 from svckit.portal_calls import PORTAL_CALLS, SESSION_HEADER, PortalUser, needs_session, refusal
+from svckit.publishers import may_publish as may_publish
+from svckit.publishers import publish_refusal as publish_refusal
 
 log = logging.getLogger(__name__)
 
@@ -157,26 +159,27 @@ def allowed(identity: str, method: str) -> bool:
 # such as the audit trail's actor that must name the calling service.
 caller_var: ContextVar[str] = ContextVar("grpc_caller", default="")
 
-# Live events come from the services that own what they report; the edge publishes the sandbox's only.
-SANDBOX_ONLY_PUBLISHERS = frozenset({"edge"})
-
-
-def may_publish(identity: str, live: bool) -> bool:
-    """May a caller whose PublishEvent passed the allow list publish this event (``live`` or sandbox)?
-    A compromised edge must not be able to send partners signed live events."""
-    return not live or role_of(identity) not in SANDBOX_ONLY_PUBLISHERS
+# Who may publish which event (the catalog's publishers; the edge and svcctl sandbox events only) is a pure
+# decision of its own, svckit.publishers (may_publish, publish_refusal: imported above), that refines
+# this allow list's PublishEvent entries.
 
 
 async def refuse(
-    context: grpc.aio.ServicerContext, identity: str, method: str, message: str, error: str = ""
+    context: grpc.aio.ServicerContext,
+    identity: str,
+    method: str,
+    message: str,
+    error: str = "",
+    metadata: dict[str, str] | None = None,
 ) -> None:
     """Abort the call (raises); counted and logged with the caller's identity. Without ``error``:
     PERMISSION_DENIED without ErrorInfo (the allow list: a deployment fault, read as internal_error);
-    with it, that error type (a portal call's session or role: the portal shows it as such)."""
+    with it, that error type (a portal call's session or role: the portal shows it as such), and
+    ``metadata`` in its ErrorInfo."""
     GRPC_REFUSED.labels(method.rsplit("/", 1)[-1], identity).inc()
     log.warning("call refused", extra={"peer": identity, "method": method, "reason": message})
     if error:
-        await context.abort_with_status(to_grpc_status(ServiceError(message, type=error)))
+        await context.abort_with_status(to_grpc_status(ServiceError(message, type=error, metadata=metadata)))
     await context.abort(grpc.StatusCode.PERMISSION_DENIED, message)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import websockets
+from google.protobuf import struct_pb2
 
 from svckit.devca import files, flags
 from svckit.tls import Tls
@@ -154,3 +155,13 @@ def csrf_of(page: str) -> str:
     found = _CSRF.search(page)
     assert found, "no CSRF field on the page"
     return found.group(1)
+
+
+def event_data(kind: str, **fields: Any) -> struct_pb2.Struct:
+    """A valid ``data`` of ``kind`` (the catalog's example: webhookd refuses any other, svckit.eventcheck)
+    with ``fields`` over it: ``event_data("booking.confirmed", booking="bk_2")``."""
+    from svckit import catalog
+
+    data = struct_pb2.Struct()
+    data.update({**catalog.example(kind), **fields})
+    return data

@@ -16,7 +16,6 @@ TEST_EVENT_KIND = "webhook.test"
 
 # Largest envelope we accept and send (Stripe and Svix are in the same range).
 MAX_PAYLOAD_BYTES = 256 * 1024
-MAX_STATE_LENGTH = 64
 # An account's sandbox events stored in any 24 hours (PublishEvent answers rate_limited past it; live events
 # are never bounded this way), and how long sandbox attempts are kept (live: ATTEMPT_RETENTION, 30 days).
 SANDBOX_EVENTS_PER_DAY = 1000
@@ -25,7 +24,6 @@ SANDBOX_RETENTION = dt.timedelta(days=7)
 __all__ = [
     "EVENT_KINDS",
     "MAX_PAYLOAD_BYTES",
-    "MAX_STATE_LENGTH",
     "SANDBOX_EVENTS_PER_DAY",
     "SANDBOX_RETENTION",
     "TEST_EVENT_KIND",

@@ -29,3 +29,10 @@ ENDPOINTS_DISABLED = Counter(
     "webhook_endpoints_disabled_total", "Endpoints disabled after the last retry failed"
 )
 ALERTS_SENT = Counter("webhook_alert_emails_total", "Disable alert e-mails, by result", ["result"])
+EVENTS_REFUSED = Counter(
+    "webhook_events_refused_total",
+    "PublishEvent calls refused, by publisher (the caller's certificate identity) and reason: "
+    "not_a_publisher, sandbox_only, other_product (svckit.publishers), unknown_kind, mode, invalid_state, "
+    "invalid_data (svckit.eventcheck)",
+    ["publisher", "reason"],
+)

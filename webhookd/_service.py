@@ -17,9 +17,10 @@ from svckit import tracing
 from svckit.catalog import webhook_test
 from svckit.clock import Clock
 from svckit.durations import CLOCK_ADVANCE_MAX, CLOCK_ADVANCE_MIN
+from svckit.eventcheck import event_problem, resolve_state
 from svckit.events import MODE_ONLY, SANDBOX_DATA_MAX_BYTES, data_bytes, mode_refusal
 from svckit.ids import new_id, sortable_id
-from svckit.peers import identity_of, may_publish, refuse
+from svckit.peers import identity_of, publish_refusal, refuse
 from svckit.protos import struct_to_dict
 from svckit.prototables import ATTEMPT_OUTCOME, DELIVERY_STATUS
 from svckit.signing import new_secret
@@ -39,13 +40,13 @@ from webhookd._errors import (
 )
 from webhookd._events import (
     EVENT_KINDS,
-    MAX_STATE_LENGTH,
     SANDBOX_EVENTS_PER_DAY,
     TEST_EVENT_KIND,
     Environment,
     build_envelope,
     check_event_kinds,
 )
+from webhookd._metrics import EVENTS_REFUSED
 from webhookd._repository import (
     IDEMPOTENCY_WINDOW,
     DeliveryFilter,
@@ -355,26 +356,34 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
     ) -> pb.PublishEventResponse:
         account_id, env = cv.scope(request)
         caller = identity_of(context)
-        if not may_publish(caller, env == "live"):
-            await refuse(
-                context, caller, "PublishEvent", f"the service {caller!r} may publish sandbox events only"
-            )
-        if request.type not in EVENT_KINDS:
+        kind = request.type
+        if kind not in EVENT_KINDS:
+            self._refused(caller, "unknown_kind")
             raise InvalidRequest(
-                f"type: unknown event kind {request.type!r}; known kinds: {', '.join(EVENT_KINDS)}"
+                f"type: unknown event kind {kind!r}; known kinds: {', '.join(EVENT_KINDS)}",
+                metadata={"field": "type"},
             )
-        if request.type in MODE_ONLY and self.account_mode is not None:
-            refusal = mode_refusal(request.type, await self.account_mode(account_id))
+        data = struct_to_dict(request.data)
+        # The catalog's publishers only (svckit.publishers), then an event of its kind (svckit.eventcheck).
+        refused = publish_refusal(caller, kind, env, data)
+        if refused is not None:
+            self._refused(caller, refused.reason)
+            await refuse(
+                context, caller, "PublishEvent", refused.message, "forbidden", {"reason": refused.reason}
+            )
+        if kind in MODE_ONLY and self.account_mode is not None:
+            refusal = mode_refusal(kind, await self.account_mode(account_id))
             if refusal:
-                raise InvalidRequest(refusal)
-        # No state given: the kind's own verb ("booking.confirmed" -> "confirmed").
-        state = request.state or request.type.rsplit(".", 1)[1]
-        if len(state) > MAX_STATE_LENGTH or not state.isprintable():
-            raise InvalidRequest(f"state: printable, at most {MAX_STATE_LENGTH} characters")
+                self._refused(caller, "mode")
+                raise InvalidRequest(refusal, metadata={"field": "type"})
+        problem = event_problem(kind, request.state, data)
+        if problem is not None:
+            self._refused(caller, "invalid_state" if problem.field == "state" else "invalid_data")
+            raise InvalidRequest(str(problem), metadata={"field": problem.field})
+        state = resolve_state(kind, request.state)  # none given: the kind's usual state
         key = request.idempotency_key
         check_idempotency_key(key)
         now = self.clock.now()
-        data = struct_to_dict(request.data)
         if env == Environment.SANDBOX:
             await self._check_sandbox_bounds(account_id, data, now)
         event_id = sortable_id("evt", now)
@@ -403,6 +412,10 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
                 },
             )
         return pb.PublishEventResponse(event=cv.event_pb(stored), delivery_count=count)
+
+    @staticmethod
+    def _refused(caller: str, reason: str) -> None:
+        EVENTS_REFUSED.labels(caller, reason).inc()
 
     async def _check_sandbox_bounds(self, account_id: str, data: dict[str, Any], now: dt.datetime) -> None:
         """A sandbox event's storage bounds (docs/webhooks.md "Sandbox bounds"), whoever publishes it: its

@@ -23,7 +23,7 @@ from svckit.errors import http_status, type_from_rpc_error
 UNREACHABLE = frozenset(
     {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
 )
-_FIELD = re.compile(r"^([a-z_][a-z0-9_.]*): (.*)$", re.S)
+_FIELD = re.compile(r"^([a-z_][A-Za-z0-9_.]*): (.*)$", re.S)  # camelCase too: data.customerRef
 
 
 class ClientError(Exception):

@@ -2,12 +2,22 @@
 
 async with HooksClient("127.0.0.1:50052", tls) as hooks:
     event = (await hooks.publish_event(pb.PublishEventRequest(...))).event
+
+``publish_event`` checks the event against the event catalog before sending (svckit.eventcheck: its kind,
+its state, its ``data`` by the kind's JSON Schema), exactly as webhookd will: a bad event raises the
+``ClientError`` webhookd would answer (``invalid_request``, INVALID_ARGUMENT, ``field`` naming the field)
+without a call, so a product team's own unit tests find it with no server running.
 """
 
 from __future__ import annotations
 
-from svckit.clients.rpc import Client, Stream, Unary
+import grpc
+
+from svckit.clients.errors import ClientError
+from svckit.clients.rpc import Client, Metadata, Stream, Unary
+from svckit.eventcheck import event_problem
 from svckit.portal_calls import HOOK_READS
+from svckit.protos import struct_to_dict
 from travel.webhooks.v1 import webhooks_pb2 as pb
 
 WEBHOOK_SERVICE = "travel.webhooks.v1.WebhookService"
@@ -29,7 +39,7 @@ class HooksClient(Client):
     enable_endpoint = Unary(pb.EnableEndpointRequest, pb.EnableEndpointResponse)
     rotate_signing_secret = Unary(pb.RotateSigningSecretRequest, pb.RotateSigningSecretResponse)
     send_test_event = Unary(pb.SendTestEventRequest, pb.SendTestEventResponse)
-    publish_event = Unary(
+    _publish_event = Unary(
         pb.PublishEventRequest, pb.PublishEventResponse, retry_if=lambda r: bool(r.idempotency_key)
     )
     list_deliveries = Unary(pb.ListDeliveriesRequest, pb.ListDeliveriesResponse)
@@ -42,3 +52,34 @@ class HooksClient(Client):
     get_event = Unary(pb.GetEventRequest, pb.GetEventResponse)
     advance_sandbox_clock = Unary(pb.AdvanceSandboxClockRequest, pb.AdvanceSandboxClockResponse)
     list_signing_keys = Unary(pb.ListSigningKeysRequest, pb.ListSigningKeysResponse)
+
+    async def publish_event(
+        self,
+        request: pb.PublishEventRequest,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 (the gRPC deadline, as every method's)
+        wait_for_ready: bool | None = None,
+        metadata: Metadata | None = None,
+    ) -> pb.PublishEventResponse:
+        """PublishEvent, once the event passed the catalog's check (``event_error``)."""
+        error = event_error(request)
+        if error is not None:
+            raise error
+        return await self._publish_event(
+            request, timeout=timeout, wait_for_ready=wait_for_ready, metadata=metadata
+        )
+
+
+def event_error(request: pb.PublishEventRequest) -> ClientError | None:
+    """The error webhookd would answer ``request``'s event with for not being an event of the catalog (an
+    unknown kind, a state not of the kind, ``data`` its schema refuses), or None."""
+    problem = event_problem(request.type, request.state, struct_to_dict(request.data))
+    if problem is None:
+        return None
+    return ClientError(
+        "invalid_request",
+        problem.message,
+        field=problem.field,
+        code=grpc.StatusCode.INVALID_ARGUMENT,
+        detail=str(problem),
+    )

@@ -6,9 +6,8 @@ import asyncio
 import pathlib
 
 import grpc
-from google.protobuf import struct_pb2
 
-from tests.support import ServiceProcess
+from tests.support import ServiceProcess, event_data
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2 as wpb
@@ -56,7 +55,7 @@ async def test_revoke_reaches_webhookd(tmp_path: pathlib.Path) -> None:
                     environment=wpb.ENVIRONMENT_LIVE,
                     type="ledger.low_balance",
                     state="low_balance",
-                    data=struct_pb2.Struct(),
+                    data=event_data("ledger.low_balance"),
                 )
             )
             stream = hooks.StreamEvents(

@@ -24,7 +24,7 @@ from edge.testing import LIVE_HOST, SANDBOX_HOST, edge_args
 from svckit.secretbox import write_new_key
 from svckit.signing import verify
 from tests.conftest import PG_DB, PG_HOST, PG_PORT
-from tests.support import ServiceProcess, start_service
+from tests.support import ServiceProcess, event_data, start_service
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2 as wpb
@@ -123,6 +123,7 @@ async def _publish(
                 environment=environment,
                 type="booking.confirmed",
                 state="confirmed",
+                data=event_data("booking.confirmed"),
                 idempotency_key=f"{tag}-{i}",
             )
         )

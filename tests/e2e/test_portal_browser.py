@@ -22,7 +22,6 @@ import grpc
 import httpx
 import pytest
 
-from svckit.protos import struct
 from tests.e2e.portal_stack import (  # noqa: F401 (the fixtures)
     CHROMIUM,
     PASSWORD,
@@ -39,7 +38,7 @@ from tests.e2e.portal_stack import (  # noqa: F401 (the fixtures)
     shot,
     stack,
 )
-from tests.support import ServiceProcess
+from tests.support import ServiceProcess, event_data
 from travel.auth.v1 import identity_pb2 as ipb
 from travel.webhooks.v1 import webhooks_pb2 as wpb
 from travel.webhooks.v1 import webhooks_pb2_grpc as wpb_grpc
@@ -199,7 +198,7 @@ def test_owner_journey(browser: Any, stack: Stack) -> None:
                 environment=wpb.ENVIRONMENT_SANDBOX,
                 type="booking.confirmed",
                 state="confirmed",
-                data=struct({"booking_id": "bk_e2e", "note": xss}),
+                data=event_data("booking.confirmed", booking="bk_e2e", customerRef=xss),
             )
         )
     event_id = published.event.id
@@ -215,7 +214,7 @@ def test_owner_journey(browser: Any, stack: Stack) -> None:
     page.click(f"[data-event-id={event_id}] code")
     page.wait_for_url(re.compile(rf"/sandbox/events/{event_id}$"))
     payload = str(page.text_content("[data-testid=payload]"))
-    assert f'\n  "id": "{event_id}",\n' in payload and '"booking_id": "bk_e2e"' in payload
+    assert f'\n  "id": "{event_id}",\n' in payload and '"booking": "bk_e2e"' in payload
     assert "<script>document.body.dataset.pwned=1</script>" in payload  # shown as text, never run
     assert page.locator("[data-testid=payload] img").count() == 0
     assert page.evaluate("document.body.dataset.pwned") is None

@@ -19,7 +19,6 @@ import standardwebhooks
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from svckit.protos import struct
 from svckit.signing import verify
 from tests.e2e.portal_stack import (  # noqa: F401 (the fixtures)
     CHROMIUM,
@@ -30,6 +29,7 @@ from tests.e2e.portal_stack import (  # noqa: F401 (the fixtures)
     shot,
     stack,
 )
+from tests.support import event_data
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.auth.v1 import identity_pb2 as ipb
@@ -49,7 +49,7 @@ def _publish(stack: Stack, booking: str) -> str:
                 environment=wpb.ENVIRONMENT_SANDBOX,
                 type="booking.confirmed",
                 state="confirmed",
-                data=struct({"booking_id": booking}),
+                data=event_data("booking.confirmed", booking=booking),
             )
         )
     return str(published.event.id)

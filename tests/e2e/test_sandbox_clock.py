@@ -27,7 +27,7 @@ from aiosmtpd.controller import Controller
 
 from edge.testing import LIVE_HOST, SANDBOX_HOSTS, edge_args
 from svckit.scopes import ALL_SCOPES
-from tests.support import ROOT, ServiceProcess, free_port, sqlite_url, start_service
+from tests.support import ROOT, ServiceProcess, event_data, free_port, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2 as wpb
@@ -239,7 +239,10 @@ async def test_advancing_walks_the_retry_schedule_to_the_disable_and_recovery(
         async with grpc.aio.insecure_channel(stack.webhookd.grpc_target) as channel:
             published = await webhooks_pb2_grpc.WebhookServiceStub(channel).PublishEvent(
                 wpb.PublishEventRequest(
-                    account_id=stack.account_id, environment=wpb.ENVIRONMENT_LIVE, type="booking.confirmed"
+                    account_id=stack.account_id,
+                    environment=wpb.ENVIRONMENT_LIVE,
+                    type="booking.confirmed",
+                    data=event_data("booking.confirmed"),
                 )
             )
         live_event = published.event.id

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 import grpc
 import httpx
 import pytest
-from google.protobuf import struct_pb2
 
 from edge.testing import edge_args
 from svcctl.client import create_demo_key
-from tests.support import ROOT, ServiceProcess, free_port, sqlite_url, start_service
+from tests.support import ROOT, ServiceProcess, event_data, free_port, sqlite_url, start_service
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 from webhookd import verify
 from webhookd.testing import Receiver
@@ -125,8 +124,7 @@ async def publish_direct(webhookd: str, account_id: str, n: int, first: int = 0)
     async with grpc.aio.insecure_channel(webhookd) as channel:
         stub = webhooks_pb2_grpc.WebhookServiceStub(channel)
         for i in range(first, first + n):
-            data = struct_pb2.Struct()
-            data.update({"booking": f"bk_test_direct{i:05d}", "product": "hotels"})
+            data = event_data("booking.confirmed", booking=f"bk_test_direct{i:05d}")
             resp = await stub.PublishEvent(
                 webhooks_pb2.PublishEventRequest(
                     account_id=account_id, environment=webhooks_pb2.ENVIRONMENT_SANDBOX,

@@ -15,7 +15,7 @@ import grpc
 import pytest
 import trustme
 
-from tests.support import ServiceProcess
+from tests.support import ServiceProcess, event_data
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import verify
@@ -82,6 +82,7 @@ async def _publish_many(target: str, n: int, accepted: list[str], start: int = 0
                         environment=LIVE,
                         type="booking.confirmed",
                         state="confirmed",
+                        data=event_data("booking.confirmed"),
                         idempotency_key=f"pub-{i}",
                     ),
                     timeout=5,

@@ -14,6 +14,7 @@ import pytest
 import trustme
 
 from svcctl.__main__ import main as svcctl
+from svckit import catalog
 from tests.support import ServiceProcess
 from webhookd.testing import Receiver
 
@@ -70,7 +71,7 @@ def test_every_admin_operation(
     assert upd["endpoint"]["events"] == ["booking.confirmed", "booking.failed"]
     rot = run(capsys, t, "rotate-secret", *scope, ep, "--overlap", "1h")
     assert rot["signing_secret"] != reg["signing_secret"] and "previous_secret_expires_at" in rot["endpoint"]
-    pub = run(capsys, t, "publish", *scope, "--type", "booking.failed", "--data", '{"booking_id": "bk_1"}')
+    pub = run(capsys, t, "publish", *scope, "--type", "booking.failed", "--data", example("booking.failed"))
     evt = pub["event"]["id"]
     assert pub["delivery_count"] == 1
     test = run(capsys, t, "send-test", *scope, ep)
@@ -95,11 +96,27 @@ def test_every_admin_operation(
     assert resent["delivery"]["attempt_count"] == 2
     assert run(capsys, t, "enable", *scope, ep)["endpoint"]["status"] == "ENDPOINT_STATUS_ENABLED"
     assert run(capsys, t, "recover", *scope, ep, "--since", "1d") == {"recovered_count": 0}
-    later = run(capsys, t, "publish", *scope, "--type", "apikey.revoked", "--state", "revoked")["event"]["id"]
+    later = run(
+        capsys,
+        t,
+        "publish",
+        *scope,
+        "--type",
+        "apikey.revoked",
+        "--state",
+        "revoked",
+        "--data",
+        example("apikey.revoked"),
+    )["event"]["id"]
     events = run(capsys, t, "stream", *scope, "--limit", "1", "--since-event", evt)
     assert [e["id"] for e in events] == [later]
     run(capsys, t, "delete", *scope, ep)
     assert "not_found" in run(capsys, t, "get", *scope, ep, code=1)
+
+
+def example(kind: str, **fields: str) -> str:
+    """``--data`` of a valid event of ``kind`` (the catalog's example, ``fields`` over it)."""
+    return json.dumps({**catalog.example(kind), **fields})
 
 
 def test_events_list_and_get(
@@ -109,7 +126,9 @@ def test_events_list_and_get(
     t = proc.grpc_target
     scope = ["--account", "acct_evts", "--environment", "sandbox"]
     published = [
-        run(capsys, t, "publish", *scope, "--type", kind, "--data", f'{{"n": {n}}}')["event"]
+        run(capsys, t, "publish", *scope, "--type", kind, "--data", example(kind, customerRef=f"cust-{n}"))[
+            "event"
+        ]
         for n, kind in enumerate(["booking.confirmed", "booking.failed", "booking.confirmed"])
     ]
     ids = [e["id"] for e in published]
@@ -126,7 +145,7 @@ def test_events_list_and_get(
     # Another environment of the same account sees none of them.
     assert run(capsys, t, "events", "list", "--account", "acct_evts", "--environment", "live") == {}
     got = run(capsys, t, "events", "get", *scope, ids[1])["event"]
-    assert got["type"] == "booking.failed" and got["data"] == {"n": 1.0}
+    assert got["type"] == "booking.failed" and got["data"]["customerRef"] == "cust-1"
     assert json.loads(got["envelope_json"])["id"] == ids[1]
     assert "not_found" in run(
         capsys, t, "events", "get", "--account", "acct_other", "--environment", "sandbox", ids[1], code=1
@@ -168,12 +187,16 @@ def test_schemes_signing_keys_and_reconciliation(
 
     # A 410 disables the endpoint: the first event fails, the next is held.
     receiver.responder = lambda r: 410 if r.path == "/gone" else 200
-    first = run(capsys, t, "publish", *scope, "--type", "booking.confirmed")["event"]["id"]
+    first = run(
+        capsys, t, "publish", *scope, "--type", "booking.confirmed", "--data", example("booking.confirmed")
+    )["event"]["id"]
     deadline = time.monotonic() + 10
     while run(capsys, t, "get", *scope, ep)["endpoint"]["status"] != "ENDPOINT_STATUS_DISABLED":
         assert time.monotonic() < deadline, "the 410 did not disable the endpoint"
         time.sleep(0.05)
-    second = run(capsys, t, "publish", *scope, "--type", "booking.confirmed")["event"]["id"]
+    second = run(
+        capsys, t, "publish", *scope, "--type", "booking.confirmed", "--data", example("booking.confirmed")
+    )["event"]["id"]
     missed = run(capsys, t, "events", "list", *scope, "--undelivered-to", ep)["events"]
     assert [e["id"] for e in missed] == [second, first]
     statuses = {d["event_id"]: d["status"] for d in run(capsys, t, "deliveries", *scope)["deliveries"]}

@@ -30,7 +30,7 @@ from authsvc.testing import ACTOR, error_of, new_account, running_authsvc
 from portal.app import PortalConfig, create_app
 from svckit.clock import FakeClock
 from svckit.webserver import start
-from tests.support import csrf_of, free_port
+from tests.support import csrf_of, event_data, free_port
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import auth_pb2_grpc, identity_pb2_grpc
 from travel.auth.v1 import identity_pb2 as ipb
@@ -115,6 +115,7 @@ class Stack:
                 environment=wpb.ENVIRONMENT_LIVE,
                 type="booking.confirmed",
                 state="confirmed",
+                data=event_data("booking.confirmed"),
             )
         )
         due = self.clock.now()

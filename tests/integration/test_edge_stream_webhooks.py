@@ -16,12 +16,12 @@ import grpc
 import httpx
 import pytest
 import websockets
-from google.protobuf import duration_pb2, struct_pb2
+from google.protobuf import duration_pb2
 from websockets.asyncio.client import ClientConnection, connect
 
 from edge.testing import SANDBOX_HOST, Upstream, edge_args
 from tests.integration.edge_stack import ACTOR, assert_error, hdrs, new_key
-from tests.support import ServiceProcess, close_code, sqlite_url, start_service
+from tests.support import ServiceProcess, close_code, event_data, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2 as wpb
@@ -119,12 +119,10 @@ async def recv_json(conn: ClientConnection, within: float = 5.0, skip_pings: boo
 async def publish(
     hooks: webhooks_pb2_grpc.WebhookServiceStub, account_id: str, kind: str, product: str | None = None
 ) -> wpb.Event:
-    data = struct_pb2.Struct()
-    if product:
-        data.update({"product": product})
+    data = event_data(kind, **({"product": product} if product else {}))
     resp: wpb.PublishEventResponse = await hooks.PublishEvent(
         wpb.PublishEventRequest(
-            account_id=account_id, environment=wpb.ENVIRONMENT_SANDBOX, type=kind, state="done", data=data
+            account_id=account_id, environment=wpb.ENVIRONMENT_SANDBOX, type=kind, data=data
         )
     )
     return resp.event

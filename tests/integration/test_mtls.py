@@ -16,7 +16,7 @@ from authsvc.testing import ACTOR
 from svckit.devca import files, stem
 from svckit.errors import type_from_rpc_error
 from svckit.tls import Tls, TlsError, channel
-from tests.support import ROOT, tls_args, tls_of
+from tests.support import ROOT, event_data, tls_args, tls_of
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
@@ -178,6 +178,7 @@ async def test_webhookd_allow_list(webhookd: Webhookd, pki: pathlib.Path) -> Non
         environment=webhooks_pb2.ENVIRONMENT_SANDBOX,
         type="apikey.revoked",
         state="revoked",
+        data=event_data("apikey.revoked"),
     )
     target = f"127.0.0.1:{webhookd.port}"
     async with channel(target, tls_of(pki, "authsvc"), "webhookd") as ch:

@@ -20,7 +20,7 @@ from authsvc.testing import ACTOR
 from svckit.clients import AuthClient, ClientError, HooksClient
 from svckit.clients.interceptors import session_token_var
 from svckit.portal_calls import PORTAL_CALLS, SESSION_HEADER, needs_session
-from tests.support import tls_of
+from tests.support import event_data, tls_of
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import identity_pb2 as ipb
 from travel.webhooks.v1 import webhooks_pb2 as wpb
@@ -182,7 +182,12 @@ async def test_account_b_and_its_keys_are_out_of_reach_of_a_session_of_a(
         ),
         # Not the portal's at all, whoever is signed in.
         "PublishEvent": portal.hooks.publish_event(
-            wpb.PublishEventRequest(account_id=portal.a, environment=wpb.ENVIRONMENT_LIVE, type="x.y")
+            wpb.PublishEventRequest(
+                account_id=portal.a,
+                environment=wpb.ENVIRONMENT_LIVE,
+                type="booking.confirmed",
+                data=event_data("booking.confirmed"),
+            )
         ),
         # The portal changes an account's alert addresses, never its search allowance.
         "UpdateAccount": portal.auth.update_account(

@@ -12,7 +12,7 @@ import re
 
 from portal.app import PAGE_SIZE
 from tests.integration.portal_stack import Stack, _next_page, receiver, stack  # noqa: F401 (the fixtures)
-from tests.support import csrf_of
+from tests.support import csrf_of, event_data
 from travel.auth.v1 import identity_pb2 as ipb
 from travel.webhooks.v1 import webhooks_pb2 as wpb
 from webhookd.testing import Receiver
@@ -29,12 +29,13 @@ async def test_delivery_log_filters_by_event_kind_in_webhookd(stack: Stack) -> N
     )
     # A page and two more of each kind, interleaved (nothing listens there: they stay undelivered).
     for i in range(2 * PAGE_SIZE + 4):
+        kind = "booking.cancelled" if i % 2 else "booking.confirmed"
         await stack.hooks.PublishEvent(
             wpb.PublishEventRequest(
                 account_id=stack.account_id,
                 environment=wpb.ENVIRONMENT_SANDBOX,
-                type="booking.cancelled" if i % 2 else "booking.confirmed",
-                state="x",
+                type=kind,
+                data=event_data(kind),
             )
         )
     dora = await stack.join("dora@acme.example", ipb.USER_ROLE_VIEWER)
@@ -62,9 +63,11 @@ def _rows(page: str) -> list[str]:
 
 async def _publish(stack: Stack, kind: str, **data: str) -> wpb.Event:
     request = wpb.PublishEventRequest(
-        account_id=stack.account_id, environment=wpb.ENVIRONMENT_SANDBOX, type=kind, state="s"
+        account_id=stack.account_id,
+        environment=wpb.ENVIRONMENT_SANDBOX,
+        type=kind,
+        data=event_data(kind, **data),
     )
-    request.data.update(data)
     published: wpb.PublishEventResponse = await stack.hooks.PublishEvent(request)
     return published.event
 
@@ -128,7 +131,9 @@ async def test_events_page_lists_filters_and_pages_newest_first(stack: Stack) ->
 async def test_an_events_page_shows_its_payload_and_its_deliveries(stack: Stack, receiver: Receiver) -> None:
     endpoint = await _register(stack, receiver.url("/events"), "booking.confirmed")
     await _register(stack, "http://127.0.0.1:9/unused", "booking.cancelled")
-    event = await _publish(stack, "booking.confirmed", booking_id="bk_1", note="<script>alert(1)</script>")
+    event = await _publish(
+        stack, "booking.confirmed", booking="bk_1", customerRef="<script>alert(1)</script>"
+    )
     await receiver.wait_for(1)
     dora = await stack.join("event-viewer@acme.example", ipb.USER_ROLE_VIEWER)
     listed = await dora.get("/sandbox/events")
@@ -137,7 +142,7 @@ async def test_an_events_page_shows_its_payload_and_its_deliveries(stack: Stack,
     page = await dora.get(f"/sandbox/events/{event.id}")
     assert page.status_code == 200
     assert 'data-testid="event-kind">booking.confirmed<' in page.text
-    assert 'data-testid="event-state">s<' in page.text
+    assert 'data-testid="event-state">confirmed<' in page.text
     assert 'data-testid="livemode">false<' in page.text
     payload = html.unescape(re.search(r'data-testid="payload">(.*?)</pre>', page.text, re.S)[1])  # type: ignore[index]
     assert payload == json.dumps(json.loads(event.envelope_json), indent=2, ensure_ascii=False)
@@ -163,7 +168,7 @@ async def test_a_deliverys_page_shows_its_event_endpoint_status_payload_and_atte
 ) -> None:
     url = receiver.url("/delivery")
     endpoint = await _register(stack, url, "booking.confirmed")
-    event = await _publish(stack, "booking.confirmed", booking_id="bk_2")
+    event = await _publish(stack, "booking.confirmed", booking="bk_2")
     await receiver.wait_for(1)
     dev = await stack.join("delivery-dev@acme.example", ipb.USER_ROLE_DEVELOPER)
     listed = await dev.get(f"/sandbox/events/{event.id}")

@@ -23,7 +23,7 @@ from svckit.clients import AuthClient, ClientError, HooksClient, PeerUnavailable
 from svckit.devca import files
 from svckit.errors import ServiceError, to_grpc_status
 from svckit.tls import Tls, TlsError
-from tests.support import tls_of
+from tests.support import event_data, tls_of
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2 as wpb
@@ -92,6 +92,7 @@ async def test_a_product_certificate_may_call_its_list_and_nothing_that_administ
                 environment=wpb.ENVIRONMENT_LIVE,
                 type="booking.cancelled",
                 state="cancelled",
+                data=event_data("booking.cancelled"),
             )
         )
         assert published.event.id.startswith("evt_")
@@ -224,7 +225,11 @@ async def serving(add: Any, servicer: Any) -> AsyncIterator[str]:
 
 def publish(key: str) -> wpb.PublishEventRequest:
     return wpb.PublishEventRequest(
-        account_id="acct_1", environment=wpb.ENVIRONMENT_LIVE, type="booking.confirmed", idempotency_key=key
+        account_id="acct_1",
+        environment=wpb.ENVIRONMENT_LIVE,
+        type="booking.confirmed",
+        data=event_data("booking.confirmed"),
+        idempotency_key=key,
     )
 
 

@@ -15,8 +15,8 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-from google.protobuf import struct_pb2
 
+from tests.support import event_data
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Outcome, Policy
@@ -99,8 +99,7 @@ class _Client:
         return str(reg.endpoint.id)
 
     async def publish(self, acct: str, i: int) -> None:
-        data = struct_pb2.Struct()
-        data.update({"booking_id": f"bk_{i}"})
+        data = event_data("booking.confirmed", booking=f"bk_{i}")
         await self.stub.PublishEvent(
             pb.PublishEventRequest(
                 account_id=acct, environment=LIVE, type="booking.confirmed", state="confirmed", data=data

@@ -9,6 +9,7 @@ import pytest
 
 from authsvc.testing import ACTOR, running_authsvc
 from svckit.errors import type_from_rpc_error
+from tests.support import event_data
 from travel.auth.v1 import auth_pb2
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
@@ -18,7 +19,9 @@ from webhookd._server import Config, run_server
 
 async def publish(stub: webhooks_pb2_grpc.WebhookServiceStub, account_id: str, kind: str) -> pb.Event:
     resp = await stub.PublishEvent(
-        pb.PublishEventRequest(account_id=account_id, environment=pb.ENVIRONMENT_LIVE, type=kind, state="s")
+        pb.PublishEventRequest(
+            account_id=account_id, environment=pb.ENVIRONMENT_LIVE, type=kind, data=event_data(kind)
+        )
     )
     return resp.event  # type: ignore[no-any-return]
 

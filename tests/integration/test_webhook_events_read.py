@@ -10,10 +10,11 @@ from typing import Any
 
 import grpc
 import pytest
-from google.protobuf import struct_pb2, timestamp_pb2
+from google.protobuf import timestamp_pb2
 
 from svckit.clock import FakeClock
 from svckit.errors import type_from_rpc_error
+from tests.support import event_data
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy
@@ -44,10 +45,8 @@ async def wh(db_url: str) -> AsyncIterator[tuple[webhooks_pb2_grpc.WebhookServic
 
 
 async def publish(stub: Any, kind: str, env: pb.Environment.ValueType = LIVE, acct: str = ACCT) -> pb.Event:
-    data = struct_pb2.Struct()
-    data.update({"product": "hotels"})
     resp = await stub.PublishEvent(
-        pb.PublishEventRequest(account_id=acct, environment=env, type=kind, state="s", data=data)
+        pb.PublishEventRequest(account_id=acct, environment=env, type=kind, data=event_data(kind))
     )
     return resp.event  # type: ignore[no-any-return]
 

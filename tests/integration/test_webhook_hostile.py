@@ -17,6 +17,7 @@ import pytest
 from google.protobuf import field_mask_pb2
 
 from svckit.clock import FakeClock
+from tests.support import event_data
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy
@@ -48,7 +49,9 @@ class Stack:
 
     async def publish(self) -> str:
         pub = await self.stub.PublishEvent(
-            pb.PublishEventRequest(**SCOPE, type="booking.confirmed", state="confirmed")
+            pb.PublishEventRequest(
+                **SCOPE, type="booking.confirmed", state="confirmed", data=event_data("booking.confirmed")
+            )
         )
         return str(pub.event.id)
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import grpc
 import pytest
-from google.protobuf import struct_pb2
 
 from svckit.errors import type_from_rpc_error
 from svckit.events import SANDBOX_DATA_MAX_BYTES
+from tests.support import event_data
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy, _service
@@ -101,8 +101,7 @@ class Client:
     async def publish(
         self, env: pb.Environment.ValueType, acct: str, data: dict[str, Any] | None = None
     ) -> Any:
-        s = struct_pb2.Struct()
-        s.update(data or {"booking_id": "bk_1"})
+        s = event_data("booking.confirmed", **(data or {}))
         return await self.stub.PublishEvent(
             pb.PublishEventRequest(
                 account_id=acct, environment=env, type="booking.confirmed", state="confirmed", data=s
@@ -152,7 +151,7 @@ async def test_sandbox_hanging_endpoints_do_not_delay_another_accounts_live_deli
         await asyncio.sleep(0.05)
     assert hang.requests > 0
     for i in range(20):
-        await client.publish(LIVE, "acct_victim", {"booking_id": f"bk_{i}"})
+        await client.publish(LIVE, "acct_victim", {"booking": f"bk_{i}"})
     await _arrived(healthy, 20, BOUND)
     # ... while the attacker's sends are still hanging: no hanging send has timed out yet.
     assert hang.open > 0
@@ -172,7 +171,7 @@ async def test_one_accounts_hanging_endpoints_do_not_delay_its_healthy_endpoint(
         await client.register(hang.url(i), LIVE, acct)
     await client.register(healthy.url(), LIVE, acct)
     for i in range(10):
-        await client.publish(LIVE, acct, {"booking_id": f"bk_{i}"})
+        await client.publish(LIVE, acct, {"booking": f"bk_{i}"})
     await _arrived(healthy, 10, BOUND)
     assert hang.open > 0  # the hanging sends are all still in flight
     # No endpoint held more than its cap of sends at once.
@@ -198,7 +197,7 @@ async def test_deferred_deliveries_are_sent_when_capacity_frees(db_url: str, hea
                 await c.register(healthy.url(f"/{acct}{path}"), env, acct)
         for i in range(20):
             for acct, env in (("acct_a", LIVE), ("acct_b", LIVE), ("acct_c", SANDBOX)):
-                await c.publish(env, acct, {"booking_id": f"bk_{i}"})
+                await c.publish(env, acct, {"booking": f"bk_{i}"})
         received = await healthy.wait_for(120, within=60)
         await asyncio.sleep(0.3)
         assert len(healthy.received()) == 120  # each exactly once
@@ -237,7 +236,7 @@ async def test_sandbox_event_data_over_the_cap_is_refused_for_any_publisher(clie
     events = await client.stub.ListEvents(pb.ListEventsRequest(account_id="acct_big", environment=SANDBOX))
     assert list(events.events) == []  # nothing stored
     # Just under the cap is accepted; live keeps its own (larger) envelope limit.
-    await client.publish(SANDBOX, "acct_big", {"customerRef": "x" * (SANDBOX_DATA_MAX_BYTES - 100)})
+    await client.publish(SANDBOX, "acct_big", {"customerRef": "x" * (SANDBOX_DATA_MAX_BYTES - 400)})
     await client.publish(LIVE, "acct_big", big)
 
 

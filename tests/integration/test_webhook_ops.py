@@ -12,6 +12,7 @@ import trustme
 from prometheus_client import REGISTRY
 
 from svckit.logs import JsonFormatter
+from tests.support import event_data
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy
@@ -52,7 +53,11 @@ async def test_metrics_and_logs(sqlite_url: str, tmp_path, caplog: pytest.LogCap
             secrets.append(reg.signing_secret)
         pub = await stub.PublishEvent(
             pb.PublishEventRequest(
-                account_id="acct_ops", environment=LIVE, type="ledger.low_balance", state="low_balance"
+                account_id="acct_ops",
+                environment=LIVE,
+                type="ledger.low_balance",
+                state="low_balance",
+                data=event_data("ledger.low_balance"),
             )
         )
         await receiver.wait_for(2)

@@ -18,6 +18,7 @@ from aiosmtpd.controller import Controller
 from google.protobuf import timestamp_pb2
 
 from svckit.clock import FakeClock
+from tests.support import event_data
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy, verify
@@ -111,7 +112,13 @@ async def test_schedule_disable_alert_hold_recover_purge(
     )
     ep_id = reg.endpoint.id
     pub = await stub.PublishEvent(
-        pb.PublishEventRequest(account_id=ACCT, environment=LIVE, type="booking.confirmed", state="confirmed")
+        pb.PublishEventRequest(
+            account_id=ACCT,
+            environment=LIVE,
+            type="booking.confirmed",
+            state="confirmed",
+            data=event_data("booking.confirmed"),
+        )
     )
     event_id = pub.event.id
     due = T0
@@ -154,7 +161,13 @@ async def test_schedule_disable_alert_hold_recover_purge(
     assert "whsec_" not in mail.get_payload()
     # While disabled, new events are kept (held), not sent.
     held = await stub.PublishEvent(
-        pb.PublishEventRequest(account_id=ACCT, environment=LIVE, type="booking.failed", state="failed")
+        pb.PublishEventRequest(
+            account_id=ACCT,
+            environment=LIVE,
+            type="booking.failed",
+            state="failed",
+            data=event_data("booking.failed"),
+        )
     )
     assert held.delivery_count == 1
     clock.set(due + dt.timedelta(hours=1))

@@ -14,9 +14,11 @@ from typing import Any
 import grpc
 import pytest
 import trustme
-from google.protobuf import duration_pb2, field_mask_pb2, struct_pb2, timestamp_pb2
+from google.protobuf import duration_pb2, field_mask_pb2, timestamp_pb2
 
+from svckit import catalog
 from svckit.errors import type_from_rpc_error
+from tests.support import event_data
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy, verify
@@ -71,12 +73,9 @@ class Client:
         acct: str = ACCT,
         **kw: Any,
     ) -> Any:
-        data = struct_pb2.Struct()
-        data.update(kw.pop("data", {"booking_id": "bk_1"}))
+        data = event_data(kind, **kw.pop("data", {}))  # the kind's example, ``data`` over it
         return await self.stub.PublishEvent(
-            pb.PublishEventRequest(
-                account_id=acct, environment=env, type=kind, state="confirmed", data=data, **kw
-            )
+            pb.PublishEventRequest(account_id=acct, environment=env, type=kind, data=data, **kw)
         )
 
     async def error(self, call: Any) -> tuple[str, str]:
@@ -113,7 +112,7 @@ async def test_publish_delivers_signed_exact_envelope(client: Client, receiver: 
     secret = reg.signing_secret
     assert secret.startswith("whsec_") and reg.endpoint.id.startswith("we_")
     assert reg.endpoint.status == pb.ENDPOINT_STATUS_ENABLED
-    pub = await client.publish(data={"booking_id": "bk_9", "amount": 12})
+    pub = await client.publish(data={"booking": "bk_9", "amount": 12})
     assert pub.delivery_count == 1 and pub.event.id.startswith("evt_")
     (got,) = await receiver.wait_for(1)
     assert got.method == "POST" and got.path == "/hook"
@@ -126,7 +125,7 @@ async def test_publish_delivers_signed_exact_envelope(client: Client, receiver: 
         "livemode": True,
         "account": ACCT,
         "state": "confirmed",
-        "data": {"booking_id": "bk_9", "amount": 12},
+        "data": {**catalog.example("booking.confirmed"), "booking": "bk_9", "amount": 12},
     }
     assert dt.datetime.fromisoformat(body["created"].replace("Z", "+00:00")).tzinfo is not None
     assert b'"amount":12' in got.body and b"12.0" not in got.body  # an integer stays an integer on the wire
@@ -253,8 +252,7 @@ async def test_bad_input_is_refused_and_changes_nothing(strict: Client, receiver
         error_type, message = await strict.error(stub.RegisterEndpoint(request))
         assert error_type == kind, (request, message)
         assert word in message, message
-    big = struct_pb2.Struct()
-    big.update({"blob": "x" * (300 * 1024)})
+    big = event_data("booking.confirmed", customerRef="x" * (300 * 1024))
     publish_cases = [
         (
             pb.PublishEventRequest(account_id=ACCT, environment=LIVE, type="booking.exploded", state="x"),
@@ -274,10 +272,46 @@ async def test_bad_input_is_refused_and_changes_nothing(strict: Client, receiver
         (pb.PublishEventRequest(account_id=ACCT, type="booking.confirmed"), "invalid_request", "environment"),
         (
             pb.PublishEventRequest(
-                account_id=ACCT, environment=LIVE, type="booking.confirmed", idempotency_key="k" * 300
+                account_id=ACCT,
+                environment=LIVE,
+                type="booking.confirmed",
+                data=event_data("booking.confirmed"),
+                idempotency_key="k" * 300,
             ),
             "invalid_request",
             "idempotency_key",
+        ),
+        # Not an event of its kind (the catalog): its state, its fields.
+        (
+            pb.PublishEventRequest(
+                account_id=ACCT,
+                environment=LIVE,
+                type="booking.confirmed",
+                state="weird",
+                data=event_data("booking.confirmed"),
+            ),
+            "invalid_request",
+            "state: 'weird' is not a state of booking.confirmed events",
+        ),
+        (
+            pb.PublishEventRequest(
+                account_id=ACCT,
+                environment=LIVE,
+                type="booking.confirmed",
+                data=event_data("booking.confirmed", booking_id="bk_x"),
+            ),
+            "invalid_request",
+            "data.booking_id: not a field of booking.confirmed events",
+        ),
+        (
+            pb.PublishEventRequest(
+                account_id=ACCT,
+                environment=LIVE,
+                type="booking.confirmed",
+                data=event_data("booking.confirmed", amount="12"),
+            ),
+            "invalid_request",
+            "data.amount: '12' is not of type 'integer'",
         ),
     ]
     for publish_request, kind, word in publish_cases:

@@ -14,8 +14,9 @@ import pytest
 import standardwebhooks
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from google.protobuf import duration_pb2, field_mask_pb2, struct_pb2
+from google.protobuf import duration_pb2, field_mask_pb2
 
+from tests.support import event_data
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy, verify
@@ -46,8 +47,7 @@ async def stack(
 
 
 async def _publish(stub: webhooks_pb2_grpc.WebhookServiceStub) -> Any:
-    data = struct_pb2.Struct()
-    data.update({"booking_id": "bk_1"})
+    data = event_data("booking.confirmed")
     return await stub.PublishEvent(
         pb.PublishEventRequest(
             account_id=ACCT, environment=LIVE, type="booking.confirmed", state="confirmed", data=data

@@ -15,8 +15,8 @@ from typing import Any
 import grpc
 import pytest
 import sqlalchemy as sa
-from google.protobuf import struct_pb2
 
+from tests.support import event_data
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy
@@ -39,10 +39,10 @@ async def app(db_url: str) -> AsyncIterator[Webhookd]:
 
 
 async def publish(stub: Any, account: str, kind: str = "booking.confirmed", n: int = 0) -> str:
-    data = struct_pb2.Struct()
-    data.update({"booking_id": f"bk_{n}"})
+    booking = {"booking": f"bk_{n}".replace("-", "m")} if kind.startswith("booking.") else {}
+    data = event_data(kind, **booking)
     answer = await stub.PublishEvent(
-        pb.PublishEventRequest(account_id=account, environment=LIVE, type=kind, state="confirmed", data=data)
+        pb.PublishEventRequest(account_id=account, environment=LIVE, type=kind, data=data)
     )
     return str(answer.event.id)
 

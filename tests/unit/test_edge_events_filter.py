@@ -10,6 +10,7 @@ from svckit.events import EVENT_KINDS
 
 BOOKING_PAYMENT = [k for k in EVENT_KINDS if k.startswith(("booking.", "payment."))]
 ESIM = [k for k in EVENT_KINDS if k.startswith("esim.")]
+SUBJECT = ["booking.failed", "payment.succeeded", "payment.failed", "payment.refunded"]
 ACCOUNT = [k for k in EVENT_KINDS if k not in BOOKING_PAYMENT and k not in ESIM]
 
 
@@ -21,7 +22,8 @@ ACCOUNT = [k for k in EVENT_KINDS if k not in BOOKING_PAYMENT and k not in ESIM]
         (["account:read"], ACCOUNT),
         (["hotels:read"], BOOKING_PAYMENT),
         (["flights:write"], []),  # write does not imply read
-        (["esim:read"], [*BOOKING_PAYMENT, *ESIM]),  # an eSIM order's booking events carry product esim
+        # An eSIM order's failure and payments carry product esim; an order is never confirmed or cancelled.
+        (["esim:read"], [*SUBJECT, *ESIM]),
         (["hotels:read", "account:read"], [*BOOKING_PAYMENT, *ACCOUNT]),
         (["account:read", "esim:read", "flights:read"], list(EVENT_KINDS)),
     ],

@@ -33,6 +33,23 @@ from svckit.catalog import EVENT_KINDS, KINDS, STATES, TEST_KIND
 from svckit.quota import THRESHOLD_PERCENT, threshold_of
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+SPEC_KINDS = {
+    "booking.confirmed",
+    "booking.failed",
+    "booking.cancelled",
+    "booking.modified",
+    "payment.succeeded",
+    "payment.failed",
+    "payment.refunded",
+    "esim.provisioned",
+    "esim.usage_threshold",
+    "ledger.low_balance",
+    "search_quota.threshold",
+    "settlement.invoice_issued",
+    "settlement.payment_failed",
+    "apikey.revoked",
+}
+OPERATIONAL_KINDS = {"endpoint.failing", "endpoint.disabled", "endpoint.recovered", "delivery.exhausted"}
 CAMEL = re.compile(r"^[a-z][a-zA-Z0-9]*$")
 ALL_KINDS = (*EVENT_KINDS, TEST_KIND.kind)
 NOW = dt.datetime(2026, 1, 31, 23, 59, 59, 999_999, tzinfo=dt.UTC)
@@ -73,8 +90,9 @@ def test_the_catalog_is_the_closed_list_of_kinds() -> None:
     from svckit.events import EVENT_KINDS as KINDS_OF_EVENTS
     from svckit.events import MODE_ONLY
 
-    # The spec's 14 and webhookd's four operational kinds (endpoint.*, delivery.exhausted).
-    assert KINDS_OF_EVENTS == EVENT_KINDS and len(EVENT_KINDS) == 18 == len(set(EVENT_KINDS))
+    # The spec's kinds and webhookd's operational ones (endpoint.*, delivery.exhausted), each once.
+    assert KINDS_OF_EVENTS == EVENT_KINDS and len(EVENT_KINDS) == len(set(EVENT_KINDS))
+    assert set(EVENT_KINDS) == SPEC_KINDS | OPERATIONAL_KINDS
     assert TEST_KIND.kind not in EVENT_KINDS and not TEST_KIND.subscribable
     assert MODE_ONLY == {
         "payment.succeeded": "B",
@@ -121,7 +139,11 @@ def test_catalog_is_json_data_of_every_kind() -> None:
             "states",
             "mode",
             "subscribable",
+            "publishers",
+            "sandbox",
             "publisher",
+            "reader",
+            "readers",
             "schema",
             "example",
         }
@@ -130,6 +152,85 @@ def test_catalog_is_json_data_of_every_kind() -> None:
     # schema() hands out copies: nobody can change the catalog through one.
     catalog.schema("apikey.revoked")["properties"].clear()
     assert catalog.schema("apikey.revoked")["properties"]
+
+
+# -- who publishes, who reads: data of the catalog -----------------------------------------------------------
+def admitted_products(kind: str) -> set[str]:
+    """The products a kind's schema lets an event be about (its subjects: a booking's or an order's)."""
+    prop = catalog.schema(kind)["properties"].get("product")
+    if prop is None:
+        return set()
+    return {prop["const"]} if "const" in prop else set(prop["enum"])
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_publishers_are_identities_and_products_follow_the_schema(kind: str) -> None:
+    entry = catalog.kind_of(kind)
+    assert entry.publishers and len(set(entry.publishers)) == len(entry.publishers)
+    for identity in entry.publishers:
+        assert identity in {"authsvc", "webhookd", "billing"} or re.fullmatch(r"product:[a-z]+", identity)
+    # A kind whose schema is about a product is published by exactly the services of the products it
+    # admits (booking.failed and payment.* cover eSIM orders, so product:esim publishes them too), and
+    # a kind about no product by no product service.
+    assert set(entry.products) == admitted_products(kind)
+    assert entry.publisher and all(f"`{s}`" in entry.publisher for s in entry.publishers)
+    assert entry.sandbox is entry.subscribable  # the sandbox sends a sample of every published kind
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_readers_are_the_stream_rule(kind: str) -> None:
+    """decisions: booking and payment events, the product's ``<resource>:read``; eSIM events
+    ``esim:read``; the rest ``account:read``."""
+    from edge.streamfilter import scopes_for_event
+    from svckit.scopes import ALL_SCOPES
+
+    entry = catalog.kind_of(kind)
+    assert set(entry.readers) <= set(ALL_SCOPES)
+    family = kind.split(".", 1)[0]
+    example = catalog.example(kind)
+    if family in ("booking", "payment"):
+        assert entry.reader == catalog.BY_PRODUCT
+        assert entry.readers == tuple(f"{p}:read" for p in entry.products)
+        for product in entry.products:
+            assert entry.read_scopes({**example, "product": product}) == (f"{product}:read",)
+    elif family == "esim":
+        assert entry.readers == ("esim:read",)
+    else:
+        assert entry.readers == ("account:read",)
+    # The stream reads the catalog: a new kind is readable by what its entry says, nothing else.
+    streamed = entry.read_scopes(example) if entry.subscribable else ()  # webhook.test is never streamed
+    assert scopes_for_event(kind, example) == streamed
+    assert scopes_for_event("nosuch.kind", example) == ()
+
+
+@pytest.mark.parametrize("kind", EVENT_KINDS)
+def test_a_publish_without_state_gets_the_catalogs_and_validates(kind: str) -> None:
+    """What webhookd stores for a publish that gives no state: the kind's usual state, an envelope its
+    envelope schema accepts; every other state of the kind too, and no state outside them."""
+    from svckit.eventcheck import event_problem, resolve_state
+    from webhookd._events import Environment, build_envelope
+
+    data = catalog.example(kind)
+    assert resolve_state(kind, "") == catalog.kind_of(kind).state
+    validator = Draft202012Validator(catalog.envelope_schema(kind), format_checker=FormatChecker())
+    for state in ("", *catalog.kind_of(kind).states):
+        assert event_problem(kind, state, data) is None
+        for env in Environment:
+            envelope = build_envelope(
+                event_id="evt_4bq2LrD2JrC8H1nQmC1x8ZyA",
+                kind=kind,
+                created=NOW,
+                environment=env,
+                account_id="acct_7Hq3ZkM9pT2wX5rB8nC1dF4g",
+                state=resolve_state(kind, state),
+                data=data,
+            )
+            assert not list(validator.iter_errors(json.loads(envelope)))
+    problem = event_problem(kind, "weird", data)
+    assert problem is not None and problem.field == "state"
+    assert not Draft202012Validator(catalog.envelope_schema(kind)).is_valid(
+        catalog.example_envelope(kind) | {"state": "weird"}
+    )
 
 
 def test_schemas_refuse_the_old_shapes() -> None:

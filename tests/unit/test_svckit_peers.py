@@ -143,18 +143,19 @@ def test_role_of(identity: str, role: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("identity", "live", "expected"),
+    ("identity", "env", "expected"),
     [
-        ("edge", False, True),
-        ("edge", True, False),
-        ("authsvc", True, True),
-        ("product:hotels", True, True),
-        ("svcctl", True, True),
-        ("", True, True),  # a plaintext (--insecure-dev) server has no identity to hold against anyone
+        ("edge", "sandbox", True),
+        ("edge", "live", False),  # the edge publishes sandbox events only
+        ("authsvc", "live", True),
+        ("product:hotels", "live", False),  # not a kind of its own (tests/unit/test_publish_decision.py)
+        ("svcctl", "live", False),
+        ("", "live", True),  # a plaintext (--insecure-dev) server has no identity to hold against anyone
     ],
 )
-def test_may_publish(identity: str, live: bool, expected: bool) -> None:
-    assert may_publish(identity, live) is expected
+def test_may_publish(identity: str, env: str, expected: bool) -> None:
+    """The allow list's PublishEvent entries are refined by the catalog's publishers (svckit.publishers)."""
+    assert may_publish(identity, "search_quota.threshold", env, {}) is expected
 
 
 def test_every_listed_method_exists() -> None:
