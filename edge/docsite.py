@@ -3,6 +3,11 @@ markdown-it (raw HTML in the Markdown is escaped, never passed through), each he
 ``slug`` (GitHub's rule, so ``errors.md#missing_scope`` and ``events.md#bookingconfirmed`` mean the same
 here as on GitHub), and links between the pages rewritten to the served paths (``href``). A page is
 rendered once, on its first request, and kept (``DocSite``); edge.blueprints.docs serves them.
+
+Served is what partners read (``partner_text``): a page's sections for whoever runs the service
+(``NOT_SERVED``: a level-2 heading starting with one of them, up to the next level-1 or level-2 heading)
+and its HTML comments (authors' notes) are left out, so a partner page holds no repository path and every
+link on it resolves on the served site (tests/integration/test_edge_docs_links.py walks them).
 """
 
 from __future__ import annotations
@@ -22,7 +27,19 @@ from edge.docurls import DOCS_PATH
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CSP", "PAGES", "STYLE_PATH", "DocSite", "Page", "href", "render", "slug", "unique"]
+__all__ = [
+    "CSP",
+    "NOT_SERVED",
+    "PAGES",
+    "STYLE_PATH",
+    "DocSite",
+    "Page",
+    "href",
+    "partner_text",
+    "render",
+    "slug",
+    "unique",
+]
 
 # The partner-facing pages, in the index's order (docs/architecture.md and operations.md are for
 # whoever runs the service, portal.md for the portal's users: not served here).
@@ -37,6 +54,34 @@ CSP = (
 )
 
 _NOT_SLUG = re.compile(r"[^\w\- ]")
+# Level-2 sections for operators and maintainers, left out of the served pages (the Markdown keeps them).
+NOT_SERVED: tuple[str, ...] = (
+    "For internal services",
+    "For operators",
+    "Operating ",
+    "Running it",
+    "Benchmark",
+)
+_COMMENT = re.compile(r"<!--.*?-->\n?", re.DOTALL)
+
+
+def partner_text(markdown: str) -> str:
+    """``markdown`` as served: without its ``NOT_SERVED`` sections and its HTML comments."""
+    kept: list[str] = []
+    fence = ""
+    cut = False
+    for line in _COMMENT.sub("", markdown).split("\n"):
+        stripped = line.lstrip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = ""
+        elif stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+        elif line.startswith("# ") or line.startswith("## "):
+            cut = line.startswith("## ") and line[3:].strip().startswith(NOT_SERVED)
+        if not cut:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def slug(text: str) -> str:
@@ -81,7 +126,7 @@ _md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable(["t
 
 def render(name: str, markdown: str, pages: Collection[str] = PAGES) -> Page:
     """``markdown`` (the page ``name``) as HTML: headings with ids, links to ``pages`` rewritten."""
-    tokens = _md.parse(markdown)
+    tokens = _md.parse(partner_text(markdown))
     seen: dict[str, int] = {}
     ids: list[str] = []
     title = name

@@ -148,7 +148,13 @@ _URL = {
     "maxLength": 2048,
     "description": "https://; its host must resolve to public addresses (400 invalid_request otherwise)",
 }
-_EVENTS = {"type": "array", "items": {"enum": list(EVENT_KINDS)}, "minItems": 1, "maxItems": 100}
+_EVENTS = {
+    "type": "array",
+    "items": {"enum": [*EVENT_KINDS, "*"]},
+    "minItems": 1,
+    "maxItems": 100,
+    "description": 'the kinds to receive; ["*"] (alone) is every kind, including kinds added later',
+}
 _SCHEME = {
     "enum": [s.value for s in SignatureScheme],
     "description": "signature headers: X-Service-Signature (stripe, the default), Standard Webhooks, or both",

@@ -14,7 +14,7 @@ from svckit.tls import Tls
 class PortalConfig:
     authsvc: str = addresses.AUTHSVC
     webhookd: str = addresses.WEBHOOKD
-    public_url: str = f"http://{addresses.PORTAL}"
+    public_url: str = addresses.PORTAL_URL
     smtp_host: str = ""
     smtp_port: int = 25
     mail_from: str = "portal@svc.travel"

@@ -42,10 +42,15 @@ def _aad(session_token: str, cookie: str) -> bytes:
 
 
 def seal(
-    key: bytes, session_token: str, cookie: str, payload: dict[str, Any], now: float | None = None
+    key: bytes,
+    session_token: str,
+    cookie: str,
+    payload: dict[str, Any],
+    now: float | None = None,
+    ttl: int = TTL,
 ) -> str:
-    """``payload`` sealed for ``session_token`` and the cookie ``cookie``, valid ``TTL`` seconds."""
-    body = json.dumps({**payload, "exp": int((now or time.time()) + TTL)}, separators=(",", ":")).encode()
+    """``payload`` sealed for ``session_token`` and the cookie ``cookie``, valid ``ttl`` seconds."""
+    body = json.dumps({**payload, "exp": int((now or time.time()) + ttl)}, separators=(",", ":")).encode()
     nonce = os.urandom(_NONCE)
     sealed = nonce + AESGCM(key).encrypt(nonce, body, _aad(session_token, cookie))
     return base64.urlsafe_b64encode(sealed).decode().rstrip("=")

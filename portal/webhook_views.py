@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable, Sequence
+from urllib.parse import parse_qsl, urlencode
 
 from svckit.clients import ClientError
 from svckit.durations import clock_advance
@@ -23,6 +24,8 @@ TEST_EVENT_KIND = "webhook.test"
 CLOCK_CHOICES: tuple[str, ...] = ("1m", "5m", "30m", "2h", "6h", "24h")
 # The pages the clock form is on, where its 303 goes back to.
 CLOCK_PAGES: tuple[str, ...] = ("webhooks", "deliveries")
+# The delivery log's filter fields (its query string).
+DELIVERY_FILTERS: tuple[str, ...] = ("endpoint_id", "event_kind", "status", "since", "until")
 
 
 def pretty_json(text: str) -> str:
@@ -63,9 +66,20 @@ def clock_span(choice: str) -> dt.timedelta:
     return clock_advance(choice)
 
 
-def clock_back(env: str, page: str) -> str:
-    """Where the clock form's 303 goes: the page it was on, the webhooks page when that is unknown."""
-    return f"/{env}/{page if page in CLOCK_PAGES else CLOCK_PAGES[0]}"
+def clock_back(env: str, page: str, query: str = "") -> str:
+    """Where the clock form's 303 goes: the page it was on, the webhooks page when that is unknown, with
+    the delivery log's filter it showed (``query``; only ``DELIVERY_FILTERS``, anything else dropped), so
+    an advance on a filtered log comes back to the same filter."""
+    page = page if page in CLOCK_PAGES else CLOCK_PAGES[0]
+    kept = (
+        [(k, v) for k, v in parse_qsl(query) if k in DELIVERY_FILTERS and v] if page == "deliveries" else []
+    )
+    return f"/{env}/{page}" + (f"?{urlencode(kept)}" if kept else "")
+
+
+def filter_query(q: dict[str, str]) -> str:
+    """The delivery log's filter ``q`` as the clock form carries it back (``clock_back``)."""
+    return urlencode([(k, q[k]) for k in DELIVERY_FILTERS if q.get(k)])
 
 
 def clock_notice(choice: str, due: int) -> str:

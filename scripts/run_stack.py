@@ -41,6 +41,7 @@ class Service:
 # Each service's own variable, else the address it listens on by default (svckit.addresses).
 AUTH_LISTEN = os.environ.get("AUTHSVC_LISTEN", addresses.AUTHSVC)
 WEBHOOKD_LISTEN = os.environ.get("WEBHOOKD_LISTEN", addresses.WEBHOOKD)
+PORTAL_LISTEN = os.environ.get("PORTAL_LISTEN", addresses.PORTAL)
 
 
 def secrets_key_file(name: str = "webhookd-secrets.key") -> pathlib.Path:
@@ -91,6 +92,9 @@ def services() -> list[Service]:
                 os.environ.get("WEBHOOKD_METRICS_LISTEN", addresses.WEBHOOKD_METRICS),
                 "--authsvc",
                 AUTH_LISTEN,
+                # Alert e-mails link the portal this stack runs (WEBHOOKD_PORTAL_URL, when set, wins).
+                "--portal-url",
+                os.environ.get("WEBHOOKD_PORTAL_URL", f"http://{PORTAL_LISTEN}"),
                 # A development stack: receivers on this machine (and plain http) are allowed.
                 "--allow-private-targets",
                 "--allow-http",
@@ -212,7 +216,10 @@ ENVIRONMENT = f"""environment (each service's own; unset: the development defaul
   EDGE_LIVE_LISTEN         edge live HTTP listener ({addresses.EDGE_LIVE}); the live Host values follow it
   EDGE_SANDBOX_LISTEN      edge sandbox HTTP listener ({addresses.EDGE_SANDBOX}); the sandbox Host values \
 follow it
-  AUTHSVC_METRICS_LISTEN, WEBHOOKD_METRICS_LISTEN, EDGE_METRICS_LISTEN   Prometheus /metrics
+  PORTAL_LISTEN            portal HTTP listener ({addresses.PORTAL}); webhookd's alert e-mails link it
+  AUTHSVC_METRICS_LISTEN, WEBHOOKD_METRICS_LISTEN, EDGE_METRICS_LISTEN, PORTAL_METRICS_LISTEN   Prometheus \
+/metrics ({addresses.AUTHSVC_METRICS}, {addresses.WEBHOOKD_METRICS}, {addresses.EDGE_METRICS}, \
+{addresses.PORTAL_METRICS})
   EDGE_*, WEBHOOKD_*, AUTHSVC_*, PORTAL_*   any other flag of `python -m <service> serve --help`
 Several processes of a service are run as docs/operations.md says: every peer flag (--authsvc,
 --webhookd) takes IP:PORT addresses comma-separated; `python -m <service> migrate` upgrades a database.

@@ -16,3 +16,5 @@ PORTAL_METRICS = "127.0.0.1:9104"
 
 # The sandbox host partners' tools (svc) talk to by default.
 SANDBOX_URL = f"http://{EDGE_SANDBOX}"
+# The portal's public address, where alert e-mails link (webhookd --portal-url; the portal's --public-url).
+PORTAL_URL = f"http://{PORTAL}"

@@ -1,11 +1,14 @@
-"""E-mails to an account's people when one of its endpoints is disabled.
+"""E-mails to an account's people when one of its endpoints is failing (50 %, 90 %) or disabled.
 
-Alerts are rows written in the same transaction that disables the endpoint, so a crash never loses one;
+Alerts are rows written in the same transaction that disables the endpoint, or that publishes the
+``endpoint.failing`` notice (``webhookd._notices``; which ones: ``webhookd._alert_policy``), so a crash
+never loses one;
 this loop sends the pending ones over SMTP and marks them sent once they were: an alert that cannot be
 sent yet (no SMTP server, no recipient, SMTP down) stays pending. Recipients: as authsvc answers them
 (``--authsvc``, GetAlertRecipients: the account's portal owners and admins and the extra addresses it
 sets on the portal's Notifications page; ``webhookd._accounts``), looked up when the alert is sent; when
-authsvc knows nobody or cannot be reached, the configured ``--alert-email`` addresses.
+authsvc knows nobody or cannot be reached, the configured ``--alert-email`` addresses. Each e-mail links
+the endpoint's portal page (``--portal-url``) and names the partner API calls that mend it.
 """
 
 from __future__ import annotations
@@ -18,15 +21,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
 
+from svckit import addresses
 from svckit.clock import Clock
 from webhookd import _metrics as metrics
+from webhookd._alert_policy import fix_for, level_of
+from webhookd._health import DISABLED_LEVEL
 from webhookd._repository import Alert, Repository
-from webhookd._steering import GONE_REASON
 
 log = logging.getLogger("webhookd.mailer")
 
 AdminLookup = Callable[[str], Awaitable[list[str]]]
 PAGE = 100  # pending alerts read per query
+PORTAL_URL = addresses.PORTAL_URL
 
 
 @dataclass(frozen=True)
@@ -37,24 +43,45 @@ class SmtpConfig:
     timeout: float = 15.0
 
 
-def compose(alert: Alert, sender: str, recipients: Sequence[str]) -> EmailMessage:
+def compose(
+    alert: Alert, sender: str, recipients: Sequence[str], portal_url: str = PORTAL_URL
+) -> EmailMessage:
+    """The e-mail of a disable or failing alert (``webhookd._alert_policy``): what happened, the endpoint's
+    portal page and the partner API calls that mend it."""
+    level = level_of(alert.id)
+    fix = fix_for(
+        level,
+        alert.endpoint_id,
+        environment=alert.environment,
+        portal_url=portal_url,
+        since=alert.created_at,
+        reason=alert.reason,
+    )
     msg = EmailMessage()
     msg["From"] = sender
     msg["To"] = ", ".join(recipients)
-    gone = alert.reason.startswith(GONE_REASON)
-    why = "it answered 410 Gone" if gone else "every delivery attempt of the retry schedule failed"
-    msg["Subject"] = (
-        f"Webhook endpoint {alert.endpoint_id} disabled: it answered 410 Gone"
-        if gone
-        else f"Webhook endpoint {alert.endpoint_id} disabled after repeated delivery failures"
-    )
-    msg.set_content(
-        f"Your webhook endpoint {alert.endpoint_id} ({alert.url}, {alert.environment} environment, "
-        f"account {alert.account_id}) was disabled at {alert.created_at.isoformat()} because "
-        f"{why}.\n\nLast error: {alert.reason}\n\n"
-        "Events for this endpoint are kept, not sent. Fix the endpoint, re-enable it, then recover the "
-        "missed events (EnableEndpoint, then RecoverEndpoint with the time it was disabled).\n"
-    )
+    msg["Subject"] = fix.subject
+    where = f"{alert.endpoint_id} ({alert.url}, {alert.environment} environment, account {alert.account_id})"
+    calls = "".join(f"  {c}\n" for c in fix.calls)
+    if level >= DISABLED_LEVEL:
+        body = (
+            f"Your webhook endpoint {where} was disabled at {alert.created_at.isoformat()} because "
+            f"{fix.what}.\n\nLast error: {alert.reason}\n\n"
+            "Events for this endpoint are kept, not sent. Fix the endpoint, then re-enable it and recover "
+            f"the missed events on its portal page:\n\n  {fix.portal}\n\n"
+            "or with the API (a key with webhooks:write; recover from the time it was disabled):\n\n"
+            f"{calls}"
+        )
+    else:
+        body = (
+            f"Your webhook endpoint {where} is failing: {fix.what}.\n\nLast error: {alert.reason}\n\n"
+            "Nothing is lost yet: failed deliveries are retried on schedule. See its delivery attempts and "
+            f"send a test event on its portal page:\n\n  {fix.portal}\n\n"
+            f"or with the API (webhooks:read to list, webhooks:write to test):\n\n{calls}\n"
+            "This e-mail comes at most once per level (50 %, 90 %) until the endpoint answers a delivery "
+            "with 2xx again, and at most once an hour per level.\n"
+        )
+    msg.set_content(body)
     return msg
 
 
@@ -73,6 +100,7 @@ class Mailer:
         lookup: AdminLookup | None = None,
         fallback: Sequence[str] = (),
         retry_seconds: float = 30.0,
+        portal_url: str = PORTAL_URL,
     ) -> None:
         self.repo = repo
         self.clock = clock
@@ -80,6 +108,7 @@ class Mailer:
         self.lookup = lookup
         self.fallback = list(fallback)
         self.retry_seconds = retry_seconds
+        self.portal_url = portal_url
         self._wake = asyncio.Event()
         self._stopping = False
         # Say once (per process) why an alert is waiting, not at every pass.
@@ -116,7 +145,7 @@ class Mailer:
             pending = await self.repo.pending_alerts(1)
             if pending and not self._told_no_smtp:
                 self._told_no_smtp = True
-                log.error("disable alerts are waiting: no SMTP server configured (--smtp); they stay pending")
+                log.error("alerts are waiting: no SMTP server configured (--smtp); they stay pending")
                 metrics.ALERTS_SENT.labels("skipped").inc()
             return 0
         sent = 0
@@ -137,16 +166,16 @@ class Mailer:
             if alert.id not in self._told_no_recipient:
                 self._told_no_recipient.add(alert.id)
                 log.error(
-                    "disable alert waiting: no recipient known (the account has no portal owner or admin "
+                    "alert waiting: no recipient known (the account has no portal owner or admin "
                     "and no extra address, and no --alert-email is set)",
                     extra=fields,
                 )
                 metrics.ALERTS_SENT.labels("skipped").inc()
             return 0
         try:
-            await asyncio.to_thread(_send_blocking, smtp, compose(alert, smtp.sender, to))
+            await asyncio.to_thread(_send_blocking, smtp, compose(alert, smtp.sender, to, self.portal_url))
         except (OSError, smtplib.SMTPException) as exc:
-            log.warning("disable alert e-mail failed; will retry", extra={**fields, "error": str(exc)})
+            log.warning("alert e-mail failed; will retry", extra={**fields, "error": str(exc)})
             metrics.ALERTS_SENT.labels("error").inc()
             if isinstance(exc, OSError):
                 raise
@@ -154,7 +183,7 @@ class Mailer:
         await self.repo.finish_alert(alert.id, self.clock.now())
         self._told_no_recipient.discard(alert.id)
         metrics.ALERTS_SENT.labels("sent").inc()
-        log.info("disable alert e-mailed", extra={**fields, "recipients": len(to)})
+        log.info("alert e-mailed", extra={**fields, "recipients": len(to)})
         return 1
 
     async def run(self) -> None:
@@ -163,7 +192,7 @@ class Mailer:
             try:
                 await self.send_pending()
             except Exception:
-                log.exception("sending disable alerts failed")
+                log.exception("sending alerts failed")
             try:
                 async with asyncio.timeout(self.retry_seconds):
                     await self._wake.wait()

@@ -5,6 +5,10 @@ to a crash; this relay turns each into an event of the account, fanned out to it
 the kind except the endpoint the notice is about, with the notice id as the event's idempotency key (a
 notice published twice, after a crash between publishing and marking it, is one event), then marks it
 published. It runs in every webhookd process; two publishing the same notice still make one event.
+
+An ``endpoint.failing`` notice also becomes a failing alert (an e-mail to the account's people,
+``webhookd._mailer``) in the transaction that marks it published, unless ``webhookd._alert_policy`` holds it
+back (the hourly floor); its id comes from the notice's, so it too is made once.
 """
 
 from __future__ import annotations
@@ -13,16 +17,19 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from svckit.catalog import kind_of
 from svckit.clock import Clock
 from svckit.ids import sortable_id
+from webhookd._alert_policy import FAILING_PREFIX, FLOOR, failing_alert_id, failing_email_due, level_of
 from webhookd._events import Environment, build_envelope
 from webhookd._repository import EventRecord
 from webhookd._sql import SqlRepository
-from webhookd._tables import notices
+from webhookd._tables import alerts, notices
 from webhookd._times import at_us, us
 
 log = logging.getLogger("webhookd.notices")
@@ -37,11 +44,13 @@ class NoticeRelay:
         clock: Clock,
         *,
         on_published: Callable[[], None] | None = None,
+        on_alerts: Callable[[], None] | None = None,
         poll_seconds: float = 1.0,
     ) -> None:
         self.repo = repo
         self.clock = clock
         self.on_published = on_published
+        self.on_alerts = on_alerts
         self.poll_seconds = poll_seconds
         self._wake = asyncio.Event()
         self._stopping = False
@@ -87,10 +96,18 @@ class NoticeRelay:
                 ),
             )
             stored, count = await self.repo.publish(event, row.id, now, exclude_endpoint=row.endpoint_id)
-            async with self.repo.engine.begin() as conn:
-                await conn.execute(
-                    notices.update().where(notices.c.id == row.id).values(published_at=us(now))
-                )
+            alerted = False
+            try:
+                async with self.repo.engine.begin() as conn:
+                    if row.kind == "endpoint.failing":
+                        alerted = await _failing_alert(conn, row)
+                    await conn.execute(
+                        notices.update().where(notices.c.id == row.id).values(published_at=us(now))
+                    )
+            except sa.exc.IntegrityError:
+                alerted = False  # another process made this notice's alert (and marked it) first
+            if alerted and self.on_alerts is not None:
+                self.on_alerts()
             log.info(
                 "operational event published",
                 extra={
@@ -117,3 +134,39 @@ class NoticeRelay:
                     await self._wake.wait()
             except TimeoutError:
                 pass
+
+
+async def _failing_alert(conn: AsyncConnection, row: sa.Row[Any]) -> bool:
+    """Write the failing alert of an ``endpoint.failing`` notice, unless the hourly floor holds it back;
+    whether it was written."""
+    data = json.loads(row.data)
+    level = int(data["thresholdPercent"])
+    c = alerts.c
+    earlier = await conn.execute(
+        sa.select(c.id, c.created_at).where(
+            c.endpoint_id == row.endpoint_id,
+            c.id.startswith(FAILING_PREFIX),
+            c.created_at > row.created_at - int(FLOOR.total_seconds() * 1_000_000),
+        )
+    )
+    created = at_us(row.created_at)
+    if not failing_email_due(level, created, [(level_of(e.id), at_us(e.created_at)) for e in earlier]):
+        log.info(
+            "failing alert held back: one went out for this endpoint within the hour",
+            extra={"endpoint_id": row.endpoint_id, "level": level},
+        )
+        return False
+    await conn.execute(
+        alerts.insert().values(
+            id=failing_alert_id(row.id, level),
+            account_id=row.account_id,
+            environment=row.environment,
+            endpoint_id=row.endpoint_id,
+            url=str(data.get("url", "")),
+            reason=str(data.get("error", "")),
+            created_at=row.created_at,
+            sent_at=None,
+            error="",
+        )
+    )
+    return True

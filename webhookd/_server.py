@@ -77,6 +77,8 @@ class Config:
     purge_interval: float = 3600.0
     stats_interval: float = 5.0
     mail_retry_seconds: float = 30.0
+    # The portal's public URL: alert e-mails link the endpoint's page there (--portal-url).
+    portal_url: str = addresses.PORTAL_URL
     # AES-256 key sealing signing secrets at rest (webhookd._secretbox), or a keyring, newest first (the
     # first seals, every one opens: a rotation); None stores them in the clear.
     secrets_key: bytes | Sequence[bytes] | None = field(default=None, repr=False)
@@ -208,8 +210,9 @@ async def run_server(
         lookup=lookup,
         fallback=config.alert_emails,
         retry_seconds=config.mail_retry_seconds,
+        portal_url=config.portal_url,
     )
-    relay = NoticeRelay(repo, clock)
+    relay = NoticeRelay(repo, clock, on_alerts=mailer.wake)
     worker = DeliveryWorker(
         repo.queue, sender, clock, config.worker, on_alerts=mailer.wake, on_notices=relay.wake
     )
@@ -317,8 +320,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=config_default(Config, "ca_bundle"),
         help="PEM file of CAs to verify endpoints against (default: the system store)",
     )
-    flag("smtp", type=_smtp_address, default="", help="SMTP server HOST:PORT for disable alerts")
+    flag(
+        "smtp",
+        type=_smtp_address,
+        default="",
+        help="SMTP server HOST:PORT for alert e-mails (failing, disabled)",
+    )
     flag("smtp-from", default=config_default(SmtpConfig, "sender"), help="alert sender address")
+    flag(
+        "portal-url",
+        default=config_default(Config, "portal_url"),
+        help="the portal's public URL, linked from alert e-mails (the portal's --public-url)",
+    )
     flag(
         "authsvc",
         default=config_default(Config, "authsvc"),
@@ -433,6 +446,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         smtp=smtp,
         authsvc=args.authsvc,
         alert_emails=list(args.alert_email),
+        portal_url=args.portal_url,
         worker=WorkerConfig(
             batch_size=args.batch_size,
             concurrency=args.concurrency,

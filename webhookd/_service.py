@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -44,7 +44,6 @@ from webhookd._events import (
     TEST_EVENT_KIND,
     Environment,
     build_envelope,
-    check_event_kinds,
 )
 from webhookd._metrics import EVENTS_REFUSED
 from webhookd._repository import (
@@ -61,6 +60,7 @@ from webhookd._sender import Sender
 from webhookd._service_events import EventHub, EventReads
 from webhookd._service_keys import SigningKeyReads
 from webhookd._ssrf import Policy, Resolver, check_target, system_resolver
+from webhookd._subscriptions import needs_mode, subscription
 
 log = logging.getLogger("webhookd.service")
 
@@ -157,6 +157,14 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
 
     # Endpoints
 
+    async def _subscription(self, account_id: str, kinds: Sequence[str]) -> list[str]:
+        """The checked kinds to store (``webhookd._subscriptions``); the account's mode is asked only
+        when a mode-only kind is named."""
+        mode = ""
+        if self.account_mode is not None and needs_mode(kinds):
+            mode = await self.account_mode(account_id)
+        return subscription(kinds, mode)
+
     async def RegisterEndpoint(
         self, request: pb.RegisterEndpointRequest, context: grpc.aio.ServicerContext
     ) -> pb.RegisterEndpointResponse:
@@ -168,7 +176,7 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
             return pb.RegisterEndpointResponse(
                 endpoint=cv.endpoint_pb(replayed, now), signing_secret=replayed.secrets[0].secret
             )
-        kinds = check_event_kinds(request.events)
+        kinds = await self._subscription(account_id, request.events)
         desc = cv.description(request.description)
         scheme = cv.signature_scheme(request.signature_scheme)
         order = cv.ordering(request.ordering)
@@ -231,7 +239,7 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
         endpoint = await self._endpoint(request)
         changes: dict[str, Any] = {}
         if "events" in paths:
-            changes["events"] = check_event_kinds(request.events)
+            changes["events"] = await self._subscription(endpoint.account_id, request.events)
         if "description" in paths:
             changes["description"] = cv.description(request.description)
         if "signature_scheme" in paths:

@@ -44,6 +44,7 @@ from webhookd._repository import (
 )
 from webhookd._rows import alert_of, attempt_of, delivery_of, endpoint_of, endpoint_values, event_of
 from webhookd._secretbox import SEALED_PREFIXES, SecretBox
+from webhookd._subscriptions import receives
 from webhookd._tables import alerts, attempts, deliveries, endpoints, events, idempotency, metadata
 from webhookd._times import us
 from webhookd.migrations import SCHEMA
@@ -347,7 +348,7 @@ class SqlRepository:
                     event_seq=event.seq,
                 )
                 for r in targets
-                if event.type in json.loads(r.events) and r.id != exclude_endpoint
+                if receives(json.loads(r.events), event.type) and r.id != exclude_endpoint
             ]
             if new:
                 await self.queue.fan_out(new, conn)

@@ -20,11 +20,13 @@ from portal.pages import PAGE_SIZE, Listing, list_page
 from portal.web import env_of, need, redirect, render, viewer_of
 from portal.webhook_audit import audit_webhook
 from portal.webhook_views import (
+    DELIVERY_FILTERS,
     TEST_EVENT_KIND,
     clock_back,
     clock_notice,
     clock_span,
     delivery_in,
+    filter_query,
     has_event_page,
     newest_first,
 )
@@ -43,7 +45,7 @@ async def deliveries(request: PortalRequest, env: str) -> HTTPResponse:
     env = env_of(request)
     viewer = need(request, "webhooks.read")
     a = request.args
-    q = {k: a.get(k, "") for k in ("endpoint_id", "event_kind", "status", "since", "until")}
+    q = {k: a.get(k, "") for k in DELIVERY_FILTERS}
     default_since = timestamp(dt.datetime.now(dt.UTC) - dt.timedelta(days=30))
 
     async def fetch() -> Listing:
@@ -62,7 +64,9 @@ async def deliveries(request: PortalRequest, env: str) -> HTTPResponse:
         )
         return Listing(page.deliveries, page.next_page_token)
 
-    return await list_page(request, "deliveries.html", "deliveries", fetch, q=q, kinds=EVENT_KINDS)
+    return await list_page(
+        request, "deliveries.html", "deliveries", fetch, q=q, kinds=EVENT_KINDS, back_query=filter_query(q)
+    )
 
 
 async def attempts_of(request: PortalRequest, env: str, delivery_id: str) -> list[wpb.Attempt]:
@@ -139,6 +143,9 @@ async def delivery_page(request: PortalRequest, env: str, delivery_id: str) -> H
     if request.headers.get("hx-request"):
         return render(request, "_attempts.html", attempts=attempts, delivery_id=delivery_id)
     facts = await facts_of(request, env, delivery_id, attempts)
+    if facts.delivery is None and not attempts:
+        # As an unknown event's page: nothing of that id in this account and environment (30 days).
+        raise ClientError("not_found", f"No delivery {delivery_id} in the last 30 days here.")
     return render(
         request,
         "delivery.html",
@@ -204,4 +211,5 @@ async def advance_clock(request: PortalRequest, env: str) -> HTTPResponse:
             by=duration_pb2.Duration(seconds=int(span.total_seconds())),
         ),
     )
-    return redirect(request, clock_back(env, form.get("back")), clock_notice(choice, got.deliveries_due))
+    back = clock_back(env, form.get("back"), form.get("back_query"))
+    return redirect(request, back, clock_notice(choice, got.deliveries_due))

@@ -4,6 +4,9 @@ answer of the POST: a reload shows the page again, never repeats the action."""
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf import duration_pb2, field_mask_pb2
@@ -65,12 +68,59 @@ def key_view(
     status: int = 200,
     form: Any = None,
     errors: dict[str, str] | None = None,
+    revocation: Revocation | None = None,
 ) -> HTTPResponse:
     """A key's page; ``form``: the refused edit form (else the key's own values fill it)."""
     values = key_values(form, key)
     return render(
-        request, "key.html", status=status, key=key, scopes=ALL_SCOPES, form=values, errors=errors or {}
+        request,
+        "key.html",
+        status=status,
+        key=key,
+        scopes=ALL_SCOPES,
+        form=values,
+        errors=errors or {},
+        revocation=revocation,
     )
+
+
+@dataclass(frozen=True)
+class Revocation:
+    """What a revoked key's page says of its revocation: when, why and who (from the audit trail)."""
+
+    at: dt.datetime
+    reason: str
+    by: str
+
+
+def revocation_of(key: apb.ApiKey, events: Sequence[apb.AuditEvent]) -> Revocation | None:
+    """The revocation of ``key`` as its ``key.revoked`` audit record tells it (who and why); the key's
+    own ``revoked_at`` alone when the record is not readable. None for a key not revoked."""
+    if not key.HasField("revoked_at"):
+        return None
+    record = next((e for e in events if e.action == "key.revoked" and e.key_id == key.id), None)
+    if record is None:
+        return Revocation(key.revoked_at.ToDatetime(dt.UTC), "", "")
+    reason = record.after.fields["reason"].string_value if "reason" in record.after.fields else ""
+    who = record.actor.user or record.actor.service
+    if record.actor.service and record.actor.user:
+        who = f"{record.actor.user} (through {record.actor.service})"
+    return Revocation(record.occurred_at.ToDatetime(dt.UTC), reason, who)
+
+
+async def revocation(request: PortalRequest, key: apb.ApiKey) -> Revocation | None:
+    """``revocation_of`` the key, reading its audit trail when the viewer may (``audit.read``)."""
+    if not key.HasField("revoked_at"):
+        return None
+    events: Sequence[apb.AuditEvent] = ()
+    if viewer_of(request).can("audit.read"):
+        page = await auth(request).list_audit_events(
+            apb.ListAuditEventsRequest(
+                account_id=key.account_id, key_id=key.id, action="key.revoked", page_size=1, newest_first=True
+            )
+        )
+        events = page.events
+    return revocation_of(key, events)
 
 
 @bp.get("/<env:str>/keys")
@@ -118,7 +168,8 @@ async def create_key(request: PortalRequest, env: str) -> HTTPResponse:
 @bp.get("/<env:str>/keys/<key_id:str>")
 async def key_page(request: PortalRequest, env: str, key_id: str) -> HTTPResponse:
     need(request, "keys.read")
-    return key_view(request, await get_key(request, key_id))
+    key = await get_key(request, key_id)
+    return key_view(request, key, revocation=await revocation(request, key))
 
 
 @bp.get("/<env:str>/keys/<key_id:str>/secret")

@@ -11,6 +11,7 @@ from sanic.response import HTTPResponse
 
 from portal.context import PortalRequest, auth
 from portal.forms import fields
+from portal.invites import invite_page
 from portal.signin_limit import limiter_of
 from portal.web import (
     SESSION_COOKIE,
@@ -140,7 +141,7 @@ async def signout(request: PortalRequest) -> HTTPResponse:
 
 @bp.get("/invite/<token:str>")
 async def invite_form(request: PortalRequest, token: str) -> HTTPResponse:
-    return render(request, "invite.html", token=token)
+    return render(request, "invite.html", token=token, **invite_page(request, token))
 
 
 @bp.post("/invite/<token:str>")
@@ -162,6 +163,7 @@ async def invite_accept(request: PortalRequest, token: str) -> HTTPResponse:
                 "invite.html",
                 status=exc.status,
                 token=token,
+                **invite_page(request, token),
                 errors={exc.field or "form": exc.message},
             )
         raise

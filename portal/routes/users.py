@@ -12,6 +12,7 @@ from sanic.response import HTTPResponse
 
 from portal.context import PortalRequest, Viewer, auth
 from portal.forms import fields, number_of
+from portal.invites import invite_link
 from portal.mail import send_mail
 from portal.pages import PAGE_SIZE, Listing, list_page
 from portal.web import env_of, need, redirect, render
@@ -102,7 +103,7 @@ async def invite(request: PortalRequest, env: str) -> HTTPResponse:
         if exc.status not in (400, 403, 409):
             raise
         return await users_page(request, exc.status, errors={exc.field or "form": exc.message})
-    link = f"{config.public_url.rstrip('/')}/invite/{made.token}"
+    link = invite_link(request, config.public_url, made.token, made.invite.email)
     if config.smtp_host:
         await send_mail(
             config,

@@ -100,12 +100,13 @@ def running_stack(tmp: pathlib.Path) -> Iterator[Stack]:
     webhookd_key_file.write_text(new_secrets_key())
     procs: list[ServiceProcess] = []
     authsvc_port = free_port()  # webhookd asks authsvc who gets alert e-mails; authsvc starts second
+    portal_port = free_port()  # webhookd's alert e-mails link the portal, which starts last
     try:
         webhookd = start_service(
             "webhookd", tmp, sqlite_url(tmp, "webhookd.db"),
             "--allow-private-targets", "--ca-bundle", str(ca_file), "--poll-seconds", "0.2",
             "--secrets-key-file", str(webhookd_key_file), "--smtp", f"127.0.0.1:{smtp_port}",
-            "--authsvc", f"127.0.0.1:{authsvc_port}",
+            "--authsvc", f"127.0.0.1:{authsvc_port}", "--portal-url", f"http://127.0.0.1:{portal_port}",
         )  # fmt: skip
         procs.append(webhookd)
         authsvc = start_service(
@@ -120,7 +121,7 @@ def running_stack(tmp: pathlib.Path) -> Iterator[Stack]:
         procs.append(edge)
         portal = ServiceProcess(
             "portal",
-            ["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+            ["--listen", f"127.0.0.1:{portal_port}", "--metrics-listen", "127.0.0.1:0",
              "--authsvc", authsvc.grpc_target, "--webhookd", webhookd.grpc_target,
              "--smtp-host", "127.0.0.1", "--smtp-port", str(smtp_port)],
         ).start(tmp / "portal.log")  # fmt: skip

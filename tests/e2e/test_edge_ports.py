@@ -77,8 +77,11 @@ def test_run_help_prints_options_and_starts_nothing() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "usage: scripts/run" in done.stdout
-    for name in ("EDGE_LIVE_LISTEN", "EDGE_SANDBOX_LISTEN", "AUTHSVC_LISTEN", "WEBHOOKD_LISTEN"):
-        assert name in done.stdout
+    # Every listener of the stack, each service's and each /metrics one, is named.
+    for service in ("EDGE_LIVE", "EDGE_SANDBOX", "AUTHSVC", "WEBHOOKD", "PORTAL"):
+        assert f"{service}_LISTEN" in done.stdout, service
+    for service in ("AUTHSVC", "WEBHOOKD", "EDGE", "PORTAL"):
+        assert f"{service}_METRICS_LISTEN" in done.stdout, service
     assert "started" not in done.stdout
 
 

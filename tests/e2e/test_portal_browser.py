@@ -335,6 +335,7 @@ def test_invitation_by_mail_and_totp_sign_in(browser: Any, stack: Stack) -> None
     newcomer = browser.new_context()
     page = newcomer.new_page()
     page.goto(link)
+    assert "newdev@acme.example" in str(page.text_content("[data-testid=invited-email]"))
     page.fill("input[name=password]", "short")
     page.click("button[type=submit]")
     assert "at least 12 characters" in page.text_content("[data-field=password]")

@@ -320,4 +320,5 @@ async def _recorded(d: Any) -> dict[str, Any] | None:
 
 
 async def _inbox(stack: Stack) -> list[Any]:
-    return stack.inbox.messages
+    """The disable e-mails (the failing ones at 50 % and 90 % come before them)."""
+    return [m for m in stack.inbox.messages if "failing" not in str(m[1]["Subject"])]

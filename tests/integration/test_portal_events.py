@@ -280,3 +280,61 @@ async def test_sandbox_clock_button_advances_the_schedule_and_says_what_is_due(s
     refused = await viewer.post("/sandbox/clock", data={"csrf": csrf_of(page.text), "by": "2h"})
     assert refused.status_code == 403
     await viewer.aclose()
+
+
+async def test_an_unknown_deliverys_page_is_404_as_an_unknown_events_is(
+    stack: Stack, receiver: Receiver
+) -> None:
+    await _register(stack, receiver.url("/known"), "booking.confirmed")
+    event = await _publish(stack, "booking.confirmed")
+    await receiver.wait_for(1)
+    dora = await stack.join("delivery-404@acme.example", ipb.USER_ROLE_VIEWER)
+    listed = await dora.get(f"/sandbox/events/{event.id}")
+    known = re.search(r'href="/sandbox/deliveries/(msg_[A-Za-z0-9]+)"', listed.text)[1]  # type: ignore[index]
+    assert (await dora.get(f"/sandbox/deliveries/{known}")).status_code == 200
+    for path in (
+        "/sandbox/deliveries/msg_nosuchdelivery",
+        f"/live/deliveries/{known}",
+        "/sandbox/deliveries/x",
+    ):
+        missing = await dora.get(path)
+        assert missing.status_code == 404, path
+        assert 'data-testid="delivery-facts"' not in missing.text
+    assert (await dora.get("/sandbox/events/evt_nosuchevent")).status_code == 404
+    await dora.aclose()
+
+
+async def test_the_clock_keeps_the_delivery_logs_filter(stack: Stack) -> None:
+    endpoint = await _register(stack, "http://127.0.0.1:9/filtered", "booking.confirmed")
+    dev = await stack.join("clock-filter@acme.example", ipb.USER_ROLE_DEVELOPER)
+    log = await dev.get("/sandbox/deliveries", params={"endpoint_id": endpoint, "status": "pending"})
+    assert log.status_code == 200
+    form = re.search(r'data-testid="sandbox-clock">(.*?)</form>', log.text, re.S)
+    assert form, log.text
+    back_query = html.unescape(re.search(r'name="back_query" value="([^"]*)"', form[1])[1])  # type: ignore[index]
+    advanced = await dev.post(
+        "/sandbox/clock",
+        data={"csrf": csrf_of(log.text), "by": "1m", "back": "deliveries", "back_query": back_query},
+    )
+    assert advanced.status_code == 303
+    assert advanced.headers["location"] == f"/sandbox/deliveries?endpoint_id={endpoint}&status=pending"
+    shown = await dev.get(advanced.headers["location"])
+    assert f'name="endpoint_id" value="{endpoint}"' in shown.text
+    assert "Sandbox clock advanced by 1m" in shown.text
+    # Only the log's own filter fields come back, and only to the log.
+    odd = await dev.post(
+        "/sandbox/clock",
+        data={"csrf": csrf_of(log.text), "by": "1m", "back": "webhooks", "back_query": "endpoint_id=we_x"},
+    )
+    assert odd.headers["location"] == "/sandbox/webhooks"
+    other = await dev.post(
+        "/sandbox/clock",
+        data={
+            "csrf": csrf_of(log.text),
+            "by": "1m",
+            "back": "deliveries",
+            "back_query": "next=//evil.example",
+        },
+    )
+    assert other.headers["location"] == "/sandbox/deliveries"
+    await dev.aclose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from urllib.parse import parse_qsl
 
 import pytest
 from google.protobuf import timestamp_pb2
@@ -13,6 +14,7 @@ from portal.webhook_views import (
     clock_notice,
     clock_span,
     delivery_in,
+    filter_query,
     has_event_page,
     newest_first,
     ordering_number,
@@ -116,6 +118,31 @@ def test_other_clock_spans_are_refused_beside_the_field(choice: str) -> None:
 )
 def test_clock_back(page: str, to: str) -> None:
     assert clock_back("sandbox", page) == to
+
+
+@pytest.mark.parametrize(
+    ("page", "query", "to"),
+    [
+        ("deliveries", "endpoint_id=we_1", "/sandbox/deliveries?endpoint_id=we_1"),
+        (
+            "deliveries",
+            "endpoint_id=we_1&status=pending",
+            "/sandbox/deliveries?endpoint_id=we_1&status=pending",
+        ),
+        (
+            "deliveries",
+            "event_kind=booking.confirmed&page=tok",
+            "/sandbox/deliveries?event_kind=booking.confirmed",
+        ),
+        ("deliveries", "endpoint_id=&next=%2F%2Fevil.example", "/sandbox/deliveries"),
+        ("webhooks", "endpoint_id=we_1", "/sandbox/webhooks"),  # the webhooks page has no filter
+        ("deliveries", "since=2026-01-01T00%3A00", "/sandbox/deliveries?since=2026-01-01T00%3A00"),
+    ],
+)
+def test_clock_back_keeps_the_logs_filter(page: str, query: str, to: str) -> None:
+    assert clock_back("sandbox", page, query) == to
+    if "?" in to:
+        assert clock_back("sandbox", page, filter_query(dict(parse_qsl(to.split("?")[1])))) == to
 
 
 @pytest.mark.parametrize(
