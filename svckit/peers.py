@@ -50,6 +50,13 @@ PRODUCT_AUTH_METHODS = (
     "GetAccount",
     "GetUsage",
     "ConsumeSearch",
+    # Mode A credit: a hold when a booking starts, captured on confirm, released on failure or cancel,
+    # and the account's ledger read.
+    "PlaceCreditHold",
+    "CaptureCreditHold",
+    "ReleaseCreditHold",
+    "GetCreditLedger",
+    "ListLedgerEntries",
 )
 
 ALLOWED: dict[str, frozenset[str]] = {
@@ -67,6 +74,9 @@ ALLOWED: dict[str, frozenset[str]] = {
                     "GetUsage",
                     # The request log: what it answered partners (edge.requestlog).
                     "RecordRequests",
+                    # GET /v1/ledger: the partner reads its own mode A credit (never changes it).
+                    "GetCreditLedger",
+                    "ListLedgerEntries",
                 )
             ),
             *(

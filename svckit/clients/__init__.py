@@ -5,13 +5,14 @@ services alike (no server code is imported here: no sanic, sqlalchemy, authsvc o
     HooksClient      travel.webhooks.v1 WebhookService (webhookd)
     ClientError      a peer's error: type, status, message, field, code (one mapping: errors.client_error)
     PeerUnavailable  the peer cannot be reached or did not answer in time (503 service_unavailable)
+    CreditExhausted  a mode A credit hold refused (402 credit_exhausted; ``body()`` for the partner)
 
 Each client opens one channel (mutual TLS as svckit.tls, round robin over several addresses, safe retries:
 svckit.clients.channels) with an interceptor adding ``x-request-id`` from ``svckit.logs.request_id_var``.
 """
 
 from svckit.clients.auth import AuthClient
-from svckit.clients.errors import ClientError, PeerUnavailable, client_error, mapped_errors
+from svckit.clients.errors import ClientError, CreditExhausted, PeerUnavailable, client_error, mapped_errors
 from svckit.clients.hooks import HooksClient
 from svckit.clients.interceptors import request_id_context, request_id_interceptors
 from svckit.clients.rpc import DEFAULT_TIMEOUT, ResponseStream
@@ -20,6 +21,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "AuthClient",
     "ClientError",
+    "CreditExhausted",
     "HooksClient",
     "PeerUnavailable",
     "ResponseStream",
