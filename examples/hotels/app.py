@@ -19,7 +19,7 @@ from sanic import Request, Sanic
 from sanic.response import HTTPResponse
 from sanic.response import json as json_response
 
-from examples.hotels.bookings import Answer, Replayed, Store, booking_id, offer, parse_offer
+from examples.hotels.bookings import Answer, Replayed, Store, booking_id, offer, parse_offer, with_credit
 from examples.hotels.identity import Identity, Refusal, identify
 from svckit import edgeassertion, tracing
 from svckit.clients import AuthClient, ClientError, HooksClient, request_id_context
@@ -123,7 +123,14 @@ def create_app(hotels: Hotels, name: str = "hotels") -> Sanic[Any, Any]:
             return await hotels.store.once(
                 (who.account_id, who.environment, key),
                 request.body or b"",
-                lambda: confirm(who, key, chosen),
+                lambda: with_credit(
+                    hotels.auth,
+                    who.account_id,
+                    who.environment,
+                    booking_id(who.account_id, who.environment, key),
+                    chosen,
+                    lambda: confirm(who, key, chosen),
+                ),
             )
         except Replayed:
             return Answer(

@@ -1,0 +1,191 @@
+"""Mode A credit end to end, every part a real process: webhookd, authsvc, the reference hotels service and
+the edge, with certificates of one development CA. 100 parallel live bookings through the edge against a
+credit of 50 bookings' worth: exactly 50 are confirmed, the others get 402 ``credit_exhausted`` at the edge
+without reaching the supplier, ``ledger.low_balance`` reaches the partner's HTTPS receiver once, and the
+ledger balances to the cent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from edge.testing import LIVE_HOST, edge_args
+from svckit.clients import AuthClient
+from svckit.scopes import ALL_SCOPES
+from svckit.secretbox import new_key
+from tests.support import ServiceProcess, sqlite_url, tls_args, tls_of
+from travel.auth.v1 import auth_pb2 as pb
+from webhookd import verify
+from webhookd.testing import Receiver, trusted_receiver
+
+PRICE = 8_900  # off_hotels_3, EUR cents
+FITS = 50
+TRIED = 100
+
+
+@dataclass
+class Stack:
+    edge: ServiceProcess
+    hotels: ServiceProcess
+    authsvc: ServiceProcess
+    receiver: Receiver
+    pki: pathlib.Path
+    procs: list[ServiceProcess]
+
+    @property
+    def live(self) -> str:
+        return f"http://127.0.0.1:{self.edge.ports['live_port']}"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, pki: pathlib.Path) -> Iterator[Stack]:
+    tmp = tmp_path_factory.mktemp("credit-ledger")
+    receiver, ca_file = trusted_receiver(tmp)
+    secrets_key = tmp / "webhookd-secrets.key"
+    secrets_key.write_text(new_key())
+    procs: list[ServiceProcess] = []
+
+    def start(module: str, args: list[str], identity: str) -> ServiceProcess:
+        proc = ServiceProcess(module, args, tls=tls_args(pki, identity))
+        procs.append(proc.start(tmp / f"{module}.log"))
+        return proc
+
+    grpc = ["--listen", "127.0.0.1:0", "--metrics-listen", ""]
+    try:
+        webhookd = start(
+            "webhookd",
+            [*grpc, "--database", sqlite_url(tmp, "webhookd.db"), "--allow-private-targets",
+             "--ca-bundle", str(ca_file), "--poll-seconds", "0.2", "--secrets-key-file", str(secrets_key)],
+            "webhookd",
+        )  # fmt: skip
+        authsvc = start(
+            "authsvc",
+            [*grpc, "--database", sqlite_url(tmp, "authsvc.db"), "--webhookd", webhookd.grpc_target],
+            "authsvc",
+        )  # fmt: skip
+        hotels = start(
+            "examples.hotels",
+            ["--listen", "127.0.0.1:0", "--authsvc", authsvc.grpc_target, "--webhookd", webhookd.grpc_target],
+            "product:hotels",
+        )
+        up = f"https://127.0.0.1:{hotels.ports['port']}"
+        routes = [
+            {"method": "POST", "path": "/v1/hotels/bookings", "scope": "hotels:write", "creates": True,
+             "traveller": "optional", "upstream": {"live": up, "sandbox": "builtin"}},
+        ]  # fmt: skip
+        (tmp / "routes.json").write_text(json.dumps({"routes": routes}))
+        edge = start(
+            "edge",
+            edge_args(
+                authsvc.grpc_target, webhookd.grpc_target, sqlite_url(tmp, "edge.db"), tmp / "routes.json"
+            ),
+            "edge",
+        )
+        yield Stack(edge, hotels, authsvc, receiver, pki, procs)
+    finally:
+        for proc in procs:
+            if proc.proc is not None and proc.proc.poll() is None:
+                proc.proc.send_signal(signal.SIGTERM)
+        for proc in reversed(procs):
+            proc.terminate()
+        receiver.stop()
+
+
+async def _wait_for(predicate: Any, within: float) -> None:
+    deadline = time.monotonic() + within
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.05)
+
+
+async def test_a_hundred_parallel_bookings_against_fifty_bookings_of_credit(stack: Stack) -> None:
+    async with AuthClient(stack.authsvc.grpc_target, tls_of(stack.pki, "svcctl")) as ops:
+        actor = pb.Actor(user="ops:e2e")
+        account = (
+            await ops.create_account(
+                pb.CreateAccountRequest(name="Credit Partner", mode=pb.ACCOUNT_MODE_A, actor=actor),
+                wait_for_ready=True,
+            )
+        ).account
+        secret = (
+            await ops.create_key(
+                pb.CreateKeyRequest(
+                    account_id=account.id,
+                    environment=pb.ENVIRONMENT_LIVE,
+                    name="checkout",
+                    scopes=list(ALL_SCOPES),
+                    rate_limit=10_000,
+                    actor=actor,
+                )
+            )
+        ).secret
+        await ops.set_credit_limit(
+            pb.SetCreditLimitRequest(
+                account_id=account.id,
+                environment=pb.ENVIRONMENT_LIVE,
+                credit_limit=FITS * PRICE,
+                currency="EUR",
+                actor=actor,
+            )
+        )
+    headers = {"Host": LIVE_HOST, "Authorization": f"Svc {secret}", "Accept": "application/json"}
+    async with httpx.AsyncClient(base_url=stack.live, timeout=60) as http:
+        endpoint = await http.post(
+            "/v1/webhooks/endpoints",
+            headers={**headers, "Idempotency-Key": "reg-1"},
+            json={"url": stack.receiver.url("/hooks"), "events": ["ledger.low_balance"]},
+        )
+        assert endpoint.status_code == 201, endpoint.text
+        signing_secret = endpoint.json()["secret"]
+
+        async def book(n: int) -> httpx.Response:
+            return await http.post(
+                "/v1/hotels/bookings",
+                headers={**headers, "Idempotency-Key": f"book-{n}"},
+                json={"offer": "off_hotels_3"},
+            )
+
+        answers = await asyncio.gather(*(book(n) for n in range(TRIED)))
+        statuses = sorted(a.status_code for a in answers)
+        assert statuses == [201] * FITS + [402] * (TRIED - FITS), [
+            a.text for a in answers if a.status_code >= 500
+        ]
+        for refused in (a for a in answers if a.status_code == 402):
+            error = refused.json()["error"]
+            assert error["type"] == "credit_exhausted", error
+            assert error["requestId"] == refused.headers["x-request-id"]
+        assert all(a.json()["state"] == "confirmed" for a in answers if a.status_code == 201)
+
+    async with AuthClient(stack.authsvc.grpc_target, tls_of(stack.pki, "svcctl")) as ops:
+        where = pb.GetCreditLedgerRequest(account_id=account.id, environment=pb.ENVIRONMENT_LIVE)
+        ledger = (await ops.get_credit_ledger(where)).ledger
+    # Every confirmed booking captured its hold; the refused ones held nothing.
+    assert (ledger.held, ledger.captured, ledger.credits, ledger.available) == (0, FITS * PRICE, 0, 0)
+    assert ledger.available == ledger.credit_limit - ledger.held - ledger.captured + ledger.credits
+
+    def warnings() -> list[Any]:
+        return [
+            r for r in stack.receiver.received() if json.loads(r.body).get("type") == "ledger.low_balance"
+        ]
+
+    await _wait_for(lambda: len(warnings()) >= 1, 20)
+    raw = warnings()[0]
+    verify(raw.body, raw.headers["x-service-signature"], [signing_secret], time.time())
+    event = json.loads(raw.body)
+    assert (event["account"], event["livemode"], event["state"]) == (account.id, True, "low_balance")
+    assert event["data"]["currency"] == "EUR" and event["data"]["warningLevel"] == FITS * PRICE // 10
+    assert event["data"]["amount"] < event["data"]["warningLevel"]
+    await asyncio.sleep(1.0)  # a second warning would have been delivered by now
+    assert len(warnings()) == 1
+    for proc in stack.procs:
+        assert secret not in proc.logs()
