@@ -51,12 +51,11 @@ PRODUCT_AUTH_METHODS = (
     "GetUsage",
     "ConsumeSearch",
     # Mode A credit: a hold when a booking starts, captured on confirm, released on failure or cancel,
-    # and the account's ledger read.
+    # and the account's balance read (its entries are the partner's and operators' to list).
     "PlaceCreditHold",
     "CaptureCreditHold",
     "ReleaseCreditHold",
     "GetCreditLedger",
-    "ListLedgerEntries",
 )
 
 ALLOWED: dict[str, frozenset[str]] = {
