@@ -4,12 +4,18 @@ Every change is one transaction that first locks the ledger's row (``SELECT ... 
 PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` already takes the one write lock), so parallel holds against one
 ledger are decided one after the other on the balance the previous one left: never more held than fits.
 The hold, its entry, the new balance and any ``ledger.low_balance`` outbox row commit together.
+
+On SQLite the ledger's writes of one process also queue on an asyncio lock before they ask for the
+database's: a burst of holds then waits in order instead of in SQLite's busy handler, whose growing sleeps
+would stretch the slowest past a caller's deadline.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -79,7 +85,21 @@ def _empty(account_id: str, environment: Environment) -> Ledger:
 
 
 class LedgerStorage(SqlBase):
+    _ledger_lock: asyncio.Lock | None = None
+
     # -- helpers ---------------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _writing(self) -> AsyncIterator[AsyncConnection]:
+        """One ledger transaction (on SQLite, one of this process's at a time)."""
+        if is_postgres(self.engine):
+            async with self.engine.begin() as conn:
+                yield conn
+            return
+        if self._ledger_lock is None:
+            self._ledger_lock = asyncio.Lock()
+        async with self._ledger_lock, self.engine.begin() as conn:
+            yield conn
 
     async def _locked_ledger(self, conn: AsyncConnection, account_id: str, env: Environment) -> Ledger:
         """The ledger's row, created empty if missing, locked for the rest of the transaction."""
@@ -214,7 +234,7 @@ class LedgerStorage(SqlBase):
     async def place_hold(
         self, account_id: str, env: Environment, ref: str, amount: int, currency: str, now: dt.datetime
     ) -> HoldResult:
-        async with self.engine.begin() as conn:
+        async with self._writing() as conn:
             await self._mode_a(conn, account_id)
             ledger = await self._locked_ledger(conn, account_id, env)
             existing = await self._hold_row(conn, account_id, env, ref)
@@ -254,7 +274,7 @@ class LedgerStorage(SqlBase):
         self, account_id: str, env: Environment, ref: str, target: HoldState, now: dt.datetime
     ) -> HoldResult:
         """Capture (``target`` CAPTURED) or release (RELEASED) the hold of ``ref``."""
-        async with self.engine.begin() as conn:
+        async with self._writing() as conn:
             ledger = await self._locked_ledger(conn, account_id, env)
             hold = await self._hold_row(conn, account_id, env, ref)
             if hold is None:
@@ -322,7 +342,7 @@ class LedgerStorage(SqlBase):
     async def set_credit_limit(
         self, account_id: str, env: Environment, limit: int, currency: str, actor: Actor, now: dt.datetime
     ) -> Ledger:
-        async with self.engine.begin() as conn:
+        async with self._writing() as conn:
             await self._mode_a(conn, account_id)
             ledger = await self._locked_ledger(conn, account_id, env)
             if ledger.currency and currency and currency != ledger.currency:
@@ -343,7 +363,7 @@ class LedgerStorage(SqlBase):
     async def set_warning_level(
         self, account_id: str, env: Environment, level: int | None, actor: Actor, now: dt.datetime
     ) -> Ledger:
-        async with self.engine.begin() as conn:
+        async with self._writing() as conn:
             await self._mode_a(conn, account_id)
             ledger = await self._locked_ledger(conn, account_id, env)
             b = ledger.balance
@@ -367,7 +387,7 @@ class LedgerStorage(SqlBase):
         now: dt.datetime,
     ) -> tuple[Ledger, LedgerEntry, bool]:
         """Credit ``amount``; the same ``reference`` again answers the first credit (replayed)."""
-        async with self.engine.begin() as conn:
+        async with self._writing() as conn:
             await self._mode_a(conn, account_id)
             ledger = await self._locked_ledger(conn, account_id, env)
             c = ledger_entries.c

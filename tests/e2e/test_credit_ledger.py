@@ -166,12 +166,33 @@ async def test_a_hundred_parallel_bookings_against_fifty_bookings_of_credit(stac
             assert error["requestId"] == refused.headers["x-request-id"]
         assert all(a.json()["state"] == "confirmed" for a in answers if a.status_code == 201)
 
-    async with AuthClient(stack.authsvc.grpc_target, tls_of(stack.pki, "svcctl")) as ops:
-        where = pb.GetCreditLedgerRequest(account_id=account.id, environment=pb.ENVIRONMENT_LIVE)
-        ledger = (await ops.get_credit_ledger(where)).ledger
-    # Every confirmed booking captured its hold; the refused ones held nothing.
-    assert (ledger.held, ledger.captured, ledger.credits, ledger.available) == (0, FITS * PRICE, 0, 0)
-    assert ledger.available == ledger.credit_limit - ledger.held - ledger.captured + ledger.credits
+        # The partner reads its ledger: every confirmed booking captured its hold, the refused ones held
+        # nothing, and it balances to the cent.
+        read = await http.get("/v1/ledger", headers=headers, params={"limit": 100})
+        assert read.status_code == 200, read.text
+        ledger = read.json()
+        assert (ledger["held"], ledger["captured"], ledger["credits"], ledger["available"]) == (
+            0, FITS * PRICE, 0, 0,
+        )  # fmt: skip
+        assert (
+            ledger["available"]
+            == ledger["creditLimit"] - ledger["held"] - ledger["captured"] + ledger["credits"]
+        )
+        assert (ledger["currency"], ledger["warningLevel"], ledger["livemode"]) == (
+            "EUR",
+            FITS * PRICE // 10,
+            True,
+        )
+        entries, token = list(ledger["entries"]["data"]), ledger["entries"]["nextPageToken"]
+        while token:
+            page = await http.get("/v1/ledger", headers=headers, params={"limit": 100, "page_token": token})
+            entries += page.json()["entries"]["data"]
+            token = page.json()["entries"]["nextPageToken"]
+        kinds = [e["type"] for e in entries]
+        assert (kinds.count("hold"), kinds.count("capture"), kinds[-1]) == (FITS, FITS, "limit")
+        assert len({e["id"] for e in entries}) == len(entries) == 2 * FITS + 1
+        # Newest first: the last capture left nothing available.
+        assert entries[0]["availableAfter"] == 0 and entries[0]["type"] == "capture"
 
     def warnings() -> list[Any]:
         return [
@@ -189,3 +210,50 @@ async def test_a_hundred_parallel_bookings_against_fifty_bookings_of_credit(stac
     assert len(warnings()) == 1
     for proc in stack.procs:
         assert secret not in proc.logs()
+
+
+async def test_who_reads_a_ledger(stack: Stack) -> None:
+    async with AuthClient(stack.authsvc.grpc_target, tls_of(stack.pki, "svcctl")) as ops:
+        actor = pb.Actor(user="ops:e2e")
+
+        async def key(
+            mode: pb.AccountMode.ValueType, scopes: list[str], env: Any = pb.ENVIRONMENT_LIVE
+        ) -> str:
+            account = (
+                await ops.create_account(pb.CreateAccountRequest(name="R", mode=mode, actor=actor))
+            ).account
+            return (
+                await ops.create_key(
+                    pb.CreateKeyRequest(
+                        account_id=account.id, environment=env, name="k", scopes=scopes, actor=actor
+                    )
+                )
+            ).secret
+
+        product_reader = await key(pb.ACCOUNT_MODE_A, ["hotels:read"])
+        webhooks_only = await key(pb.ACCOUNT_MODE_A, ["webhooks:read"])
+        mode_b = await key(pb.ACCOUNT_MODE_B, ["account:read"])
+    async with httpx.AsyncClient(base_url=stack.live, timeout=15) as http:
+
+        async def get(secret: str, **params: Any) -> httpx.Response:
+            headers = {"Host": LIVE_HOST, "Authorization": f"Svc {secret}", "Accept": "application/json"}
+            return await http.get("/v1/ledger", headers=headers, params=params)
+
+        fresh = await get(product_reader)
+        assert fresh.status_code == 200, fresh.text
+        body = fresh.json()
+        # A ledger no operator set up: nothing to spend, no currency yet.
+        assert (body["creditLimit"], body["available"], body["currency"], body["entries"]["data"]) == (
+            0,
+            0,
+            None,
+            [],
+        )
+        refused = await get(webhooks_only)
+        assert refused.status_code == 403 and refused.json()["error"]["type"] == "missing_scope"
+        assert "account:read" in refused.json()["error"]["message"]
+        none = await get(mode_b)
+        assert none.status_code == 404 and "Mode B" in none.json()["error"]["message"]
+        bad = await get(product_reader, page_token="nope")
+        assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request"
+        assert (await get(product_reader, limit=0)).status_code == 400
