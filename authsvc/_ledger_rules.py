@@ -9,7 +9,8 @@ Rules:
      is refused (credit_exhausted, HTTP 402) before it reaches a supplier. Available never goes below 0
      through a hold.
   2. A hold is keyed by its booking reference: the same reference again with the same amount is the same
-     hold (a retry is answered, nothing changes, whatever the hold's state now); another amount is a
+     hold (a retry is answered, nothing changes) while it is held or captured; a released one is held
+     again (the booking is being tried again, so it must fit again, rule 1); another amount is a
      conflict (the caller has two bookings under one reference).
   3. A hold moves held -> captured (booking confirmed) or held/captured -> released (failed, cancelled);
      asking for the state a hold is already in is a replay; a released hold is never captured.
@@ -75,15 +76,16 @@ class Move:
     message: str = ""
 
 
-def hold_again(existing_amount: int, amount: int) -> Move:
-    """A hold asked for a booking reference that already has one (rule 2)."""
-    if existing_amount == amount:
-        return Move(Outcome.REPLAY)
-    return Move(
-        Outcome.CONFLICT,
-        f"booking_ref: already holds {existing_amount}; a hold's amount cannot change "
-        f"(use another booking reference)",
-    )
+def hold_again(state: HoldState, existing_amount: int, amount: int) -> Move:
+    """A hold asked for a booking reference that already has one, in ``state`` (rule 2). APPLY: hold it
+    again (if it fits)."""
+    if existing_amount != amount:
+        return Move(
+            Outcome.CONFLICT,
+            f"booking_ref: already holds {existing_amount}; a hold's amount cannot change "
+            f"(use another booking reference)",
+        )
+    return Move(Outcome.APPLY if state is HoldState.RELEASED else Outcome.REPLAY)
 
 
 def transition(state: HoldState, target: HoldState) -> Move:

@@ -69,8 +69,7 @@ def entry_of(row: Mapping[Any, Any]) -> LedgerEntry:
         account_id=row["account_id"],
         environment=Environment(row["environment"]),
         kind=EntryKind(row["kind"]),
-        # A limit or warning level change names itself (the unique reference): it has none to show.
-        reference="" if row["reference"] == row["id"] else row["reference"],
+        reference=row["reference"],
         amount=int(row["amount"]),
         available_after=int(row["available_after"]),
         note=row["note"],
@@ -193,7 +192,7 @@ class LedgerStorage(SqlBase):
                 account_id=entry.account_id,
                 environment=entry.environment,
                 kind=entry.kind,
-                reference=entry.reference or entry.id,
+                reference=entry.reference,
                 amount=entry.amount,
                 available_after=entry.available_after,
                 note=entry.note,
@@ -239,10 +238,11 @@ class LedgerStorage(SqlBase):
             ledger = await self._locked_ledger(conn, account_id, env)
             existing = await self._hold_row(conn, account_id, env, ref)
             if existing is not None:
-                move = rules.hold_again(existing.amount, amount)
+                move = rules.hold_again(existing.state, existing.amount, amount)
                 if move.outcome is Outcome.CONFLICT:
                     raise Conflict(move.message)
-                return HoldResult(existing, ledger, True)
+                if move.outcome is Outcome.REPLAY:
+                    return HoldResult(existing, ledger, True)
             if ledger.currency and currency != ledger.currency:
                 raise InvalidRequest(f"currency: the ledger is in {ledger.currency}")
             if not rules.fits(ledger.balance, amount):
@@ -254,18 +254,29 @@ class LedgerStorage(SqlBase):
                 )
             balance = rules.after_move(ledger.balance, HoldState.RELEASED, HoldState.HELD, amount)
             hold = CreditHold(account_id, env, ref, amount, currency, HoldState.HELD, now, now)
-            await conn.execute(
-                credit_holds.insert().values(
-                    account_id=account_id,
-                    environment=env,
-                    booking_ref=ref,
-                    amount=amount,
-                    currency=currency,
-                    state=hold.state,
-                    created_at=now.timestamp(),
-                    updated_at=now.timestamp(),
+            if existing is None:
+                await conn.execute(
+                    credit_holds.insert().values(
+                        account_id=account_id,
+                        environment=env,
+                        booking_ref=ref,
+                        amount=amount,
+                        currency=currency,
+                        state=hold.state,
+                        created_at=now.timestamp(),
+                        updated_at=now.timestamp(),
+                    )
                 )
-            )
+            else:  # released, held again
+                c = credit_holds.c
+                await conn.execute(
+                    credit_holds.update()
+                    .where(c.account_id == account_id, c.environment == env, c.booking_ref == ref)
+                    .values(state=hold.state, updated_at=now.timestamp())
+                )
+                hold = CreditHold(
+                    account_id, env, ref, amount, currency, HoldState.HELD, existing.created_at, now
+                )
             await self._entry(conn, ledger, EntryKind.HOLD, ref, amount, balance.available, now)
             saved = await self._save(conn, ledger, balance, now)
             return HoldResult(hold, saved, False)

@@ -164,8 +164,8 @@ request_counts = sa.Table(
 
 # Mode A credit (revision 0008; authsvc._ledger_rules): one balance row per account and environment (the
 # row every hold locks), the holds by booking reference, and the entries partners read, newest first.
-# One (account, environment, kind, reference) is one entry: a hold, capture or release of a booking
-# happens once, a credit's reference is its idempotency key, a limit or level change names its own id.
+# Every entry is written under the ledger row's lock, so a credit's reference (its idempotency key) is
+# looked up and written with no other change of the ledger in between.
 ledgers = sa.Table(
     "auth_ledgers",
     metadata,
@@ -209,8 +209,9 @@ ledger_entries = sa.Table(
     sa.Column("actor_user", sa.String(v.MAX_ACTOR), nullable=False),
     sa.Column("actor_service", sa.String(64), nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
-    sa.UniqueConstraint("account_id", "environment", "kind", "reference", name="auth_ledger_entries_ref"),
     sa.Index("auth_ledger_entries_account", "account_id", "environment", "seq"),
+    # A credit's reference looked up (AddCredit's idempotency, checked under the ledger's lock).
+    sa.Index("auth_ledger_entries_ref", "account_id", "environment", "reference"),
 )
 
 

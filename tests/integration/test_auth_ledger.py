@@ -110,8 +110,21 @@ async def test_a_hold_is_keyed_by_its_booking_reference(db_url: str) -> None:
         assert (await error_of(stub.ReleaseCreditHold(pb.ReleaseCreditHoldRequest(**unknown))))[
             1
         ] == "not_found"
-        # A retried hold of a released booking is still that booking: nothing is held again.
-        assert (await stub.PlaceCreditHold(hold(account, "bk_1", 3_000))).ledger.held == 0
+        # A released booking tried again is held again (if it fits), not waved through.
+        retried = await stub.PlaceCreditHold(hold(account, "bk_1", 3_000))
+        assert (retried.replayed, retried.hold.state, retried.ledger.held) == (
+            False,
+            pb.CREDIT_HOLD_STATE_HELD,
+            3_000,
+        )
+        code, kind, _ = await error_of(stub.PlaceCreditHold(hold(account, "bk_1", 3_001)))
+        assert kind == "conflict"
+        await stub.ReleaseCreditHold(pb.ReleaseCreditHoldRequest(**where))
+        await stub.SetCreditLimit(
+            pb.SetCreditLimitRequest(account_id=account.id, environment=LIVE, credit_limit=2_000, actor=ACTOR)
+        )
+        code, kind, _ = await error_of(stub.PlaceCreditHold(hold(account, "bk_1", 3_000)))
+        assert (code, kind) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "credit_exhausted")
 
         # A mode B account has no credit to hold.
         b = await stub.CreateAccount(pb.CreateAccountRequest(name="B", mode=pb.ACCOUNT_MODE_B, actor=ACTOR))

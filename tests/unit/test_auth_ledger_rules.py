@@ -52,11 +52,17 @@ def test_a_hold_fits(balance: Balance, amount: int, expected: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    ("existing", "amount", "outcome"),
-    [(500, 500, Outcome.REPLAY), (500, 501, Outcome.CONFLICT), (500, 1, Outcome.CONFLICT)],
+    ("state", "existing", "amount", "outcome"),
+    [
+        (H, 500, 500, Outcome.REPLAY),
+        (C, 500, 500, Outcome.REPLAY),  # a confirmed booking's retry: already spent
+        (R, 500, 500, Outcome.APPLY),  # a failed booking tried again: held again, if it fits
+        (H, 500, 501, Outcome.CONFLICT),
+        (R, 500, 1, Outcome.CONFLICT),
+    ],
 )
-def test_a_hold_asked_again(existing: int, amount: int, outcome: Outcome) -> None:
-    move = hold_again(existing, amount)
+def test_a_hold_asked_again(state: HoldState, existing: int, amount: int, outcome: Outcome) -> None:
+    move = hold_again(state, existing, amount)
     assert move.outcome is outcome
     assert ("booking_ref:" in move.message) is (outcome is Outcome.CONFLICT)
 

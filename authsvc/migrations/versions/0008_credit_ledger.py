@@ -58,7 +58,6 @@ def upgrade() -> None:
         sa.Column("created_at", sa.Float(), nullable=False),
         sa.PrimaryKeyConstraint("seq"),
         sa.UniqueConstraint("id"),
-        sa.UniqueConstraint("account_id", "environment", "kind", "reference", name="auth_ledger_entries_ref"),
     )
     op.create_index(
         "auth_ledger_entries_account",
@@ -66,9 +65,16 @@ def upgrade() -> None:
         ["account_id", "environment", "seq"],
         unique=False,
     )
+    op.create_index(
+        "auth_ledger_entries_ref",
+        "auth_ledger_entries",
+        ["account_id", "environment", "reference"],
+        unique=False,
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("auth_ledger_entries_ref", table_name="auth_ledger_entries")
     op.drop_index("auth_ledger_entries_account", table_name="auth_ledger_entries")
     op.drop_table("auth_ledger_entries")
     op.drop_table("auth_credit_holds")
