@@ -74,7 +74,18 @@ def stack(tmp_path_factory: pytest.TempPathFactory, pki: pathlib.Path) -> Iterat
         )  # fmt: skip
         hotels = start(
             "examples.hotels",
-            ["--listen", "127.0.0.1:0", "--authsvc", authsvc.grpc_target, "--webhookd", webhookd.grpc_target],
+            # Past its 2 s default: a hundred bookings at once on a busy shared machine is a load test of
+            # the machine, not what this test asks.
+            [
+                "--listen",
+                "127.0.0.1:0",
+                "--authsvc",
+                authsvc.grpc_target,
+                "--webhookd",
+                webhookd.grpc_target,
+                "--authsvc-timeout",
+                "20",
+            ],
             "product:hotels",
         )
         up = f"https://127.0.0.1:{hotels.ports['port']}"
