@@ -245,3 +245,20 @@ async def test_the_ledger_revision_matches_the_tables(db_url: str) -> None:
             assert await conn.run_sync(lambda sync: drift(sync, SCHEMA, metadata)) == []
     finally:
         await engine.dispose()
+
+
+async def test_two_authsvc_processes_on_one_database_share_the_credit(db_url: str) -> None:
+    """Holds split across two servers on one database (as several authsvc processes run) still never
+    spend more than the credit: the lock is the database's, not a process's."""
+    async with running_authsvc(db_url) as (_one, first), running_authsvc(db_url) as (_two, second):
+        account = await funded(first, 20 * PRICE)
+        stubs = (first, second)
+        results = await asyncio.gather(
+            *(stubs[i % 2].PlaceCreditHold(hold(account, f"bk_{i:03d}")) for i in range(40)),
+            return_exceptions=True,
+        )
+        placed = [r for r in results if isinstance(r, pb.PlaceCreditHoldResponse)]
+        assert len(placed) == 20, results
+        where = pb.GetCreditLedgerRequest(account_id=account.id, environment=LIVE)
+        ledger = (await second.GetCreditLedger(where)).ledger
+        assert (ledger.held, ledger.available) == (20 * PRICE, 0)
