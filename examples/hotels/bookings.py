@@ -23,8 +23,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from svckit.clients import AuthClient, ClientError
+from svckit.clients import AuthClient, ClientError, HooksClient
+from svckit.protos import struct
 from travel.auth.v1 import auth_pb2 as pb
+from travel.webhooks.v1 import webhooks_pb2 as wpb
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,7 @@ OFFERS = [
     ("Hostel Example, private room", 8900),
 ]
 MAX_REMEMBERED = 10_000
+PUBLISH_TIMEOUT = 5.0
 
 
 def offer(n: int, live: bool) -> dict[str, Any]:
@@ -167,3 +170,36 @@ async def release_credit(auth: AuthClient, account_id: str, bid: str) -> None:
     except ClientError as exc:
         if exc.type != "not_found":
             log.warning("credit release failed", extra={"booking": bid, "type": exc.type})
+
+
+def public(booking: dict[str, Any]) -> dict[str, Any]:
+    """A stored booking as the partner sees it (without the store's own ``_`` fields)."""
+    return {k: v for k, v in booking.items() if not k.startswith("_")}
+
+
+async def cancel_booking(
+    auth: AuthClient, hooks: HooksClient, store: Store, account_id: str, environment: str, bid: str
+) -> Answer:
+    """Cancel a confirmed booking of the caller's (``POST /v1/hotels/bookings/{id}/cancel``): its credit
+    hold, if it spent one, is released before ``booking.cancelled`` is published. Cancelling again answers
+    the cancelled booking (the release and the event are keyed by the booking: nothing happens twice)."""
+    found = store.bookings.get(bid)
+    if found is None or (found["_account"], found["_environment"]) != (account_id, environment):
+        return Answer(404, {"error": {"type": "not_found", "message": f"no booking {bid[:64]!r}"}})
+    if environment == "live" and "hold" in found:
+        await release_credit(auth, account_id, bid)
+    env = wpb.ENVIRONMENT_LIVE if environment == "live" else wpb.ENVIRONMENT_SANDBOX
+    data = {k: found[k] for k in ("booking", "product", "offer", "amount", "currency")}
+    await hooks.publish_event(
+        wpb.PublishEventRequest(
+            account_id=account_id,
+            environment=env,
+            type="booking.cancelled",
+            state="cancelled",
+            data=struct({**data, "cancelledBy": "partner"}),
+            idempotency_key=f"{bid}:cancelled",
+        ),
+        timeout=PUBLISH_TIMEOUT,
+    )
+    found["state"] = "cancelled"
+    return Answer(200, public(found))

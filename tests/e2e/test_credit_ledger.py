@@ -92,6 +92,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory, pki: pathlib.Path) -> Iterat
         routes = [
             {"method": "POST", "path": "/v1/hotels/bookings", "scope": "hotels:write", "creates": True,
              "traveller": "optional", "upstream": {"live": up, "sandbox": "builtin"}},
+            {"method": "POST", "path": "/v1/hotels/bookings/{booking_id}/cancel", "scope": "hotels:write",
+             "upstream": {"live": up, "sandbox": "builtin"}},
         ]  # fmt: skip
         (tmp / "routes.json").write_text(json.dumps({"routes": routes}))
         edge = start(
@@ -268,3 +270,41 @@ async def test_who_reads_a_ledger(stack: Stack) -> None:
         bad = await get(product_reader, page_token="nope")
         assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request"
         assert (await get(product_reader, limit=0)).status_code == 400
+
+
+async def test_a_cancelled_booking_gives_its_credit_back(stack: Stack) -> None:
+    async with AuthClient(stack.authsvc.grpc_target, tls_of(stack.pki, "svcctl")) as ops:
+        actor = pb.Actor(user="ops:e2e")
+        account = (await ops.create_account(pb.CreateAccountRequest(name="Cancels", actor=actor))).account
+        secret = (
+            await ops.create_key(
+                pb.CreateKeyRequest(
+                    account_id=account.id, environment=pb.ENVIRONMENT_LIVE, name="k",
+                    scopes=["hotels:read", "hotels:write"], actor=actor,
+                )
+            )
+        ).secret  # fmt: skip
+        await ops.set_credit_limit(
+            pb.SetCreditLimitRequest(
+                account_id=account.id, environment=pb.ENVIRONMENT_LIVE, credit_limit=PRICE, currency="EUR",
+                actor=actor,
+            )
+        )  # fmt: skip
+    headers = {"Host": LIVE_HOST, "Authorization": f"Svc {secret}", "Accept": "application/json"}
+    async with httpx.AsyncClient(base_url=stack.live, timeout=30) as http:
+
+        async def post(path: str, key: str, body: Any = None) -> httpx.Response:
+            return await http.post(path, headers={**headers, "Idempotency-Key": key}, json=body)
+
+        booked = await post("/v1/hotels/bookings", "b-1", {"offer": "off_hotels_3"})
+        assert booked.status_code == 201, booked.text
+        full = await post("/v1/hotels/bookings", "b-2", {"offer": "off_hotels_3"})
+        assert full.status_code == 402 and full.json()["error"]["type"] == "credit_exhausted"
+        cancelled = await post(f"/v1/hotels/bookings/{booked.json()['id']}/cancel", "c-1")
+        assert cancelled.status_code == 200 and cancelled.json()["state"] == "cancelled", cancelled.text
+        ledger = (await http.get("/v1/ledger", headers=headers)).json()
+        assert (ledger["held"], ledger["captured"], ledger["available"]) == (0, 0, PRICE)
+        assert [e["type"] for e in ledger["entries"]["data"]] == ["release", "capture", "hold", "limit"]
+        # Its credit back, the next booking fits.
+        again = await post("/v1/hotels/bookings", "b-3", {"offer": "off_hotels_3"})
+        assert again.status_code == 201, again.text
