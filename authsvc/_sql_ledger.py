@@ -30,6 +30,7 @@ from authsvc._sql_tables import credit_holds, ledger_entries, ledgers, required_
 from svckit.catalog import STATES, low_balance
 from svckit.db import is_postgres
 from svckit.ids import new_id
+from svckit.peers import caller_var
 from svckit.vocabulary import Environment
 
 
@@ -183,7 +184,8 @@ class LedgerStorage(SqlBase):
             available_after=available_after,
             note=note,
             actor_user=actor.user if actor else "",
-            actor_service=actor.service if actor else "",
+            # A hold's move names the product service that made it (its certificate).
+            actor_service=actor.service if actor else caller_var.get(),
             created_at=now,
         )
         await conn.execute(

@@ -212,6 +212,10 @@ async def test_who_may_call_what_and_the_typed_refusal(tls_authsvc: Any, pki: pa
         await ops.set_credit_limit(limit)
         placed = await product.place_credit_hold(hold(account, "bk_1"))
         assert placed.ledger.available == 500
+        entries = await ops.list_ledger_entries(
+            pb.ListLedgerEntriesRequest(account_id=account.id, environment=LIVE)
+        )
+        assert [e.actor.service for e in entries.entries] == ["product:hotels", "svcctl"]
         with pytest.raises(CreditExhausted) as refused:
             await product.place_credit_hold(hold(account, "bk_2"))
         assert refused.value.status == 402
