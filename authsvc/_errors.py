@@ -9,6 +9,7 @@
         ├── Conflict              conflict               operation not possible in the current state
         ├── InvalidCustomerRef    invalid_customer_ref   partner traveller reference refused
         ├── SearchQuotaExhausted  search_quota_exhausted daily search allowance used up
+        ├── CreditExhausted       credit_exhausted       a mode A credit hold does not fit the credit
         ├── InvalidCredentials    invalid_credentials    portal sign-in refused (never says which part)
         ├── SecondFactorRequired  second_factor_required portal sign-in needs the TOTP code
         ├── SessionExpired        session_expired        portal session unknown, ended or timed out
@@ -54,6 +55,10 @@ class InvalidCustomerRef(AuthError):
 
 class SearchQuotaExhausted(AuthError):
     type = "search_quota_exhausted"
+
+
+class CreditExhausted(AuthError):
+    type = "credit_exhausted"
 
 
 class InvalidCredentials(AuthError):

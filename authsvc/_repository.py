@@ -6,6 +6,8 @@ import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from authsvc._ledger import HoldResult, Ledger, LedgerEntry
+from authsvc._ledger_rules import HoldState
 from authsvc._model import Account, AccountStatus, Actor, ApiKey, AuditEvent, AuditFilter, OutboxEvent, Usage
 from authsvc._requestlog import RequestFilter, RequestRecord
 from svckit.vocabulary import Environment
@@ -100,3 +102,30 @@ class Repository(Protocol):
         after: tuple[float, str] | None,
     ) -> list[RequestRecord]: ...
     async def purge_requests(self, before: dt.datetime) -> int: ...
+
+    async def place_hold(
+        self, account_id: str, env: Environment, ref: str, amount: int, currency: str, now: dt.datetime
+    ) -> HoldResult: ...
+    async def move_hold(
+        self, account_id: str, env: Environment, ref: str, target: HoldState, now: dt.datetime
+    ) -> HoldResult: ...
+    async def get_ledger(self, account_id: str, env: Environment) -> Ledger: ...
+    async def list_ledger_entries(
+        self, account_id: str, env: Environment, limit: int, before_seq: int
+    ) -> list[tuple[int, LedgerEntry]]: ...
+    async def set_credit_limit(
+        self, account_id: str, env: Environment, limit: int, currency: str, actor: Actor, now: dt.datetime
+    ) -> Ledger: ...
+    async def set_warning_level(
+        self, account_id: str, env: Environment, level: int | None, actor: Actor, now: dt.datetime
+    ) -> Ledger: ...
+    async def add_credit(
+        self,
+        account_id: str,
+        env: Environment,
+        amount: int,
+        reference: str,
+        note: str,
+        actor: Actor,
+        now: dt.datetime,
+    ) -> tuple[Ledger, LedgerEntry, bool]: ...

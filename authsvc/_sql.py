@@ -5,7 +5,8 @@ search threshold) the outbox row commit together or not at all. Times are stored
 Schema changes are Alembic revisions in authsvc/migrations; the tables are in ``_sql_tables``.
 
 The repository is assembled from one part per thing it stores, each on ``SqlBase`` (engine, NOTIFY,
-audit and outbox writes): accounts, keys, audit, travellers and search usage, outbox, request log.
+audit and outbox writes): accounts, keys, audit, travellers and search usage, outbox, request log,
+mode A credit ledgers.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from authsvc._sql_accounts import AccountStorage
 from authsvc._sql_audit import AuditStorage
 from authsvc._sql_keys import KeyStorage
+from authsvc._sql_ledger import LedgerStorage
 from authsvc._sql_outbox import OutboxStorage
 from authsvc._sql_requests import RequestStorage
 from authsvc._sql_tables import metadata
@@ -21,5 +23,7 @@ from authsvc._sql_usage import UsageStorage
 __all__ = ["SqlRepository", "metadata"]
 
 
-class SqlRepository(AccountStorage, KeyStorage, AuditStorage, UsageStorage, OutboxStorage, RequestStorage):
+class SqlRepository(
+    AccountStorage, KeyStorage, AuditStorage, UsageStorage, OutboxStorage, RequestStorage, LedgerStorage
+):
     """The repository on an AsyncEngine. With ``notify_channel`` (PostgreSQL) changes also NOTIFY."""

@@ -162,6 +162,59 @@ request_counts = sa.Table(
 )
 
 
+# Mode A credit (revision 0008; authsvc._ledger_rules): one balance row per account and environment (the
+# row every hold locks), the holds by booking reference, and the entries partners read, newest first.
+# Every entry is written under the ledger row's lock, so a credit's reference (its idempotency key) is
+# looked up and written with no other change of the ledger in between.
+ledgers = sa.Table(
+    "auth_ledgers",
+    metadata,
+    sa.Column("account_id", sa.String(40), primary_key=True),
+    sa.Column("environment", sa.String(8), primary_key=True),
+    sa.Column("currency", sa.String(3), nullable=False),
+    sa.Column("credit_limit", sa.BigInteger, nullable=False),
+    sa.Column("held", sa.BigInteger, nullable=False),
+    sa.Column("captured", sa.BigInteger, nullable=False),
+    sa.Column("credits", sa.BigInteger, nullable=False),
+    sa.Column("warning_level", sa.BigInteger),
+    sa.Column("below_warning", sa.Boolean, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+credit_holds = sa.Table(
+    "auth_credit_holds",
+    metadata,
+    sa.Column("account_id", sa.String(40), primary_key=True),
+    sa.Column("environment", sa.String(8), primary_key=True),
+    sa.Column("booking_ref", sa.String(v.MAX_BOOKING_REF), primary_key=True),
+    sa.Column("amount", sa.BigInteger, nullable=False),
+    sa.Column("currency", sa.String(3), nullable=False),
+    sa.Column("state", sa.String(10), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+ledger_entries = sa.Table(
+    "auth_ledger_entries",
+    metadata,
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("id", sa.String(40), nullable=False, unique=True),
+    sa.Column("account_id", sa.String(40), nullable=False),
+    sa.Column("environment", sa.String(8), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("reference", sa.String(v.MAX_BOOKING_REF), nullable=False),
+    sa.Column("amount", sa.BigInteger, nullable=False),
+    sa.Column("available_after", sa.BigInteger, nullable=False),
+    sa.Column("note", sa.String(v.MAX_REASON), nullable=False),
+    sa.Column("actor_user", sa.String(v.MAX_ACTOR), nullable=False),
+    sa.Column("actor_service", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Index("auth_ledger_entries_account", "account_id", "environment", "seq"),
+    # A credit's reference looked up (AddCredit's idempotency, checked under the ledger's lock).
+    sa.Index("auth_ledger_entries_ref", "account_id", "environment", "reference"),
+)
+
+
 def seconds_of(value: dt.datetime | None) -> float | None:
     return value.timestamp() if value is not None else None
 

@@ -21,6 +21,8 @@ MAX_ID = 64
 MAX_REASON = 500
 MAX_EMAILS = 20
 MAX_PARTNER_REF = 64
+# A product service's booking reference (credit holds) and a credit's reference.
+MAX_BOOKING_REF = 128
 MAX_ALLOWANCE = 1_000_000_000
 MAX_SEARCH_COUNT = 1000
 MAX_RATE_LIMIT = 100_000

@@ -33,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from edge.authcache import AuthCache
 from edge.authorizer import Authorizer
 from edge.blueprints import account, catalog, clock, docs, events, health, products, sandbox, stream, webhooks
+from edge.blueprints import ledger as ledger_routes
 from edge.config import EdgeConfig
 from edge.context import EdgeApp, EdgeContext, EdgeRequest
 from edge.docurls import DOCS_PATH
@@ -197,6 +198,7 @@ def create_app(config: EdgeConfig) -> EdgeApp:
     app.config.FALLBACK_ERROR_FORMAT = "json"
     for bp in (account.bp, webhooks.bp, events.bp, catalog.bp, sandbox.bp, stream.bp, docs.bp, products.bp):
         app.blueprint(bp)
+    app.blueprint(ledger_routes.bp)  # GET /v1/ledger
     app.blueprint(clock.bp)
     app.blueprint(health.bp)  # GET /healthz, /readyz
     app.error_handler.add(Exception, handle_error)

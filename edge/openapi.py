@@ -30,6 +30,7 @@ from edge.openapi_schemas import (
     EVENT_SCHEMA,
     EVENT_TYPE_SCHEMA,
     IDEMPOTENCY,
+    LEDGER_SCHEMA,
     LIMIT,
     NO_FIELDS,
     OBJ,
@@ -141,6 +142,22 @@ def _op(
     return op
 
 
+def _ledger_op() -> dict[str, Any]:
+    op = _op(
+        "getLedger",
+        "Read the mode A credit balance and its entries, newest first",
+        "account:read",
+        schema=LEDGER_SCHEMA,
+        params=[LIMIT, PAGE],
+    )
+    op["description"] = (
+        "Required scope: `account:read`, or any product's read scope (`hotels:read`, `flights:read`, "
+        "`esim:read`). Mode A accounts only (mode B: 404 not_found). The ledger is per environment: a test "
+        "key reads the sandbox's, where bookings spend no credit."
+    )
+    return op
+
+
 def _fixed_paths() -> dict[str, Any]:
     ep = [id_param("endpoint_id", "we")]
     endpoint_ref = ref("WebhookEndpoint")
@@ -153,6 +170,7 @@ def _fixed_paths() -> dict[str, Any]:
                 schema=ACCOUNT_SCHEMA,
             )
         },
+        "/v1/ledger": {"get": _ledger_op()},
         "/v1/customers/{ref}": {
             "delete": _op(
                 "deleteCustomer",

@@ -380,6 +380,52 @@ ACCOUNT_SCHEMA = {
     },
 }
 
+INT = {"type": "integer"}
+LEDGER_ENTRY_SCHEMA = {
+    "type": "object",
+    "required": ["object", "id", "type", "amount", "availableAfter", "created"],
+    "properties": {
+        "object": {"const": "ledger_entry"},
+        "id": STR,
+        "type": {"enum": ["hold", "capture", "release", "credit", "limit", "warning_level"]},
+        "reference": {"type": ["string", "null"], "description": "the booking reference, or the credit's"},
+        "amount": {**INT, "description": "minor units; for limit and warning_level the new value"},
+        "availableAfter": {**INT, "description": "the credit available right after this entry"},
+        "note": {"type": ["string", "null"]},
+        "created": {"type": "string", "format": "date-time"},
+    },
+}
+LEDGER_SCHEMA = {
+    "type": "object",
+    "description": "available = creditLimit - held - captured + credits, in minor units of currency",
+    "required": [
+        "object", "account", "livemode", "currency", "creditLimit", "held", "captured", "credits",
+        "available", "warningLevel", "entries",
+    ],
+    "properties": {
+        "object": {"const": "ledger"},
+        "account": STR,
+        "livemode": {"type": "boolean"},
+        "currency": {"type": ["string", "null"], "pattern": "^[A-Z]{3}$"},
+        "creditLimit": INT,
+        "held": INT,
+        "captured": INT,
+        "credits": INT,
+        "available": INT,
+        "warningLevel": INT,
+        "updated": TIME,
+        "entries": {
+            "type": "object",
+            "required": ["object", "data"],
+            "properties": {
+                "object": {"const": "list"},
+                "data": {"type": "array", "items": LEDGER_ENTRY_SCHEMA},
+                "nextPageToken": {"type": ["string", "null"]},
+            },
+        },
+    },
+}  # fmt: skip
+
 
 def list_of(item: dict[str, Any]) -> dict[str, Any]:
     return {

@@ -292,6 +292,11 @@ def main() -> int:
                 f"{HOTELS_LISTEN}); a live key: .venv/bin/svcctl --authsvc {AUTH_LISTEN} keys create "
                 f"--account {account} --environment live --scope hotels:read --scope hotels:write"
             )
+            # Live mode A bookings hold credit (docs/product-services.md "Credit (mode A)"): none is set.
+            print(
+                f"Credit:       live mode A bookings spend credit: .venv/bin/svcctl --authsvc {AUTH_LISTEN} "
+                f"ledger set-limit {account} 1000000 --currency EUR"
+            )
         print("\nCtrl-C stops everything.")
         while all(s.proc is not None and s.proc.poll() is None for s in running):
             signal.pause()

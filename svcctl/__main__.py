@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "svcctl.certs_commands",
     "svcctl.health_commands",
     "svcctl.user_commands",
+    "svcctl.ledger_commands",
 )
 
 

@@ -52,6 +52,12 @@ PRODUCT_AUTH_METHODS = (
     "GetAccount",
     "GetUsage",
     "ConsumeSearch",
+    # Mode A credit: a hold when a booking starts, captured on confirm, released on failure or cancel,
+    # and the account's balance read (its entries are the partner's and operators' to list).
+    "PlaceCreditHold",
+    "CaptureCreditHold",
+    "ReleaseCreditHold",
+    "GetCreditLedger",
 )
 
 ALLOWED: dict[str, frozenset[str]] = {
@@ -69,6 +75,9 @@ ALLOWED: dict[str, frozenset[str]] = {
                     "GetUsage",
                     # The request log: what it answered partners (edge.requestlog).
                     "RecordRequests",
+                    # GET /v1/ledger: the partner reads its own mode A credit (never changes it).
+                    "GetCreditLedger",
+                    "ListLedgerEntries",
                 )
             ),
             *(

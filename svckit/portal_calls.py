@@ -81,6 +81,9 @@ PORTAL_CALLS: dict[str, Need] = {
     },
     AUTH + "GetAccount": "account.read",
     AUTH + "GetUsage": "account.read",
+    # The Ledger page (mode A credit): read only.
+    AUTH + "GetCreditLedger": "account.read",
+    AUTH + "ListLedgerEntries": "account.read",
     AUTH + "GetAlertRecipients": "notifications.manage",
     # Its alert addresses only (authsvc refuses any other field from the portal).
     AUTH + "UpdateAccount": "notifications.manage",

@@ -27,6 +27,7 @@ from svckit.webserver import ServerProtocol, bind
 
 SERVICE = "hotels"
 LISTEN = "127.0.0.1:9201"  # the live hotels upstream of the edge's default route table
+AUTHSVC_TIMEOUT = 2.0  # seconds per authsvc call
 log = logging.getLogger(SERVICE)
 
 
@@ -41,6 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     flag("listen", default=LISTEN, help="HTTPS listen address HOST:PORT (port 0 picks one)")
     flag("authsvc", default=addresses.AUTHSVC, help="authsvc gRPC target")
     flag("webhookd", default=addresses.WEBHOOKD, help="webhookd gRPC target")
+    flag(
+        "authsvc-timeout",
+        type=float,
+        default=AUTHSVC_TIMEOUT,
+        help=f"deadline of each authsvc call in seconds (default {AUTHSVC_TIMEOUT}); past it the booking "
+        "answers 503 service_unavailable",
+    )
     flag(
         "edge-identity",
         default="edge",
@@ -61,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 async def serve(args: argparse.Namespace) -> None:
     tls = tls_from_args(args)
     tracing.setup(SERVICE, args.otlp_endpoint)
-    auth = AuthClient(args.authsvc, tls, timeout=2.0)
+    auth = AuthClient(args.authsvc, tls, timeout=args.authsvc_timeout)
     hooks = HooksClient(args.webhookd, tls, timeout=5.0)
     trusted = frozenset(csv_list(args.edge_identity))
     app = create_app(Hotels(auth, hooks, tls is not None, trusted, edge_key=public_key(args.edge_public_key)))

@@ -19,7 +19,16 @@ from sanic import Request, Sanic
 from sanic.response import HTTPResponse
 from sanic.response import json as json_response
 
-from examples.hotels.bookings import Answer, Replayed, Store, booking_id, offer, parse_offer
+from examples.hotels.bookings import (
+    Answer,
+    Replayed,
+    Store,
+    booking_id,
+    cancel_booking,
+    offer,
+    parse_offer,
+    with_credit,
+)
 from examples.hotels.identity import Identity, Refusal, identify
 from svckit import edgeassertion, tracing
 from svckit.clients import AuthClient, ClientError, HooksClient, request_id_context
@@ -123,7 +132,14 @@ def create_app(hotels: Hotels, name: str = "hotels") -> Sanic[Any, Any]:
             return await hotels.store.once(
                 (who.account_id, who.environment, key),
                 request.body or b"",
-                lambda: confirm(who, key, chosen),
+                lambda: with_credit(
+                    hotels.auth,
+                    who.account_id,
+                    who.environment,
+                    booking_id(who.account_id, who.environment, key),
+                    chosen,
+                    lambda: confirm(who, key, chosen),
+                ),
             )
         except Replayed:
             return Answer(
@@ -186,11 +202,19 @@ def create_app(hotels: Hotels, name: str = "hotels") -> Sanic[Any, Any]:
     async def booking_route(request: Request, booking_id: str) -> HTTPResponse:
         return await handle(request, get_booking, booking=booking_id)
 
+    async def cancel(request: Request, who: Identity, booking: str) -> Answer:
+        h = hotels
+        return await cancel_booking(h.auth, h.hooks, h.store, who.account_id, who.environment, booking)
+
+    async def cancel_route(request: Request, booking_id: str) -> HTTPResponse:
+        return await handle(request, cancel, booking=booking_id)
+
     # Registered by call: Sanic's route decorator is untyped.
     app.add_route(search_route, "/v1/hotels/search", methods=["GET"])
     app.add_route(offer_route, "/v1/hotels/offers/<offer_id>", methods=["GET"])
     app.add_route(book_route, "/v1/hotels/bookings", methods=["POST"])
     app.add_route(booking_route, "/v1/hotels/bookings/<booking_id>", methods=["GET"])
+    app.add_route(cancel_route, "/v1/hotels/bookings/<booking_id>/cancel", methods=["POST"])
     return app
 
 

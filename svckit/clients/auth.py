@@ -24,6 +24,12 @@ RETRIED_METHODS = (
     "DeleteTraveller",
     "GetAccount",
     "GetUsage",
+    # Holds are idempotent by booking reference (a retry is the same hold), and so are their moves.
+    "PlaceCreditHold",
+    "CaptureCreditHold",
+    "ReleaseCreditHold",
+    "GetCreditLedger",
+    "ListLedgerEntries",
 )
 
 
@@ -63,6 +69,15 @@ class AuthClient(Client):
     get_usage = Unary(pb.GetUsageRequest, pb.GetUsageResponse)
     record_requests = Unary(pb.RecordRequestsRequest, pb.RecordRequestsResponse)
     list_requests = Unary(pb.ListRequestsRequest, pb.ListRequestsResponse)
+    # Mode A credit (docs/product-services.md "Credit (mode A)"): a refused hold is CreditExhausted.
+    place_credit_hold = Unary(pb.PlaceCreditHoldRequest, pb.PlaceCreditHoldResponse)
+    capture_credit_hold = Unary(pb.CaptureCreditHoldRequest, pb.CaptureCreditHoldResponse)
+    release_credit_hold = Unary(pb.ReleaseCreditHoldRequest, pb.ReleaseCreditHoldResponse)
+    get_credit_ledger = Unary(pb.GetCreditLedgerRequest, pb.GetCreditLedgerResponse)
+    list_ledger_entries = Unary(pb.ListLedgerEntriesRequest, pb.ListLedgerEntriesResponse)
+    set_credit_limit = Unary(pb.SetCreditLimitRequest, pb.SetCreditLimitResponse)
+    add_credit = Unary(pb.AddCreditRequest, pb.AddCreditResponse)
+    set_credit_warning_level = Unary(pb.SetCreditWarningLevelRequest, pb.SetCreditWarningLevelResponse)
 
     # -- travel.auth.v1.IdentityService ------------------------------------------------------------
     create_invite = Unary(ipb.CreateInviteRequest, ipb.CreateInviteResponse)

@@ -2,8 +2,10 @@
 
     ClientError          the peer answered with an error: ``type`` from the error table (svckit.errors),
     │                    ``status`` its HTTP status, ``message`` and the ``field`` it names
-    └── PeerUnavailable  the peer could not be reached or did not answer in time (UNAVAILABLE,
-                         DEADLINE_EXCEEDED, CANCELLED): always ``service_unavailable``, 503
+    ├── PeerUnavailable  the peer could not be reached or did not answer in time (UNAVAILABLE,
+    │                    DEADLINE_EXCEEDED, CANCELLED): always ``service_unavailable``, 503
+    └── CreditExhausted  a mode A credit hold that does not fit (``credit_exhausted``, 402): ``body()`` is
+                         the partner's error body a product service answers before reaching its supplier
 
 Messages of the services that name a field start with ``field: ...``; ``field`` is that name and
 ``message`` the rest (what a form shows beside the field), ``detail`` the whole text as sent.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import grpc
 
@@ -54,6 +57,14 @@ class PeerUnavailable(ClientError):
     """The peer cannot be reached, or did not answer within the deadline."""
 
 
+class CreditExhausted(ClientError):
+    """authsvc refused a credit hold: the booking does not fit the account's available credit."""
+
+    def body(self) -> dict[str, Any]:
+        """The HTTP 402 error body for the partner (the edge adds requestId and docUrl)."""
+        return {"error": {"type": self.type, "message": self.message}}
+
+
 def client_error(exc: grpc.RpcError) -> ClientError:
     """The ClientError of a gRPC error: the one place a gRPC status becomes an error of the table."""
     code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
@@ -62,6 +73,8 @@ def client_error(exc: grpc.RpcError) -> ClientError:
         return PeerUnavailable("service_unavailable", detail, code=code, detail=detail)
     m = _FIELD.match(detail or "")
     field, message = (m.group(1), m.group(2)) if m else ("", detail)
+    if error_type == "credit_exhausted":
+        return CreditExhausted(error_type, message, field=field, code=code, detail=detail)
     return ClientError(error_type, message, field=field, code=code, detail=detail)
 
 

@@ -222,6 +222,13 @@ async def partner(
                 pb.CreateAccountRequest(name=name, mode=mode, actor=actor), wait_for_ready=True
             )
         ).account
+        if mode == pb.ACCOUNT_MODE_A:  # live mode A bookings hold credit (examples.hotels.with_credit)
+            await auth.set_credit_limit(
+                pb.SetCreditLimitRequest(
+                    account_id=account.id, environment=environment, credit_limit=1_000_000, currency="EUR",
+                    actor=actor,
+                )
+            )  # fmt: skip
         created = await auth.create_key(
             pb.CreateKeyRequest(
                 account_id=account.id,

@@ -126,6 +126,7 @@ def test_document_covers_every_route(api: Api) -> None:
         ("POST", "/v1/webhooks/attempts/{attempt_id}/resend"),
         ("GET", "/v1/stream"),
         ("GET", "/v1/events"),
+        ("GET", "/v1/ledger"),
         ("GET", "/v1/events/{event_id}"),
         ("GET", "/v1/event-types"),
         ("GET", "/v1/event-types/{kind}"),
@@ -169,7 +170,7 @@ def test_every_operation_conforms(api: Api) -> None:
         assert isinstance(result, Ok), result  # (an Err is a schema the document failed to describe)
         operations.append(result.ok())
     statuses: list[int] = []
-    assert len(operations) == 24
+    assert len(operations) == 25
     for operation in operations:
 
         @given(case=operation.as_strategy())

@@ -84,6 +84,19 @@ CASES = [
     ("webhookd", AUTH + "GetAccount", True),
     ("webhookd", AUTH + "GetAlertRecipients", True),
     ("edge", AUTH + "GetAlertRecipients", False),
+    # GET /v1/ledger reads the partner's credit; the edge never holds or changes it.
+    ("edge", AUTH + "GetCreditLedger", True),
+    ("edge", AUTH + "ListLedgerEntries", True),
+    ("edge", AUTH + "PlaceCreditHold", False),
+    ("edge", AUTH + "SetCreditLimit", False),
+    ("edge", AUTH + "AddCredit", False),
+    ("product:hotels", AUTH + "SetCreditLimit", False),
+    ("product:hotels", AUTH + "AddCredit", False),
+    ("product:hotels", AUTH + "SetCreditWarningLevel", False),
+    ("svcctl", AUTH + "SetCreditLimit", True),
+    ("svcctl", AUTH + "AddCredit", True),
+    ("portal", AUTH + "SetCreditLimit", False),
+    ("portal", AUTH + "AddCredit", False),
     ("product:hotels", AUTH + "GetAlertRecipients", False),
     ("portal", AUTH + "GetAlertRecipients", True),
     ("svcctl", AUTH + "GetAlertRecipients", True),
@@ -195,6 +208,11 @@ PRODUCT_MAY_CALL = {
     AUTH + "GetAccount",
     AUTH + "GetUsage",
     AUTH + "ConsumeSearch",
+    # Mode A credit: hold, capture, release, read the balance.
+    AUTH + "PlaceCreditHold",
+    AUTH + "CaptureCreditHold",
+    AUTH + "ReleaseCreditHold",
+    AUTH + "GetCreditLedger",
     HOOKS + "PublishEvent",
 }
 EVERY_RPC = sorted(
