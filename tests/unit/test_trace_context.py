@@ -147,3 +147,18 @@ def test_spans_on_continue_the_callers_trace_and_its_own_accounts_events() -> No
     assert inner.split("-")[1] == headers[tracing.TRACEPARENT].split("-")[1] == "a" * 32
     assert set(headers) == set(other) == {tracing.TRACEPARENT}
     assert tracing.tracer is None
+
+
+def test_a_grpc_call_inside_a_received_request_carries_its_trace_and_account() -> None:
+    from svckit.clients.interceptors import with_request_id
+
+    details = grpc.aio.ClientCallDetails(
+        "/travel.webhooks.v1.WebhookService/PublishEvent", 5, None, None, None
+    )
+    carrier = {tracing.TRACEPARENT: PARTNER, tracing.TRACESTATE: "svc=acct_1"}  # as the edge sends them
+    with tracing.span("hotels GET /v1/hotels/search", carrier, kind="SERVER"):
+        sent = dict(with_request_id(details).metadata or ())
+        assert sent[tracing.TRACEPARENT] == tracing.traceparent()
+    assert TRACE(sent[tracing.TRACEPARENT])[0] == "a" * 32  # type: ignore[index]
+    assert sent[tracing.TRACESTATE] == "svc=acct_1"
+    assert with_request_id(details).metadata is None  # outside a request: nothing added
