@@ -30,6 +30,7 @@ import contextlib
 import hashlib
 import os
 import random
+import re
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar, Token
@@ -53,7 +54,6 @@ STATE_KEY = "svc"
 EVENT_CONTEXTS = 10_000
 # The longest tracestate read (W3C: at most 32 entries of at most 256 characters each; ours is one).
 MAX_TRACESTATE = 512
-_HEX = frozenset("0123456789abcdef")
 
 # (the current traceparent when spans are off, the account the trace is bound to): set by ``span`` and
 # ``bind``, read by ``traceparent`` and ``tracestate``.
@@ -65,41 +65,76 @@ _provider: TracerProvider | None = None
 _events: OrderedDict[str, tuple[str, str]] = OrderedDict()  # event id -> (traceparent, request id)
 
 
+_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-[ -~]*)?")
+
+
+# New traceparents and span ids made BATCH at a time from one draw of random digits (as
+# edge.responses.new_request_id makes request ids): a trace id and a span id drawn and formatted per request
+# cost about 7,000 instructions, a batch's share is a few hundred. An all-zero id (not valid) has a chance of
+# 2^-64 per span id and is not looked for.
+BATCH = 256
+_fresh: Iterator[str] = iter(())
+_spans: Iterator[str] = iter(())
+
+
 def _reseed() -> None:
-    _random.seed()  # a forked child draws ids of its own
+    """In a forked child: neither the parent's undrawn ids nor its generator's state (no shared ids)."""
+    global _fresh, _spans
+    _random.seed()
+    _fresh, _spans = iter(()), iter(())
 
 
 os.register_at_fork(after_in_child=_reseed)
+
+
+def _digits(count: int) -> str:
+    return _random.getrandbits(4 * count).to_bytes(count // 2).hex()
+
+
+def _new_trace() -> str:
+    """The ``traceparent`` of a new trace (not sampled)."""
+    global _fresh
+    found = next(_fresh, "")
+    if not found:
+        d = _digits(48 * BATCH)
+        _fresh = iter([f"00-{d[at : at + 32]}-{d[at + 32 : at + 48]}-00" for at in range(0, 48 * BATCH, 48)])
+        found = next(_fresh)
+    return found
+
+
+def _span_id() -> str:
+    global _spans
+    found = next(_spans, "")
+    if not found:
+        d = _digits(16 * BATCH)
+        _spans = iter([d[at : at + 16] for at in range(0, 16 * BATCH, 16)])
+        found = next(_spans)
+    return found
 
 
 def parse_traceparent(value: str | None) -> tuple[str, str, str] | None:
     """(trace id, parent id, flags) of a W3C ``traceparent`` value, lower-case hex; None when it is not a
     valid one (then a receiver starts a trace of its own). Version ``00`` is exactly 55 characters; a
     later version (not ``ff``) may have more after a dash, which is ignored. Pure."""
-    if not value or len(value) < 55 or len(value) > 512:
+    if not value or len(value) > 512:
         return None
-    version, trace_id, parent_id, flags = value[:2], value[3:35], value[36:52], value[53:55]
-    if value[2] != "-" or value[35] != "-" or value[52] != "-":
+    found = _TRACEPARENT.fullmatch(value)
+    if found is None:
         return None
-    if not _HEX.issuperset(version + trace_id + parent_id + flags) or version == "ff":
-        return None
-    if (version == "00" and len(value) != 55) or (len(value) > 55 and value[55] != "-"):
+    version, trace_id, parent_id, flags, more = found.groups()
+    if version == "ff" or (version == "00" and more):
         return None
     if trace_id == "0" * 32 or parent_id == "0" * 16:
         return None
     return trace_id, parent_id, flags
 
 
-def _span_id() -> str:
-    return f"{_random.getrandbits(64) or 1:016x}"
-
-
 def new_traceparent(parent: str | None = None) -> str:
     """A ``traceparent`` for a new span: the child of ``parent`` (its trace id and flags) when that is
     valid, else the root of a new trace (random trace id, not sampled)."""
-    parsed = parse_traceparent(parent)
+    parsed = parse_traceparent(parent) if parent else None
     if parsed is None:
-        return f"00-{_random.getrandbits(128) or 1:032x}-{_span_id()}-00"
+        return _new_trace()
     return f"00-{parsed[0]}-{_span_id()}-{parsed[2]}"
 
 
@@ -174,6 +209,21 @@ def _kind(name: str) -> Any:
 _OFF: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
 
 
+def continue_trace(parent: str | None) -> Token[tuple[str, str]]:
+    """Spans off: a received request's trace as the context's, the child of ``parent`` (a traceparent
+    value; a new trace when it is None or not valid), not bound to an account; undo it with
+    ``_trace.reset`` of the token (``end_trace``). What ``span`` does with a carrier, without the context
+    manager's calls (the edge's product requests)."""
+    parsed = parse_traceparent(parent) if parent else None
+    if parsed is None:
+        return _trace.set((_new_trace(), ""))
+    return _trace.set((f"00-{parsed[0]}-{_span_id()}-{parsed[2]}", ""))
+
+
+def end_trace(token: Token[tuple[str, str]]) -> None:
+    _trace.reset(token)
+
+
 class _Continued:
     """Spans off: the trace of a received request (``carrier``) as the context's, for a ``with`` block."""
 
@@ -194,9 +244,10 @@ class _Continued:
 def _received(carrier: Mapping[str, str]) -> tuple[str, str]:
     """(a traceparent of our own continuing ``carrier``'s, the account it is bound to)."""
     parent = carrier.get(TRACEPARENT)
-    if parent and parse_traceparent(parent) is not None:
-        return new_traceparent(parent), bound_account(carrier.get(TRACESTATE))
-    return new_traceparent(), ""
+    parsed = parse_traceparent(parent) if parent else None
+    if parsed is None:
+        return _new_trace(), ""
+    return f"00-{parsed[0]}-{_span_id()}-{parsed[2]}", bound_account(carrier.get(TRACESTATE))
 
 
 def span(

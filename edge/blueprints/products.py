@@ -157,16 +157,19 @@ async def product_route(request: EdgeRequest, rest: str) -> HTTPResponse:
     # starts one, which authsvc, the upstream and webhookd's delivery of what it publishes continue
     # (svckit.tracing: with spans off, only the traceparent is made, no span).
     partner = request.headers.get(TRACEPARENT)
+    handler = functools.partial(proxy, route)
+    if tracing.tracer is None:  # spans off: the context alone, no context manager's calls
+        token = tracing.continue_trace(partner)
+        try:
+            return await gate.run(
+                request, handler, route.scope, route.is_write, route.traveller, params, route.kind
+            )
+        finally:
+            tracing.end_trace(token)
     carrier = {tracing.TRACEPARENT: partner} if partner else NEW_TRACE
     with tracing.span(f"edge {route.method} {route.path}", carrier, kind="SERVER"):
         return await gate.run(
-            request,
-            functools.partial(proxy, route),
-            route.scope,
-            route.is_write,
-            route.traveller,
-            params,
-            route.kind,
+            request, handler, route.scope, route.is_write, route.traveller, params, route.kind
         )
 
 
