@@ -27,7 +27,8 @@ class UpstreamRequest:
 class Upstream:
     """A product upstream. ``?status=N`` answers N, ``?sleep=S`` waits S seconds first; the JSON answer
     echoes what arrived (method, path, the X- headers the edge adds, traceparent), or with ``?error=T``
-    (and ``&message=M``) is an error body of type T, with ``?text=X`` the plain text X."""
+    (and ``&message=M``) is an error body of type T, with ``?text=X`` the plain text X; ``?retry_after=S``
+    adds that header."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -64,6 +65,8 @@ class Upstream:
                     out = self._echo(req)
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
+                if "retry_after" in query:
+                    self.send_header("Retry-After", query["retry_after"][0])
                 self.send_header("Content-Length", str(len(out)))
                 self.end_headers()
                 self.wfile.write(out)

@@ -30,6 +30,8 @@ ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 PASS_HEADERS = (("content-type", "Content-Type"), ("accept-language", "Accept-Language"))
 TRACEPARENT = istr(tracing.TRACEPARENT)
 NEW_TRACE: dict[str, str] = {}  # a span's carrier without a traceparent: a new trace
+# Upstream error types whose Retry-After is passed on.
+RETRY_TYPES = frozenset({"rate_limited", "service_unavailable"})
 
 
 async def proxy(route: ProductRoute, request: EdgeRequest, ctx: Ctx, **params: str) -> HTTPResponse:
@@ -104,7 +106,7 @@ async def proxy(route: ProductRoute, request: EdgeRequest, ctx: Ctx, **params: s
                 )
                 resp = await upstream.handle_async_request(outgoing)
                 await resp.aread()
-                status, content = resp.status_code, resp.content
+                status, content, raw = resp.status_code, resp.content, resp.headers.raw
                 content_type = resp.headers.get("content-type", "application/json")
     except (httpx.HTTPError, TimeoutError) as exc:
         raise UpstreamUnavailable(
@@ -112,19 +114,32 @@ async def proxy(route: ProductRoute, request: EdgeRequest, ctx: Ctx, **params: s
         ) from exc
     if status < 400:  # a success (or redirect) body is the upstream's, untouched
         return EdgeResponse(content, status=status, content_type=content_type)
-    return _mapped_error(route, request, ctx, status, content)
+    return _mapped_error(route, request, ctx, status, content, raw)
 
 
 def _mapped_error(
-    route: ProductRoute, request: EdgeRequest, ctx: Ctx, status: int, content: bytes
+    route: ProductRoute,
+    request: EdgeRequest,
+    ctx: Ctx,
+    status: int,
+    content: bytes,
+    raw: list[tuple[bytes, bytes]],
 ) -> HTTPResponse:
     """An upstream's error in the partner API's error shape (edge.upstreamerrors), its type kept on
-    ``ctx`` for the request log."""
+    ``ctx`` for the request log; a 429 ``rate_limited`` or 503 ``service_unavailable`` keeps the
+    upstream's ``Retry-After`` in seconds (a 429 without one gets 1, as the edge's own)."""
     mapped = map_upstream_error(status, content, route.scope.split(":")[0])
     ctx.error_type = mapped.type
     docs = request.app.ctx.gate.docs.base(request.scheme, request.headers.get("host"))
     body = error_body(mapped.type, mapped.message, ctx.request_id, docs)
-    return json_response(body, status=mapped.status)
+    headers = None
+    if mapped.type in RETRY_TYPES:
+        retry = next((v for k, v in raw if k.lower() == b"retry-after"), b"")
+        if retry.isdigit() and len(retry) <= 6:
+            headers = {"Retry-After": retry.decode()}
+        elif mapped.type == "rate_limited":
+            headers = {"Retry-After": "1"}
+    return json_response(body, status=mapped.status, headers=headers)
 
 
 def _content_type(headers: list[tuple[bytes, bytes]]) -> str:

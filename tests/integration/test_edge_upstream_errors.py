@@ -77,6 +77,17 @@ async def test_errors_not_ours_are_upstream_error_and_a_5xx_is_a_502(
     # A 402 of ours keeps its status and gets a docUrl.
     spent = await http.get(url + "?status=402&error=credit_exhausted", headers=hdrs(key.secret))
     assert_error(spent, 402, "credit_exhausted")
+    # Retry-After of a 429 or 503 of ours is kept; a 429 without one gets 1.
+    slow = await http.get(url + "?status=429&error=rate_limited&retry_after=7", headers=hdrs(key.secret))
+    assert_error(slow, 429, "rate_limited")
+    assert slow.headers["retry-after"] == "7"
+    busy = await http.get(url + "?status=429&error=rate_limited", headers=hdrs(key.secret))
+    assert busy.headers["retry-after"] == "1"
+    down = await http.get(
+        url + "?status=503&error=service_unavailable&retry_after=30", headers=hdrs(key.secret)
+    )
+    assert_error(down, 503, "service_unavailable")
+    assert down.headers["retry-after"] == "30"
     # A success body is passed on untouched.
     ok = await http.get(url, headers=hdrs(key.secret))
     assert ok.status_code == 200 and ok.json()["upstream"] == "sandbox"
