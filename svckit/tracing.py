@@ -214,10 +214,7 @@ def continue_trace(parent: str | None) -> Token[tuple[str, str]]:
     value; a new trace when it is None or not valid), not bound to an account; undo it with
     ``_trace.reset`` of the token (``end_trace``). What ``span`` does with a carrier, without the context
     manager's calls (the edge's product requests)."""
-    parsed = parse_traceparent(parent) if parent else None
-    if parsed is None:
-        return _trace.set((_new_trace(), ""))
-    return _trace.set((f"00-{parsed[0]}-{_span_id()}-{parsed[2]}", ""))
+    return _trace.set((new_traceparent(parent), ""))
 
 
 def end_trace(token: Token[tuple[str, str]]) -> None:

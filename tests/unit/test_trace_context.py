@@ -162,3 +162,19 @@ def test_a_grpc_call_inside_a_received_request_carries_its_trace_and_account() -
     assert TRACE(sent[tracing.TRACEPARENT])[0] == "a" * 32  # type: ignore[index]
     assert sent[tracing.TRACESTATE] == "svc=acct_1"
     assert with_request_id(details).metadata is None  # outside a request: nothing added
+
+
+def test_the_edges_continue_trace_sets_and_resets_the_context() -> None:
+    token = tracing.continue_trace(PARTNER)
+    try:
+        tracing.bind("acct_9")
+        assert TRACE(tracing.traceparent())[0] == "a" * 32  # type: ignore[index]
+        assert tracing.tracestate() == "svc=acct_9"
+    finally:
+        tracing.end_trace(token)
+    assert (tracing.traceparent(), tracing.tracestate()) == ("", "")
+    token = tracing.continue_trace("00-" + "a" * 32 + "-" + "0" * 16 + "-01")  # invalid: a new trace
+    try:
+        assert TRACE(tracing.traceparent())[0] != "a" * 32  # type: ignore[index]
+    finally:
+        tracing.end_trace(token)
