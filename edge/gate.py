@@ -77,6 +77,9 @@ class Ctx:
     # The POST's Idempotency-Key, passed down (webhookd, product upstreams) so a re-execution after an
     # edge crash is deduplicated there too.
     idempotency_key: str = ""
+    # The error type of an error answer the handler made itself (a product upstream's, mapped by
+    # edge.upstreamerrors), for the request log.
+    error_type: str = ""
 
 
 # A handler answers at once or with an awaitable: a route whose common case needs no await (GET
@@ -325,7 +328,16 @@ class Gate:
             if len(buffer) >= requests.batch:
                 requests.crowded()
             buffer.append(
-                (started, answered, caller, request.method, request.path, status, error_type, ctx.request_id)
+                (
+                    started,
+                    answered,
+                    caller,
+                    request.method,
+                    request.path,
+                    status,
+                    error_type or ctx.error_type,
+                    ctx.request_id,
+                )
             )
         return response
 

@@ -26,7 +26,9 @@ class UpstreamRequest:
 
 class Upstream:
     """A product upstream. ``?status=N`` answers N, ``?sleep=S`` waits S seconds first; the JSON answer
-    echoes what arrived (method, path, the X- headers the edge adds)."""
+    echoes what arrived (method, path, the X- headers the edge adds, traceparent), or with ``?error=T``
+    (and ``&message=M``) is an error body of type T, with ``?text=X`` the plain text X; ``?retry_after=S``
+    adds that header."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -53,7 +55,24 @@ class Upstream:
                 if "sleep" in query:
                     time.sleep(float(query["sleep"][0]))
                 status = int(query.get("status", ["200"])[0])
-                out = json.dumps(
+                content_type = "application/json"
+                if "error" in query:  # a product service's error body (docs/product-services.md "Errors")
+                    error = {"type": query["error"][0], "message": query.get("message", ["m"])[0]}
+                    out = json.dumps({"error": error}).encode()
+                elif "text" in query:  # not JSON
+                    out, content_type = query["text"][0].encode(), "text/plain"
+                else:
+                    out = self._echo(req)
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                if "retry_after" in query:
+                    self.send_header("Retry-After", query["retry_after"][0])
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def _echo(self, req: UpstreamRequest) -> bytes:
+                return json.dumps(
                     {
                         "upstream": upstream.name,
                         "method": req.method,
@@ -62,14 +81,10 @@ class Upstream:
                         "keyId": req.headers.get("x-key-id"),
                         "environment": req.headers.get("x-environment"),
                         "travellerId": req.headers.get("x-traveller-id"),
+                        "traceparent": req.headers.get("traceparent"),
                         "n": len(upstream.requests),
                     }
                 ).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 

@@ -56,6 +56,8 @@ ERROR_KINDS: dict[str, ErrorKind] = {
     "uri_too_long": ErrorKind(414, grpc.StatusCode.INVALID_ARGUMENT),
     "unsupported_media_type": ErrorKind(415, grpc.StatusCode.INVALID_ARGUMENT),
     "service_unavailable": ErrorKind(503, grpc.StatusCode.UNAVAILABLE),
+    # A product upstream's error that is not one of ours (edge.upstreamerrors): 502, or its 4xx kept.
+    "upstream_error": ErrorKind(502, grpc.StatusCode.UNKNOWN),
     # Portal identity (travel.auth.v1.IdentityService).
     "invalid_credentials": ErrorKind(401, grpc.StatusCode.UNAUTHENTICATED),
     "second_factor_required": ErrorKind(401, grpc.StatusCode.UNAUTHENTICATED),

@@ -101,7 +101,7 @@ class Sender:
         signers: Sequence[Callable[[bytes], bytes]] = (),
     ) -> SendResult:
         headers = delivery_headers(secrets, body, event_id, now, scheme, signers)
-        delivery_span = tracing.start_delivery(event_id, headers)  # adds traceparent; None when off
+        delivery_span = tracing.start_delivery(event_id, headers)  # adds traceparent; a span when on
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()

@@ -405,7 +405,8 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
             data=data,
         )
         event = EventRecord(event_id, account_id, env, request.type, state, now, envelope)
-        tracing.remember_event(event_id)  # its deliveries continue this call's trace (nothing when off)
+        # Its deliveries continue this call's trace when that is the account's own (svckit.tracing).
+        tracing.remember_event(event_id, account_id, context.invocation_metadata())
         stored, count = await self.repo.publish(event, key, now)
         if stored.id == event_id:
             self._wake()

@@ -16,6 +16,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from sanic import Request, Sanic
+from sanic.exceptions import SanicException
 from sanic.response import HTTPResponse
 from sanic.response import json as json_response
 
@@ -53,8 +54,13 @@ class Hotels:
 
 
 def error(status: int, type: str, message: str, rid: str) -> HTTPResponse:
-    body = {"error": {"type": type, "message": message, "requestId": rid}}
-    return json_response(body, status=status, headers={"X-Request-Id": rid})
+    """An error answer as the edge expects one (docs/product-services.md "Errors"): ``{"error": {"type",
+    "message"}}`` with a type of the error table; the edge adds the partner's ``requestId`` and ``docUrl``."""
+    return json_response(_err(type, message), status=status, headers={"X-Request-Id": rid})
+
+
+# Sanic's own refusals (no route, wrong method, a body too large, ...) by status, as the error table's.
+SANIC_TYPES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large", 408: "request_timeout"}
 
 
 def peer_name(request: Request) -> str | None:
@@ -73,6 +79,17 @@ def create_app(hotels: Hotels, name: str = "hotels") -> Sanic[Any, Any]:
     app: Sanic[Any, Any] = Sanic(name, configure_logging=False)
     app.config.ACCESS_LOG = False
     app.config.FALLBACK_ERROR_FORMAT = "json"
+
+    async def refused(request: Request, exc: Exception) -> HTTPResponse:
+        """What Sanic itself refuses, and any fault of ours, in the same error body as every answer."""
+        rid = request.headers.get("x-request-id") or new_request_id()
+        if isinstance(exc, SanicException) and exc.status_code < 500:
+            status = exc.status_code
+            return error(status, SANIC_TYPES.get(status, "invalid_request"), str(exc)[:200], rid)
+        log.exception("hotels: unexpected error", extra={"request_id": rid})
+        return error(500, "internal_error", "the hotels service failed; retry later", rid)
+
+    app.error_handler.add(Exception, refused)
 
     async def handle(request: Request, work: Any, **params: str) -> HTTPResponse:
         rid = request.headers.get("x-request-id") or new_request_id()

@@ -17,7 +17,7 @@ import grpc
 
 from svckit.logs import request_id_var
 from svckit.portal_calls import SESSION_HEADER
-from svckit.tracing import TRACEPARENT, traceparent
+from svckit.tracing import TRACEPARENT, TRACESTATE, traceparent, tracestate
 
 REQUEST_ID = "x-request-id"
 
@@ -33,7 +33,8 @@ def with_request_id(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallD
         for k, v in (
             (REQUEST_ID, request_id_var.get()),
             (SESSION_HEADER, session_token_var.get()),
-            (TRACEPARENT, traceparent()),  # "" unless tracing is on (svckit.tracing)
+            (TRACEPARENT, traceparent()),  # the current trace's, "" outside one (svckit.tracing)
+            (TRACESTATE, tracestate()),  # the account the trace is bound to, "" for none
         )
         if v
     ]

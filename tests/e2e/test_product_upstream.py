@@ -375,3 +375,84 @@ async def test_behind_a_tls_terminating_proxy_the_signed_assertion_is_the_identi
             assert refused.status_code == 403 and reason in refused.json()["error"]["message"], refused.text
         ok = await http.get("/v1/hotels/search", headers={**forged, HEADER: mine})
     assert ok.status_code == 200 and ok.json()["data"][0]["livemode"] is False, ok.text
+
+
+async def test_the_hotels_services_errors_reach_the_partner_in_the_one_error_shape(stack: Stack) -> None:
+    account, created = await partner(
+        stack, "Errors", pb.ACCOUNT_MODE_A, pb.ENVIRONMENT_LIVE, ["hotels:read", "hotels:write"]
+    )
+    headers = {"Host": LIVE_HOST, "Authorization": f"Svc {created.secret}", "Accept": "application/json"}
+    async with httpx.AsyncClient(base_url=stack.live, timeout=15) as http:
+        missing = await http.get("/v1/hotels/bookings/bk_nope", headers=headers)
+        assert missing.status_code == 404, missing.text
+        error = missing.json()["error"]
+        assert set(error) == {"type", "message", "requestId", "docUrl"}
+        assert (error["type"], error["message"]) == ("not_found", "no booking 'bk_nope'")
+        assert error["requestId"] == missing.headers["x-request-id"]
+        # The docUrl opens on this edge's own docs, at the type's section.
+        doc = httpx.URL(error["docUrl"])
+        assert (doc.path, doc.fragment) == ("/docs/errors", "not_found")
+        page = await http.get(doc.path, headers={"Host": doc.netloc.decode()})
+        assert page.status_code == 200 and 'id="not_found"' in page.text
+        bad = await http.post(
+            "/v1/hotels/bookings", headers={**headers, "Idempotency-Key": "e-1"}, json={"offer": "off_nope"}
+        )
+        assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request", bad.text
+        assert bad.json()["error"]["docUrl"].endswith("/docs/errors#invalid_request")
+
+    # The request log files the type, so the portal's look-up says why.
+    async with AuthClient(stack.authsvc.grpc_target, tls_of(stack.pki, "svcctl")) as auth:
+        deadline = time.monotonic() + 10
+        while not (
+            found := (
+                await auth.list_requests(
+                    pb.ListRequestsRequest(account_id=account.id, request_id=error["requestId"])
+                )
+            ).requests
+        ):
+            assert time.monotonic() < deadline, "never filed"
+            await asyncio.sleep(0.1)
+    assert (found[0].status, found[0].error_type) == (404, "not_found")
+
+    # Sanic's own refusals of the hotels service are in the same body (called with the edge's certificate).
+    edge = tls_of(stack.pki, "edge").ssl_context(server=False)
+    forged = {"X-Account-Id": account.id, "X-Key-Id": created.key.id, "X-Environment": "live"}
+    async with httpx.AsyncClient(verify=edge, base_url=stack.hotels_url, timeout=5) as http:
+        unknown = await http.get("/v1/hotels/nothing-here", headers=forged)
+        wrong = await http.delete("/v1/hotels/search", headers=forged)
+    assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "not_found", unknown.text
+    assert wrong.status_code == 405 and wrong.json()["error"]["type"] == "method_not_allowed", wrong.text
+
+
+async def test_a_partners_traceparent_is_continued_to_the_delivery_of_its_booking(stack: Stack) -> None:
+    _account, created = await partner(
+        stack, "Traced", pb.ACCOUNT_MODE_A, pb.ENVIRONMENT_LIVE, ["hotels:write", "webhooks:write"]
+    )
+    headers = {"Host": LIVE_HOST, "Authorization": f"Svc {created.secret}"}
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    async with httpx.AsyncClient(base_url=stack.live, timeout=15) as http:
+        endpoint = await http.post(
+            "/v1/webhooks/endpoints",
+            headers={**headers, "Idempotency-Key": "reg-traced"},
+            json={"url": stack.receiver.url("/traced"), "events": ["booking.confirmed"]},
+        )
+        assert endpoint.status_code == 201, endpoint.text
+        booked = await http.post(
+            "/v1/hotels/bookings",
+            headers={
+                **headers,
+                "Idempotency-Key": "book-traced",
+                "traceparent": f"00-{trace_id}-00f067aa0ba902b7-01",
+            },
+            json={"offer": "off_hotels_3"},
+        )
+        assert booked.status_code == 201, booked.text
+    booking = booked.json()["id"]
+
+    def delivered() -> list[Any]:
+        return [
+            r for r in stack.receiver.requests if json.loads(r.body).get("data", {}).get("booking") == booking
+        ]
+
+    await _wait_for(lambda: len(delivered()) >= 1, 15)
+    assert delivered()[0].headers["traceparent"].split("-")[1] == trace_id

@@ -8,16 +8,13 @@ import asyncio
 import json
 import pathlib
 
-import grpc
 import pytest
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from edge.__main__ import build_parser, config_from
 from edge.routetable import DEFAULT_ROUTES, RouteTable, RouteTableError
 from edge.upstream import check_routes, plaintext_upstreams
 from examples.hotels.bookings import Answer, Replayed, Store, booking_id
 from examples.hotels.identity import Identity, Refusal, identify
-from svckit import tracing
 from svckit.tls import Tls
 from tests.support import tls_args
 from tests.unit.test_imports import SERVICES, loaded_after, within
@@ -111,40 +108,6 @@ async def test_the_idempotency_store_runs_a_key_once_per_body() -> None:
     assert (await store.once(("acct_1", "live", "k2"), b"{}", run)).body == {"n": 3}  # a failure is retried
     assert booking_id("acct_1", "live", "k1") == booking_id("acct_1", "live", "k1")
     assert booking_id("acct_1", "live", "k1") != booking_id("acct_1", "sandbox", "k1")
-
-
-def test_tracing_off_makes_nothing() -> None:
-    assert tracing.tracer is None
-    handler = grpc.unary_unary_rpc_method_handler(lambda request, context: request)
-    assert tracing.traced("/travel.auth.v1.AuthService/GetAccount", handler) is handler
-    assert tracing.span("a") is tracing.span("b", {}, "req_1", kind="SERVER")  # one shared no-op
-    with tracing.span("nothing", {"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"}, "req_1"):
-        assert tracing.traceparent() == ""
-    tracing.remember_event("evt_1")
-    headers: dict[str, str] = {}
-    assert tracing.start_delivery("evt_1", headers) is None and headers == {}
-
-
-def test_tracing_on_continues_the_callers_trace_and_the_events() -> None:
-    exporter = InMemorySpanExporter()
-    assert tracing.setup("test", exporter=exporter)
-    try:
-        caller = "00-" + "a" * 32 + "-" + "b" * 16 + "-01"
-        with tracing.span("PublishEvent", {"traceparent": caller}, "req_1", kind="SERVER"):
-            tracing.remember_event("evt_1")
-            inner = tracing.traceparent()
-        headers: dict[str, str] = {}
-        delivery = tracing.start_delivery("evt_1", headers)
-        tracing.end_delivery(delivery, 200)
-        assert tracing.start_delivery("evt_other", {}) is None  # stored by another process
-    finally:
-        tracing.shutdown()
-    spans = exporter.get_finished_spans()
-    assert [s.name for s in spans] == ["PublishEvent", "webhookd deliver"]
-    assert {f"{s.context.trace_id:032x}" for s in spans} == {"a" * 32}
-    assert [s.attributes["request.id"] for s in spans if s.attributes] == ["req_1", "req_1"]
-    assert inner.split("-")[1] == headers["traceparent"].split("-")[1] == "a" * 32
-    assert tracing.tracer is None
 
 
 def test_the_reference_service_imports_no_service_package() -> None:
