@@ -19,7 +19,7 @@ import math
 
 from svckit.clients.errors import ClientError, PeerUnavailable
 from svckit.errors import ServiceError
-from svckit.outage import INTERNAL_MESSAGE, OutageLog, is_outage
+from svckit.outage import INTERNAL_MESSAGE, OutageLog
 
 log = logging.getLogger(__name__)
 # The edge's own database failing requests: one line per 10 s with their count (svckit.outage).
@@ -72,9 +72,8 @@ def edge_error(exc: ClientError) -> EdgeError:
 
 
 def outage_error(exc: BaseException) -> EdgeError | None:
-    """503 ``service_unavailable`` for an outage of the edge's own database (or a connection it lost),
-    counted in the log; None for anything else."""
-    if not is_outage(exc):
+    """503 ``service_unavailable`` for an outage (svckit.outage.classify) of the edge's own database or
+    Redis, counted by dependency and reason and logged once per interval; None for anything else."""
+    if OUTAGES.count(exc) is None:
         return None
-    OUTAGES.add("database", exc)
     return UpstreamUnavailable(PEER_UNAVAILABLE)
