@@ -19,11 +19,13 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 
 from svckit.clock import Clock
+from svckit.outage import OutageLog
 from webhookd import _metrics as metrics
 from webhookd._repository import Alert, Repository
 from webhookd._steering import GONE_REASON
 
 log = logging.getLogger("webhookd.mailer")
+OUTAGES = OutageLog(log)
 
 AdminLookup = Callable[[str], Awaitable[list[str]]]
 PAGE = 100  # pending alerts read per query
@@ -162,8 +164,9 @@ class Mailer:
             self._wake.clear()
             try:
                 await self.send_pending()
-            except Exception:
-                log.exception("sending disable alerts failed")
+            except Exception as exc:
+                if OUTAGES.count(exc) is None:  # an outage: one summary line per 10 s (svckit.outage)
+                    log.exception("sending disable alerts failed")
             try:
                 async with asyncio.timeout(self.retry_seconds):
                     await self._wake.wait()

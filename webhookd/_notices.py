@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from svckit.catalog import kind_of
 from svckit.clock import Clock
 from svckit.ids import sortable_id
+from svckit.outage import OutageLog
 from webhookd._events import Environment, build_envelope
 from webhookd._repository import EventRecord
 from webhookd._sql import SqlRepository
@@ -26,6 +27,7 @@ from webhookd._tables import notices
 from webhookd._times import at_us, us
 
 log = logging.getLogger("webhookd.notices")
+OUTAGES = OutageLog(log)
 
 BATCH = 100
 
@@ -110,8 +112,9 @@ class NoticeRelay:
             try:
                 while await self.publish_pending() == BATCH:
                     pass
-            except Exception:
-                log.exception("publishing operational events failed; they wait for the next pass")
+            except Exception as exc:
+                if OUTAGES.count(exc) is None:  # an outage: one summary line per 10 s (svckit.outage)
+                    log.exception("publishing operational events failed; they wait for the next pass")
             try:
                 async with asyncio.timeout(self.poll_seconds):
                     await self._wake.wait()
