@@ -28,7 +28,7 @@ from svckit.apikeys import checksum
 from svckit.ids import random_base62
 from svckit.outage import CREDENTIALS, MISSING, NOT_ACCEPTING, OUTAGE_MESSAGE, RETRY_AFTER, TOO_MANY
 from tests.conftest import PG_DB, PG_HOST, PG_PORT, pg_skip_reason
-from tests.support import ServiceProcess, scraped
+from tests.support import ServiceProcess, csrf_of, scraped
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
@@ -57,6 +57,7 @@ class Stack:
     auth: ServiceProcess
     hooks: ServiceProcess
     edge: ServiceProcess
+    portal: ServiceProcess
     secret: str
     account_id: str
 
@@ -79,8 +80,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         args = edge_args(auth.grpc_target, hooks.grpc_target, f"sqlite+aiosqlite:///{tmp / 'edge.db'}")
         edge = ServiceProcess("edge", args).start(tmp / "edge.log")
         started.append(edge)
+        portal = ServiceProcess(
+            "portal",
+            ["--listen", "127.0.0.1:0", "--metrics-listen", "", "--authsvc", auth.grpc_target,
+             "--webhookd", hooks.grpc_target],
+        ).start(tmp / "portal.log")  # fmt: skip
+        started.append(portal)
         account_id, secret = asyncio.run(sandbox_key(auth.grpc_target))
-        yield Stack(name, auth, hooks, edge, secret, account_id)
+        yield Stack(name, auth, hooks, edge, portal, secret, account_id)
     finally:
         for process in reversed(started):
             process.terminate()
@@ -116,6 +123,14 @@ async def partner_get(stack: Stack, secret: str) -> httpx.Response:
             f"http://127.0.0.1:{stack.edge.ports['sandbox_port']}/v1/account",
             headers={"Host": SANDBOX_HOST, "Authorization": f"Svc {secret}"},
         )
+
+
+async def portal_sign_in(stack: Stack) -> httpx.Response:
+    """A sign-in at the portal (authsvc checks the password in its database)."""
+    async with httpx.AsyncClient(base_url=stack.portal.ports["url"], timeout=20) as browser:
+        token = csrf_of((await browser.get("/signin")).text)
+        form = {"csrf": token, "email": "nobody@partner.example", "password": "hunter2 hunter2"}
+        return await browser.post("/signin", data=form)
 
 
 async def grpc_calls(stack: Stack) -> list[grpc.aio.AioRpcError | None]:
@@ -202,6 +217,10 @@ async def test_a_database_refusing_connections_is_answered_503_and_counted(stack
             assert error["requestId"] == r.headers["X-Request-Id"]
             assert error["docUrl"].endswith("/errors#service_unavailable")
             assert stack.name not in r.text
+        page = await portal_sign_in(stack)
+        assert page.status_code == 503, page.text
+        assert page.headers["Retry-After"] == str(RETRY_AFTER)
+        assert stack.name not in page.text
         for outcome in await grpc_calls(stack):
             assert outcome is not None and outcome.code() == grpc.StatusCode.UNAVAILABLE
             status = rpc_status.from_call(outcome)
@@ -215,9 +234,13 @@ async def test_a_database_refusing_connections_is_answered_503_and_counted(stack
     deadline = time.monotonic() + 30
     while True:
         r = await partner_get(stack, stack.secret)
-        if r.status_code == 200 and await grpc_calls(stack) == [None, None]:
+        if (
+            r.status_code == 200
+            and await grpc_calls(stack) == [None, None]
+            and (await portal_sign_in(stack)).status_code == 401  # a wrong password, told as such again
+        ):
             break
         assert time.monotonic() < deadline, r.text
         await asyncio.sleep(0.5)
-    for process in (stack.auth, stack.hooks, stack.edge):
+    for process in (stack.auth, stack.hooks, stack.edge, stack.portal):
         assert not tracebacks(process)
