@@ -77,7 +77,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         started.append(auth.start(tmp / "authsvc.log"))
         hooks = ServiceProcess("webhookd", ["--listen", "127.0.0.1:0", *METRICS, "--database", url])
         started.append(hooks.start(tmp / "webhookd.log"))
-        args = edge_args(auth.grpc_target, hooks.grpc_target, f"sqlite+aiosqlite:///{tmp / 'edge.db'}")
+        args = edge_args(
+            auth.grpc_target, hooks.grpc_target, f"sqlite+aiosqlite:///{tmp / 'edge.db'}", None, *METRICS
+        )
         edge = ServiceProcess("edge", args).start(tmp / "edge.log")
         started.append(edge)
         portal = ServiceProcess(
@@ -170,6 +172,9 @@ def tracebacks(process: ServiceProcess) -> list[str]:
     return found
 
 
+EDGE_SAW = 'dependency_failures_total{dependency="authsvc",reason="unavailable"}'
+
+
 def failures(process: ServiceProcess, reason: str) -> float:
     return scraped(
         process.ports["metrics_port"], f'dependency_failures_total{{dependency="database",reason="{reason}"}}'
@@ -206,6 +211,7 @@ async def test_a_database_refusing_connections_is_answered_503_and_counted(stack
     )
     assert (await partner_get(stack, stack.secret)).status_code == 200
     before = {p.module: failures(p, reason) for p in (stack.auth, stack.hooks)}
+    edge_before = scraped(stack.edge.ports["metrics_port"], EDGE_SAW)
     await admin(*start)
     try:
         for secret in (made_up_key(), made_up_key()):  # a known key's answers may come from caches
@@ -217,6 +223,8 @@ async def test_a_database_refusing_connections_is_answered_503_and_counted(stack
             assert error["requestId"] == r.headers["X-Request-Id"]
             assert error["docUrl"].endswith("/errors#service_unavailable")
             assert stack.name not in r.text
+        # The edge counts the calls authsvc answered UNAVAILABLE (its own job's DependencyFailures).
+        assert scraped(stack.edge.ports["metrics_port"], EDGE_SAW) > edge_before
         page = await portal_sign_in(stack)
         assert page.status_code == 503, page.text
         assert page.headers["Retry-After"] == str(RETRY_AFTER)
