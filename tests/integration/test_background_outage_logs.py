@@ -60,9 +60,16 @@ async def test_background_loops_log_one_line_per_outage_not_one_per_pass(
         ("listener", listener.outages),
     ):
 
-        def add(what: str, exc: BaseException, name: str = name, add: Any = outages.add) -> None:
+        def add(
+            what: str,
+            exc: BaseException,
+            reason: str | None = None,
+            *,
+            name: str = name,
+            add: Any = outages.add,
+        ) -> None:
             counted[name] += 1
-            add(what, exc)
+            add(what, exc, reason)
 
         monkeypatch.setattr(outages, "add", add)
     try:
