@@ -12,7 +12,7 @@ import datetime as dt
 import logging
 
 from authsvc._repository import Repository
-from svckit.outage import OutageLog, is_outage
+from svckit.outage import OutageLog
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +46,7 @@ class LastUsed:
         try:
             await self.repo.flush_last_used(batch)
         except Exception as exc:
-            if is_outage(exc):
-                self.outages.add("database", exc)
-            else:
+            if self.outages.count(exc) is None:
                 log.exception("could not record last_used_at; will retry")
             for key_id, when in batch.items():
                 self.touch(key_id, when)

@@ -20,7 +20,7 @@ from authsvc._metrics import OUTBOX_BACKLOG, OUTBOX_FAILURES, OUTBOX_PUBLISHED
 from authsvc._model import OutboxEvent
 from authsvc._repository import Repository
 from svckit.clock import Clock, SystemClock
-from svckit.outage import OutageLog, is_outage
+from svckit.outage import OutageLog
 from svckit.prototables import HOOKS_ENVIRONMENT
 from svckit.tls import Tls, channel
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
@@ -122,9 +122,7 @@ class OutboxRelay:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                if is_outage(exc):
-                    self.outages.add("database", exc)
-                else:
+                if self.outages.count(exc) is None:
                     log.exception("outbox relay pass failed")
                 sent = 0
             if sent == 0:

@@ -18,7 +18,7 @@ from typing import Any
 
 from authsvc._metrics import KEY_CHANGES
 from authsvc._model import KeyChange
-from svckit.outage import OutageLog, describe, is_outage
+from svckit.outage import OutageLog, describe
 
 log = logging.getLogger(__name__)
 
@@ -114,9 +114,9 @@ class PgListener:
             try:
                 conn = await asyncpg.connect(self.dsn, server_settings=self.server_settings)
             except (OSError, asyncpg.PostgresError) as exc:
-                if is_outage(exc):
-                    self.outages.add("database", exc)
-                else:  # e.g. a database or role that does not exist: configuration, said each time
+                # An outage (refused, missing database, role refused, no slot) is counted and summarised;
+                # anything else is said each time.
+                if self.outages.count(exc) is None:
                     log.warning("key change listener cannot connect", extra={"error": describe(exc)})
                 await asyncio.sleep(1)
                 continue
@@ -139,9 +139,7 @@ class PgListener:
                 await conn.close(timeout=2)
                 raise
             except Exception as exc:
-                if is_outage(exc):
-                    self.outages.add("database", exc)
-                else:
+                if self.outages.count(exc) is None:
                     log.exception("key change listener failed")
             finally:
                 if not conn.is_closed():

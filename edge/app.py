@@ -53,6 +53,7 @@ from svckit.clients import AuthClient, ClientError, HooksClient
 from svckit.db import create_engine
 from svckit.errors import ServiceError
 from svckit.logs import request_id_var
+from svckit.readiness import watch_database
 from svckit.refusallog import RefusalLog
 from svckit.secretbox import SecretBox
 
@@ -239,9 +240,13 @@ def create_app(config: EdgeConfig) -> EdgeApp:
         requests = ctx.requests = gate.requests = RequestLog(auth)
         requests.start()
         ctx.simulator = Simulator(publisher, cfg.sandbox_confirm_seconds)
+        if gate.shared is not None:
+            await gate.shared.start()  # edge_ratelimit_redis_up from a ping, before any request
         ctx.tasks = [
             asyncio.ensure_future(authorizer.watch_forever()),
             asyncio.ensure_future(_purge_forever(store)),
+            # database_up from the first probe on (the idempotency database; svckit.readiness)
+            asyncio.ensure_future(watch_database(ctx.engine)),
         ]
         # Serve with a trusted cache from the first request when authsvc is up; fail closed otherwise.
         await authorizer.wait_synced(2.0)
@@ -293,6 +298,7 @@ async def _purge_forever(store: Any) -> None:
             removed = await store.purge(time.time())
             if removed:
                 log.info("purged idempotency records", extra={"count": removed})
-        except Exception:
-            log.exception("idempotency purge failed")
+        except Exception as exc:
+            if outage_error(exc) is None:  # an outage is counted and summarised, not a traceback
+                log.exception("idempotency purge failed")
         await asyncio.sleep(600)

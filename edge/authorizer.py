@@ -27,7 +27,7 @@ from edge.authcache import (
     ttl_for,
 )
 from edge.environments import Environment
-from edge.exceptions import EdgeError, RateLimited, UpstreamUnavailable, edge_error
+from edge.exceptions import EdgeError, RateLimited, UpstreamUnavailable, edge_error, peer_unavailable
 from edge.gcra import US
 from edge.unknownkeys import Refused, UnknownKeyBudget, got
 from svckit.clients import AuthClient, ClientError, PeerUnavailable, ResponseStream, request_id_context
@@ -200,7 +200,7 @@ class Authorizer:
             stale = cache.get(ck, self.monotonic()) if self.cache_use() is not CacheUse.NEVER else None
             if stale is not None:
                 return stale
-            log.warning("authsvc unreachable: failing closed", extra={"code": exc.code.name})
+            peer_unavailable("authsvc", exc)  # counted; one summary line per 10 s, not one per request
             raise UpstreamUnavailable(
                 "the authorisation service cannot be reached; the request was refused (fail closed)"
             ) from None

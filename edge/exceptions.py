@@ -17,12 +17,14 @@ from __future__ import annotations
 import logging
 import math
 
+import grpc
+
 from svckit.clients.errors import ClientError, PeerUnavailable
 from svckit.errors import ServiceError
-from svckit.outage import INTERNAL_MESSAGE, OutageLog, is_outage
+from svckit.outage import INTERNAL_MESSAGE, TIMEOUT, UNAVAILABLE, OutageLog
 
 log = logging.getLogger(__name__)
-# The edge's own database failing requests: one line per 10 s with their count (svckit.outage).
+# The edge's own database, or a peer, failing requests: one line per 10 s with their count (svckit.outage).
 OUTAGES = OutageLog(log)
 
 
@@ -65,16 +67,24 @@ def edge_error(exc: ClientError) -> EdgeError:
     the peer cannot be reached or says it is unavailable; a 5xx of any other type with a generic
     message (the peer's text is logged with the request, never answered)."""
     if isinstance(exc, PeerUnavailable) or exc.type == "service_unavailable":
+        peer_unavailable("peer", exc)
         return UpstreamUnavailable(PEER_UNAVAILABLE)
     if exc.status >= 500:
         return EdgeError(INTERNAL_MESSAGE, type="internal_error")
     return EdgeError(exc.detail, type=exc.type)
 
 
+def peer_unavailable(peer: str, exc: ClientError) -> None:
+    """A call to ``peer`` (authsvc, webhookd; ``peer`` when the caller cannot tell) that failed as
+    unavailable: counted in dependency_failures_total and the one summary line per interval, not a log
+    line per request."""
+    reason = TIMEOUT if exc.code == grpc.StatusCode.DEADLINE_EXCEEDED else UNAVAILABLE
+    OUTAGES.add(peer, exc, reason)
+
+
 def outage_error(exc: BaseException) -> EdgeError | None:
-    """503 ``service_unavailable`` for an outage of the edge's own database (or a connection it lost),
-    counted in the log; None for anything else."""
-    if not is_outage(exc):
+    """503 ``service_unavailable`` for an outage (svckit.outage.classify) of the edge's own database or
+    Redis, counted by dependency and reason and logged once per interval; None for anything else."""
+    if OUTAGES.count(exc) is None:
         return None
-    OUTAGES.add("database", exc)
     return UpstreamUnavailable(PEER_UNAVAILABLE)

@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from prometheus_client import Counter, Gauge
 
-from svckit.metrics import LoopCount, LoopCounter, LoopHistogram, LoopTimes
+from svckit.metrics import LoopCount, LoopCounter, LoopHistogram, LoopTimes, SetGauge
 
 REFUSALS = Counter("edge_refusals_total", "Refused requests by error type", ["type"])
 SANDBOX_TRIGGERS = Counter("edge_sandbox_triggers_total", "Sandbox requests carrying a trigger", ["trigger"])
@@ -18,8 +18,9 @@ RATELIMIT_FALLBACK = Counter(
     "edge_ratelimit_fallback_total",
     "Requests whose rate limit this edge decided alone because Redis was unreachable or failed (--redis)",
 )
-RATELIMIT_REDIS_UP = Gauge(
-    "edge_ratelimit_redis_up", "1 after a check went to Redis, 0 after one fell back to the local bucket"
+# Only an edge with --redis exports it, from its ping at start (edge.sharedlimit).
+RATELIMIT_REDIS_UP = SetGauge(
+    "edge_ratelimit_redis_up", "1 while Redis answers the rate limits' pings and checks, else 0 (--redis)"
 )
 STREAMS = Gauge("edge_streams_open", "Open /v1/stream WebSocket connections")
 # /v1/stream's limits (edge.streamlimits): streams refused by the per-key or per-account limit ("key",

@@ -15,6 +15,7 @@ from sanic.response import HTTPResponse
 from sanic.response.types import HEADER_TRANSLATION_TABLE
 
 from svckit.errors import http_status
+from svckit.outage import RETRY_AFTER
 
 __all__ = [
     "EdgeResponse",
@@ -186,6 +187,8 @@ def error_response(
     hdrs = {"X-Request-Id": request_id, **dict(headers)}
     if error_type == "rate_limited":
         hdrs.setdefault("Retry-After", "1")
+    elif error_type == "service_unavailable":
+        hdrs.setdefault("Retry-After", str(RETRY_AFTER))
     return json_response(
         error_body(error_type, message, request_id, docs_base), status=http_status(error_type), headers=hdrs
     )

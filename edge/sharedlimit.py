@@ -14,7 +14,9 @@ never fails open (edge.authcache) -- a limit is a courtesy to the system, a key 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 
 import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError
@@ -28,6 +30,8 @@ log = logging.getLogger(__name__)
 
 # While Redis is down, how often a request tries it again (seconds).
 RETRY_SECONDS = 1.0
+# How often Redis is pinged while no request asks it (seconds): edge_ratelimit_redis_up follows it.
+PING_SECONDS = 5.0
 # Keys per script call at most (bounds how long Redis runs one call).
 MAX_BATCH = 256
 Pending = tuple[str, int, int, "asyncio.Future[list[int]]"]
@@ -50,6 +54,29 @@ class SharedLimiter:
         self._retry_at = 0.0  # monotonic; Redis is skipped before it
         self._up: bool | None = None
         self._sending: set[asyncio.Task[None]] = set()
+        self._pinging: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Ping Redis now, so ``edge_ratelimit_redis_up`` says whether it answers from the start, not
+        from the first rate-limited request; then every ``PING_SECONDS``, so it follows Redis while no
+        request comes."""
+        await self.ping()
+        self._pinging = asyncio.ensure_future(self._ping_forever())
+
+    async def ping(self) -> bool:
+        try:
+            await self.redis.ping()
+        except Exception as exc:  # whatever Redis did: it is down for the limits
+            self._down(time.monotonic(), exc)
+            return False
+        self._retry_at = 0.0
+        self._state(True)
+        return True
+
+    async def _ping_forever(self) -> None:
+        while True:
+            await asyncio.sleep(PING_SECONDS)
+            await self.ping()
 
     async def check(self, key_id: str, rate: float, now: float) -> float:
         """0.0 when the key's request may pass now, else the seconds to wait (Retry-After)."""
@@ -114,4 +141,8 @@ class SharedLimiter:
             )
 
     async def aclose(self) -> None:
+        if self._pinging is not None:
+            self._pinging.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pinging
         await self.redis.aclose()

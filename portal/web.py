@@ -24,11 +24,15 @@ from svckit.clients import ClientError
 from svckit.clients.interceptors import session_token_var
 from svckit.ids import new_id
 from svckit.logs import request_id_var
+from svckit.outage import RETRY_AFTER, OutageLog
 from svckit.refusallog import RefusalLog
 from svckit.vocabulary import Environment as Env
 
 log = logging.getLogger("portal")
 REFUSAL_LOG = RefusalLog(log)
+# Requests failed by an outage the portal met itself (one line per 10 s with their count, svckit.outage).
+OUTAGES = OutageLog(log)
+UNAVAILABLE_PAGE = "A service behind the portal is unavailable; nothing was changed. Try again in a moment."
 
 REQUESTS = Histogram(
     "portal_request_seconds",
@@ -144,12 +148,18 @@ class RouteErrorHandler(ErrorHandler):
     handler) is the portal's own error page instead, with the request id and no inline script."""
 
     def default(self, request: Request, exception: Exception) -> HTTPResponse:
-        self.log(request, exception)
         portal_request: PortalRequest = request  # type: ignore[assignment]
         if not portal_request.ctx.rid:
             begin(portal_request)
+        # An outage (svckit.outage.classify) is counted and summarised once per interval, not logged
+        # with a traceback per request, and answered 503 like a peer's.
+        outage = None if isinstance(exception, SanicException) else OUTAGES.count(exception)
+        if outage is None:
+            self.log(request, exception)
         status = exception.status_code if isinstance(exception, SanicException) else 500
-        if status == 404:
+        if outage is not None:
+            error = PageError(503, "service_unavailable", UNAVAILABLE_PAGE)
+        elif status == 404:
             error = PageError(404, "not_found", "There is no page at this address.")
         elif status < 500:
             error = PageError(status, "invalid_request", "The portal cannot answer this request.")
@@ -343,5 +353,9 @@ def render(request: PortalRequest, template: str, status: int = 200, **context: 
 def error_page(request: PortalRequest, error: ClientError | PageError) -> HTTPResponse:
     if request.headers.get("hx-request"):
         body = templates.get_template("_error.html").render(error=error, request_id=request.ctx.rid)
-        return response.html(body, status=error.status)
-    return render(request, "error.html", status=error.status, error=error)
+        page = response.html(body, status=error.status)
+    else:
+        page = render(request, "error.html", status=error.status, error=error)
+    if error.status == 503:  # an outage: when to try again, as the edge says it
+        page.headers["Retry-After"] = str(RETRY_AFTER)
+    return page

@@ -44,3 +44,9 @@ if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null && [ "$(id -u)" =
     { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } >/dev/null 2>&1 \
         || echo "bootstrap: chromium could not be installed; the portal browser tests will be skipped" >&2
 fi
+# The alert rules' unit tests (tests/unit/test_alert_rules.py) run promtool; Debian's prometheus package has it.
+if ! command -v promtool >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    echo "bootstrap: installing Debian's prometheus for promtool (apt-get)" >&2
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus; } >/dev/null 2>&1 \
+        || echo "bootstrap: promtool could not be installed; the alert rule tests will be skipped" >&2
+fi

@@ -13,6 +13,11 @@ A parser given flags this way also takes ``--config FILE`` (or ``<SERVICE>_CONFI
 ``flag-name = value`` lines (the flag without its dashes, ``-`` or ``_``), read when the command line is
 parsed. Precedence: the flag, then the environment, then the file, then the default. A key that names no
 flag, or a value of the wrong kind, is the same one-line usage error naming the file.
+
+One file serves every command of a service: each sub-command of a FlagParser (``serve``, ``migrate``,
+``reseal``, a key generator) takes ``--config`` and reads from it the keys of its own flags, ignoring the
+keys of its sibling commands' flags (``migrate`` needs ``database`` from the file ``serve`` reads, not
+``listen``); a key that names no flag of any of them is still an error (a typo).
 """
 
 from __future__ import annotations
@@ -212,13 +217,31 @@ def _load_config(parser: FlagParser, path: str) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         parser.error(f"argument --config: {path} is not TOML ({exc})")
     known = {spec.flag[2:]: spec for spec in _specs(parser)}
+    siblings = {spec.flag[2:] for member in _family(parser) for spec in _specs(member)}
     out: dict[str, Any] = {}
     for key, value in data.items():
         name = key.replace("_", "-")
-        if name not in known:
+        if name in known:
+            out[name] = value
+        elif name not in siblings:  # another command's setting (``listen`` for migrate) is left to it
             parser.error(f"argument --config: {path}: {key!r} names no flag of this command")
-        out[name] = value
     return out
+
+
+def _family(parser: Any) -> list[Any]:
+    """The sub-commands made by the same ``add_subparsers`` as ``parser`` (itself included), else []."""
+    family: list[Any] = getattr(parser, "_svc_family", [])
+    return family
+
+
+def _join_config(parser: FlagParser) -> None:
+    """``--config`` on a sub-command that has no flag of its own to bring it (a key generator), named as
+    its siblings name it: every command of a service takes the service's file."""
+    if hasattr(parser, "_svc_config_env"):
+        return
+    variable = next((v for m in _family(parser) if (v := getattr(m, "_svc_config_env", ""))), "")
+    if variable:
+        _add_config_flag(parser, variable)
 
 
 def _apply_config(parser: FlagParser, args: list[str]) -> Callable[[], None]:
@@ -306,9 +329,26 @@ class FlagParser(argparse.ArgumentParser):
     value came from the environment are converted (or refused) when the command line is parsed.
     Sub-parsers made with ``add_subparsers`` are FlagParsers too."""
 
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        """As argparse's, and each sub-command made by it knows the others (``_family``): a config file
+        key one of them takes is no error for the rest."""
+        action = super().add_subparsers(**kwargs)
+        family: list[FlagParser] = []
+        add = action.add_parser
+
+        def add_parser(name: str, **options: Any) -> Any:
+            child = add(name, **options)
+            child._svc_family = family
+            family.append(child)
+            return child
+
+        setattr(action, "add_parser", add_parser)  # noqa: B010 - argparse has no hook for it
+        return action
+
     def parse_known_args(  # type: ignore[override]
         self, args: Any = None, namespace: Any = None
     ) -> tuple[argparse.Namespace, list[str]]:
+        _join_config(self)
         restore = (
             _apply_config(self, list(sys.argv[1:] if args is None else args))
             if hasattr(self, "_svc_config_env")

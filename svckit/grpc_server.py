@@ -13,12 +13,11 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
 from svckit import tracing
-from svckit.clients.errors import UNREACHABLE
 from svckit.errors import ServiceError, to_grpc_status
 from svckit.ids import new_request_id
 from svckit.logs import request_id_var
 from svckit.metrics import GRPC_HANDLED, GRPC_LATENCY
-from svckit.outage import INTERNAL_MESSAGE, OUTAGE_MESSAGE, OutageLog, is_outage
+from svckit.outage import INTERNAL_MESSAGE, OUTAGE_MESSAGE, OutageLog
 from svckit.peers import SessionResolver, guard
 from svckit.tls import Tls
 
@@ -30,14 +29,11 @@ OUTAGES = OutageLog(log)
 
 
 async def unexpected(context: grpc.aio.ServicerContext, exc: Exception) -> None:
-    """Abort a call a handler failed with ``exc`` (raises): an outage is UNAVAILABLE
+    """Abort a call a handler failed with ``exc`` (raises): an outage (svckit.outage.classify: the
+    database refusing or losing a connection, a peer not answering) is UNAVAILABLE
     ``service_unavailable``, anything else INTERNAL ``internal_error``; neither carries the error's
     text, which goes to the log only (an outage's counted, a bug's with its traceback)."""
-    if is_outage(exc):
-        OUTAGES.add("database", exc)
-        error = ServiceError(OUTAGE_MESSAGE, type="service_unavailable")
-    elif isinstance(exc, grpc.aio.AioRpcError) and exc.code() in UNREACHABLE:
-        OUTAGES.add("peer", exc)  # a peer this call needed did not answer
+    if OUTAGES.count(exc) is not None:
         error = ServiceError(OUTAGE_MESSAGE, type="service_unavailable")
     else:
         log.error("call failed", exc_info=exc)

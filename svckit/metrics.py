@@ -12,10 +12,10 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterator, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from prometheus_client import REGISTRY, Counter, start_http_server
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 C = TypeVar("C")
@@ -149,6 +149,27 @@ GRPC_REFUSED = Counter(
 )
 
 
+class SetGauge(Collector):
+    """A gauge without labels that is exported only once a process sets it: one that never measures what
+    it names (a process without a database, an edge without Redis) says nothing, where a plain Gauge
+    would say 0 from import on, and an alert on ``== 0`` would fire for ever."""
+
+    def __init__(self, name: str, documentation: str, registry: CollectorRegistry | None = REGISTRY) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.value: float | None = None
+        if registry is not None:
+            registry.register(self)
+
+    def set(self, value: float) -> None:
+        self.value = float(value)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        value = self.value
+        if value is not None:
+            yield GaugeMetricFamily(self.name, self.documentation, value=value)
+
+
 class _Measured(Collector):
     """The default registry's families that have a sample: a labelled family nothing has counted yet (a
     HELP and TYPE with no line under them) says nothing and is left out of /metrics."""
@@ -164,8 +185,26 @@ EXPOSED = CollectorRegistry(auto_describe=False)
 EXPOSED.register(_Measured())
 
 
+METRICS_PATH = "/metrics"
+
+
+def only_metrics(app: Any) -> Any:
+    """The WSGI ``app`` on ``/metrics`` alone; any other path answers 404 (prometheus_client's server
+    answers every path with the metrics, so a probe of ``/`` or ``/healthz`` there would read as up)."""
+
+    def serve(environ: dict[str, Any], start_response: Any) -> Any:
+        if environ.get("PATH_INFO") != METRICS_PATH:
+            start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+            return [b"not found: the metrics are at /metrics\n"]
+        return app(environ, start_response)
+
+    return serve
+
+
 def serve_metrics(listen: str) -> int:
-    """Start the /metrics HTTP server on ``host:port`` (port 0 picks one); returns the bound port."""
+    """Start the /metrics HTTP server on ``host:port`` (port 0 picks one); returns the bound port. Any
+    other path is 404 (``only_metrics``)."""
     host, _, port = listen.rpartition(":")
     server, _thread = start_http_server(int(port), addr=host or "127.0.0.1", registry=EXPOSED)
+    server.set_app(only_metrics(server.get_app()))  # wsgiref's own hook for the served app
     return int(server.server_port)

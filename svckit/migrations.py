@@ -38,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from svckit.db import add_password_file_flag, create_engine, is_postgres, normalize_url, schema_of
 from svckit.flags import add_flag
+from svckit.outage import describe, is_outage
 from svckit.runner import env_name, or_default
 
 log = logging.getLogger(__name__)
@@ -310,8 +311,11 @@ def run_migrate(args: argparse.Namespace, schema: Schema) -> int:
     except SchemaError as exc:
         print(f"{schema.service}: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
-        print(f"{schema.service}: the database cannot be reached: {exc}", file=sys.stderr)
+    except Exception as exc:
+        if not is_outage(exc):  # a bug: its traceback
+            raise
+        # Refused, missing, a role refused, no slot free: one line, as an outage is logged (svckit.outage).
+        print(f"{schema.service}: the database cannot be reached: {describe(exc)}", file=sys.stderr)
         return 2
     print(f"{schema.service} schema at revision {revision}")
     return 0

@@ -18,7 +18,8 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
-from prometheus_client import Gauge
+
+from svckit.metrics import SetGauge
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +27,9 @@ Check = Callable[[], Awaitable[None]]
 CHECK_TIMEOUT = 2.0
 # The gRPC services look at their database this often (seconds).
 PROBE_INTERVAL = 2.0
-DATABASE_UP = Gauge(
-    "database_up", "1 while the service's database answers SELECT 1, else 0 (authsvc, webhookd)"
+# Exported only by a process with a database (authsvc, webhookd, the edge), from its first probe at start.
+DATABASE_UP = SetGauge(
+    "database_up", "1 while the process's database answers SELECT 1, else 0 (authsvc, webhookd, the edge)"
 )
 
 
@@ -90,6 +92,22 @@ def answer(results: Mapping[str, str]) -> tuple[int, dict[str, Any]]:
     return 200, {"status": "ready", "checks": dict(results)}
 
 
+async def probe_database(check: Check) -> str:
+    """One look at the database: ``ok`` or why not (``readiness``), and ``database_up`` set by it."""
+    outcome = (await readiness({"database": check}))["database"]
+    DATABASE_UP.set(1 if outcome == "ok" else 0)
+    return outcome
+
+
+async def watch_database(engine: Any, interval: float = PROBE_INTERVAL) -> None:
+    """``database_up`` of a process whose database has no gRPC health to follow (the edge's): a probe
+    at once and every ``interval`` seconds, for ever (cancel to stop)."""
+    check = database_check(engine)
+    while True:
+        await probe_database(check)
+        await asyncio.sleep(interval)
+
+
 class DatabaseHealth:
     """Sets a gRPC server's health (``names``: its services and "") to NOT_SERVING while ``SELECT 1`` on
     its database fails, SERVING again once it answers; looks every ``interval`` seconds."""
@@ -114,9 +132,8 @@ class DatabaseHealth:
 
     async def probe(self) -> bool:
         """Look once and set the health; True when the database answered."""
-        outcome = (await readiness({"database": self.check}))["database"]
+        outcome = await probe_database(self.check)
         up = outcome == "ok"
-        DATABASE_UP.set(1 if up else 0)
         if up != self.serving:
             self.serving = up
             status = (

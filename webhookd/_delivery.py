@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from svckit.clock import Clock
 from svckit.ids import new_id, sortable_id
+from svckit.outage import OutageLog
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd import _metrics as metrics
 from webhookd._admission import Budgets, Counts, Key, Skips, Verdict, admit, skips
@@ -32,6 +33,8 @@ from webhookd._sender import Sender, SendResult
 from webhookd._steering import steer
 
 log = logging.getLogger("webhookd.delivery")
+# The database down fails every storage cycle: one line per 10 s with a count (svckit.outage).
+OUTAGES = OutageLog(log)
 
 
 def decide(
@@ -345,8 +348,11 @@ class DeliveryWorker:
                 try:
                     self._alerted(await self.queue.record_outcomes(batch, self.owner, self.clock.now()))
                     self._noticed(batch)
-                except Exception:
-                    log.exception("writing %d delivery results failed; their leases will run out", len(batch))
+                except Exception as exc:
+                    if OUTAGES.count(exc) is None:
+                        log.exception(
+                            "writing %d delivery results failed; their leases will run out", len(batch)
+                        )
 
     async def stop(self, grace: float = 5.0) -> None:
         self._grace = grace
@@ -390,11 +396,12 @@ class DeliveryWorker:
                 alerts, claims = await self.queue.record_and_claim(
                     batch, self.owner, now, limit, now + dt.timedelta(seconds=cfg.lease_seconds), skipped
                 )
-            except Exception:
-                log.exception(
-                    "storage cycle failed (%d results not written, their leases will run out); retrying",
-                    len(batch),
-                )
+            except Exception as exc:
+                if OUTAGES.count(exc) is None:  # an outage: one summary line per 10 s, no traceback
+                    log.exception(
+                        "storage cycle failed (%d results not written, their leases will run out); retrying",
+                        len(batch),
+                    )
                 await self._sleep(1.0)
                 continue
             self._alerted(alerts)

@@ -23,12 +23,14 @@ from email.message import EmailMessage
 
 from svckit import addresses
 from svckit.clock import Clock
+from svckit.outage import OutageLog
 from webhookd import _metrics as metrics
 from webhookd._alert_policy import fix_for, level_of
 from webhookd._health import DISABLED_LEVEL
 from webhookd._repository import Alert, Repository
 
 log = logging.getLogger("webhookd.mailer")
+OUTAGES = OutageLog(log)
 
 AdminLookup = Callable[[str], Awaitable[list[str]]]
 PAGE = 100  # pending alerts read per query
@@ -191,8 +193,9 @@ class Mailer:
             self._wake.clear()
             try:
                 await self.send_pending()
-            except Exception:
-                log.exception("sending alerts failed")
+            except Exception as exc:
+                if OUTAGES.count(exc) is None:  # an outage: one summary line per 10 s (svckit.outage)
+                    log.exception("sending alerts failed")
             try:
                 async with asyncio.timeout(self.retry_seconds):
                     await self._wake.wait()

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from svckit.catalog import kind_of
 from svckit.clock import Clock
 from svckit.ids import sortable_id
+from svckit.outage import OutageLog
 from webhookd._alert_policy import FAILING_PREFIX, FLOOR, failing_alert_id, failing_email_due, level_of
 from webhookd._events import Environment, build_envelope
 from webhookd._repository import EventRecord
@@ -33,6 +34,7 @@ from webhookd._tables import alerts, notices
 from webhookd._times import at_us, us
 
 log = logging.getLogger("webhookd.notices")
+OUTAGES = OutageLog(log)
 
 BATCH = 100
 
@@ -127,8 +129,9 @@ class NoticeRelay:
             try:
                 while await self.publish_pending() == BATCH:
                     pass
-            except Exception:
-                log.exception("publishing operational events failed; they wait for the next pass")
+            except Exception as exc:
+                if OUTAGES.count(exc) is None:  # an outage: one summary line per 10 s (svckit.outage)
+                    log.exception("publishing operational events failed; they wait for the next pass")
             try:
                 async with asyncio.timeout(self.poll_seconds):
                     await self._wake.wait()

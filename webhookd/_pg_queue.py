@@ -16,6 +16,7 @@ import asyncpg
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from svckit.db import asyncpg_dsn, schema_of
+from svckit.outage import is_outage
 from webhookd import _queue_sql as q
 from webhookd._queue import StatementQueue, Step, drive_async
 from webhookd._repository import EndpointRecord
@@ -64,10 +65,18 @@ class PostgresQueue(StatementQueue):
                     return await drive_async(step, run)
             except BaseException as exc:
                 # A statement that failed rolled back and the connection is fine; anything else (lost,
-                # timed out, cancelled mid-statement) leaves it in doubt: the next step connects again.
-                if not isinstance(exc, asyncpg.PostgresError) or conn.is_closed():
+                # timed out, cancelled mid-statement, or the server ending it: 57P01 after
+                # pg_terminate_backend is a PostgresError too) leaves it in doubt: the next step connects
+                # again.
+                if not isinstance(exc, asyncpg.PostgresError) or conn.is_closed() or is_outage(exc):
                     self._conn = None
                     conn.terminate()
+                if isinstance(exc, asyncpg.InternalClientError):
+                    # Steps take turns (the lock), so a protocol state clash ("another operation is in
+                    # progress") is a connection the server ended while it sat idle, met on first use.
+                    raise asyncpg.ConnectionDoesNotExistError(
+                        f"the queue's connection was ended: {exc}"
+                    ) from exc
                 raise
 
 

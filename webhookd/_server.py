@@ -25,7 +25,7 @@ from svckit.grpc_server import start_server, stop_server
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.migrations import SchemaError, add_migrate_command, run_migrate
-from svckit.outage import describe, is_outage
+from svckit.outage import OutageLog
 from svckit.readiness import PROBE_INTERVAL, DatabaseHealth
 from svckit.reseal import OldKeyGauge, add_reseal_command, run_reseal
 from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal
@@ -50,6 +50,8 @@ from webhookd._ssrf import Policy, Resolver, system_resolver
 from webhookd.migrations import SCHEMA as WEBHOOKD_SCHEMA
 
 log = logging.getLogger("webhookd")
+# Housekeeping passes failed by an outage: one line per 10 s with a count (svckit.outage).
+HOUSEKEEPING_OUTAGES = OutageLog(log)
 
 SERVICE = "webhookd"
 SECRETS_KEY_ENV = env_name(SERVICE, "secrets_key")
@@ -163,10 +165,8 @@ async def housekeeping(repo: SqlRepository, clock: Clock, config: Config) -> Non
                 if purged:
                     log.info("purged old attempts", extra={"purged": purged})
         except Exception as exc:
-            if not is_outage(exc):
+            if HOUSEKEEPING_OUTAGES.count(exc) is None:  # an outage: the summary line, no traceback
                 log.exception("housekeeping failed")
-            else:  # the database down: a line per round, no traceback (svckit.outage)
-                log.warning("housekeeping: database unavailable", extra={"error": describe(exc)})
         await asyncio.sleep(config.stats_interval)
 
 

@@ -1,6 +1,7 @@
 """deploy/prometheus/alerts.yml: the rules docs/alerts.md describes, one for each row of its table and no
 other, every metric a rule reads exported by some service's code, and `promtool check rules` clean
-(when promtool is installed)."""
+(when promtool is installed), and its unit tests (deploy/prometheus/alerts_test.yml: each rule firing and
+not firing) passing `promtool test rules`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 RULES = ROOT / "deploy" / "prometheus" / "alerts.yml"
+RULE_TESTS = ROOT / "deploy" / "prometheus" / "alerts_test.yml"
 DOC = ROOT / "docs" / "alerts.md"
 PACKAGES = ("authsvc", "webhookd", "edge", "portal", "svckit")
 # PromQL words that look like metric names.
@@ -55,4 +57,25 @@ def test_every_metric_a_rule_reads_is_exported(rule: dict[str, object]) -> None:
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
 def test_promtool_finds_nothing_to_say() -> None:
     done = subprocess.run(["promtool", "check", "rules", str(RULES)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_rule_has_a_firing_and_a_quiet_case() -> None:
+    data = yaml.safe_load(RULE_TESTS.read_text())
+    assert data["rule_files"] == ["alerts.yml"]
+    firing: set[str] = set()
+    quiet: set[str] = set()
+    for case in data["tests"]:
+        for check in case["alert_rule_test"]:
+            (firing if check.get("exp_alerts") else quiet).add(check["alertname"])
+    names = {str(rule["alert"]) for rule in _rules() if "alert" in rule}
+    assert firing == names
+    assert quiet == names
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
+def test_promtool_rule_tests_pass() -> None:
+    done = subprocess.run(
+        ["promtool", "test", "rules", RULE_TESTS.name], capture_output=True, text=True, cwd=RULE_TESTS.parent
+    )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -118,7 +118,12 @@ def test_readiness_answer(results: dict[str, str], status: int, failing: list[st
 
 def test_an_outage_is_logged_counted(caplog: pytest.LogCaptureFixture) -> None:
     def failures() -> float:
-        return REGISTRY.get_sample_value("dependency_failures_total", {"dependency": "database"}) or 0.0
+        return (
+            REGISTRY.get_sample_value(
+                "dependency_failures_total", {"dependency": "database", "reason": "connection_refused"}
+            )
+            or 0.0
+        )
 
     before = failures()
     now = [0.0]
