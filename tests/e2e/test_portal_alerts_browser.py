@@ -16,6 +16,7 @@ import grpc
 import pytest
 
 from tests.e2e.portal_stack import CHROMIUM, Stack, browser, join, shot, stack  # noqa: F401 (the fixtures)
+from tests.support import event_data
 from travel.auth.v1 import identity_pb2 as ipb
 from travel.webhooks.v1 import webhooks_pb2 as wpb
 from travel.webhooks.v1 import webhooks_pb2_grpc as wpb_grpc
@@ -52,7 +53,11 @@ def test_failing_endpoint_email_links_its_portal_page(browser: Any, stack: Stack
         ).endpoint.id
         event = hooks.PublishEvent(
             wpb.PublishEventRequest(
-                account_id=stack.account_id, environment=SANDBOX, type="booking.confirmed", state="confirmed"
+                account_id=stack.account_id,
+                environment=SANDBOX,
+                type="booking.confirmed",
+                state="confirmed",
+                data=event_data("booking.confirmed"),
             )
         ).event.id
 

@@ -18,7 +18,7 @@ import trustme
 from aiosmtpd.controller import Controller
 
 from svckit.clock import FakeClock
-from tests.support import free_port
+from tests.support import event_data, free_port
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy
@@ -100,7 +100,13 @@ async def _at(app: Webhookd, clock: FakeClock, t: dt.datetime) -> int:
 
 async def _publish(stub: Any) -> None:
     await stub.PublishEvent(
-        pb.PublishEventRequest(account_id=ACCT, environment=LIVE, type="booking.confirmed", state="confirmed")
+        pb.PublishEventRequest(
+            account_id=ACCT,
+            environment=LIVE,
+            type="booking.confirmed",
+            state="confirmed",
+            data=event_data("booking.confirmed"),
+        )
     )
 
 

@@ -13,6 +13,7 @@ from google.protobuf import field_mask_pb2
 
 from authsvc.testing import ACTOR, running_authsvc
 from svckit.errors import type_from_rpc_error
+from tests.support import event_data
 from travel.auth.v1 import auth_pb2
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
@@ -104,7 +105,9 @@ async def test_star_subscribes_to_every_kind(
     assert list(ep.events) == ["*"]  # stored as given: kinds added later are included
     for kind in ("booking.confirmed", "payment.succeeded", "esim.provisioned", "apikey.revoked"):
         published = await stub.PublishEvent(
-            pb.PublishEventRequest(account_id=accounts["B"], environment=LIVE, type=kind, state="s")
+            pb.PublishEventRequest(
+                account_id=accounts["B"], environment=LIVE, type=kind, data=event_data(kind)
+            )
         )
         assert published.delivery_count == 1, kind
     message = await refused(stub, accounts["B"], ["*", "booking.confirmed"])
