@@ -7,7 +7,8 @@ close with unread bytes would send a reset that can make the client drop the ans
 ``accepted(request)`` is what a server calls when a request's credential was accepted (the edge's gate,
 the portal's session middleware): the connection then keeps the normal keep-alive and its source is
 trusted. ``refused(request, status, accepted)`` is called with each refusal: an anonymous connection is
-closed after it (``close_after``).
+closed after it (``close_after``). A refused connection is held unread before its answer
+(``refusal_hold``); the held ones are counted by block here too.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from svckit.connlimits import (
     admit,
     close_after,
     keep_alive,
+    refusal_hold,
 )
 from svckit.netblocks import buckets
 from svckit.refusallog import RefusalLog
@@ -87,6 +89,8 @@ class ConnectionGuard:
         self.by_block: dict[str, int] = {}  # anonymous connections only
         self.total = 0
         self.trusted: dict[str, float] = {}  # source -> until
+        self.held_by_block: dict[str, int] = {}  # refused connections held, by block
+        self.held_total = 0
 
     def admit(self, address: str, protocol: Any) -> Guarded | Limit:
         """A new connection from ``address``: counted and its ``Guarded`` returned, or the limit met."""
@@ -110,6 +114,20 @@ class ConnectionGuard:
         if block is not None:
             # A connection admitted anonymous counts in its block until it ends, even once accepted.
             _decrement(self.by_block, block)
+
+    def hold(self, block: str) -> float | None:
+        """A refused connection from ``block``: how long it is held (a held place taken: ``unhold``
+        frees it), or None."""
+        held = self.held_by_block.get(block, 0) + 1
+        seconds = refusal_hold(held, self.held_total)
+        if seconds is not None:
+            self.held_by_block[block] = held
+            self.held_total += 1
+        return seconds
+
+    def unhold(self, block: str) -> None:
+        self.held_total -= 1
+        _decrement(self.held_by_block, block)
 
     def is_trusted(self, source: str) -> bool:
         until = self.trusted.get(source)
@@ -162,23 +180,41 @@ def refused(request: Request[Any, Any], status: int, request_accepted: bool) -> 
 
 
 class RefusedConnection(asyncio.Protocol):
-    """A connection refused at accept time: ``answer`` written with a FIN after it, then what arrives is
-    dropped until the client's EOF, at most REFUSED_DRAIN bytes and REFUSED_LINGER seconds."""
+    """A connection refused at accept time: held ``hold`` seconds unread (None: not at all), then
+    ``answer`` written with a FIN after it, then what arrives is dropped until the client's EOF, at
+    most REFUSED_DRAIN bytes and REFUSED_LINGER seconds."""
 
-    def __init__(self, answer: bytes) -> None:
-        self.answer = answer
+    def __init__(self, answer: bytes, guard: ConnectionGuard, block: str, hold: float | None) -> None:
+        self.answer, self.guard, self.block, self.hold = answer, guard, block, hold
         self.transport: Any = None  # asyncio's or uvloop's (not an asyncio.Transport subclass)
         self.timer: asyncio.TimerHandle | None = None
         self.dropped = 0
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
+        if self.hold is None:
+            self.respond()
+            return
+        transport.pause_reading()
+        self.timer = asyncio.get_running_loop().call_later(self.hold, self.respond)
+
+    def respond(self) -> None:
+        self.release()
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
         transport.write(self.answer)
         if not transport.can_write_eof():  # TLS: no half-close
             transport.close()
             return
         transport.write_eof()
+        transport.resume_reading()
         self.timer = asyncio.get_running_loop().call_later(REFUSED_LINGER, transport.abort)
+
+    def release(self) -> None:
+        if self.hold is not None:
+            self.hold = None
+            self.guard.unhold(self.block)
 
     def data_received(self, data: bytes) -> None:
         self.dropped += len(data)
@@ -191,12 +227,15 @@ class RefusedConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self.timer is not None:
             self.timer.cancel()
+        self.release()
         self.transport = None
 
 
-def refuse(transport: Any, answer: bytes) -> None:
-    """Hand ``transport`` (just accepted) to a ``RefusedConnection`` writing ``answer``."""
-    refused_protocol = RefusedConnection(answer)
+def refuse(transport: Any, answer: bytes, guard: ConnectionGuard, address: str) -> None:
+    """Hand ``transport`` (just accepted from ``address``) to a ``RefusedConnection`` writing ``answer``
+    after its hold."""
+    block = buckets(address)[1]
+    refused_protocol = RefusedConnection(answer, guard, block, guard.hold(block))
     transport.set_protocol(refused_protocol)
     refused_protocol.connection_made(transport)
 

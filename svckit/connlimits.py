@@ -17,8 +17,9 @@ not bound the number of connections. These rules do, at accept time, before a by
   the process is loaded, anonymous connections are shed first; partners still get in.
 - the refusal (``refusal``) is a short answer with ``Connection: close``, written before the request is
   read: 429 for the source's or block's cap (Retry-After), 503 for the budget. It names the limit
-  reached; its metric is ``http_connections_refused_total{limit}``. Each further attempt costs the
-  client a handshake; the kernel's accept queue holds the rest.
+  reached; its metric is ``http_connections_refused_total{limit}``. It is held first (``refusal_hold``,
+  not read meanwhile), as refusal pacing holds a refused request: each further attempt costs the client
+  a handshake and a wait, and the kernel's accept queue holds the rest.
 - ``keep_alive``: an anonymous connection (no accepted credential on it, its source not trusted) is
   closed after ``anonymous_keep_alive`` seconds idle rather than the server's keep-alive timeout.
 - ``close_after``: an anonymous connection is closed after its first refusal of a request with no
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import enum
+import math
 from dataclasses import dataclass
 
 from svckit.flags import FlagParser, add_flag, env_name
@@ -49,6 +51,12 @@ TRUSTED_SECONDS = 600.0
 MAX_TRUSTED = 100_000
 # Seconds an anonymous connection may stay idle between requests (the server's keep-alive otherwise).
 ANONYMOUS_KEEP_ALIVE = 2.0
+# A refused connection is held (not read) before its answer: HOLD seconds for each HOLD_BURST held from
+# its block, at most LONGEST_HOLD; past REFUSALS_HELD held in all, answered at once.
+HOLD = 1.0
+HOLD_BURST = 64
+LONGEST_HOLD = 10.0
+REFUSALS_HELD = 4096
 
 
 class Limit(enum.StrEnum):
@@ -114,6 +122,17 @@ def refusal(limit: Limit) -> tuple[int, str]:
     if limit is Limit.ANONYMOUS:
         return 503, "The server is busy: connections without an accepted credential are shed; retry shortly."
     return 503, "The server is at its connection limit; retry shortly."
+
+
+def refusal_hold(held_by_block: int, held_total: int) -> float | None:
+    """How long a refused connection is held before its answer, the ``held_by_block``-th its block has
+    held (itself included): a flood retrying refused connections at once would otherwise make the server
+    accept, answer and close them as fast as it can send them, on the loop everyone's requests share
+    (issue 34 measured its retries at 10,000 a second). Held, it waits, and retries at most HOLD_BURST
+    per HOLD from a block. None: answer at once (REFUSALS_HELD held already: memory stays bounded)."""
+    if held_total >= REFUSALS_HELD:
+        return None
+    return min(LONGEST_HOLD, HOLD * max(1, math.ceil(held_by_block / HOLD_BURST)))
 
 
 def keep_alive(accepted: bool, server: float, limits: ConnectionLimits) -> float:

@@ -50,6 +50,8 @@ class ServerHttp(Http):
             raise
 
     def create_empty_request(self) -> None:
+        # The stand-in request of an error answer parses self.url: a target Sanic's URL parser refused
+        # would fail again there, and the error would go unanswered.
         if self.url is not None:
             self.url = escape_target(self.url)
         super().create_empty_request()
@@ -73,9 +75,10 @@ class ServerProtocol(HttpProtocol):
             super().connection_made(transport)  # type: ignore[no-untyped-call]  # unannotated in Sanic
             return
         peer = transport.get_extra_info("peername")
-        verdict = guard.admit(peer[0] if isinstance(peer, tuple) else "", self)
+        address = peer[0] if isinstance(peer, tuple) else ""
+        verdict = guard.admit(address, self)
         if isinstance(verdict, Limit):
-            refuse(transport, self.refusal_answer(verdict))
+            refuse(transport, self.refusal_answer(verdict), guard, address)
             return
         super().connection_made(transport)  # type: ignore[no-untyped-call]
         if self.conn_info is not None:

@@ -6,6 +6,10 @@ import pytest
 
 from svckit.connguard import ConnectionGuard, Guarded
 from svckit.connlimits import (
+    HOLD,
+    HOLD_BURST,
+    LONGEST_HOLD,
+    REFUSALS_HELD,
     TRUSTED_FACTOR,
     TRUSTED_SECONDS,
     ConnectionLimits,
@@ -14,6 +18,7 @@ from svckit.connlimits import (
     admit,
     close_after,
     keep_alive,
+    refusal_hold,
 )
 from svckit.requesttarget import bad_target, escape_target, head_too_large
 
@@ -106,3 +111,24 @@ def test_a_target_with_a_control_byte_is_refused_and_escaped() -> None:
     refusal = bad_target("/a\x01b")
     assert refusal is not None and refusal.status_code == 400
     assert escape_target("/a\x01b c") == "/a%01b%20c"
+
+
+@pytest.mark.parametrize(
+    ("held_by_block", "held_total", "seconds"),
+    [
+        (1, 0, HOLD),
+        (HOLD_BURST, 10, HOLD),  # a block's first burst waits one hold
+        (HOLD_BURST + 1, 10, 2 * HOLD),  # the next burst two: a block retries HOLD_BURST per HOLD
+        (10**6, 10, LONGEST_HOLD),
+        (1, REFUSALS_HELD, None),  # too many held: answered at once
+    ],
+)
+def test_refusal_hold(held_by_block: int, held_total: int, seconds: float | None) -> None:
+    assert refusal_hold(held_by_block, held_total) == seconds
+
+
+def test_the_guard_frees_held_places() -> None:
+    guard = ConnectionGuard(LIMITS)
+    assert guard.hold("10.0.0.0/24") == HOLD and guard.held_total == 1
+    guard.unhold("10.0.0.0/24")
+    assert guard.held_total == 0 and not guard.held_by_block
