@@ -40,8 +40,8 @@ from svckit.flags import FlagParser, add_flag, env_name
 
 # Connections open at once from one source (address, IPv6 /64) and from one block (IPv4 /24, IPv6 /48)
 # without an accepted credential; the process's budget, and the part of it anonymous connections may use.
-PER_SOURCE = 64
-PER_BLOCK = 256
+PER_SOURCE = 32
+PER_BLOCK = 128
 BUDGET = 2048
 ANONYMOUS_SHARE = 0.5
 # A trusted source's cap, as a multiple of PER_SOURCE (not held to its block's), and how long a source
@@ -56,7 +56,7 @@ ANONYMOUS_KEEP_ALIVE = 2.0
 HOLD = 1.0
 HOLD_BURST = 64
 LONGEST_HOLD = 10.0
-REFUSALS_HELD = 4096
+REFUSALS_HELD = 32_768
 
 
 class Limit(enum.StrEnum):
