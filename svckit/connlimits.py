@@ -40,7 +40,7 @@ from svckit.flags import FlagParser, add_flag, env_name
 
 # Connections open at once from one source (address, IPv6 /64) and from one block (IPv4 /24, IPv6 /48)
 # without an accepted credential; the process's budget, and the part of it anonymous connections may use.
-PER_SOURCE = 32
+PER_SOURCE = 64
 PER_BLOCK = 128
 BUDGET = 2048
 ANONYMOUS_SHARE = 0.5
