@@ -163,7 +163,7 @@ def add_connection_args(parser: FlagParser, service: str) -> None:
             defaults.budget,
             "connections this process serves at once (past it a new one is answered 503 and closed); "
             "anonymous ones (no accepted credential from their address lately) at most "
-            f"{ANONYMOUS_SHARE:.0%} of it; 0: no limit",
+            f"{ANONYMOUS_SHARE:g} of it; 0: no limit",
         ),
         (
             "connections-per-address",
