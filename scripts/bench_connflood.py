@@ -197,7 +197,7 @@ def run(
         line += f" | {block} answers " + ", ".join(f"{k}: {n}" for k, n in sorted(statuses[block].items()))
     line += " | flood got " + ", ".join(f"{k}: {n}" for k, n in sorted(got.items()))
     for service in pids:
-        line += f" | {service} RSS quiet {max(rss['quiet', service]):.0f} MB"
+        line += f" | {service} RSS first quiet {rss['quiet', service][0]:.0f} MB"
         line += f", flooded {max(rss['flood', service]):.0f} MB"
     print(line, flush=True)
     manager.shutdown()

@@ -406,6 +406,8 @@ def main() -> int:
         if "connections" in floods:
             floods.remove("connections")
             connection_floods(args, authsvc.grpc_target, edge, portal, cached)
+            if not floods:
+                return 0
         policy = "SCHED_IDLE" if args.flood_idle else f"nice {args.flood_nice}"
         print(
             f"partner from 127.0.0.1: {args.cached} requests with a cached key, {args.first} first-use keys, "
