@@ -60,8 +60,8 @@ class ServerHttp(Http):
 class ServerProtocol(HttpProtocol):
     """Sanic's HTTP/1.1 protocol (without the empty ``alt-svc`` response header: see ``start``), with
     the connection limits of svckit.connlimits: a new connection is admitted by the app's
-    ``ConnectionGuard`` (``start`` sets it) or answered at once by ``refusal_answer`` and closed
-    (svckit.connguard.refuse), before Sanic starts reading it.
+    ``ConnectionGuard`` (``start`` sets it) or refused: handed to svckit.connguard.refuse, which writes
+    ``refusal_answer`` after its hold and closes it, Sanic never reading it.
 
     Sanic's protocol classes use ``__slots__`` (its metaclass gives every subclass an empty one): a
     subclass that keeps state declares its slots on one class only, as two bases with slots of their
