@@ -14,7 +14,9 @@ closed after it (``close_after``). A refused connection is held unread before it
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import random
 import time
 from collections.abc import Callable
 from typing import Any
@@ -83,8 +85,13 @@ class Guarded:
 
 
 class ConnectionGuard:
-    def __init__(self, limits: ConnectionLimits, clock: Callable[[], float] = time.monotonic) -> None:
-        self.limits, self.clock = limits, clock
+    def __init__(
+        self,
+        limits: ConnectionLimits,
+        clock: Callable[[], float] = time.monotonic,
+        spread: Callable[[], float] = functools.partial(random.uniform, 0.5, 1.5),
+    ) -> None:
+        self.limits, self.clock, self.spread = limits, clock, spread
         self.by_source: dict[str, int] = {}
         self.by_block: dict[str, int] = {}  # anonymous connections only
         self.total = 0
@@ -120,10 +127,13 @@ class ConnectionGuard:
         frees it), or None."""
         held = self.held_by_block.get(block, 0) + 1
         seconds = refusal_hold(held, self.held_total)
-        if seconds is not None:
-            self.held_by_block[block] = held
-            self.held_total += 1
-        return seconds
+        if seconds is None:
+            return None
+        self.held_by_block[block] = held
+        self.held_total += 1
+        # Spread over half to one and a half of it: connections refused together would otherwise be
+        # answered together, and a flood's retries come back as one burst a second.
+        return seconds * self.spread()
 
     def unhold(self, block: str) -> None:
         self.held_total -= 1

@@ -52,10 +52,11 @@ MAX_TRUSTED = 100_000
 # Seconds an anonymous connection may stay idle between requests (the server's keep-alive otherwise).
 ANONYMOUS_KEEP_ALIVE = 2.0
 # A refused connection is held (not read) before its answer: HOLD seconds for each HOLD_BURST held from
-# its block, at most LONGEST_HOLD; past REFUSALS_HELD held in all, answered at once.
+# its block, at most LONGEST_HOLD (a flood holding thousands retries a few hundred a second at most);
+# past REFUSALS_HELD held in all, answered at once.
 HOLD = 1.0
 HOLD_BURST = 64
-LONGEST_HOLD = 10.0
+LONGEST_HOLD = 30.0
 REFUSALS_HELD = 32_768
 
 
