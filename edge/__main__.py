@@ -23,6 +23,7 @@ from edge.workers import follow_parent, supervise
 from svckit import addresses, runner, tracing
 from svckit.clients.auth import auth_target
 from svckit.clients.channels import target
+from svckit.connlimits import add_connection_args, limits_from_args
 from svckit.db import add_password_file_flag, normalize_url
 from svckit.flags import FlagParser, add_flag, config_default, csv_list, env_name
 from svckit.logs import setup_logging
@@ -170,6 +171,7 @@ def build_parser() -> FlagParser:
         help="look-ups of keys authsvc does not know allowed per client address at once",
     )
     add_pacing_args(s, SERVICE, "an accepted key")
+    add_connection_args(s, SERVICE)
     flag(
         "stream-ping-seconds",
         type=float,
@@ -321,6 +323,7 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         unknown_key_rate=args.unknown_key_rate,
         unknown_key_burst=args.unknown_key_burst,
         pacing=pacing_from_args(args),
+        connections=limits_from_args(args),
         keep_alive_timeout=args.keep_alive_timeout,
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
@@ -339,7 +342,7 @@ async def serve(args: argparse.Namespace) -> None:
     config = config_from(args, [s.getsockname()[1] for s in socks])
     tracing.setup(SERVICE, args.otlp_endpoint)
     app = create_app(config)
-    running = await start(app, socks, protocol=EdgeProtocol)
+    running = await start(app, socks, protocol=EdgeProtocol, limits=config.connections)
     metrics_port = serve_metrics(args.metrics_listen) if args.metrics_listen else None
     # What start-up allocated (modules, the app, its routes) lives as long as the process: out of the
     # collector's generations, a full collection no longer walks it (about 3 % of a cached GET's

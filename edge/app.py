@@ -50,6 +50,7 @@ from edge.simulator import Simulator
 from edge.unknownkeys import UnknownKeyBudget
 from edge.upstream import upstream_transport
 from svckit.clients import AuthClient, ClientError, HooksClient
+from svckit.connguard import refused as connection_refused
 from svckit.db import create_engine
 from svckit.errors import ServiceError
 from svckit.logs import request_id_var
@@ -153,6 +154,8 @@ def handle_error(
                 rctx.started, rctx.caller, request.method, request.path, response.status, etype, rid
             )
     if gate is not None and request is not None:
+        # An anonymous connection ends with its first refusal (svckit.connlimits.close_after).
+        connection_refused(request, response.status, request.ctx.caller is not None)
         # Past its source's allowance a refusal is written later (svckit.pacing): a flood slowed.
         wait = gate.pace(request, response.status, request.ctx.caller is not None)
         if wait is not None:

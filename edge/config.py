@@ -15,6 +15,7 @@ from edge.routetable import DEFAULT_ROUTES, RouteTable
 from edge.sources import Network
 from edge.unknownkeys import UNKNOWN_KEY_BURST, UNKNOWN_KEY_RATE
 from svckit import addresses
+from svckit.connlimits import ConnectionLimits
 from svckit.pacing import Pacing
 from svckit.tls import Tls
 
@@ -75,6 +76,10 @@ class EdgeConfig:
     # Refusal pacing (svckit.pacing): past its source's allowance a 429, or a refusal of a request with
     # no accepted key, is answered later (--refusal-delay, --refusal-rate, --refusal-burst, --refusals-held).
     pacing: Pacing = field(default_factory=Pacing)
+    # Connection limits (svckit.connlimits): open connections per client address, per /24 and in all, and
+    # how long an anonymous one may idle (--connections, --connections-per-address, --connections-per-block,
+    # --anonymous-keep-alive).
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     webhookd_timeout: float = 10.0
     upstream_timeout: float = 30.0
     # A product upstream's answer longer than this is refused (503), never cut.

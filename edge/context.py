@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from edge.requestlog import RequestLog
     from edge.simulator import Simulator
     from svckit.clients import AuthClient, HooksClient
+    from svckit.connguard import ConnectionGuard
 
 __all__ = ["EdgeApp", "EdgeContext", "EdgeRequest", "EdgeRequestContext", "Stream"]
 
@@ -61,6 +62,8 @@ class EdgeContext:
     openapi: dict[str, Any] | None = None
     # GET /docs's pages (edge.docsite), made on first use; each page rendered on its first request.
     docs: DocSite | None = None
+    # The connection limits' counts (svckit.connguard), set by svckit.webserver.start.
+    connection_guard: ConnectionGuard | None = None
 
     auth: AuthClient = field(init=False)
     hooks: HooksClient = field(init=False)

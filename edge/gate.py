@@ -55,6 +55,7 @@ from edge.sources import source_address
 from edge.triggers import FORCED_MESSAGES, RouteKind, Trigger, decide
 from svckit.clients import ClientError
 from svckit.clock import utcnow
+from svckit.connguard import accepted as connection_accepted
 from svckit.logs import request_id_var
 from svckit.pacing import RefusalPacer
 from svckit.prototables import AUTH_ENVIRONMENT
@@ -201,6 +202,7 @@ class Gate:
             api_key, env, scope, source, is_write, self.request_id(request), digest=digest
         )
         caller = admitted(request, answer)
+        connection_accepted(request)
         await self.limit(caller)
         return caller, source
 
@@ -264,6 +266,9 @@ class Gate:
             if caller is None or not answer.allowed:
                 caller = admitted(request, answer)  # raises the refusal (keeping a known caller on ctx)
             rctx.caller = caller  # admitted's, inlined: request.ctx is a property, read once above
+            connection_accepted(
+                request
+            )  # the connection's keep-alive, its source trusted (svckit.connlimits)
             if self.shared is None:  # limit_here inlined
                 rate = caller.rate_limit or self.rates.get(caller.environment, 0.0)
                 if rate > 0:

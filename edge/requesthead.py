@@ -22,6 +22,17 @@ import re
 from collections.abc import Collection, Iterable
 
 from edge.exceptions import EdgeError
+from svckit.requesttarget import escape_target, request_line_too_long
+
+__all__ = [
+    "check_fields",
+    "check_raw_names",
+    "check_target",
+    "escape_target",
+    "head_passes",
+    "head_too_large",
+    "names_pass",
+]
 
 SINGLE_FIELDS = ("host", "authorization", "idempotency-key", "x-partner-customer-ref")
 _CANONICAL = {name: "-".join(p.capitalize() for p in name.split("-")) for name in SINGLE_FIELDS}
@@ -34,8 +45,7 @@ _BAD_VALUE_CHAR = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 def head_too_large(buffer: bytes | bytearray, limit: int) -> EdgeError:
     """The refusal for a head that did not end within ``limit`` bytes; ``buffer`` holds what arrived."""
-    line_end = buffer.find(b"\r\n")
-    if line_end == -1 or line_end >= limit:
+    if request_line_too_long(buffer, limit):
         return EdgeError(f"the request line (URL) is longer than {limit} bytes", type="uri_too_long")
     return EdgeError(
         f"the request header fields are larger than {limit} bytes", type="request_header_fields_too_large"
@@ -140,9 +150,3 @@ def check_raw_names(head: bytes) -> None:
         if not _RAW_TOKEN.fullmatch(name):
             shown = name.decode("ascii", "backslashreplace").strip()
             raise EdgeError(f"the header field name {shown!r} is malformed", type="invalid_request")
-
-
-def escape_target(target: str) -> str:
-    """``target`` with every byte outside 0x21-0x7E percent-encoded (safe to parse and to log)."""
-    raw = target.encode("utf-8", "surrogateescape")
-    return "".join(chr(b) if 0x21 <= b <= 0x7E else f"%{b:02X}" for b in raw)

@@ -4,6 +4,7 @@ on its two listeners through ``svckit.webserver.start(app, socks, protocol=EdgeP
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from time import monotonic as current_time
 from types import MethodType
@@ -17,6 +18,7 @@ from sanic.server.protocols.http_protocol import HttpProtocol
 from sanic.server.protocols.websocket_protocol import WebSocketProtocol
 
 from edge.config import EdgeConfig
+from edge.docurls import DOCS_PATH
 from edge.exceptions import EdgeError
 from edge.requesthead import (
     check_fields,
@@ -26,8 +28,11 @@ from edge.requesthead import (
     head_passes,
     head_too_large,
 )
-from edge.responses import EdgeResponse, response_head
+from edge.responses import EdgeResponse, error_body, response_head
 from edge.wsintake import LINGER_BYTES, LINGER_SECONDS, FrameIntake
+from svckit.connguard import plain_answer
+from svckit.connlimits import Limit, refusal
+from svckit.ids import new_request_id
 from svckit.webserver import ServerProtocol
 
 _SWITCHING = b"HTTP/1.1 101 "
@@ -156,7 +161,7 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
     their own cannot be combined.
     """
 
-    HTTP_CLASS = EdgeHttp
+    HTTP_CLASS: type[Http] = EdgeHttp
     __slots__ = ("_body_deadline", "_discarded", "_head_deadline", "_lingering", "ws_intake")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -170,7 +175,7 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
 
     def connection_made(self, transport: Any) -> None:
         self._head_deadline = current_time() + self.request_timeout
-        super().connection_made(transport)  # type: ignore[no-untyped-call]
+        super().connection_made(transport)
 
     def check_timeouts(self) -> None:
         task, http, deadline = self._task, getattr(self, "_http", None), self._head_deadline
@@ -208,6 +213,16 @@ class EdgeProtocol(WebSocketProtocol, _TidyResponseHead):
         ws = await super().websocket_handshake(request, chosen)
         self.ws_intake = FrameIntake(ws, self.transport, self.loop)
         return ws
+
+    def refusal_answer(self, limit: Limit) -> bytes:
+        """A connection refused by ``limit`` (svckit.connlimits), answered in the edge's error body:
+        429 ``rate_limited`` for the client's own connections, 503 ``service_unavailable`` for the
+        process's; the message names the limit."""
+        status, message = refusal(limit)
+        error_type = "rate_limited" if status == 429 else "service_unavailable"
+        rid = new_request_id()
+        body = json.dumps(error_body(error_type, message, rid, DOCS_PATH), separators=(",", ":"))
+        return plain_answer(status, body, "application/json", (("X-Request-Id", rid),))
 
     def close(self, timeout: float | None = None) -> None:
         transport = self.transport

@@ -11,6 +11,7 @@ from typing import Any
 from portal.app import PortalConfig, create_app
 from svckit import addresses, runner
 from svckit.clients.channels import target
+from svckit.connlimits import add_connection_args, limits_from_args
 from svckit.flags import FlagParser, add_flag, config_default, env_name
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
@@ -89,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"{CSRF_KEY_ENV}; `python -m portal new-csrf-key` makes one); default a random key per process",
     )
     add_pacing_args(s, SERVICE, "a session")
+    add_connection_args(s, SERVICE)
     add_tls_args(s, SERVICE)
     return parser
 
@@ -107,9 +109,10 @@ async def serve(args: argparse.Namespace) -> None:
         tls=tls_from_args(args),
         csrf_key=key_from(args.csrf_key_file or "", os.environ.get(CSRF_KEY_ENV, ""), "--csrf-key-file"),
         pacing=pacing_from_args(args),
+        connections=limits_from_args(args),
     )
     app = create_app(config)
-    running = await start(app, [listen])
+    running = await start(app, [listen], limits=config.connections)
     port = running.ports[0]
     if not config.public_url:
         host = listen.rpartition(":")[0] or "127.0.0.1"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from svckit import addresses
+from svckit.connlimits import ConnectionLimits
 from svckit.pacing import Pacing
 from svckit.tls import Tls
 
@@ -26,3 +27,6 @@ class PortalConfig:
     # sign-in refused, a forged form), is answered later (--refusal-delay, --refusal-rate, --refusal-burst,
     # --refusals-held).
     pacing: Pacing = field(default_factory=Pacing)
+    # Connection limits (svckit.connlimits): open connections per client address, per /24 and in all, and
+    # how long one without a session may idle (--connections, --connections-per-address, ...).
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)

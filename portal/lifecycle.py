@@ -15,6 +15,8 @@ from portal.routes.session import SIGNIN_PATH, throttled
 from portal.web import ENVIRONMENTS, SESSION_COOKIE, begin, check_csrf, cookie_of, error_page, finish
 from svckit.clients import ClientError
 from svckit.clients.interceptors import session_token_var
+from svckit.connguard import accepted as connection_accepted
+from svckit.connguard import refused as connection_refused
 from travel.auth.v1 import identity_pb2 as ipb
 
 # What a user who must enrol in TOTP may still open: its own page, the enrolment, sign-out.
@@ -77,8 +79,15 @@ async def load(request: PortalRequest) -> HTTPResponse | None:
 async def headers(request: PortalRequest, resp: BaseHTTPResponse) -> None:
     ctx = request.app.ctx
     finish(request, resp, ctx.secure)
+    signed_in = request.ctx.viewer is not None
+    # A session keeps its connection's keep-alive and trusts its address; a connection without one ends
+    # with its first refusal (svckit.connlimits).
+    if signed_in:
+        connection_accepted(request)
+    else:
+        connection_refused(request, resp.status, False)
     # Past its source's allowance a refusal is written later (svckit.pacing): a flood slowed.
-    wait = ctx.pacer.refusal(request, request.ip or "", resp.status, request.ctx.viewer is not None)
+    wait = ctx.pacer.refusal(request, request.ip or "", resp.status, signed_in)
     if wait is not None:
         await wait
 

@@ -330,7 +330,11 @@ def render(request: PortalRequest, template: str, status: int = 200, **context: 
         got = _take(request, flash.NOTICE_COOKIE) if request.cookies.get(flash.NOTICE_COOKIE) else None
         context["notice"] = str(got.get("m", "")) if got else ""
     # The page's environment; a page no route matched (the 404 page) takes its URL's first segment.
-    env = context.pop("env", None) or request.match_info.get("env") or request.path.split("/")[1]
+    env = (
+        context.pop("env", None)
+        or request.match_info.get("env")
+        or request.path.partition("/")[2].partition("/")[0]
+    )
     if env not in ENVIRONMENTS:
         env = "live"
     other = "sandbox" if env == "live" else "live"

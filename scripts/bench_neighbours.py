@@ -14,6 +14,11 @@ see two sources, as they would two tenants):
 - ``pings``: open streams of another account sending ping frames as fast as they can;
 - ``keys``: made-up keys whose checksum holds (each a cache miss; the per-address unknown-key budget
   answers most of them 429);
+- ``connections``: issue 34's many-address connection flood (scripts/bench_connflood.py): 100 addresses
+  x 45 keep-alive connections (4,500), then x 50 (5,000), sending made-up keys back to back, against the
+  edge and then the portal, from flood processes pinned to one core while the probe (a partner's cached
+  key on the edge, a signed-in owner's page on the portal) runs in one process pinned to the other;
+  prints both probes' p50/p99 quiet and flooded, every answer's status, and the services' RSS;
 - ``many-keys``: the same from many addresses (127.3.0.1 onwards, one request from each, so each
   stays within its own and its /24's budget; the edge's global unknown-key budget answers the rest
   429, while the partner, whose keys were allowed before, is not held to it).
@@ -63,7 +68,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 FLOOD_FROM = "127.0.0.2"
-FLOODS = ("sign-in", "streams", "pings", "keys", "many-keys")
+FLOODS = ("sign-in", "streams", "pings", "keys", "many-keys", "connections")
 
 
 def pct(values: list[float], p: float) -> float:
@@ -245,6 +250,64 @@ async def partner(
     return hot, first
 
 
+def connection_floods(args: argparse.Namespace, authsvc: str, edge: Any, portal: Any, cached: str) -> None:
+    """The ``connections`` phase (scripts/bench_connflood.py): a signed-in owner made through an
+    invitation, then each flood of the edge and of the portal."""
+    import re
+
+    import bench_connflood
+    import grpc
+    import httpx
+
+    from edge.testing import SANDBOX_HOST
+    from travel.auth.v1 import auth_pb2 as apb
+    from travel.auth.v1 import auth_pb2_grpc, identity_pb2_grpc
+    from travel.auth.v1 import identity_pb2 as ipb
+
+    actor = apb.Actor(user="bench")
+    with grpc.insecure_channel(authsvc) as channel:
+        account = auth_pb2_grpc.AuthServiceStub(channel).CreateAccount(
+            apb.CreateAccountRequest(name="owner's account", actor=actor)
+        )
+        invite = identity_pb2_grpc.IdentityServiceStub(channel).CreateInvite(
+            ipb.CreateInviteRequest(
+                account_id=account.account.id,
+                email="owner@bench.example",
+                role=ipb.USER_ROLE_OWNER,
+                actor=actor,
+            )
+        )
+    portal_url = portal.ports["url"]
+    with httpx.Client(base_url=portal_url, timeout=30) as browser:
+        form = browser.get(f"/invite/{invite.token}").text
+        csrf = re.search(r'name="csrf" value="([^"]*)"', form)
+        done = browser.post(
+            f"/invite/{invite.token}",
+            data={"csrf": csrf.group(1) if csrf else "", "password": "a long enough passphrase"},
+        )
+        assert done.status_code == 303, done.text
+        cookie = f"portal_session={browser.cookies['portal_session']}"
+    edge_url = f"http://127.0.0.1:{edge.ports['sandbox_port']}"
+    probe = (edge_url, SANDBOX_HOST, cached, portal_url, cookie)
+    pids = {"edge": edge.proc.pid, "portal": portal.proc.pid}
+    cores = sorted(os.sched_getaffinity(0))
+    print(
+        f"connection floods: flood processes pinned to core {cores[1 % len(cores)]}, the probe to core "
+        f"{cores[0]} (services unpinned); {args.rounds} quiet and {args.rounds} flooded blocks in turn, "
+        f"{args.conn_samples} partner requests and {args.conn_samples // 2} owner pages each",
+        flush=True,
+    )
+    portal_port = int(portal_url.rsplit(":", 1)[1])
+    for target, port, host in (
+        ("edge", edge.ports["sandbox_port"], SANDBOX_HOST),
+        ("portal", portal_port, "127.0.0.1"),
+    ):
+        for per_address in (45, 50):
+            bench_connflood.run(
+                target, port, host, per_address, probe, pids, args.conn_samples, args.rounds, 3.0
+            )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -266,6 +329,9 @@ def main() -> int:
         "--settle", type=float, default=1.5, help="seconds after pausing, before a quiet block"
     )
     parser.add_argument("--floods", default=",".join(FLOODS), help=f"which of {', '.join(FLOODS)}")
+    parser.add_argument(
+        "--conn-samples", type=int, default=400, help="partner requests per block of the connections phase"
+    )
     args = parser.parse_args()
 
     import grpc
@@ -322,7 +388,12 @@ def main() -> int:
             floods = [f for f in args.floods.split(",") if f in FLOODS]
             cached = keys("partner", 1)[0]
             # Each flood's phase uses fresh keys in its quiet blocks and in its flood blocks.
-            fresh = {(f, q): keys(f"partner {f} {q}", args.first) for f in floods for q in ("quiet", "flood")}
+            fresh = {
+                (f, q): keys(f"partner {f} {q}", args.first)
+                for f in floods
+                if f != "connections"
+                for q in ("quiet", "flood")
+            }
             flood_keys = keys("noisy neighbour", 10)
         edge_port = edge.ports["sandbox_port"]
         edge_url = f"http://127.0.0.1:{edge_port}"
@@ -332,6 +403,11 @@ def main() -> int:
             "edge_port": edge_port,
             "flood_keys": flood_keys,
         }
+        if "connections" in floods:
+            floods.remove("connections")
+            connection_floods(args, authsvc.grpc_target, edge, portal, cached)
+            if not floods:
+                return 0
         policy = "SCHED_IDLE" if args.flood_idle else f"nice {args.flood_nice}"
         print(
             f"partner from 127.0.0.1: {args.cached} requests with a cached key, {args.first} first-use keys, "

@@ -20,20 +20,86 @@ from typing import Any
 
 from sanic import Sanic
 from sanic.application.state import ApplicationServerInfo
+from sanic.exceptions import BadRequest, PayloadTooLarge
+from sanic.http import Http
 from sanic.http.constants import HTTP
 from sanic.server.async_server import AsyncioServer
 from sanic.server.protocols.http_protocol import HttpProtocol
 from sanic.server.protocols.websocket_protocol import WebSocketProtocol
 
 from svckit import frameworks
+from svckit.connguard import ConnectionGuard, plain_answer, refuse
+from svckit.connlimits import ConnectionLimits, Limit, refusal
+from svckit.requesttarget import bad_target, escape_target, head_too_large
+
+
+class ServerHttp(Http):
+    """Sanic's HTTP/1.1 cycle, answering a head it cannot read as the request it is (svckit.requesttarget):
+    a request line over the head's limit 414 (Sanic: 413), a target with a byte that must be
+    percent-encoded 400 (Sanic: the stand-in request of its error answer failed on the same target, and
+    the connection dropped with a traceback)."""
+
+    async def http1_request_header(self) -> None:
+        try:
+            await super().http1_request_header()  # type: ignore[no-untyped-call]  # unannotated in Sanic
+        except PayloadTooLarge:  # Sanic's name for a head over REQUEST_MAX_HEADER_SIZE
+            raise head_too_large(self.recv_buffer, self.HEADER_MAX_SIZE) from None
+        except BadRequest:
+            refusal = bad_target(self.url) if self.url is not None else None
+            if refusal is not None:
+                raise refusal from None
+            raise
+
+    def create_empty_request(self) -> None:
+        # The stand-in request of an error answer parses self.url: a target Sanic's URL parser refused
+        # would fail again there, and the error would go unanswered.
+        if self.url is not None:
+            self.url = escape_target(self.url)
+        super().create_empty_request()
 
 
 class ServerProtocol(HttpProtocol):
-    """Sanic's HTTP/1.1 protocol (without the empty ``alt-svc`` response header: see ``start``).
+    """Sanic's HTTP/1.1 protocol (without the empty ``alt-svc`` response header: see ``start``), with
+    the connection limits of svckit.connlimits: a new connection is admitted by the app's
+    ``ConnectionGuard`` (``start`` sets it) or refused: handed to svckit.connguard.refuse, which writes
+    ``refusal_answer`` after its hold and closes it, Sanic never reading it.
 
     Sanic's protocol classes use ``__slots__`` (its metaclass gives every subclass an empty one): a
     subclass that keeps state declares its slots on one class only, as two bases with slots of their
-    own cannot be combined."""
+    own cannot be combined. The guard's state of a connection lives on Sanic's ``conn_info.ctx``."""
+
+    HTTP_CLASS: type[Http] = ServerHttp
+
+    def connection_made(self, transport: Any) -> None:
+        guard: ConnectionGuard | None = getattr(self.app.ctx, "connection_guard", None)
+        if guard is None:
+            super().connection_made(transport)  # type: ignore[no-untyped-call]  # unannotated in Sanic
+            return
+        peer = transport.get_extra_info("peername")
+        address = peer[0] if isinstance(peer, tuple) else ""
+        verdict = guard.admit(address, self)
+        if isinstance(verdict, Limit):
+            refuse(transport, self.refusal_answer(verdict), guard, address)
+            return
+        super().connection_made(transport)  # type: ignore[no-untyped-call]
+        if self.conn_info is not None:
+            self.conn_info.ctx.guarded = verdict
+        else:  # Sanic failed to set it up (and logged why): nothing will release the count but this
+            verdict.release()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        conn = self.conn_info
+        if conn is not None:
+            guarded = getattr(conn.ctx, "guarded", None)
+            if guarded is not None:
+                guarded.release()
+                conn.ctx.guarded = None
+        super().connection_lost(exc)  # type: ignore[no-untyped-call]
+
+    def refusal_answer(self, limit: Limit) -> bytes:
+        """The whole answer of a connection refused by ``limit`` (plain text; the edge answers JSON)."""
+        status, message = refusal(limit)
+        return plain_answer(status, message)
 
 
 class ServerWebSocketProtocol(WebSocketProtocol, ServerProtocol):
@@ -95,12 +161,15 @@ async def start(
     app: Sanic[Any, Any],
     listens: Sequence[str | socket.socket],
     protocol: type[HttpProtocol] | None = None,
+    limits: ConnectionLimits | None = None,
 ) -> Running:
     """Serve ``app`` on each listen address (``HOST:PORT``) or already bound socket (``bind``), every
     connection through ``protocol`` (default ``ServerWebSocketProtocol`` if the app has WebSocket routes,
-    else ``ServerProtocol``). The sockets listen only once the app's ``before_server_start`` listeners
+    else ``ServerProtocol``), within ``limits`` (svckit.connlimits; the defaults when None) counted
+    over all its listeners. The sockets listen only once the app's ``before_server_start`` listeners
     have run: nothing is answered by an app that has not finished starting."""
     frameworks.check()
+    app.ctx.connection_guard = ConnectionGuard(limits if limits is not None else ConnectionLimits())
     if protocol is None:
         protocol = ServerWebSocketProtocol if app.websocket_enabled else ServerProtocol
     socks = [bind(listen) if isinstance(listen, str) else listen for listen in listens]
