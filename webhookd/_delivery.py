@@ -190,7 +190,7 @@ class DeliveryWorker:
         )
         self._inflight = Counts()  # sends in flight
         self._held = Counts()  # every claim held: in flight, ready or deferred
-        self._keys: dict[str, Key] = {}  # by delivery id, each claim held: fixed when it was claimed
+        self._keys: dict[int, Key] = {}  # by id(claim), each claim held: fixed when it was claimed
         self.proven = Proven(self.config.proven_endpoints)
         self._sending = 0
         self._running: dict[int, tuple[Key, float]] = {}  # sends in flight by token: key, start (monotonic)
@@ -411,7 +411,7 @@ class DeliveryWorker:
                     self._found_nothing = None  # it skipped as much and found some: something came due
             for claim in claims:
                 key = key_of(claim, claim.delivery.endpoint_id in self.proven)
-                self._keys[claim.delivery.id] = key
+                self._keys[id(claim)] = key
                 self._held.add(key)
             self._ready.extend(claims)
             self._start_sends()
@@ -453,7 +453,7 @@ class DeliveryWorker:
             full = hanging[endpoint_id] > 0
             while deferred and (full or deferred[0][1] <= oldest):
                 claim, _at = deferred.popleft()
-                self._held.remove(self._keys.pop(claim.delivery.id))
+                self._held.remove(self._keys.pop(id(claim)))
                 out.append(_unclaimed(claim))
             if not deferred:
                 del self._deferred[endpoint_id]
@@ -482,7 +482,7 @@ class DeliveryWorker:
         by a cap of its own is moved to the deferred."""
         best: tuple[int, str, Key] | None = None
         for endpoint_id, deferred in self._deferred.items():
-            key = self._keys[deferred[0][0].delivery.id]
+            key = self._keys[id(deferred[0][0])]
             busy = self._inflight.endpoint[endpoint_id]
             if (best is None or busy < best[0]) and admit(key, self._inflight, self._budgets) is Verdict.SEND:
                 best = (busy, endpoint_id, key)
@@ -501,7 +501,7 @@ class DeliveryWorker:
         ready = self._ready
         while ready:
             claim = ready[0]
-            key = self._keys[claim.delivery.id]
+            key = self._keys[id(claim)]
             verdict = admit(key, self._inflight, self._budgets)
             if verdict is Verdict.WAIT:
                 return None
@@ -583,7 +583,7 @@ class DeliveryWorker:
                     self._held.unmark_slow(key)
                 self._inflight.remove(key)
                 self._held.remove(key)
-                self._keys.pop(claim.delivery.id, None)
+                self._keys.pop(id(claim), None)
                 self._sending -= 1
                 self._wake.set()
             if self._stopping:
