@@ -326,7 +326,8 @@ class Gate:
         if requests is not None and (
             requests.files_error(caller.account_id, answered)
             if status >= 400
-            else started >= requests.successes_full_until and requests.files_success(started)
+            else started >= requests.successes_full_until
+            and requests.files_success(started, caller.account_id)
         ):
             # RequestLog.record inlined (the request path: a method call cost as much as the append).
             buffer = requests.buffer

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,9 @@ BATCH = 500
 # thousands of requests a second, filing every success cost the edge a third of its throughput (the
 # records' protos, the gRPC batches, and authsvc's inserts on the same cores: docs/edge.md "Request log").
 SUCCESSES_PER_SECOND = 50
+# The most of a second's filed successes one account takes (issue 34: one partner at 100 requests a second
+# made another's successes of that second vanish from its log); the rest are other accounts'.
+SUCCESS_SHARE = 0.5
 # Errors (400 and up) filed per account per second (by the time they were answered) by one edge process;
 # beyond it, that account's other errors of the second are counted, not filed. A tenant refused hundreds of
 # times a second (issue 20: a flood of stream handshakes past its open rate) would otherwise fill the buffer
@@ -70,8 +74,17 @@ MAX_LATENCY_MS = 2**31 - 1
 Entry = tuple[float, float, "Caller", str, str, int, str, str]
 
 
+def success_filed(filed: int, of_account: int, per_second: int, account_cap: int) -> bool:
+    """Pure: is one more success of an account filed, given the second's ``filed`` successes and, of them,
+    the account's (``of_account``)? While the second's budget (``per_second``) has room and the account
+    has not reached its share of it (``account_cap``): one account never takes what the others' requests of
+    that second would get, and the budget still bounds what filing costs the edge."""
+    return filed < per_second and of_account < account_cap
+
+
 class RequestLog:
     __slots__ = (
+        "_account_successes",
         "_error_second",
         "_errors",
         "_failing",
@@ -79,6 +92,7 @@ class RequestLog:
         "_successes",
         "_task",
         "_wakeup",
+        "account_successes",
         "auth",
         "batch",
         "buffer",
@@ -99,6 +113,7 @@ class RequestLog:
         batch: int = BATCH,
         interval: float = INTERVAL,
         successes_per_second: int = SUCCESSES_PER_SECOND,
+        success_share: float = SUCCESS_SHARE,
         errors_per_account: int = ERRORS_PER_ACCOUNT_PER_SECOND,
     ) -> None:
         self.auth = auth
@@ -109,6 +124,8 @@ class RequestLog:
         self.errors_skipped = 0  # counted at the next flush, off the request path
         self._second = 0
         self._successes = 0
+        self._account_successes: dict[str, int] = {}  # the current second's successes filed, by account
+        self.account_successes = max(1, math.ceil(successes_per_second * success_share))
         # The end of the last second whose successes were all filed (files_success said no): a success
         # that started before it is not filed, known without calling files_success (edge.gate.Gate.finish).
         self.successes_full_until = 0.0
@@ -135,17 +152,22 @@ class RequestLog:
             self.crowded()
         buffer.append((started, answered, caller, method, path, status, error_type, rid))
 
-    def files_success(self, started: float) -> bool:
-        """Whether an answered request below 400 that started at ``started`` (unix seconds) is filed: the
-        first ``successes_per_second`` of each second are."""
+    def files_success(self, started: float, account_id: str) -> bool:
+        """Whether an answered request below 400 of ``account_id`` that started at ``started`` (unix
+        seconds) is filed: the first ``successes_per_second`` of each second are, of which one account's
+        at most ``account_successes`` (``success_filed``)."""
         second = int(started)
         if second != self._second:
             self._second = second
             self._successes = 0
-        if self._successes >= self.successes_per_second:
-            self.successes_full_until = second + 1
+            self._account_successes.clear()
+        of_account = self._account_successes.get(account_id, 0)
+        if not success_filed(self._successes, of_account, self.successes_per_second, self.account_successes):
+            if self._successes >= self.successes_per_second:
+                self.successes_full_until = second + 1  # the second's budget is spent, for everyone
             return False
         self._successes += 1
+        self._account_successes[account_id] = of_account + 1
         return True
 
     def files_error(self, account_id: str, answered: float) -> bool:

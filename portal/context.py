@@ -12,6 +12,7 @@ from sanic import Request, Sanic
 from sanic.config import Config
 
 from portal.config import PortalConfig
+from portal.flash import Spent
 from svckit import roles
 from svckit.clients import AuthClient, HooksClient
 from svckit.pacing import RefusalPacer
@@ -35,6 +36,8 @@ class PortalContext:
     secure: bool
     # Refusals past their source's allowance are held (svckit.pacing): a flood is answered slowly.
     pacer: RefusalPacer
+    # The one-time secret cookies this process has shown (portal.flash.Spent): never shown twice.
+    spent: Spent = field(default_factory=Spent)
 
 
 @dataclass

@@ -7,12 +7,19 @@ sharing that key opens it), the SHA-256 of the session token as associated data 
 session does not open), an expiry inside the sealed payload (``TTL``), and the cookie itself HttpOnly,
 SameSite=Strict, Secure on https, scoped to the one page that shows it, and deleted by the answer that
 shows it. Pure functions of the key, no I/O; ``portal.web`` sets and reads the cookies.
+
+A secret's cookie is also *spent* at its first view (``Spent``, issue 34): before, it was single-use only
+because browsers delete it, and the same session sending it again within its 10 minutes saw the secret
+again. What is remembered is the sealed value's digest and its expiry (never the secret), in the
+process that showed it: a replay that reaches another portal process behind a balancer is not known
+there (docs/portal.md).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import collections
 import hashlib
 import json
 import os
@@ -77,3 +84,38 @@ def unseal(
     if payload["exp"] < (now or time.time()):
         return None
     return payload
+
+
+# Spent cookies remembered at most (each a digest and an expiry: a few MB); past it the oldest go first.
+SPENT_MAX = 100_000
+
+
+def sealed_id(value: str) -> bytes:
+    """What identifies one sealed cookie value (its digest: every seal has its own random nonce)."""
+    return hashlib.sha256(value.encode()).digest()
+
+
+class Spent:
+    """The sealed cookies already shown, until each expires (its payload's ``exp``); ``now`` passed in."""
+
+    def __init__(self, size: int = SPENT_MAX) -> None:
+        self.size = size
+        self._until: collections.OrderedDict[bytes, int] = collections.OrderedDict()
+
+    def first_view(self, sealed: bytes, exp: int, now: float) -> bool:
+        """True the first time ``sealed`` is shown (it is spent from then on), False after."""
+        self._forget_expired(now)
+        if sealed in self._until:
+            return False
+        self._until[sealed] = exp
+        if len(self._until) > self.size:
+            self._until.popitem(last=False)
+        return True
+
+    def _forget_expired(self, now: float) -> None:
+        # In the order spent; expiries are TTL after sealing, so nearly in that order too.
+        while self._until:
+            oldest, exp = next(iter(self._until.items()))
+            if exp >= now:
+                return
+            del self._until[oldest]

@@ -299,7 +299,7 @@ def redirect_with_secret(
 
 def _take(request: PortalRequest, cookie: str) -> dict[str, Any] | None:
     """The flash ``cookie`` of this page, sealed for this session; the cookie is deleted in the answer
-    either way (a flash is read once)."""
+    either way (a flash is read once), and a secret's is spent (shown once, even if sent again)."""
     viewer = request.ctx.viewer
     values = request.cookies.getlist(cookie) or []
     if not values or viewer is None:
@@ -311,6 +311,10 @@ def _take(request: PortalRequest, cookie: str) -> dict[str, Any] | None:
     for value in values:
         payload = flash.unseal(request.app.ctx.flash_key, viewer.session_token, cookie, value)
         if payload is not None and payload.get("p") == request.path:
+            if cookie == flash.SECRET_COOKIE and not request.app.ctx.spent.first_view(
+                flash.sealed_id(value), int(payload["exp"]), time.time()
+            ):
+                return None
             return payload
     return None
 

@@ -15,7 +15,7 @@ from typing import Any
 from google.protobuf import duration_pb2, field_mask_pb2, json_format
 from google.protobuf.message import Message
 
-from svcctl.client import auth_client
+from svcctl.client import auth_client, count
 from svckit.clients import AuthClient
 from travel.auth.v1 import auth_pb2 as pb
 
@@ -245,7 +245,7 @@ def register(groups: Any) -> None:
     p.add_argument("--name", required=True)
     p.add_argument("--mode", choices=sorted(MODES), default="a", help="commercial mode A or B (default a)")
     p.add_argument("--admin-email", action="append", help="repeat for several admins")
-    p.add_argument("--daily-search-allowance", type=int, default=0, help="0 = service default")
+    p.add_argument("--daily-search-allowance", type=count, default=0, help="0 = service default")
     p = _cmd(accounts, "get", "show an account", _account_get)
     p.add_argument("account_id")
     p = _cmd(
@@ -255,7 +255,7 @@ def register(groups: Any) -> None:
     p.add_argument("--name")
     p.add_argument("--admin-email", action="append", help="replaces the admin e-mails; repeat")
     p.add_argument("--clear-admin-emails", action="store_true", help="no admin e-mails")
-    p.add_argument("--daily-search-allowance", type=int, help="0 = service default")
+    p.add_argument("--daily-search-allowance", type=count, help="0 = service default")
     p = _cmd(accounts, "set-status", "make an account active or read-only", _account_status)
     p.add_argument("account_id")
     p.add_argument("status", choices=sorted(STATUSES))
@@ -267,14 +267,14 @@ def register(groups: Any) -> None:
     p.add_argument("--name", default="")
     p.add_argument("--scope", action="append", help="<resource>:<action>; repeat")
     p.add_argument("--allow", action="append", help="IP address or CIDR; repeat (default: any source)")
-    p.add_argument("--rate-limit", type=int, default=0, metavar="N", help=RATE_LIMIT_HELP)
+    p.add_argument("--rate-limit", type=count, default=0, metavar="N", help=RATE_LIMIT_HELP)
     p = _cmd(keys, "get", "show a key (never its secret)", _key_get)
     p.add_argument("key_id")
     p = _cmd(keys, "list", "list an account's keys", _key_list)
     p.add_argument("--account", required=True)
     p.add_argument("--environment", choices=env_choices)
     p.add_argument("--include-revoked", action="store_true")
-    p.add_argument("--page-size", type=int, default=0)
+    p.add_argument("--page-size", type=count, default=0)
     p.add_argument("--page-token", default="")
     p.add_argument("--all", action="store_true", help="follow every page")
     p = _cmd(keys, "update", "change a key's name, scopes, allow list or rate limit", _key_update)
@@ -283,7 +283,7 @@ def register(groups: Any) -> None:
     p.add_argument("--scope", action="append", help="replaces the scopes; repeat")
     p.add_argument("--allow", action="append", help="replaces the allow list; repeat")
     p.add_argument("--clear-allow", action="store_true", help="accept the key from any source")
-    p.add_argument("--rate-limit", type=int, metavar="N", help=RATE_LIMIT_HELP)
+    p.add_argument("--rate-limit", type=count, metavar="N", help=RATE_LIMIT_HELP)
     p = _cmd(keys, "rotate", "issue a new secret; the old one expires after the grace period", _key_rotate)
     p.add_argument("key_id")
     p.add_argument("--grace", type=_duration, help="e.g. 0, 30m, 24h (default), up to 7d")
@@ -297,7 +297,7 @@ def register(groups: Any) -> None:
     p = _cmd(audit, "list", "list an account's audit events, oldest first", _audit_list)
     p.add_argument("--account", required=True)
     p.add_argument("--key")
-    p.add_argument("--page-size", type=int, default=0)
+    p.add_argument("--page-size", type=count, default=0)
     p.add_argument("--page-token", default="")
 
     travellers = groups.add_parser("travellers", help="partner traveller references").add_subparsers(
@@ -322,4 +322,4 @@ def register(groups: Any) -> None:
     p.add_argument("--account", required=True)
     p.add_argument("--environment", choices=env_choices)
     p.add_argument("--key")
-    p.add_argument("--count", type=int, default=1)
+    p.add_argument("--count", type=count, default=1)

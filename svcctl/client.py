@@ -18,6 +18,15 @@ DEMO_ACTOR = "svc:run_stack"
 DEMO_OVERLAP = Duration(seconds=24 * 3600)
 # An operator's command may wait on a busy service longer than a partner request would.
 TIMEOUT = 30.0
+INT32_MAX = 2**31 - 1
+
+
+def count(text: str) -> int:
+    """An argparse type: a whole number a proto's int32 field holds, 0 to 2,147,483,647, in ASCII digits
+    (issue 34: a larger one ended in a traceback where the request was built)."""
+    if not (text.isascii() and text.isdigit() and len(text) <= 10 and int(text) <= INT32_MAX):
+        raise argparse.ArgumentTypeError(f"a whole number from 0 to {INT32_MAX:,}, not {text!r}")
+    return int(text)
 
 
 def auth_client(args: argparse.Namespace) -> AuthClient:

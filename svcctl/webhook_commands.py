@@ -16,7 +16,7 @@ from typing import Any
 from google.protobuf import duration_pb2, field_mask_pb2, json_format, struct_pb2, timestamp_pb2
 from google.protobuf.message import Message
 
-from svcctl.client import hooks_client
+from svcctl.client import count, hooks_client
 from svckit.clients import HooksClient
 from svckit.prototables import DELIVERY_ORDER, DELIVERY_STATUS, SIGNATURE_SCHEME, EnumTable
 from svckit.signing import SignatureScheme
@@ -286,7 +286,7 @@ async def _stream(hooks: HooksClient, a: argparse.Namespace) -> None:
 
 
 def _paged(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--page-size", type=int, default=0)
+    p.add_argument("--page-size", type=count, default=0)
     p.add_argument("--page-token", default="")
 
 
@@ -380,11 +380,11 @@ def register(groups: Any) -> None:
         help="only events held or failed for this we_... (reconciliation)",
     )
     _timed(p)
-    p.add_argument("--limit", type=int, default=0, help="events per page (default: the server's)")
+    p.add_argument("--limit", type=count, default=0, help="events per page (default: the server's)")
     p.add_argument("--page-token", default="", help="next_page_token of the previous page")
     p = _cmd(events, "get", "show one event of the last 30 days", _event)
     p.add_argument("event_id", help="evt_...")
     p = _cmd(sub, "stream", "print events as they are published (JSON lines)", _stream)
     p.add_argument("--type", action="append", help="only this kind; repeat")
     p.add_argument("--since-event", default="", help="replay events after this evt_... first")
-    p.add_argument("--limit", type=int, default=0, help="stop after this many events")
+    p.add_argument("--limit", type=count, default=0, help="stop after this many events")

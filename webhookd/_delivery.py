@@ -20,12 +20,23 @@ from svckit.ids import new_id, sortable_id
 from svckit.outage import OutageLog
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd import _metrics as metrics
-from webhookd._admission import Budgets, Counts, Key, Skips, Verdict, admit, skips
+from webhookd._admission import (
+    Budgets,
+    Counts,
+    Key,
+    Skips,
+    Verdict,
+    admit,
+    covers,
+    may_go_slow,
+    skips,
+)
 from webhookd._breaker import UNANSWERED, Breaker, Breakers, State
 from webhookd._breaker import Settings as BreakerSettings
 from webhookd._breaker import Verdict as Gate
 from webhookd._events import TEST_EVENT_KIND
 from webhookd._health import failing_level, recovered
+from webhookd._proven import Proven
 from webhookd._queue import Queue
 from webhookd._repository import Alert, AttemptRecord, Claim, DeliveryResult
 from webhookd._retry import Action, next_attempt
@@ -118,8 +129,10 @@ class WorkerConfig:
     per_endpoint: int = 8  # sends in flight to any one endpoint
     account_share: float = 0.5  # the most of an environment's pool one account holds
     retry_share: float = 0.5  # the most of an environment's pool retries hold (first attempts keep the rest)
+    probation_share: float = 0.5  # the most of an account's share unproven endpoints hold (``_admission``)
     slow_after: float = 1.0  # seconds a send runs before it is slow and leaves its pool slot
-    slow_sends: int = 256  # the most slow live sends out of the pool at once (sandbox: its own pool)
+    slow_sends: int = 256  # the most slow sends out of each environment's pool (an account: its share)
+    proven_endpoints: int = 10_000  # endpoints remembered as answering in time (the oldest forgotten)
     lease_seconds: float = 60.0
     poll_seconds: float = 0.25
     breaker_threshold: int = 5  # consecutive sends with no HTTP response that open an endpoint's breaker
@@ -136,28 +149,13 @@ class WorkerConfig:
             account_share=self.account_share,
             retry_share=self.retry_share,
             slow=self.slow_sends,
+            probation_share=self.probation_share,
         )
 
 
-def covers(skipped: Skips, found_nothing: Skips) -> bool:
-    """Pure: whether a claim skipping ``skipped`` leaves in the table all that a claim skipping
-    ``found_nothing`` left (each skip only takes candidates away). Then, if that claim found nothing, this
-    one finds nothing either until something new comes due: it is not run (``_found_nothing``), and a claim
-    that skipped less and found something says nothing about it. Without this, every claim that found
-    something forgot it, and a worker holding its fill of one endpoint with a long backlog walked that
-    whole backlog again after each of its claims (on PostgreSQL, half the claims' time in a 40,000
-    burst to one endpoint)."""
-    return (
-        set(skipped.endpoints) >= set(found_nothing.endpoints)
-        and set(skipped.accounts) >= set(found_nothing.accounts)
-        and set(skipped.environments) >= set(found_nothing.environments)
-        and set(skipped.retries_in) >= set(found_nothing.retries_in)
-    )
-
-
-def key_of(claim: Claim) -> Key:
+def key_of(claim: Claim, proven: bool = True) -> Key:
     d = claim.delivery
-    return Key(str(d.environment), d.account_id, d.endpoint_id, d.attempt_count > 0)
+    return Key(str(d.environment), d.account_id, d.endpoint_id, d.attempt_count > 0, proven)
 
 
 class DeliveryWorker:
@@ -195,6 +193,8 @@ class DeliveryWorker:
         )
         self._inflight = Counts()  # sends in flight
         self._held = Counts()  # every claim held: in flight, ready or deferred
+        self._keys: dict[int, Key] = {}  # by id(claim), each claim held: fixed when it was claimed
+        self.proven = Proven(self.config.proven_endpoints)
         self._sending = 0
         self._running: dict[int, tuple[Key, float]] = {}  # sends in flight by token: key, start (monotonic)
         self._slow: set[int] = set()  # tokens of the sends marked slow
@@ -338,6 +338,7 @@ class DeliveryWorker:
             unsent = [_unclaimed(c) for c in self._waiting()]
             self._ready.clear()
             self._deferred.clear()
+            self._keys.clear()
             if self._tasks:
                 _done, late = await asyncio.wait(list(self._tasks), timeout=self._grace)
                 for task in late:
@@ -383,7 +384,11 @@ class DeliveryWorker:
             batch, self._results = self._results, []
             now = self.clock.now()
             self._wake.clear()
-            skipped = skips(self._held, self._budgets, self.breakers.waiting(now)) if limit else Skips()
+            skipped = (
+                skips(self._held, self._budgets, self.breakers.waiting(now), self.proven.by_account)
+                if limit
+                else Skips()
+            )
             if limit and skipped and self._found_nothing is not None:
                 same, until = self._found_nothing
                 quiet = until - time.monotonic()
@@ -412,7 +417,9 @@ class DeliveryWorker:
                 elif claims and self._found_nothing is not None and covers(skipped, self._found_nothing[0]):
                     self._found_nothing = None  # it skipped as much and found some: something came due
             for claim in claims:
-                self._held.add(key_of(claim))
+                key = key_of(claim, claim.delivery.endpoint_id in self.proven)
+                self._keys[id(claim)] = key
+                self._held.add(key)
             self._ready.extend(claims)
             self._start_sends()
             if batch or (limit and len(claims) >= limit):
@@ -423,8 +430,7 @@ class DeliveryWorker:
 
     async def _quiet_until(self, now: dt.datetime) -> float:
         """Until when (monotonic) a claim with the same skips is not run again: a poll, or until the next
-        delivery comes due if sooner (without this, a healthy endpoint's deliveries that come due while a
-        hostile backlog is skipped waited up to a poll for their claim)."""
+        delivery comes due if sooner (else deliveries due while a backlog is skipped wait a poll)."""
         wait = self.config.poll_seconds
         try:
             due = await self.queue.next_due_after(now)
@@ -454,7 +460,7 @@ class DeliveryWorker:
             full = hanging[endpoint_id] > 0
             while deferred and (full or deferred[0][1] <= oldest):
                 claim, _at = deferred.popleft()
-                self._held.remove(key_of(claim))
+                self._held.remove(self._keys.pop(id(claim)))
                 out.append(_unclaimed(claim))
             if not deferred:
                 del self._deferred[endpoint_id]
@@ -467,8 +473,9 @@ class DeliveryWorker:
         for token, (key, started) in self._running.items():
             if started > edge or token in self._slow:
                 continue
-            if self._inflight.slow_env[key.env] >= self._budgets.slow_cap(key.env):
+            if not may_go_slow(key, self._inflight, self._budgets):
                 continue
+            self.proven.forget(key.endpoint)  # it hangs: its next sends are in probation
             self._slow.add(token)
             self._inflight.mark_slow(key)
             self._held.mark_slow(key)
@@ -482,7 +489,7 @@ class DeliveryWorker:
         by a cap of its own is moved to the deferred."""
         best: tuple[int, str, Key] | None = None
         for endpoint_id, deferred in self._deferred.items():
-            key = key_of(deferred[0][0])
+            key = self._keys[id(deferred[0][0])]
             busy = self._inflight.endpoint[endpoint_id]
             if (best is None or busy < best[0]) and admit(key, self._inflight, self._budgets) is Verdict.SEND:
                 best = (busy, endpoint_id, key)
@@ -501,7 +508,7 @@ class DeliveryWorker:
         ready = self._ready
         while ready:
             claim = ready[0]
-            key = key_of(claim)
+            key = self._keys[id(claim)]
             verdict = admit(key, self._inflight, self._budgets)
             if verdict is Verdict.WAIT:
                 return None
@@ -569,6 +576,9 @@ class DeliveryWorker:
                 outcome = await self._attempt(claim)
                 # Not ``self._results.append(await ...)``: a cycle may swap the list during the await.
                 self._results.append(outcome)
+                if outcome.attempt is not None:  # slow or not: its next sends in probation or not
+                    took = -1.0 if token in self._slow else time.monotonic() - self._running[token][1]
+                    self.proven.answered(key, outcome.attempt.response_status, took, self.config.slow_after)
             except Exception:
                 # The lease runs out and the delivery is claimed again.
                 log.exception("delivery crashed", extra={"delivery_id": claim.delivery.id})
@@ -580,6 +590,7 @@ class DeliveryWorker:
                     self._held.unmark_slow(key)
                 self._inflight.remove(key)
                 self._held.remove(key)
+                self._keys.pop(id(claim), None)
                 self._sending -= 1
                 self._wake.set()
             if self._stopping:

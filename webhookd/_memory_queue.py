@@ -134,7 +134,9 @@ class MemoryQueue(StatementQueue):
 
     def _claim(self, params: tuple[Any, ...]) -> q.Claimed:
         lease_until, owner, now, limit, *skip_json = params
-        endpoints_skipped, accounts, environments, retries_in = (set(json.loads(j)) for j in skip_json)
+        endpoints_skipped, accounts, environments, retries_in, probation, proven = (
+            set(json.loads(j)) for j in skip_json
+        )
         due = sorted(
             (
                 d
@@ -144,6 +146,7 @@ class MemoryQueue(StatementQueue):
                 and f"{d['environment']}:{d['account_id']}" not in accounts
                 and d["environment"] not in environments
                 and (d["attempt_count"] == 0 or d["environment"] not in retries_in)
+                and (f"{d['environment']}:{d['account_id']}" not in probation or d["endpoint_id"] in proven)
                 and self._free(d)
             ),
             key=lambda d: d["next_attempt_at"],

@@ -113,7 +113,8 @@ FREE = """(d.ordering_key IS NULL OR NOT EXISTS (
 _PENDING_OF = f"SELECT id FROM wh_deliveries WHERE {{where}} AND status = '{D.PENDING}'"
 
 # claim: (lease expiry, owner, now, limit, skipped endpoints, accounts ("environment:account"),
-# environments, environments whose retries are skipped) -> delivery columns [+ envelope + endpoint columns].
+# environments, environments whose retries are skipped, accounts in probation skipped but for their
+# proven endpoints, those endpoints) -> delivery columns [+ envelope + endpoint columns].
 # The skips are JSON arrays of text (``webhookd._admission.Skips``): what the worker already holds its fill
 # of is left in the table, so the claim reaches the deliveries of others behind it. ``{elements}`` is the
 # dialect's set of a JSON array's texts.
@@ -126,6 +127,7 @@ _CLAIM = f"""
           AND environment || ':' || account_id NOT IN ({{elements6}})
           AND environment NOT IN ({{elements7}})
           AND (attempt_count = 0 OR environment NOT IN ({{elements8}}))
+          AND (environment || ':' || account_id NOT IN ({{elements9}}) OR endpoint_id IN ({{elements10}}))
           AND {FREE}
         ORDER BY next_attempt_at LIMIT $4 {{lock}}
     )
@@ -134,7 +136,7 @@ _CLAIM = f"""
 
 
 def _claim_text(lock: str, elements: str) -> str:
-    return _CLAIM.format(lock=lock, **{f"elements{i}": elements.format(i=i) for i in (5, 6, 7, 8)})
+    return _CLAIM.format(lock=lock, **{f"elements{i}": elements.format(i=i) for i in (5, 6, 7, 8, 9, 10)})
 
 
 _PG_ELEMENTS = "SELECT jsonb_array_elements_text(${i}::jsonb)"

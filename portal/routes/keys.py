@@ -15,7 +15,7 @@ from sanic import Blueprint, response
 from sanic.response import HTTPResponse
 
 from portal.context import PortalRequest, auth
-from portal.forms import fields, lines, period_seconds, query
+from portal.forms import fields, lines, period_seconds, query, whole_number
 from portal.pages import PAGE_SIZE, Listing, list_page
 from portal.web import env_of, need, redirect, redirect_with_secret, render, take_secret, viewer_of
 from svckit.allowlist import validate_allowlist
@@ -221,10 +221,7 @@ async def edit_key(request: PortalRequest, env: str, key_id: str) -> HTTPRespons
         actor=actor(request),
     )
     try:
-        text = form.get("rate_limit", "").strip() or "0"
-        if not text.isdigit():
-            raise ClientError("invalid_request", "a whole number of requests a second", field="rate_limit")
-        wanted.rate_limit = int(text)
+        wanted.rate_limit = whole_number(form, "rate_limit")
         paths = [
             path
             for path, now, before in (

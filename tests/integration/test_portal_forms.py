@@ -213,3 +213,53 @@ async def test_no_secret_shown_once_is_in_any_log_record(
     for value in (secret, new_secret):
         assert all(value not in r for r in records)
     await owner.aclose()
+
+
+async def test_a_key_edit_with_a_number_out_of_range_is_a_400_beside_the_field(stack: Stack) -> None:
+    """Issue 34: ``rate_limit=99999999999999999999`` answered 500 (past the proto's int32); every value the
+    form cannot take is a 400 with the error beside the field, and the key is unchanged."""
+    owner = await stack.join("range-owner@acme.example")
+    made = await _create_key(owner, "ranged")
+    key_id = re.search(r"/sandbox/keys/(key_[A-Za-z0-9]+)/secret$", made.headers["location"])[1]  # type: ignore[index]
+    await owner.get(made.headers["location"])
+    token = csrf_of((await owner.get(f"/sandbox/keys/{key_id}")).text)
+    for value in ("99999999999999999999", "2147483648", "100001", "-1", "1e3", "\u00b2", "\u0661\u0662", "x"):
+        sent = await owner.post(
+            f"/sandbox/keys/{key_id}/edit",
+            data={"csrf": token, "name": "ranged", "scopes": "hotels:read", "rate_limit": value},
+        )
+        assert sent.status_code == 400, (value, sent.status_code, sent.text[:300])
+        assert 'class="field-error" data-field="rate_limit"' in sent.text, value
+    key = await stack.auth.GetKey(apb.GetKeyRequest(key_id=key_id))
+    assert key.key.rate_limit == 0
+    await owner.aclose()
+
+
+async def test_a_secret_cookie_replayed_in_its_session_shows_nothing(
+    stack: Stack, receiver: Receiver
+) -> None:
+    """Issue 34: the one-time cookie was single-use only because browsers delete it: the same session
+    sending it again within its 10 minutes saw the secret again. The portal now spends it at its first
+    view: a new key's secret and a new endpoint's signing secret are each shown once, replay or not."""
+    alice = await stack.join("replay@acme.example")
+    made = await _create_key(alice, "replayed")
+    to = made.headers["location"]
+    sealed = alice.cookies.get("portal_once", path=to)
+    assert sealed
+    assert re.search(r'data-testid="secret">svc_test_', (await alice.get(to)).text)
+    alice.cookies.set("portal_once", sealed, domain="127.0.0.1", path=to)  # the same cookie, again
+    again = await alice.get(to)
+    assert again.status_code == 200 and 'data-testid="secret"' not in again.text
+    assert "This secret was shown once" in again.text
+
+    token = csrf_of((await alice.get("/sandbox/webhooks")).text)
+    created = await alice.post(
+        "/sandbox/webhooks", data={"csrf": token, "url": receiver.url("/r"), "events": "booking.confirmed"}
+    )
+    assert created.status_code == 303
+    page = created.headers["location"]
+    sealed = alice.cookies.get("portal_once", path=page)
+    assert sealed and "whsec_" in (await alice.get(page)).text
+    alice.cookies.set("portal_once", sealed, domain="127.0.0.1", path=page)
+    assert "whsec_" not in (await alice.get(page)).text
+    await alice.aclose()

@@ -176,7 +176,7 @@ async def _worker(
     db_url: str,
     deliveries: int,
     answer: Callable[[httpx.Request], Coroutine[Any, Any, httpx.Response]],
-    **cfg: int,
+    **cfg: Any,
 ) -> AsyncIterator[tuple[SqlRepository, DeliveryWorker, dt.datetime]]:
     """A pipelined worker on a frozen clock over ``deliveries`` due deliveries, answered by ``answer``."""
     repo = await SqlRepository.open(db_url)
@@ -201,13 +201,15 @@ async def test_graceful_stop_hands_back_claims_that_never_started(db_url: str) -
         await release.wait()
         return httpx.Response(200)
 
-    async with _worker(db_url, 6, hang, batch_size=10, concurrency=2) as (repo, worker, now):
+    # One account with the whole pool of two (by default it holds half, its new endpoint half of that).
+    whole = {"account_share": 1.0, "probation_share": 1.0}
+    async with _worker(db_url, 6, hang, batch_size=10, concurrency=2, **whole) as (repo, worker, now):
         task = asyncio.create_task(worker.run())
-        for _ in range(200):  # two sends hang; two more claims wait in the ready queue
+        for _ in range(200):  # two sends hang; two more claims wait (ready, or deferred at the account's cap)
             await asyncio.sleep(0.01)
-            if worker._sending == 2 and len(worker._ready) == 2:
+            if worker._sending == 2 and len(worker._waiting()) == 2:
                 break
-        assert (worker._sending, len(worker._ready)) == (2, 2)
+        assert (worker._sending, len(worker._waiting())) == (2, 2)
         await worker.stop(grace=0.05)
         await task
         release.set()
@@ -466,7 +468,7 @@ async def test_postgres_claim_walks_the_due_index_whatever_the_statistics(pg_url
         conn = await queue._connection()
         claim = q.STATEMENTS["claim"].postgres_text()
         plan = "\n".join(
-            r[0] for r in await conn.fetch(f"EXPLAIN {claim}", 10**16, "wrk_a", 10**15, 50, *["[]"] * 4)
+            r[0] for r in await conn.fetch(f"EXPLAIN {claim}", 10**16, "wrk_a", 10**15, 50, *["[]"] * 6)
         )
         assert "Index Scan using wh_pending_due" in plan
         assert "Bitmap" not in plan and "Sort" not in plan

@@ -38,6 +38,7 @@ class Hang:
     def __init__(self) -> None:
         self.requests = 0  # request heads read
         self.open = 0  # connections open now
+        self.cut = 0  # connections the sender closed (its timeout fired)
         self._server: asyncio.Server | None = None
         self._writers: list[asyncio.StreamWriter] = []
 
@@ -59,6 +60,7 @@ class Hang:
         try:
             while data := await reader.read(65536):
                 self.requests += data.count(b"POST /hang/")
+            self.cut += 1  # end of stream: the sender gave up on this send
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
@@ -176,6 +178,49 @@ async def test_one_accounts_hanging_endpoints_do_not_delay_its_healthy_endpoint(
     assert hang.open > 0  # the hanging sends are all still in flight
     # No endpoint held more than its cap of sends at once.
     assert hang.requests <= 20 * WorkerConfig().per_endpoint
+
+
+async def test_sandbox_tarpits_delay_neither_another_account_nor_the_accounts_healthy_endpoint(
+    client: Client, hang: Hang, healthy: Receiver
+) -> None:
+    """Issue 34: one account's 60 never-answering sandbox endpoints and 15 sample events held another
+    account's sandbox deliveries 33 - 75 s and the account's own healthy endpoint 41 - 77 s (one slow lane
+    shared by every account in front of the 8-place sandbox pool, and an account's share as large as the
+    pool). Both now arrive while the first hanging send is still far from its timeout: the property "not
+    behind the tarpits", whatever the machine's speed (the issue's bound is 2 s; the times are printed)."""
+    attacker, victim = "acct_tarpits", "acct_neighbour"
+    await client.register(healthy.url("/own"), SANDBOX, attacker)
+    await client.publish(SANDBOX, attacker, {"booking_id": "bk_before"})
+    await healthy.wait_for(1)  # the account's healthy endpoint has answered before the attack
+    await client.register(healthy.url("/other"), SANDBOX, victim)
+    for i in range(60):
+        await client.register(hang.url(i), SANDBOX, attacker)
+    for i in range(15):
+        await client.publish(SANDBOX, attacker, {"booking_id": f"bk_t{i}"})
+    for _ in range(100):  # wait until the attacker's sends hang
+        if hang.requests:
+            break
+        await asyncio.sleep(0.05)
+    assert hang.requests > 0
+    start = time.monotonic()
+    for i in range(20):
+        await client.publish(SANDBOX, victim, {"booking_id": f"bk_v{i}"})
+
+    def arrived(path: str) -> int:
+        return sum(r.path == path for r in healthy.received())
+
+    own = other = None
+    while own is None or other is None:
+        assert hang.cut == 0, (
+            f"a hanging send timed out first: {arrived('/own')}/16 own, {arrived('/other')}/20 other"
+        )
+        if own is None and arrived("/own") == 16:
+            own = time.monotonic() - start
+        if other is None and arrived("/other") == 20:
+            other = time.monotonic() - start
+        await asyncio.sleep(0.02)
+    print(f"healthy endpoint of the account: {own:.2f} s, another account: {other:.2f} s")
+    assert hang.open > 0 and hang.cut == 0  # every hanging send is still hanging
 
 
 async def test_deferred_deliveries_are_sent_when_capacity_frees(db_url: str, healthy: Receiver) -> None:

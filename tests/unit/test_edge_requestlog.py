@@ -6,9 +6,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
+
 from edge.authcache import Caller
 from edge.metrics import REQUEST_LOG_DROPPED
-from edge.requestlog import RequestLog
+from edge.requestlog import RequestLog, success_filed
 from svckit.clients import PeerUnavailable
 from travel.auth.v1 import auth_pb2 as pb
 
@@ -77,20 +79,52 @@ async def test_successes_are_filed_up_to_a_number_a_second() -> None:
     afresh each second."""
     log = RequestLog(FakeAuth(), successes_per_second=3)  # type: ignore[arg-type]
     starts = [100.0, 100.2, 100.5, 100.9, 101.0, 101.1, 101.2, 101.3, 105.7]
-    assert [log.files_success(t) for t in starts] == [True, True, True, False, True, True, True, False, True]
+    accounts = ["a", "b", "c", "d", "a", "b", "c", "d", "a"]  # the accounts' shares are not reached here
+    got = [log.files_success(t, acct) for t, acct in zip(starts, accounts, strict=True)]
+    assert got == [True, True, True, False, True, True, True, False, True]
     off = RequestLog(FakeAuth(), successes_per_second=0)  # type: ignore[arg-type]
-    assert not off.files_success(100.0)
+    assert not off.files_success(100.0, "a")
 
 
 async def test_a_second_whose_successes_are_all_filed_is_known_without_asking() -> None:
     """successes_full_until (read by the gate before calling files_success) marks the end of the second
     whose quota files_success last refused: every success starting before it would be refused too."""
     log = RequestLog(FakeAuth(), successes_per_second=2)  # type: ignore[arg-type]
-    assert [log.files_success(t) for t in (100.1, 100.2)] == [True, True]
+    assert [log.files_success(t, acct) for t, acct in ((100.1, "a"), (100.2, "b"))] == [True, True]
     assert log.successes_full_until == 0.0
-    assert not log.files_success(100.3)
+    assert not log.files_success(100.3, "c")
     assert log.successes_full_until == 101.0
-    assert log.files_success(101.0)
+    assert log.files_success(101.0, "c")
+
+
+# success_filed(filed this second, of them the account's, per second, one account's most) -> filed?
+@pytest.mark.parametrize(
+    ("case", "filed", "of_account", "expected"),
+    [
+        ("nothing filed yet", 0, 0, True),
+        ("the account below its share", 30, 24, True),
+        ("the account at its share: the rest is others'", 30, 25, False),
+        ("the second's budget spent by others", 50, 0, False),
+        ("the budget spent by the account itself (never: its share stops it first)", 50, 25, False),
+    ],
+)
+def test_success_filed(case: str, filed: int, of_account: int, expected: bool) -> None:
+    assert success_filed(filed, of_account, 50, 25) is expected, case
+
+
+async def test_one_busy_account_leaves_anothers_successes_filed() -> None:
+    """Issue 34: one partner at 100 requests a second made 9 of another's 20 successes of that second
+    vanish from its log (the second's 50 filed successes were every account's). One account now files at
+    most half of them; another's 20 in the same second, interleaved, are all filed."""
+    log = RequestLog(FakeAuth())  # type: ignore[arg-type]
+    filed = {"busy": 0, "quiet": 0}
+    for n in range(120):
+        t = 100.0 + n / 120
+        acct = "quiet" if n % 6 == 5 else "busy"
+        if log.files_success(t, acct):
+            filed[acct] += 1
+    assert filed == {"busy": 25, "quiet": 20}
+    assert log.successes_full_until == 0.0  # the second's budget was not spent: others are still filed
 
 
 async def test_errors_are_filed_up_to_a_number_per_account_a_second() -> None:

@@ -44,3 +44,28 @@ def test_sealed_is_unreadable_and_fresh_each_time() -> None:
     assert "svc_test_x" not in SEALED
     assert flash.seal(KEY, "ps_session", flash.SECRET_COOKIE, {"s": "svc_test_x"}, now=NOW) != SEALED
     assert flash.flash_key(b"k" * 32) != b"k" * 32
+
+
+# Spent: (sealed id, its expiry, now) in turn -> shown?
+@pytest.mark.parametrize(
+    ("case", "views", "shown"),
+    [
+        ("first view", [(b"a", 700, 100)], [True]),
+        ("the same cookie again: spent (issue 34)", [(b"a", 700, 100), (b"a", 700, 101)], [True, False]),
+        ("another cookie", [(b"a", 700, 100), (b"b", 700, 101)], [True, True]),
+        ("again after it expired: forgotten (its seal refuses it anyway)",
+         [(b"a", 700, 100), (b"a", 700, 701)], [True, True]),
+        ("again at its last second: still spent", [(b"a", 700, 100), (b"a", 700, 700)], [True, False]),
+    ],
+)  # fmt: skip
+def test_spent(case: str, views: list[tuple[bytes, int, float]], shown: list[bool]) -> None:
+    spent = flash.Spent()
+    assert [spent.first_view(s, exp, now) for s, exp, now in views] == shown, case
+
+
+def test_spent_is_bounded_oldest_first() -> None:
+    spent = flash.Spent(size=2)
+    assert all(spent.first_view(s, 700, 100) for s in (b"a", b"b", b"c"))
+    assert spent.first_view(b"a", 700, 100)  # pushed out by c: the oldest go first
+    assert not spent.first_view(b"c", 700, 100)
+    assert flash.sealed_id("x") == flash.sealed_id("x") != flash.sealed_id("y")

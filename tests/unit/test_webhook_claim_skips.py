@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from webhookd._admission import Skips
-from webhookd._delivery import covers
+from webhookd._admission import Skips, covers
 
 EP = Skips(endpoints=("we_1",))
 EP_ACCT = Skips(endpoints=("we_1",), accounts=("live:acct_1",))
@@ -24,8 +23,16 @@ CASES = [
         Skips(endpoints=("we_1",), retries_in=("live",)),
         False,
     ),
+    ("probation as well", Skips(endpoints=("we_1",), probation=("live:a",), proven=("we_2",)), EP, True),
+    ("an account in probation fully skipped now", Skips(accounts=("live:a",)),
+     Skips(probation=("live:a",), proven=("we_2",)), True),
+    ("probation no longer", Skips(), Skips(probation=("live:a",)), False),
+    ("one more proven endpoint claimed", Skips(probation=("live:a",), proven=("we_2", "we_3")),
+     Skips(probation=("live:a",), proven=("we_2",)), False),
+    ("a proven endpoint fewer", Skips(probation=("live:a",)), Skips(probation=("live:a",), proven=("we_2",)),
+     True),
     ("order does not matter", Skips(endpoints=("we_2", "we_1")), Skips(endpoints=("we_1", "we_2")), True),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("why", "skipped", "found_nothing", "expected"), CASES, ids=[c[0] for c in CASES])
