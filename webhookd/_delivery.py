@@ -332,8 +332,8 @@ class DeliveryWorker:
             await self._cycles()
         finally:
             # Graceful stop: in-flight sends get ``grace`` seconds to finish and have their results written;
-            # the rest are cancelled and, their leases running out, sent again later (at least once).
-            # Claims that never started are handed back at once.
+            # the rest are cancelled and handed back with the claims that never started, due as they were,
+            # so another process sends them at once (at least once: a receiver may have had one already).
             self._stopping = True
             unsent = [_unclaimed(c) for c in self._waiting()]
             self._ready.clear()
@@ -579,6 +579,10 @@ class DeliveryWorker:
                 if outcome.attempt is not None:  # slow or not: its next sends in probation or not
                     took = -1.0 if token in self._slow else time.monotonic() - self._running[token][1]
                     self.proven.answered(key, outcome.attempt.response_status, took, self.config.slow_after)
+            except asyncio.CancelledError:
+                if self._stopping:  # cut by a graceful stop: handed back, so another process sends it now
+                    self._results.append(_unclaimed(claim))
+                raise
             except Exception:
                 # The lease runs out and the delivery is claimed again.
                 log.exception("delivery crashed", extra={"delivery_id": claim.delivery.id})

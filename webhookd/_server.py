@@ -103,6 +103,10 @@ def make_client(config: Config, transport: FastTransport) -> httpx.AsyncClient:
     )
 
 
+# Seconds a delivery in flight at SIGTERM may finish in; the rest are handed back (docs/webhooks.md).
+SEND_GRACE = 0.5
+
+
 @dataclass
 class Webhookd:
     server: grpc.aio.Server
@@ -121,13 +125,17 @@ class Webhookd:
     sealed_rows: OldKeyGauge | None = None
 
     async def stop(self, grace: float = ServeConfig.shutdown_grace) -> None:
+        """Within about ``SEND_GRACE`` of SIGTERM: streams end first (they never finish on their own), then
+        the gRPC server's running calls (``grace`` at most) and the worker's sends in flight (``SEND_GRACE``
+        at most, the rest handed back for another process) stop side by side."""
         if self.sealed_rows is not None:
             await self.sealed_rows.stop()
         if self.db_health is not None:
             await self.db_health.stop()
-        await stop_server(self.server, self.health, grace)
         await self.service.hub.close()
-        await self.worker.stop(grace)
+        await asyncio.gather(
+            stop_server(self.server, self.health, grace), self.worker.stop(min(grace, SEND_GRACE))
+        )
         await self.mailer.stop()
         if self.notices is not None:
             await self.notices.stop()

@@ -163,6 +163,7 @@ class EventHub:
         self.gaps = Gaps(0, gap_seconds=gap_seconds, late_seconds=late_seconds)
         self._task: asyncio.Task[None] | None = None
         self._starting: asyncio.Lock | None = None
+        self._closed = False
 
     def notify(self) -> None:
         self._wake.set()
@@ -250,10 +251,16 @@ class EventHub:
                 if not sub.queue and not sub.behind:
                     sub.ready.clear()
                     await sub.ready.wait()
+                if self._closed:  # the process stops: the stream ends, its reader resumes elsewhere
+                    return
         finally:
             self._subs.discard(sub)
 
     async def close(self) -> None:
+        """Stop the tailer and end every stream (each after what it already has queued)."""
+        self._closed = True
+        for sub in self._subs:
+            sub.ready.set()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
