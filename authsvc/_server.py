@@ -39,7 +39,8 @@ from svckit.readiness import PROBE_INTERVAL, DatabaseHealth
 from svckit.reseal import OldKeyGauge, SealedColumn, add_reseal_command, run_reseal
 from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal
 from svckit.secretbox import SealingKeyError, SecretBox, keys_from
-from svckit.tls import Tls, add_tls_args, tls_from_args
+from svckit.tls import Tls
+from svckit.tlsflags import add_tls_args, tls_from_args
 from travel.auth.v1 import auth_pb2, auth_pb2_grpc, identity_pb2, identity_pb2_grpc
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,8 @@ from svckit.readiness import PROBE_INTERVAL, DatabaseHealth
 from svckit.reseal import OldKeyGauge, add_reseal_command, run_reseal
 from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal
 from svckit.secretbox import keys_from
-from svckit.tls import Tls, add_tls_args, tls_from_args
+from svckit.tls import Tls
+from svckit.tlsflags import add_tls_args, tls_from_args
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 from webhookd import _metrics as metrics
 from webhookd._accounts import Accounts

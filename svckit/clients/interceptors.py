@@ -4,11 +4,16 @@ a caller passes is kept, an ``x-request-id`` among it included.
 
 The same interceptor adds the portal's ``x-portal-session`` from ``session_token_var``, set by the portal
 once it has read the signed-in user's cookie: authsvc and webhookd act on a portal call only for the user
-of that session (svckit.portal_calls). Only the portal sets it."""
+of that session (svckit.portal_calls). Only the portal sets it.
+
+And the current span's ``traceparent`` when the process traces (``svckit.tracing``, which a server loads
+and switches on). The client library never imports it: a product service that installed the clients on
+their own has no OpenTelemetry, and a process that never loaded ``svckit.tracing`` cannot be tracing."""
 
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
@@ -17,12 +22,19 @@ import grpc
 
 from svckit.logs import request_id_var
 from svckit.portal_calls import SESSION_HEADER
-from svckit.tracing import TRACEPARENT, traceparent
 
 REQUEST_ID = "x-request-id"
 
 # The portal session token the calls of this request are made for ("" for none).
 session_token_var: ContextVar[str] = ContextVar("portal_session_token", default="")
+
+
+def trace_header() -> tuple[str, str]:
+    """(``traceparent``, the current span's) when this process traces, else ("", "")."""
+    tracing = sys.modules.get("svckit.tracing")  # loaded by a server's own start, never from here
+    if tracing is None:
+        return "", ""
+    return tracing.TRACEPARENT, tracing.traceparent()  # "" unless tracing is on
 
 
 def with_request_id(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
@@ -33,7 +45,7 @@ def with_request_id(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallD
         for k, v in (
             (REQUEST_ID, request_id_var.get()),
             (SESSION_HEADER, session_token_var.get()),
-            (TRACEPARENT, traceparent()),  # "" unless tracing is on (svckit.tracing)
+            trace_header(),
         )
         if v
     ]
