@@ -27,7 +27,6 @@ from authsvc._sql_tables import users
 from authsvc._watch import ChangeHub, PgListener, channel_name
 from authsvc.migrations import SCHEMA as AUTH_SCHEMA
 from svckit import addresses, runner, tracing
-from svckit.clients.channels import target
 from svckit.clock import Clock
 from svckit.db import asyncpg_dsn, create_engine, is_postgres, normalize_url, schema_of
 from svckit.flags import FlagParser, add_flag, env_name
@@ -124,8 +123,8 @@ async def run_server(
     if webhookd:
         relay = OutboxRelay(
             repo,
-            # Several webhookd addresses: one target, failing over between them (svckit.clients.channels).
-            target(webhookd, "--webhookd"),
+            # Several webhookd addresses: one channel, failing over between them (svckit.clients.channels).
+            webhookd,
             tls=tls,
             clock=clock,
             backoff_cap=outbox_backoff_cap,

@@ -17,7 +17,6 @@ import httpx
 from grpc_health.v1.health import aio as health_aio
 
 from svckit import addresses, runner, tracing
-from svckit.clients.channels import target
 from svckit.clock import Clock, SystemClock
 from svckit.db import is_postgres
 from svckit.flags import ArgumentError, FlagParser, add_flag, config_default, env_name
@@ -202,7 +201,7 @@ async def run_server(
     else:
         sender = Sender(client, config.delivery_timeout)
     # Several authsvc addresses: one target, failing over between them (svckit.clients.channels).
-    accounts = Accounts(target(config.authsvc, "--authsvc"), config.tls) if config.authsvc else None
+    accounts = Accounts(config.authsvc, config.tls) if config.authsvc else None
     lookup = accounts.alert_recipients if accounts is not None else None
     mailer = Mailer(
         repo,
