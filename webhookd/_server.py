@@ -200,7 +200,7 @@ async def run_server(
         sender = Sender(client, config.delivery_timeout, direct=transport)
     else:
         sender = Sender(client, config.delivery_timeout)
-    # Several authsvc addresses: one target, failing over between them (svckit.clients.channels).
+    # Several authsvc addresses: one channel, failing over between them (svckit.clients.channels).
     accounts = Accounts(config.authsvc, config.tls) if config.authsvc else None
     lookup = accounts.alert_recipients if accounts is not None else None
     mailer = Mailer(
