@@ -78,8 +78,11 @@ def test_svc_cli_loads_no_server_nor_their_libraries() -> None:
 def test_the_client_library_loads_no_server_code(modules: tuple[str, ...]) -> None:
     """What a product team imports (docs/product-services.md): the clients and svckit.tls, no server."""
     loaded = loaded_after(*modules)
-    assert within(loaded, (*SERVICES, "portal", "sanic", "sqlalchemy")) == []
+    servers = ("sanic", "sqlalchemy", "alembic", "redis", "opentelemetry", "prometheus_client")
+    assert within(loaded, (*SERVICES, "portal", *servers)) == []
     assert {"svckit.clients", "svckit.tls"} <= loaded
+    # Only what the client distribution carries (svckit/rooms.py).
+    assert [m for m in within(loaded, ("svckit",)) if rooms.ROOM_OF[m] not in rooms.CLIENT_ROOMS] == []
 
 
 @pytest.mark.parametrize(
