@@ -4,6 +4,8 @@ Rows are written in the same transaction as the change they describe (revocation
 The relay claims due rows for a lease (so several processes on one database do not send the same row
 at once), publishes each with ``idempotency_key`` = the row id (a resend after a crash is deduplicated
 by webhookd), then marks it sent. A failure schedules the next attempt with capped exponential backoff.
+The calls go through ``svckit.clients.HooksClient`` (round robin over several webhookd addresses, the
+event checked against the catalog before it is sent, one error mapping: ``ClientError``).
 """
 
 from __future__ import annotations
@@ -12,18 +14,19 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+from collections.abc import Iterable
 
-import grpc
 from google.protobuf import struct_pb2
 
 from authsvc._metrics import OUTBOX_BACKLOG, OUTBOX_FAILURES, OUTBOX_PUBLISHED
 from authsvc._model import OutboxEvent
 from authsvc._repository import Repository
+from svckit.clients import ClientError, HooksClient
 from svckit.clock import Clock, SystemClock
 from svckit.outage import OutageLog
 from svckit.prototables import HOOKS_ENVIRONMENT
-from svckit.tls import Tls, channel
-from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
+from svckit.tls import Tls
+from travel.webhooks.v1 import webhooks_pb2
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +64,7 @@ class OutboxRelay:
     def __init__(
         self,
         repo: Repository,
-        target: str,
+        addresses: str | Iterable[str],
         *,
         tls: Tls | None = None,
         clock: Clock | None = None,
@@ -71,7 +74,7 @@ class OutboxRelay:
         lease: float = PUBLISH_TIMEOUT + 5,
     ) -> None:
         self.repo = repo
-        self.target = target
+        self.addresses = addresses
         self.tls = tls
         self.clock: Clock = clock or SystemClock()
         self.poll_interval = poll_interval
@@ -80,15 +83,15 @@ class OutboxRelay:
         self.lease = lease
         self.wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._channel: grpc.aio.Channel | None = None
+        self._hooks: HooksClient | None = None
         # A database outage fails every pass: one line per outage with a count, not a traceback each.
         self.outages = OutageLog(log)
 
     def start(self) -> None:
-        self._channel = channel(
-            self.target,
+        self._hooks = HooksClient(
+            self.addresses,
             self.tls,
-            "webhookd",
+            timeout=PUBLISH_TIMEOUT,
             options=[
                 ("grpc.initial_reconnect_backoff_ms", 200),
                 ("grpc.max_reconnect_backoff_ms", 2000),
@@ -102,8 +105,8 @@ class OutboxRelay:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if self._channel is not None:
-            await self._channel.close()
+        if self._hooks is not None:
+            await self._hooks.close()
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -132,15 +135,14 @@ class OutboxRelay:
 
     async def run_once(self) -> int:
         """One pass: publish every due row. Returns how many were accepted."""
-        assert self._channel is not None
-        stub = webhooks_pb2_grpc.WebhookServiceStub(self._channel)
+        assert self._hooks is not None
         events = await self.repo.claim_outbox(self.clock.now(), self.lease)
         accepted = 0
         for event in events:
             try:
-                await stub.PublishEvent(publish_request(event), timeout=PUBLISH_TIMEOUT)
-            except grpc.RpcError as exc:
-                code = exc.code() if isinstance(exc, grpc.aio.AioRpcError) else None
+                # One attempt a pass: the relay's backoff retries, and counts each try on the row.
+                await self._hooks.publish_event(publish_request(event), retry=False)
+            except ClientError as exc:
                 delay = backoff(event.attempts + 1, self.backoff_base, self.backoff_cap)
                 retry_at = self.clock.now() + dt.timedelta(seconds=delay)
                 log.warning(
@@ -149,12 +151,12 @@ class OutboxRelay:
                         "event_id": event.id,
                         "event_type": event.type,
                         "attempts": event.attempts + 1,
-                        "code": code.name if code else "",
+                        "code": exc.code.name,
                         "retry_in": delay,
                     },
                 )
                 OUTBOX_FAILURES.labels(event.type).inc()
-                await self.repo.mark_failed(event.id, f"{code.name if code else 'error'}", retry_at)
+                await self.repo.mark_failed(event.id, exc.code.name, retry_at)
                 continue
             await self.repo.mark_sent(event.id, self.clock.now())
             accepted += 1

@@ -27,7 +27,6 @@ from authsvc._sql_tables import users
 from authsvc._watch import ChangeHub, PgListener, channel_name
 from authsvc.migrations import SCHEMA as AUTH_SCHEMA
 from svckit import addresses, runner, tracing
-from svckit.clients.channels import target
 from svckit.clock import Clock
 from svckit.db import asyncpg_dsn, create_engine, is_postgres, normalize_url, schema_of
 from svckit.flags import FlagParser, add_flag, env_name
@@ -39,7 +38,8 @@ from svckit.readiness import PROBE_INTERVAL, DatabaseHealth
 from svckit.reseal import OldKeyGauge, SealedColumn, add_reseal_command, run_reseal
 from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal
 from svckit.secretbox import SealingKeyError, SecretBox, keys_from
-from svckit.tls import Tls, add_tls_args, tls_from_args
+from svckit.tls import Tls
+from svckit.tlsflags import add_tls_args, tls_from_args
 from travel.auth.v1 import auth_pb2, auth_pb2_grpc, identity_pb2, identity_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -123,8 +123,8 @@ async def run_server(
     if webhookd:
         relay = OutboxRelay(
             repo,
-            # Several webhookd addresses: one target, failing over between them (svckit.clients.channels).
-            target(webhookd, "--webhookd"),
+            # Several webhookd addresses: one channel, failing over between them (svckit.clients.channels).
+            webhookd,
             tls=tls,
             clock=clock,
             backoff_cap=outbox_backoff_cap,

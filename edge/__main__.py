@@ -32,7 +32,7 @@ from svckit.migrations import SchemaError, add_migrate_command, run_migrate
 from svckit.pacing import add_pacing_args, pacing_from_args
 from svckit.runner import ServeConfig, or_default, print_ready, run_until_signal
 from svckit.secretbox import SealingKeyError, key_from, new_key
-from svckit.tls import add_tls_args, tls_from_args
+from svckit.tlsflags import add_tls_args, tls_from_args
 from svckit.webserver import bind, start
 
 log = logging.getLogger("edge")

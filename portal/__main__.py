@@ -18,7 +18,7 @@ from svckit.metrics import serve_metrics
 from svckit.pacing import add_pacing_args, pacing_from_args
 from svckit.runner import ServeConfig, print_ready, run_until_signal
 from svckit.secretbox import SealingKeyError, key_from, new_key
-from svckit.tls import add_tls_args, tls_from_args
+from svckit.tlsflags import add_tls_args, tls_from_args
 from svckit.webserver import start
 
 SERVICE = "portal"

@@ -15,16 +15,18 @@ partner's install. Then setuptools' own build backend (PEP 517) builds the wheel
 from __future__ import annotations
 
 import argparse
-import ast
 import pathlib
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import tomllib
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the shared part, beside this script
+from package_assembly import ROOT, BuildError, build_dists, declared, imports_of
+from package_assembly import check_libraries as _check_libraries
+
+__all__ = ["BuildError", "assemble", "build", "check_libraries", "declared", "imports_of", "rewrite"]
+
 SOURCE = ROOT / "partner"  # the package's pyproject.toml and README.md
 PACKAGE = "svc_partner"
 KIT = f"{PACKAGE}._kit"
@@ -35,23 +37,6 @@ _REWRITES = [
     (re.compile(r"^(\s*)from svccli\.([\w.]+) import", re.M), rf"\1from {PACKAGE}.\2 import"),
     (re.compile(r"^(\s*)from svccli import", re.M), rf"\1from {PACKAGE} import"),
 ]
-
-
-class BuildError(Exception):
-    pass
-
-
-def imports_of(source: str) -> list[tuple[str, list[str]]]:
-    """(module, names) of every import statement, at any depth (a lazy import is an import too)."""
-    found: list[tuple[str, list[str]]] = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found += [(alias.name, []) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                raise BuildError("relative imports are not rewritten; use absolute ones")
-            found.append((node.module or "", [alias.name for alias in node.names]))
-    return found
 
 
 def svckit_closure(start: list[pathlib.Path]) -> list[str]:
@@ -88,22 +73,8 @@ def rewrite(source: str, origin: str) -> str:
     return source
 
 
-def declared(pyproject: pathlib.Path) -> set[str]:
-    """The import names of the package's dependencies (their distribution names, lower case)."""
-    deps = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
-    return {re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0].lower().replace("-", "_") for d in deps}
-
-
 def check_libraries(package_dir: pathlib.Path, allowed: set[str]) -> None:
-    for path in sorted(package_dir.rglob("*.py")):
-        for module, _ in imports_of(path.read_text()):
-            top = module.split(".")[0]
-            if top != PACKAGE and top not in sys.stdlib_module_names and top not in allowed:
-                rel = path.relative_to(package_dir.parent)
-                raise BuildError(
-                    f"{rel} imports {module}, which the partner package does not depend on "
-                    f"(its dependencies: {', '.join(sorted(allowed))}; partner/pyproject.toml)"
-                )
+    _check_libraries([package_dir], {PACKAGE}, allowed, "the partner package", "partner/pyproject.toml")
 
 
 def assemble(stage: pathlib.Path) -> pathlib.Path:
@@ -126,32 +97,11 @@ def assemble(stage: pathlib.Path) -> pathlib.Path:
     return package
 
 
-def build_python() -> str:
-    """An interpreter with setuptools: the project's venv when there is one (scripts/_bootstrap.sh)."""
-    venv = ROOT / ".venv" / "bin" / "python"
-    return str(venv) if venv.exists() else sys.executable
-
-
 def build(out: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("svc_partner-*"):
-        old.unlink()
     with tempfile.TemporaryDirectory(prefix="svc-partner-") as tmp:
         stage = pathlib.Path(tmp)
         assemble(stage)
-        # The directory is read once: the backend rewrites sys.argv as it runs.
-        code = (
-            "import sys; from setuptools import build_meta as b; "
-            "d = sys.argv[1]; b.build_wheel(d); b.build_sdist(d)"
-        )
-        done = subprocess.run(
-            [build_python(), "-c", code, str(out)], cwd=stage, capture_output=True, text=True, check=False
-        )
-        if done.returncode != 0:
-            raise BuildError(f"setuptools failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    (wheel,) = out.glob("svc_partner-*.whl")
-    (sdist,) = out.glob("svc_partner-*.tar.gz")
-    return wheel, sdist
+        return build_dists(stage, out, "svc_partner")
 
 
 def main(argv: list[str] | None = None) -> int:

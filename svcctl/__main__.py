@@ -16,7 +16,7 @@ from typing import Any
 from svckit import addresses
 from svckit.clients import ClientError
 from svckit.flags import FlagParser, add_flag, env_name
-from svckit.tls import add_tls_args
+from svckit.tlsflags import add_tls_args
 
 SERVICE = "svcctl"
 

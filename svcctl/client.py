@@ -9,7 +9,8 @@ from google.protobuf.duration_pb2 import Duration
 
 from svckit.clients import AuthClient, ClientError, HooksClient
 from svckit.scopes import ALL_SCOPES
-from svckit.tls import Tls, tls_from_args
+from svckit.tls import Tls
+from svckit.tlsflags import tls_from_args
 from travel.auth.v1 import auth_pb2 as pb
 
 DEMO_ACTOR = "svc:run_stack"

@@ -13,7 +13,8 @@ import asyncio
 from typing import Any
 
 from svckit.readiness import CHECK_TIMEOUT, peer_check, readiness
-from svckit.tls import channel, tls_from_args
+from svckit.tls import channel
+from svckit.tlsflags import tls_from_args
 
 
 def addresses_of(flag: str) -> list[str]:

@@ -1,5 +1,9 @@
 """Pieces the three services share: errors, ids, clock, storage, logs, metrics, gRPC plumbing.
 
+Each module is in one of five rooms, bottom first: vocabulary, clients, net, storage, serving
+(``svckit.rooms``); it imports svckit modules of its own room and those below only. The vocabulary and
+clients rooms are the client distribution product services install (``travel-clients``).
+
 The names below load on first use, so importing one svckit module (``svckit.signing`` in the partner's
 CLI) does not load gRPC and asyncio with ``svckit.errors`` and ``svckit.clock``.
 """

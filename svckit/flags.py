@@ -38,6 +38,16 @@ def env_name(service: str, flag: str) -> str:
     return f"{service.upper()}_{flag.upper().replace('-', '_')}"
 
 
+def or_default(default: str) -> Callable[[str], str]:
+    """A flag's text, an empty one meaning ``default``: for flags whose empty environment variable has
+    always meant "not set" (the database URL, the TLS files)."""
+
+    def text(value: str) -> str:
+        return value or default
+
+    return text
+
+
 class _FromEnv(str):
     """A default taken from the environment: argparse converts string defaults with the flag's type
     after parsing, and the conversion then knows which variable to name."""

@@ -37,9 +37,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from svckit.db import add_password_file_flag, create_engine, is_postgres, normalize_url, schema_of
-from svckit.flags import add_flag
+from svckit.flags import add_flag, env_name, or_default
 from svckit.outage import describe, is_outage
-from svckit.runner import env_name, or_default
 
 log = logging.getLogger(__name__)
 # Alembic says "Context impl ..." at INFO on every start; our "schema migrated" line says what changed.

@@ -26,10 +26,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from svckit.db import create_engine
 from svckit.errors import ServiceError
-from svckit.flags import add_flag
+from svckit.flags import add_flag, env_name
 from svckit.migrations import add_database_flags
 from svckit.outage import describe
-from svckit.runner import env_name
 from svckit.secretbox import KEYED_PREFIX, SealingKeyError, SecretBox
 
 log = logging.getLogger(__name__)

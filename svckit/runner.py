@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from svckit.flags import add_flag, config_default, env_name
+from svckit.flags import add_flag, config_default, env_name, or_default
 
 __all__ = [
     "ServeConfig",
@@ -48,16 +48,6 @@ def run(main: Coroutine[Any, Any, T], *, uvloop: bool = True) -> T:
         else:
             return fast.run(main)
     return asyncio.run(main)
-
-
-def or_default(default: str) -> Callable[[str], str]:
-    """A flag's text, an empty one meaning ``default``: for flags whose empty environment variable has
-    always meant "not set" (the database URL, the TLS files)."""
-
-    def text(value: str) -> str:
-        return value or default
-
-    return text
 
 
 def add_serve_args(

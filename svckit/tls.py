@@ -10,7 +10,6 @@ Plaintext is only possible with an explicit ``--insecure-dev``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import ssl
 from collections.abc import Mapping, Sequence
@@ -22,11 +21,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 
-from svckit.flags import FlagParser, add_flag, env_name
-from svckit.runner import or_default
-
 DEV_DIR = "var/tls"
-# What a TlsError calls the three files by default: the flags of add_tls_args.
+# What a TlsError calls the three files by default: the flags of svckit.tlsflags.add_tls_args.
 FLAG_NAMES = ("--tls-ca", "--tls-cert", "--tls-key")
 
 
@@ -138,48 +134,6 @@ def channel(
     )
 
 
-def add_tls_args(parser: argparse.ArgumentParser, service: str) -> None:
-    """``--tls-ca``, ``--tls-cert``, ``--tls-key`` and ``--insecure-dev``, each with an environment
-    fallback ``<SERVICE>_<FLAG>``; the files default to the development certificates ``svcctl certs
-    init`` makes. ``parser`` is a ``svckit.flags.FlagParser`` (or one of its sub-parsers): a word in
-    ``<SERVICE>_INSECURE_DEV`` that is neither on nor off is a usage error."""
-    if not isinstance(parser, FlagParser):
-        # A plain parser would never convert the variable's word: "off" would switch plaintext on.
-        raise TypeError("add_tls_args: the parser must be a svckit.flags.FlagParser")
-    files = (
-        ("ca", "ca.pem", "the CA certificate peers must chain to"),
-        ("cert", f"{service}.pem", "this process's certificate"),
-        ("key", f"{service}.key", "its private key"),
-    )
-    for flag, name, what in files:
-        default = f"{DEV_DIR}/{name}"
-        add_flag(
-            parser,
-            f"--tls-{flag}",
-            env=env_name(service, f"tls_{flag}"),
-            type=or_default(default),
-            default=default,
-            help=f"PEM file: {what}",
-        )
-    what = "plaintext gRPC with no caller authentication, for development only"
-    add_flag(parser, "--insecure-dev", env=env_name(service, "insecure_dev"), switch=True, help=what)
-
-
-def tls_from_args(args: argparse.Namespace) -> Tls | None:
-    """The configured TLS files, or None with ``--insecure-dev``; a clear exit when they are unusable."""
-    if args.insecure_dev:
-        return None
-    try:
-        tls = Tls.from_files(args.tls_ca, args.tls_cert, args.tls_key)
-    except TlsError as exc:
-        raise SystemExit(
-            f"{exc} (make development certificates with `svcctl certs init`, or pass --insecure-dev "
-            "for plaintext)"
-        ) from None
-    export_expiry(tls)
-    return tls
-
-
 def not_after(cert_pem: bytes) -> float:
     """When the first certificate of ``cert_pem`` (a process's own, its chain after it) expires: epoch
     seconds."""
@@ -191,27 +145,3 @@ def seconds_until_expiry(tls: Tls, now: float | None = None) -> float:
     import time
 
     return not_after(tls.cert) - (time.time() if now is None else now)
-
-
-_EXPIRY: list[Tls] = []
-
-
-def export_expiry(tls: Tls) -> None:
-    """``tls_certificate_expiry_seconds`` on /metrics from now on: seconds until ``tls``'s certificate
-    expires, worked out at each scrape (docs/alerts.md pages on it). A process without TLS exports no
-    such family, rather than a 0 that would read as "expired"."""
-    from prometheus_client import REGISTRY
-    from prometheus_client.core import GaugeMetricFamily
-
-    class Expiry:
-        def collect(self) -> Any:
-            if _EXPIRY:
-                yield GaugeMetricFamily(
-                    "tls_certificate_expiry_seconds",
-                    "Seconds until this process's own certificate (--tls-cert) expires; negative once it has",
-                    value=seconds_until_expiry(_EXPIRY[-1]),
-                )
-
-    if not _EXPIRY:
-        REGISTRY.register(Expiry())
-    _EXPIRY[:] = [tls]

@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import websockets
@@ -165,3 +166,37 @@ def event_data(kind: str, **fields: Any) -> struct_pb2.Struct:
     data = struct_pb2.Struct()
     data.update({**catalog.example(kind), **fields})
     return data
+
+
+@dataclass
+class VenvOutside:
+    """A venv made with ``python3 -m venv`` in an empty directory outside the repository (no system
+    site-packages), and commands run there as a partner or a product team would: from that directory,
+    with no PYTHONPATH nor anything of the repository on PATH."""
+
+    home: pathlib.Path  # the empty directory (outside the repository)
+    venv: pathlib.Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The machine's environment less anything pointing into the repository or its venv."""
+        out = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+        path = [p for p in out.get("PATH", "").split(os.pathsep) if not p.startswith(str(ROOT))]
+        out["PATH"] = os.pathsep.join([str(self.venv / "bin"), *path])
+        out["PYTHONNOUSERSITE"] = "1"
+        out["PYTHONUNBUFFERED"] = "1"
+        return out
+
+    def run(self, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            list(args),
+            cwd=self.home,
+            env=self.env,
+            input=stdin,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+
+    def python(self, code: str) -> subprocess.CompletedProcess[bytes]:
+        return self.run(str(self.venv / "bin" / "python"), "-c", code)

@@ -17,7 +17,6 @@ import httpx
 from grpc_health.v1.health import aio as health_aio
 
 from svckit import addresses, runner, tracing
-from svckit.clients.channels import target
 from svckit.clock import Clock, SystemClock
 from svckit.db import is_postgres
 from svckit.flags import ArgumentError, FlagParser, add_flag, config_default, env_name
@@ -30,7 +29,8 @@ from svckit.readiness import PROBE_INTERVAL, DatabaseHealth
 from svckit.reseal import OldKeyGauge, add_reseal_command, run_reseal
 from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal
 from svckit.secretbox import keys_from
-from svckit.tls import Tls, add_tls_args, tls_from_args
+from svckit.tls import Tls
+from svckit.tlsflags import add_tls_args, tls_from_args
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 from webhookd import _metrics as metrics
 from webhookd._accounts import Accounts
@@ -208,8 +208,8 @@ async def run_server(
         sender = Sender(client, config.delivery_timeout, direct=transport)
     else:
         sender = Sender(client, config.delivery_timeout)
-    # Several authsvc addresses: one target, failing over between them (svckit.clients.channels).
-    accounts = Accounts(target(config.authsvc, "--authsvc"), config.tls) if config.authsvc else None
+    # Several authsvc addresses: one channel, failing over between them (svckit.clients.channels).
+    accounts = Accounts(config.authsvc, config.tls) if config.authsvc else None
     lookup = accounts.alert_recipients if accounts is not None else None
     mailer = Mailer(
         repo,

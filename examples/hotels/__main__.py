@@ -22,7 +22,7 @@ from svckit.clients import AuthClient, HooksClient
 from svckit.flags import FlagParser, add_flag, csv_list, env_name
 from svckit.logs import setup_logging
 from svckit.runner import print_ready, run_until_signal
-from svckit.tls import add_tls_args, tls_from_args
+from svckit.tlsflags import add_tls_args, tls_from_args
 from svckit.webserver import ServerProtocol, bind
 
 SERVICE = "hotels"

@@ -60,13 +60,15 @@ class HooksClient(Client):
         timeout: float | None = None,  # noqa: ASYNC109 (the gRPC deadline, as every method's)
         wait_for_ready: bool | None = None,
         metadata: Metadata | None = None,
+        retry: bool = True,
     ) -> pb.PublishEventResponse:
-        """PublishEvent, once the event passed the catalog's check (``event_error``)."""
+        """PublishEvent, once the event passed the catalog's check (``event_error``); ``retry=False``:
+        one attempt, even with an idempotency key (the caller retries on its own schedule)."""
         error = event_error(request)
         if error is not None:
             raise error
         return await self._publish_event(
-            request, timeout=timeout, wait_for_ready=wait_for_ready, metadata=metadata
+            request, timeout=timeout, wait_for_ready=wait_for_ready, metadata=metadata, retry=retry
         )
 
 

@@ -4,11 +4,17 @@ a caller passes is kept, an ``x-request-id`` among it included.
 
 The same interceptor adds the portal's ``x-portal-session`` from ``session_token_var``, set by the portal
 once it has read the signed-in user's cookie: authsvc and webhookd act on a portal call only for the user
-of that session (svckit.portal_calls). Only the portal sets it."""
+of that session (svckit.portal_calls). Only the portal sets it.
+
+And the current trace's ``traceparent`` and ``tracestate`` when the process traces (``svckit.tracing``,
+which a server loads and switches on). The client library never imports it: a product service that
+installed the clients on their own has no OpenTelemetry, and a process that never loaded
+``svckit.tracing`` cannot be tracing."""
 
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
@@ -17,12 +23,20 @@ import grpc
 
 from svckit.logs import request_id_var
 from svckit.portal_calls import SESSION_HEADER
-from svckit.tracing import TRACEPARENT, TRACESTATE, traceparent, tracestate
 
 REQUEST_ID = "x-request-id"
 
 # The portal session token the calls of this request are made for ("" for none).
 session_token_var: ContextVar[str] = ContextVar("portal_session_token", default="")
+
+
+def trace_headers() -> tuple[tuple[str, str], tuple[str, str]]:
+    """(``traceparent``, the current trace's) and (``tracestate``, the account the trace is bound to) when
+    this process traces, each value "" for none."""
+    tracing = sys.modules.get("svckit.tracing")  # loaded by a server's own start, never from here
+    if tracing is None:
+        return ("", ""), ("", "")
+    return (tracing.TRACEPARENT, tracing.traceparent()), (tracing.TRACESTATE, tracing.tracestate())
 
 
 def with_request_id(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
@@ -33,8 +47,7 @@ def with_request_id(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallD
         for k, v in (
             (REQUEST_ID, request_id_var.get()),
             (SESSION_HEADER, session_token_var.get()),
-            (TRACEPARENT, traceparent()),  # the current trace's, "" outside one (svckit.tracing)
-            (TRACESTATE, tracestate()),  # the account the trace is bound to, "" for none
+            *trace_headers(),
         )
         if v
     ]

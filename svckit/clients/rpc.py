@@ -97,9 +97,13 @@ class UnaryMethod(Generic[Req, Resp]):
         timeout: float | None = None,  # noqa: ASYNC109 (the gRPC deadline, which the server sees too)
         wait_for_ready: bool | None = None,
         metadata: Metadata | None = None,
+        retry: bool = True,
     ) -> Resp:
+        """The call; ``retry=False``: one attempt even where ``retry_if`` allows more (a caller that
+        retries on its own schedule and counts its attempts, as authsvc's outbox relay)."""
         budget = self._timeout if timeout is None else timeout
-        attempts = RETRY_ATTEMPTS if self._retry_if is not None and self._retry_if(request) else 1
+        retried = retry and self._retry_if is not None and self._retry_if(request)
+        attempts = RETRY_ATTEMPTS if retried else 1
         end, backoff = time.monotonic() + budget, RETRY_BACKOFF
         for attempt in range(1, attempts + 1):
             try:

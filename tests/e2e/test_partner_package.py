@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import pathlib
 import shutil
 import signal
@@ -29,40 +28,11 @@ from edge.testing import SANDBOX_HOSTS, edge_args
 from svcctl.client import create_demo_key
 from svckit.signing import SignatureScheme, delivery_headers, new_secret
 from tests.support import ROOT, ServiceProcess, free_port, sqlite_url, start_service
+from tests.support import VenvOutside as PartnerEnv
 from webhookd.testing import Receiver
 
 EXAMPLES = ROOT / "examples" / "receivers"
 SERVER_LIBRARIES = ("sanic", "sqlalchemy", "grpc", "alembic", "redis", "opentelemetry", "svckit", "svccli")
-
-
-@dataclass
-class PartnerEnv:
-    home: pathlib.Path  # the partner's empty directory (outside the repository)
-    venv: pathlib.Path
-
-    @property
-    def env(self) -> dict[str, str]:
-        """The machine's environment less anything pointing into the repository or its venv."""
-        out = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-        path = [p for p in out.get("PATH", "").split(os.pathsep) if not p.startswith(str(ROOT))]
-        out["PATH"] = os.pathsep.join([str(self.venv / "bin"), *path])
-        out["PYTHONNOUSERSITE"] = "1"
-        out["PYTHONUNBUFFERED"] = "1"
-        return out
-
-    def run(self, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(
-            list(args),
-            cwd=self.home,
-            env=self.env,
-            input=stdin,
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
-
-    def python(self, code: str) -> subprocess.CompletedProcess[bytes]:
-        return self.run(str(self.venv / "bin" / "python"), "-c", code)
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,8 @@ from authsvc.testing import new_account, new_key, running_authsvc
 from svckit import devca
 from svckit.db import create_engine
 from svckit.metrics import serve_metrics
-from svckit.tls import Tls, export_expiry, seconds_until_expiry
+from svckit.tls import Tls, seconds_until_expiry
+from svckit.tlsflags import export_expiry
 from travel.auth.v1 import auth_pb2 as pb
 
 

@@ -13,6 +13,7 @@ import grpc
 import pytest
 
 from authsvc.testing import ACTOR, running_authsvc
+from svckit.catalog import quota_threshold
 from svckit.clients import (
     AuthClient,
     ClientError,
@@ -24,6 +25,7 @@ from svckit.clients import (
 )
 from svckit.errors import ServiceError, to_grpc_status
 from svckit.logs import request_id_var
+from svckit.protos import struct
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.auth.v1 import identity_pb2 as ipb
@@ -190,3 +192,40 @@ async def test_mapped_errors_and_client_error_map_a_bare_stub_call(
             await stub.ListKeys(pb.ListKeysRequest(), timeout=5)  # not implemented by the servicer
     assert info.value.code is grpc.StatusCode.UNIMPLEMENTED and info.value.type == "internal_error"
     assert client_error(grpc.aio.AioRpcError(grpc.StatusCode.CANCELLED, None, None)).status == 503
+
+
+class FlakyPublish(webhooks_pb2_grpc.WebhookServiceServicer):
+    """PublishEvent: UNAVAILABLE for the first call, then accepted."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def PublishEvent(self, request: wpb.PublishEventRequest, context: Any) -> wpb.PublishEventResponse:
+        self.calls += 1
+        if self.calls == 1:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "not yet")
+        return wpb.PublishEventResponse(event=wpb.Event(id="evt_1", type=request.type))
+
+
+@pytest.mark.parametrize("retry", [True, False])
+async def test_a_publish_with_an_idempotency_key_is_retried_unless_the_caller_retries_itself(
+    retry: bool,
+) -> None:
+    """An UNAVAILABLE publish carrying an idempotency key is tried again within the call; with
+    ``retry=False`` (authsvc's outbox relay, which retries on its own backoff and counts each try) once."""
+    servicer = FlakyPublish()  # type: ignore[abstract]  # (see RecordingAuth)
+    request = wpb.PublishEventRequest(
+        account_id="acct_1",
+        environment=wpb.ENVIRONMENT_SANDBOX,
+        type="search_quota.threshold",
+        data=struct(quota_threshold(100, "2025-01-01")),
+        idempotency_key="once",
+    )
+    async with serving(webhooks_pb2_grpc.add_WebhookServiceServicer_to_server, servicer) as address:
+        async with HooksClient(address, None) as hooks:
+            if retry:
+                assert (await hooks.publish_event(request)).event.id == "evt_1"
+            else:
+                with pytest.raises(PeerUnavailable):
+                    await hooks.publish_event(request, retry=False)
+    assert servicer.calls == (2 if retry else 1)

@@ -72,4 +72,4 @@ async def test_mode_only_kinds_follow_the_account_mode(sqlite_url: str) -> None:
                 assert type_from_rpc_error(info.value)[0] == "invalid_request"
         finally:
             await wh.stop(0)
-            assert wh.accounts is not None and wh.accounts._channel is None  # stop closed it
+            assert wh.accounts is not None and wh.accounts._client is None  # stop closed it

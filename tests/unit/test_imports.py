@@ -2,6 +2,9 @@
 import no service package: what they share with a service lives in svckit. No service imports another.
 No two project modules import each other, directly or round a longer cycle.
 
+svckit's modules are filed in rooms (svckit/rooms.py): none imports a room above its own, and the bottom
+two, the client distribution, import no library it does not declare.
+
 The runtime checks import in a fresh interpreter and read ``sys.modules``; the static ones read every
 ``import`` and ``from ... import`` statement of the project's modules (at module level or inside a
 function, since a lazy import is an import all the same), so a dependency hidden in a command that a
@@ -11,15 +14,33 @@ test never runs is still seen.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import pathlib
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
+from types import ModuleType
 
 import pytest
 
+from svckit import rooms
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+
+
+def _packaging() -> ModuleType:
+    """scripts/package_assembly.py (what both package builds share), loaded from its file."""
+    spec = importlib.util.spec_from_file_location(
+        "package_assembly", ROOT / "scripts" / "package_assembly.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+packaging = _packaging()
 
 SERVICES = ("authsvc", "webhookd", "edge")
 FRONT_ENDS = ("svccli", "svcctl", "portal")
@@ -57,8 +78,11 @@ def test_svc_cli_loads_no_server_nor_their_libraries() -> None:
 def test_the_client_library_loads_no_server_code(modules: tuple[str, ...]) -> None:
     """What a product team imports (docs/product-services.md): the clients and svckit.tls, no server."""
     loaded = loaded_after(*modules)
-    assert within(loaded, (*SERVICES, "portal", "sanic", "sqlalchemy")) == []
+    servers = ("sanic", "sqlalchemy", "alembic", "redis", "opentelemetry", "prometheus_client")
+    assert within(loaded, (*SERVICES, "portal", *servers)) == []
     assert {"svckit.clients", "svckit.tls"} <= loaded
+    # Only what the client distribution carries (svckit/rooms.py).
+    assert [m for m in within(loaded, ("svckit",)) if rooms.ROOM_OF[m] not in rooms.CLIENT_ROOMS] == []
 
 
 @pytest.mark.parametrize(
@@ -194,3 +218,89 @@ def test_no_import_cycle() -> None:
 def test_cycle_finder_finds_one() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
+
+
+# -- svckit's rooms (svckit/rooms.py) ---------------------------------------------------------------------
+def test_every_svckit_module_is_in_exactly_one_room() -> None:
+    """A new svckit module must be filed in one room before it lands."""
+    filed = [n if n == "svckit" else f"svckit.{n}" for names in rooms.BY_ROOM.values() for n in names]
+    assert sorted(set(filed)) == sorted(filed), "a module is filed in two rooms (or twice)"
+    assert set(rooms.BY_ROOM) == set(rooms.ROOMS)
+    assert sorted(modules_of("svckit")) == sorted(rooms.ROOM_OF)
+
+
+def room_breaches(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """svckit module -> the svckit modules it imports from a room above its own (each as ``module
+    (room)``)."""
+    found: dict[str, list[str]] = {}
+    for module, targets in sorted(graph.items()):
+        if module not in rooms.ROOM_OF:
+            continue
+        above = sorted(
+            f"{t} ({rooms.ROOM_OF[t]})"
+            for t in targets
+            if t in rooms.ROOM_OF and not rooms.may_import(module, t)
+        )
+        if above:
+            found[f"{module} ({rooms.ROOM_OF[module]})"] = above
+    return found
+
+
+def test_no_svckit_module_imports_a_room_above_its_own() -> None:
+    assert room_breaches(import_graph()) == {}
+
+
+@pytest.mark.parametrize(
+    ("room", "may_use"),
+    [
+        ("vocabulary", {"vocabulary"}),  # imports nothing of svckit outside itself
+        ("clients", {"vocabulary", "clients"}),  # what a product service installs, nothing more
+        ("net", {"vocabulary", "clients", "net"}),
+        ("storage", {"vocabulary", "clients", "net", "storage"}),
+        ("serving", set(rooms.ROOMS)),
+    ],
+)
+def test_what_each_room_may_import(room: str, may_use: set[str]) -> None:
+    assert {r for r in rooms.ROOMS if rooms.rank(r) <= rooms.rank(room)} == may_use
+    graph = import_graph()
+    used = {
+        rooms.ROOM_OF[t]
+        for m, r in rooms.ROOM_OF.items()
+        if r == room
+        for t in graph[m]
+        if t in rooms.ROOM_OF
+    }
+    assert used <= may_use
+
+
+def test_the_room_check_finds_an_import_upward() -> None:
+    graph = {
+        "svckit.ids": {"svckit.db"},
+        "svckit.tls": {"svckit.tracing", "svckit.errors"},
+        "svckit.db": set(),
+    }
+    assert room_breaches(graph) == {
+        "svckit.ids (vocabulary)": ["svckit.db (storage)"],
+        "svckit.tls (clients)": ["svckit.tracing (serving)"],
+    }
+
+
+def test_the_client_rooms_import_only_the_client_distributions_libraries() -> None:
+    """The vocabulary and clients rooms are the client distribution: every library they import, at any
+    depth of their code, is the standard library, the generated stubs or a dependency it declares."""
+    allowed = packaging.declared(ROOT / "clients" / "pyproject.toml")
+    assert allowed == {"grpc", "google.protobuf", "google.rpc", "grpc_status", "cryptography", "jsonschema"}
+    wrong: dict[str, list[str]] = {}
+    for module, room in sorted(rooms.ROOM_OF.items()):
+        if room not in rooms.CLIENT_ROOMS:
+            continue
+        for name, _ in packaging.imports_of(source_of(module).read_text()):
+            top = name.split(".")[0]
+            if (
+                top in ("svckit", "travel")
+                or top in sys.stdlib_module_names
+                or packaging.is_allowed(name, allowed)
+            ):
+                continue
+            wrong.setdefault(module, []).append(name)
+    assert wrong == {}
