@@ -8,9 +8,10 @@ Strict RFC 8259 JSON in UTF-8, bounded so no input can crash a handler:
   encoded as UTF-8 for gRPC, a database or a product service;
 - ``NaN``/``Infinity`` (a Python extension, not JSON) and integers longer than Python's digit limit are
   refused;
-- a number out of range is refused (issue 34: such a number answered 500 where a proto field or a JSON
-  encoder met it): an integer outside 64 bits, a number past a double's range (``1e400`` reads as
-  infinity). Each field's own range is its handler's (``edge.convert.int_field``).
+- a number past a double's range is refused (``1e400`` reads as infinity, which no JSON encoder writes
+  back). An integer is any size Python reads: a field the edge itself reads has its own range, checked by
+  its handler (``edge.convert.int_field``: 400, never a proto field's overflow), and a product body's
+  other fields go to the product service as they came (the OpenAPI document allows them).
 
 ``JsonProblem.kind`` tells the stream which close code fits: ``unicode`` (1007, data inconsistent with
 a text message), ``depth`` (1008, a policy limit); ``syntax`` is answered with an error frame.
@@ -34,16 +35,6 @@ class JsonProblem(ValueError):
 
 def _refuse_constant(name: str) -> Any:
     raise JsonProblem("syntax", f"{name} is not JSON")
-
-
-INT64 = 2**63
-
-
-def _int(text: str) -> int:
-    value = int(text)
-    if not -INT64 <= value < INT64:
-        raise JsonProblem("syntax", "a number out of range: integers are at most 64 bits")
-    return value
 
 
 def _float(text: str) -> float:
@@ -90,7 +81,7 @@ def parse_json(raw: bytes | str) -> Any:
     else:
         _text(raw)
     try:
-        value = json.loads(raw, parse_constant=_refuse_constant, parse_int=_int, parse_float=_float)
+        value = json.loads(raw, parse_constant=_refuse_constant, parse_float=_float)
     except RecursionError:
         raise JsonProblem("depth", f"JSON nested deeper than {MAX_DEPTH} levels") from None
     except JsonProblem:

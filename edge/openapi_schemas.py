@@ -150,10 +150,12 @@ _URL = {
 }
 _EVENTS = {
     "type": "array",
-    "items": {"enum": [*EVENT_KINDS, "*"]},
+    "items": {"enum": [*EVENT_KINDS, "*"], "x-account-mode": MODE_ONLY},
     "minItems": 1,
     "maxItems": 100,
-    "description": 'the kinds to receive; ["*"] (alone) is every kind, including kinds added later',
+    "description": 'the kinds to receive; ["*"] (alone) is every kind, including kinds added later; '
+    + ", ".join(f"{k} for mode {m} accounts only" for k, m in MODE_ONLY.items())
+    + " (400 otherwise)",
 }
 _SCHEME = {
     "enum": [s.value for s in SignatureScheme],

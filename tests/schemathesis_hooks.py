@@ -14,6 +14,9 @@ schema cannot express, the way a partner's QA run would supply it.
   it into keys of its own (an empty one into nothing), so the request would no longer carry it.
 - A coverage case that leaves Authorization out is not touched: a changed case is revalidated as valid,
   and the run's ``-H Authorization`` would be sent with it again.
+- A webhook endpoint's events: ``*`` is sent alone (with other kinds it is refused: it already means
+  all of them), and the kinds for one commercial mode only (the items' ``x-account-mode``) are left out of
+  requests meant to be valid (the QA account is of one mode; the other's kinds are refused, 400).
 - POST /v1/sandbox/events: a kind for the other commercial mode (the schema's ``x-account-mode``) is
   replaced by booking.confirmed, and ``data`` (checked against the kind's catalog schema merged with the
   sample's) is left out of requests meant to be valid.
@@ -75,6 +78,13 @@ def before_call(ctx: Any, case: Any, **kwargs: Any) -> None:
     path = case.operation.path
     if path.startswith("/v1/webhooks/endpoints") and "url" in body:
         body["url"] = QA_URL
+    events = body.get("events")
+    if path.startswith("/v1/webhooks/endpoints") and isinstance(events, list) and events:
+        schema = case.operation.definition.raw["requestBody"]["content"]["application/json"]["schema"]
+        items = schema.get("properties", {}).get("events", {}).get("items", {})
+        mode_only = items.get("x-account-mode", {})
+        kept = ["*"] if "*" in events else [e for e in events if e not in mode_only]
+        body["events"] = kept or ["booking.confirmed"]
     if path == "/v1/sandbox/events":
         body.pop("data", None)
         modes = case.operation.definition.raw["requestBody"]["content"]["application/json"]["schema"]
