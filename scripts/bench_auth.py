@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import grpc  # noqa: E402
-from bench_edge import cpu_seconds  # noqa: E402
+from loadgen import cpu_seconds  # noqa: E402
 
 from authsvc import AccessRequest, KeyGrant, authorize  # noqa: E402
 from authsvc._model import Account, ApiKey  # noqa: E402

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from svckit.clock import Clock
-from svckit.ids import new_id, sortable_id
+from svckit.ids import new_id
 from svckit.outage import OutageLog
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd import _metrics as metrics
@@ -35,88 +35,15 @@ from webhookd._breaker import UNANSWERED, Breaker, Breakers, State
 from webhookd._breaker import Settings as BreakerSettings
 from webhookd._breaker import Verdict as Gate
 from webhookd._events import TEST_EVENT_KIND
-from webhookd._health import failing_level, recovered
+from webhookd._outcome import decide, unclaimed
 from webhookd._proven import Proven
 from webhookd._queue import Queue
-from webhookd._repository import Alert, AttemptRecord, Claim, DeliveryResult
-from webhookd._retry import Action, next_attempt
-from webhookd._sender import Sender, SendResult
-from webhookd._steering import steer
+from webhookd._repository import Alert, Claim, DeliveryResult
+from webhookd._sender import Sender
 
 log = logging.getLogger("webhookd.delivery")
 # The database down fails every storage cycle: one line per 10 s with a count (svckit.outage).
 OUTAGES = OutageLog(log)
-
-
-def decide(
-    claim: Claim, sent: SendResult | None, attempted_at: dt.datetime, manual: bool = False
-) -> DeliveryResult:
-    """Pure: the stored outcome of one claimed delivery (``sent`` is None when nothing was sent)."""
-    d = claim.delivery
-    if claim.endpoint is None:
-        return DeliveryResult(d.id, d.endpoint_id, None, DeliveryStatus.FAILED, None, counts_attempt=False)
-    if sent is None:
-        return DeliveryResult(d.id, d.endpoint_id, None, DeliveryStatus.HELD, None, counts_attempt=False)
-    attempt = AttemptRecord(
-        id=sortable_id("att", attempted_at),
-        delivery_id=d.id,
-        endpoint_id=d.endpoint_id,
-        event_id=d.event_id,
-        account_id=d.account_id,
-        environment=d.environment,
-        attempt_number=d.attempt_count + 1,
-        outcome=sent.result.value,
-        response_status=sent.status,
-        response_body=sent.body,
-        request_headers=sent.headers,
-        response_headers=sent.response_headers,
-        latency_ms=sent.latency_ms,
-        error=sent.error,
-        attempted_at=attempted_at,
-        manual=manual,
-    )
-    decision = steer(
-        next_attempt(d.schedule_count + 1, sent.result, attempted_at),
-        sent.status,
-        sent.response_headers,
-        attempted_at,
-    )
-    if d.event_type == TEST_EVENT_KIND and decision.action is not Action.DONE:
-        # A test send is one attempt: it reports, it never retries and never disables the endpoint.
-        return DeliveryResult(d.id, d.endpoint_id, attempt, DeliveryStatus.FAILED, None, counts_attempt=True)
-    if decision.action is Action.DONE:
-        return DeliveryResult(
-            d.id,
-            d.endpoint_id,
-            attempt,
-            DeliveryStatus.SUCCEEDED,
-            None,
-            counts_attempt=True,
-            recovered=recovered(claim.endpoint.failing_level, True),
-        )
-    if decision.action is Action.RETRY:
-        return DeliveryResult(
-            d.id,
-            d.endpoint_id,
-            attempt,
-            DeliveryStatus.PENDING,
-            decision.next_attempt_at,
-            counts_attempt=True,
-            failing_level=failing_level(d.schedule_count + 1),
-        )
-    return DeliveryResult(
-        d.id,
-        d.endpoint_id,
-        attempt,
-        DeliveryStatus.FAILED,
-        None,
-        counts_attempt=True,
-        exhausted=True,
-        disable_endpoint=True,
-        disabled_reason=(
-            decision.reason or f"the last of {d.schedule_count + 1} attempts failed: {sent.error}"
-        )[:500],
-    )
 
 
 @dataclass
@@ -224,7 +151,7 @@ class DeliveryWorker:
         if breakers.tracked(ep.id) and claim.delivery.event_type != TEST_EVENT_KIND:
             gate = breakers.admit(ep.id, now)
             if gate.verdict is Gate.WAIT:
-                return _unclaimed(claim)  # still due; claims skip the endpoint until its next probe
+                return unclaimed(claim)  # still due; claims skip the endpoint until its next probe
             probe = gate.verdict is Gate.PROBE
         due = claim.delivery.next_attempt_at
         if due is not None:
@@ -335,7 +262,7 @@ class DeliveryWorker:
             # the rest are cancelled and handed back with the claims that never started, due as they were,
             # so another process sends them at once (at least once: a receiver may have had one already).
             self._stopping = True
-            unsent = [_unclaimed(c) for c in self._waiting()]
+            unsent = [unclaimed(c) for c in self._waiting()]
             self._ready.clear()
             self._deferred.clear()
             self._keys.clear()
@@ -461,7 +388,7 @@ class DeliveryWorker:
             while deferred and (full or deferred[0][1] <= oldest):
                 claim, _at = deferred.popleft()
                 self._held.remove(self._keys.pop(id(claim)))
-                out.append(_unclaimed(claim))
+                out.append(unclaimed(claim))
             if not deferred:
                 del self._deferred[endpoint_id]
         return out
@@ -581,7 +508,7 @@ class DeliveryWorker:
                     self.proven.answered(key, outcome.attempt.response_status, took, self.config.slow_after)
             except asyncio.CancelledError:
                 if self._stopping:  # cut by a graceful stop: handed back, so another process sends it now
-                    self._results.append(_unclaimed(claim))
+                    self._results.append(unclaimed(claim))
                 raise
             except Exception:
                 # The lease runs out and the delivery is claimed again.
@@ -603,9 +530,3 @@ class DeliveryWorker:
             if picked is None:
                 return
             claim, key, token = picked
-
-
-def _unclaimed(claim: Claim) -> DeliveryResult:
-    """Hands a claimed delivery back unsent: due when it was due, no attempt counted."""
-    d = claim.delivery
-    return DeliveryResult(d.id, d.endpoint_id, None, d.status, d.next_attempt_at, counts_attempt=False)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from svckit.vocabulary import Environment as Env
 from svckit.webhook_status import DeliveryStatus as D
 from svckit.webhook_status import EndpointStatus as E
+from webhookd import _queue_rows as qr
 from webhookd import _queue_sql as q
 from webhookd._health import DISABLED_LEVEL
 from webhookd._ordering import held_back
@@ -132,7 +133,7 @@ class MemoryQueue(StatementQueue):
 
     # The statements' twins, by name (their parameters as in ``webhookd._queue_sql``)
 
-    def _claim(self, params: tuple[Any, ...]) -> q.Claimed:
+    def _claim(self, params: tuple[Any, ...]) -> qr.Claimed:
         lease_until, owner, now, limit, *skip_json = params
         endpoints_skipped, accounts, environments, retries_in, probation, proven = (
             set(json.loads(j)) for j in skip_json
@@ -161,7 +162,7 @@ class MemoryQueue(StatementQueue):
             for d in claimed
             if d["endpoint_id"] in live
         }
-        return q.Claimed(rows, {d["event_id"]: self.envelopes[d["event_id"]] for d in claimed}, endpoints)
+        return qr.Claimed(rows, {d["event_id"]: self.envelopes[d["event_id"]] for d in claimed}, endpoints)
 
     def _free(self, p: Row) -> bool:
         """A queue row not held back by an earlier pending delivery of its ordering key

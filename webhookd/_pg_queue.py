@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from svckit.db import asyncpg_dsn, schema_of
 from svckit.outage import is_outage
+from webhookd import _queue_rows as qr
 from webhookd import _queue_sql as q
 from webhookd._queue import StatementQueue, Step, drive_async
 from webhookd._repository import EndpointRecord
@@ -101,7 +102,7 @@ async def _execute(conn: asyncpg.Connection, name: str, params: Any) -> Any:
     return _claimed(await conn.fetch(text, *params))
 
 
-def _claimed(rows: list[asyncpg.Record]) -> q.Claimed:
+def _claimed(rows: list[asyncpg.Record]) -> qr.Claimed:
     """The joined claim's rows: delivery columns, the event body, the endpoint's columns (NULLs: deleted)."""
     bodies: dict[str, bytes] = {}
     endpoints: dict[str, Any] = {}
@@ -111,4 +112,4 @@ def _claimed(rows: list[asyncpg.Record]) -> q.Claimed:
         ep = r[w + 1 :]
         if ep[0] is not None:
             endpoints.setdefault(ep[0], ep)
-    return q.Claimed(rows, bodies, endpoints)
+    return qr.Claimed(rows, bodies, endpoints)

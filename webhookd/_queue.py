@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from svckit import catalog
 from svckit.webhook_status import DeliveryStatus
+from webhookd import _queue_rows as qr
 from webhookd import _queue_sql as q
 from webhookd._admission import NO_SKIPS, Skips
 from webhookd._repository import (
@@ -105,7 +106,7 @@ def one(name: str, params: Any) -> Step[Any]:
     return (yield name, params)
 
 
-def record(rows: q.ResultRows, owner: str) -> Step[list[tuple[Any, ...]]]:
+def record(rows: qr.ResultRows, owner: str) -> Step[list[tuple[Any, ...]]]:
     """Write a cycle's results; the new alerts as ``insert_alert``'s rows."""
     if rows.attempts:
         yield "record_attempts", ((), rows.attempts)
@@ -119,21 +120,21 @@ def record(rows: q.ResultRows, owner: str) -> Step[list[tuple[Any, ...]]]:
     for endpoint_id, reason in rows.disabling:
         disabled = yield "disable_endpoint", (reason, rows.t, endpoint_id)
         if disabled is not None:
-            alert = q.alert_row(endpoint_id, reason, disabled, rows.t)
+            alert = qr.alert_row(endpoint_id, reason, disabled, rows.t)
             yield "insert_alert", alert
             alerts.append(alert)
             data = catalog.endpoint_disabled(endpoint_id, disabled[2], reason, at_us(rows.t))
-            notices.append(q.notice_row(disabled, endpoint_id, "endpoint.disabled", data, rows.t))
+            notices.append(qr.notice_row(disabled, endpoint_id, "endpoint.disabled", data, rows.t))
     for endpoint_id, (level, attempts, error) in rows.levels.items():
         raised = yield "raise_failing", (level, endpoint_id)
         if raised is not None:
             data = catalog.endpoint_failing(endpoint_id, raised[2], level, attempts, error)
-            notices.append(q.notice_row(raised, endpoint_id, "endpoint.failing", data, rows.t))
+            notices.append(qr.notice_row(raised, endpoint_id, "endpoint.failing", data, rows.t))
     for endpoint_id in sorted(rows.recovered):
         cleared = yield "clear_failing", (endpoint_id,)
         if cleared is not None:
             data = catalog.endpoint_recovered(endpoint_id, cleared[2])
-            notices.append(q.notice_row(cleared, endpoint_id, "endpoint.recovered", data, rows.t))
+            notices.append(qr.notice_row(cleared, endpoint_id, "endpoint.recovered", data, rows.t))
     if notices:
         yield "insert_notices", notices
     if rows.failing:
@@ -174,11 +175,11 @@ def recover(params: tuple[Any, ...]) -> Step[int]:
 
 
 def cycle(
-    rows: q.ResultRows | None, owner: str, claim: tuple[Any, ...] | None
-) -> Step[tuple[list[tuple[Any, ...]], q.Claimed]]:
+    rows: qr.ResultRows | None, owner: str, claim: tuple[Any, ...] | None
+) -> Step[tuple[list[tuple[Any, ...]], qr.Claimed]]:
     """The worker's cycle: record (if there are results), then claim (if there is room)."""
     alerts = (yield from record(rows, owner)) if rows is not None else []
-    claimed = (yield "claim", claim) if claim is not None else q.NOTHING_CLAIMED
+    claimed = (yield "claim", claim) if claim is not None else qr.NOTHING_CLAIMED
     return alerts, claimed
 
 
@@ -257,14 +258,14 @@ class StatementQueue(abc.ABC):
         skips: Skips = NO_SKIPS,
     ) -> tuple[list[Alert], list[Claim]]:
         # Rows are built before the store's hop and claims after it: a store does nothing but run statements.
-        rows = q.ResultRows(outcomes, us(now)) if outcomes else None
+        rows = qr.ResultRows(outcomes, us(now)) if outcomes else None
         claim = (us(lease_until), owner, us(now), limit, *skips.params()) if limit > 0 else None
         if rows is None and claim is None:
             return [], []  # no transaction for nothing
         alert_rows, claimed = await self._run(cycle(rows, owner, claim))
-        return q.alerts_of(alert_rows, now), self._claims(claimed)
+        return qr.alerts_of(alert_rows, now), self._claims(claimed)
 
-    def _claims(self, claimed: q.Claimed) -> list[Claim]:
+    def _claims(self, claimed: qr.Claimed) -> list[Claim]:
         """Claims, oldest delivery first."""
         endpoints = {k: self._endpoint_from_row(EndpointRow(*r)) for k, r in claimed.endpoints.items()}
         claims = []

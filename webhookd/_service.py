@@ -28,7 +28,7 @@ from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import _convert as cv
-from webhookd._delivery import DeliveryWorker, decide
+from webhookd._delivery import DeliveryWorker
 from webhookd._ed25519 import new_signing_key
 from webhookd._errors import (
     Conflict,
@@ -46,6 +46,7 @@ from webhookd._events import (
     build_envelope,
 )
 from webhookd._metrics import EVENTS_REFUSED
+from webhookd._outcome import decide
 from webhookd._repository import (
     IDEMPOTENCY_WINDOW,
     DeliveryFilter,

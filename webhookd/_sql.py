@@ -37,13 +37,13 @@ from webhookd._repository import (
     DeliveryRecord,
     DeliveryResult,
     EndpointRecord,
-    EventFilter,
     EventRecord,
     IdempotencyRecord,
     Stats,
 )
 from webhookd._rows import alert_of, attempt_of, delivery_of, endpoint_of, endpoint_values, event_of
 from webhookd._secretbox import SEALED_PREFIXES, SecretBox
+from webhookd._sql_events import EventReadsSql, keyset
 from webhookd._subscriptions import receives
 from webhookd._tables import alerts, attempts, deliveries, endpoints, events, idempotency, metadata
 from webhookd._times import us
@@ -66,21 +66,6 @@ __all__ = [
 ]
 
 
-def _keyset(created_col: Any, id_col: Any, after: tuple[dt.datetime, str] | None) -> Any:
-    """Newest first: rows strictly after the cursor (created, id) in descending order."""
-    if after is None:
-        return sa.true()
-    c = us(after[0])
-    return sa.or_(created_col < c, sa.and_(created_col == c, id_col < after[1]))
-
-
-def _seq_after(after_seq: int, also: Sequence[int]) -> Any:
-    """Events after ``after_seq``, and those of the seqs ``also`` (the stream's gaps, which may commit
-    late)."""
-    after = events.c.seq > after_seq
-    return sa.or_(after, events.c.seq.in_(list(also))) if also else after
-
-
 def _filter_conditions(table: sa.Table, time_column: Any, flt: DeliveryFilter) -> list[Any]:
     """Account, environment, endpoint, event and time window: what delivery and attempt lists share."""
     c = table.c
@@ -96,7 +81,7 @@ def _filter_conditions(table: sa.Table, time_column: Any, flt: DeliveryFilter) -
     return conds
 
 
-class SqlRepository:
+class SqlRepository(EventReadsSql):
     def __init__(self, engine: AsyncEngine, box: SecretBox | None = None) -> None:
         self.engine = engine
         self.box = box or SecretBox()
@@ -224,7 +209,7 @@ class SqlRepository:
                 endpoints.c.account_id == account_id,
                 endpoints.c.environment == environment,
                 endpoints.c.deleted_at.is_(None),
-                _keyset(endpoints.c.created_at, endpoints.c.id, after),
+                keyset(endpoints.c.created_at, endpoints.c.id, after),
             )
             .order_by(endpoints.c.created_at.desc(), endpoints.c.id.desc())
             .limit(limit)
@@ -457,7 +442,7 @@ class SqlRepository:
             conds.append(c.id == flt.delivery_id)
         q = (
             sa.select(deliveries)
-            .where(*conds, _keyset(c.created_at, c.id, after))
+            .where(*conds, keyset(c.created_at, c.id, after))
             .order_by(c.created_at.desc(), c.id.desc())
             .limit(limit)
         )
@@ -475,7 +460,7 @@ class SqlRepository:
             conds.append(c.outcome == outcome)
         q = (
             sa.select(attempts)
-            .where(*conds, _keyset(c.attempted_at, c.id, after))
+            .where(*conds, keyset(c.attempted_at, c.id, after))
             .order_by(c.attempted_at.desc(), c.id.desc())
             .limit(limit)
         )
@@ -509,92 +494,6 @@ class SqlRepository:
     async def advance_sandbox(self, account_id: str, by: dt.timedelta, now: dt.datetime) -> int:
         return await self.queue.advance_sandbox(account_id, by, now)
 
-    # Stream
-
-    async def event_seq(self, account_id: str, environment: str, event_id: str) -> int | None:
-        async with self.engine.connect() as conn:
-            value = (
-                await conn.execute(
-                    sa.select(events.c.seq).where(
-                        events.c.id == event_id,
-                        events.c.account_id == account_id,
-                        events.c.environment == environment,
-                    )
-                )
-            ).scalar()
-        return int(value) if value is not None else None
-
-    async def max_event_seq(self) -> int:
-        async with self.engine.connect() as conn:
-            value = (await conn.execute(sa.select(sa.func.max(events.c.seq)))).scalar()
-        return int(value or 0)
-
-    async def events_since(self, after_seq: int, limit: int, also: Sequence[int] = ()) -> list[EventRecord]:
-        q = sa.select(events).where(_seq_after(after_seq, also)).order_by(events.c.seq).limit(limit)
-        async with self.engine.connect() as conn:
-            return [event_of(r) for r in await conn.execute(q)]
-
-    async def events_after(
-        self,
-        account_id: str,
-        environment: str,
-        after_seq: int,
-        types: Sequence[str],
-        limit: int,
-        also: Sequence[int] = (),
-    ) -> list[EventRecord]:
-        conds = [
-            events.c.account_id == account_id,
-            events.c.environment == environment,
-            _seq_after(after_seq, also),
-        ]
-        if types:
-            conds.append(events.c.type.in_(list(types)))
-        q = sa.select(events).where(*conds).order_by(events.c.seq).limit(limit)
-        async with self.engine.connect() as conn:
-            return [event_of(r) for r in await conn.execute(q)]
-
-    async def list_events(
-        self, flt: EventFilter, limit: int, after: tuple[dt.datetime, str] | None
-    ) -> list[EventRecord]:
-        c = events.c
-        conds = [
-            c.account_id == flt.account_id,
-            c.environment == flt.environment,
-            c.created_at >= us(flt.since),
-        ]
-        if flt.until is not None:
-            conds.append(c.created_at < us(flt.until))
-        if flt.types:
-            conds.append(c.type.in_(list(flt.types)))
-        if flt.undelivered_to:
-            d = deliveries.c
-            waiting = [DeliveryStatus.HELD, DeliveryStatus.FAILED]
-            stuck = sa.select(d.event_id).where(d.endpoint_id == flt.undelivered_to, d.status.in_(waiting))
-            conds.append(c.id.in_(stuck))
-        q = (
-            sa.select(events)
-            .where(*conds, _keyset(c.created_at, c.id, after))
-            .order_by(c.created_at.desc(), c.id.desc())
-            .limit(limit)
-        )
-        async with self.engine.connect() as conn:
-            return [event_of(r) for r in await conn.execute(q)]
-
-    async def get_event(
-        self, account_id: str, environment: str, event_id: str, since: dt.datetime
-    ) -> EventRecord | None:
-        c = events.c
-        q = sa.select(events).where(
-            c.id == event_id,
-            c.account_id == account_id,
-            c.environment == environment,
-            c.created_at >= us(since),
-        )
-        async with self.engine.connect() as conn:
-            row = (await conn.execute(q)).first()
-        return event_of(row) if row is not None else None
-
     # Housekeeping
 
     async def purge_attempts(self, before: dt.datetime) -> int:
@@ -602,17 +501,6 @@ class SqlRepository:
 
     async def purge_sandbox_attempts(self, before: dt.datetime) -> int:
         return await self.queue.purge_sandbox_attempts(before)
-
-    async def count_events(self, account_id: str, environment: str, since: dt.datetime) -> int:
-        """The account's events of ``environment`` created at or after ``since``."""
-        c = events.c
-        query = (
-            sa.select(sa.func.count())
-            .select_from(events)
-            .where(c.account_id == account_id, c.environment == environment, c.created_at >= us(since))
-        )
-        async with self.engine.connect() as conn:
-            return int((await conn.execute(query)).scalar_one())
 
     async def pending_alerts(self, limit: int, after: tuple[dt.datetime, str] | None = None) -> list[Alert]:
         c = alerts.c

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from webhookd import _queue_rows as qr
 from webhookd import _queue_sql as q
 from webhookd._queue import StatementQueue, Step, drive
 from webhookd._repository import EndpointRecord
@@ -133,12 +134,12 @@ def _execute(db: sqlite3.Connection, name: str, params: Any) -> Any:
     return _claim(db, text, params)
 
 
-def _claim(db: sqlite3.Connection, text: str, params: tuple[Any, ...]) -> q.Claimed:
+def _claim(db: sqlite3.Connection, text: str, params: tuple[Any, ...]) -> qr.Claimed:
     ids = [r[0] for r in db.execute(text, params).fetchall()]
     if not ids:
-        return q.NOTHING_CLAIMED
+        return qr.NOTHING_CLAIMED
     rows = db.execute(q.CLAIMED_SQLITE, (json.dumps(ids),)).fetchall()
     w = q.DELIVERY_WIDTH
     endpoint_ids = json.dumps(list({r[2] for r in rows}))
     endpoints = {r[0]: r for r in db.execute(q.CLAIMED_ENDPOINTS_SQLITE, (endpoint_ids,))}
-    return q.Claimed([r[:w] for r in rows], {r[1]: r[w] for r in rows}, endpoints)
+    return qr.Claimed([r[:w] for r in rows], {r[1]: r[w] for r in rows}, endpoints)

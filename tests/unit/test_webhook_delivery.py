@@ -10,7 +10,7 @@ import pytest
 from svckit.signing import USER_AGENT
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd import Outcome, verify
-from webhookd._delivery import decide
+from webhookd._outcome import decide
 from webhookd._repository import (
     Claim,
     DeliveryRecord,
