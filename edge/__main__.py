@@ -280,8 +280,8 @@ def build_parser() -> FlagParser:
     flag(
         "secret-scanning-gitlab-token-file",
         default="",
-        help="file holding the hex SHA-256 of the token GitLab's token revocation sends; empty: the GitLab "
-        "routes answer 404",
+        help="file holding the hex SHA-256 of the token GitLab's token revocation sends; empty: every GitLab "
+        "request is refused (401)",
     )
     s.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # set by edge.workers
     flag("log-level", default=config_default(ServeConfig, "log_level"), help="DEBUG, INFO, WARNING or ERROR")

@@ -38,7 +38,7 @@ class ScanningConfig:
     github_path: str = GITHUB_PATH
     # GitHub's key list: its URL (default), another URL, or a file holding the same JSON.
     github_keys: str = GITHUB_KEYS_URL
-    # Hex SHA-256 of the token GitLab sends; empty: the GitLab routes answer 404.
+    # Hex SHA-256 of the token GitLab sends; empty: every GitLab request is refused (401).
     gitlab_token_sha256: str = ""
 
 

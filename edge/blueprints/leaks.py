@@ -6,7 +6,8 @@
   GitHub's feedback array (``true_positive`` for each key of ours, ``false_positive`` for the rest).
 - ``GET /v1/secret-scanning/gitlab/revocable_token_types`` and ``POST
   /v1/secret-scanning/gitlab/revoke_tokens``: GitLab's token revocation API, authenticated by a token an
-  operator issued (``--secret-scanning-gitlab-token-file``: its SHA-256 is compared in constant time).
+  operator issued (``--secret-scanning-gitlab-token-file``: its SHA-256 is compared in constant time;
+  without one, every request is 401).
 
 Both go through ``_revoke``: one RevokeLeakedKeys call per batch with the SHA-256 of each well-formed token
 (edge.secretscanning); authsvc revokes, audits and queues apikey.revoked and apikey.leaked, and webhookd
@@ -71,6 +72,10 @@ async def _revoke(request: EdgeRequest, reported: list[Reported], reporter: str)
         )
     )
     ours = {k.token_hash for k in answer.keys}
+    authorizer = request.app.ctx.authorizer
+    for k in answer.keys:
+        if k.revoked_now:  # this edge forgets it now; the others when authsvc's watch tells them
+            authorizer.apply_change(auth_pb2.KEY_CHANGE_KIND_REVOKED, k.key_id, k.account_id)
     log.info(
         "leak report",
         extra={
@@ -91,7 +96,6 @@ def blueprint(config: ScanningConfig) -> Blueprint:
 
     async def github_report(request: EdgeRequest) -> HTTPResponse:
         """A batch of tokens GitHub found in public, signed by GitHub."""
-        _live_only(request)
         identifier = request.headers.get(IDENTIFIER_HEADER, "")
         signature = request.headers.get(SIGNATURE_HEADER, "")
         if not identifier or not signature or len(identifier) > MAX_FIELD_CHARS:
@@ -99,20 +103,20 @@ def blueprint(config: ScanningConfig) -> Blueprint:
         key = await github_keys.key(identifier)
         if key is None or not signature_valid(request.body, signature, key):
             raise EdgeError(BAD_SIGNATURE, type="invalid_credentials")
+        _live_only(request)  # after the signature: whoever is not GitHub learns nothing, 401 everywhere
         reported = parse_batch(request.body)
         ours = await _revoke(request, reported, GITHUB_REPORTER)
         return json_response(github_feedback(reported, ours))
 
     def gitlab_caller(request: EdgeRequest) -> None:
-        _live_only(request)
-        if not gitlab_digest:
-            raise EdgeError(f"no route {request.method} {request.path}", type="not_found")
+        """401 unless the request carries the token issued to GitLab (none is, without one configured)."""
         value = request.headers.get("authorization", "")
         scheme, _, rest = value.strip().partition(" ")
         token = rest.strip() if scheme.lower() == "bearer" else value.strip()
         digest = hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
-        if not token or not hmac.compare_digest(digest.encode(), gitlab_digest.encode()):
+        if not gitlab_digest or not token or not hmac.compare_digest(digest.encode(), gitlab_digest.encode()):
             raise EdgeError(BAD_TOKEN, type="invalid_credentials")
+        _live_only(request)
 
     async def gitlab_types(request: EdgeRequest) -> HTTPResponse:
         """The token types GitLab may send for revocation, with the pattern that finds them."""
