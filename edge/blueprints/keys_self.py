@@ -63,6 +63,11 @@ async def delete_self(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
             token_hash=hashlib.sha256(secret.encode("utf-8")).hexdigest(), source_address=ctx.source
         )
     )
+    # This edge forgets the key now (its next request here is refused at once); the others when
+    # authsvc's watch tells them, well under a second later.
+    request.app.ctx.authorizer.apply_change(
+        auth_pb2.KEY_CHANGE_KIND_REVOKED, ctx.caller.key_id, ctx.caller.account_id
+    )
     revoked_at = (
         iso(resp.key.revoked_at.ToDatetime(tzinfo=dt.UTC)) if resp.key.HasField("revoked_at") else None
     )
