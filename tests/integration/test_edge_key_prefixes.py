@@ -81,3 +81,53 @@ async def test_unconfigured_brands_and_wrong_environments_never_reach_authsvc(
             assert await status(client, edge, key(prefix)) == (401, "environment_mismatch")
         assert await status(client, edge, key("acme_test_"), LIVE_HOST) == (401, "environment_mismatch")
         assert auth.authorized == []
+
+
+async def test_a_deployment_issues_keys_under_its_own_brand_and_keeps_the_earlier_ones(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Real authsvc and edge, both with --key-prefixes acme,svc: new keys are acme_..., and a key issued
+    under svc before the brand changed keeps working."""
+    import grpc
+
+    from tests.support import sqlite_url, start_service
+    from travel.auth.v1 import auth_pb2 as pb
+    from travel.auth.v1 import auth_pb2_grpc
+
+    actor = pb.Actor(user="ops@partner.example")
+    db = sqlite_url(tmp_path, "a.db")
+    procs: list[ServiceProcess] = []
+    try:
+        before = start_service("authsvc", tmp_path, db)  # the default brand
+        procs.append(before)
+        async with grpc.aio.insecure_channel(before.grpc_target) as channel:
+            stub = auth_pb2_grpc.AuthServiceStub(channel)
+            account = (await stub.CreateAccount(pb.CreateAccountRequest(name="P", actor=actor))).account
+            request = pb.CreateKeyRequest(
+                account_id=account.id,
+                environment=pb.ENVIRONMENT_SANDBOX,
+                scopes=["account:read"],
+                actor=actor,
+            )
+            old = (await stub.CreateKey(request)).secret
+        before.terminate()
+        procs.remove(before)
+        auth = start_service("authsvc", tmp_path, db, "--key-prefixes", "acme,svc")
+        procs.append(auth)
+        args = edge_args(auth.grpc_target, "127.0.0.1:1", f"sqlite+aiosqlite:///{tmp_path / 'e.db'}")
+        edge = ServiceProcess("edge", [*args, "--key-prefixes", "acme,svc"]).start(tmp_path / "edge.log")
+        procs.append(edge)
+        async with grpc.aio.insecure_channel(auth.grpc_target) as channel:
+            new = (await auth_pb2_grpc.AuthServiceStub(channel).CreateKey(request)).secret
+        assert old.startswith("svc_test_") and new.startswith("acme_test_")
+        async with httpx.AsyncClient(timeout=10) as client:
+            for secret in (old, new):
+                r = await client.get(
+                    f"http://127.0.0.1:{edge.ports['sandbox_port']}/v1/account",
+                    headers={"Host": SANDBOX_HOST, "Authorization": f"Svc {secret}"},
+                )
+                assert r.status_code == 200, r.text
+                assert r.json()["key"]["hint"].startswith(secret[: secret.index("_test_") + 6])
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
