@@ -80,6 +80,11 @@ async def test_unconfigured_brands_and_wrong_environments_never_reach_authsvc(
         for prefix in ("acme_live_", "svc_live_"):
             assert await status(client, edge, key(prefix)) == (401, "environment_mismatch")
         assert await status(client, edge, key("acme_test_"), LIVE_HOST) == (401, "environment_mismatch")
+        r = await client.get(
+            f"http://127.0.0.1:{edge.ports['sandbox_port']}/v1/account",
+            headers={"Host": SANDBOX_HOST, "Authorization": f"Svc {key('acme_live_')}"},
+        )
+        assert "(acme_live_)" in r.json()["error"]["message"]  # the key's own brand, not the default
         assert auth.authorized == []
 
 
