@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from edge.githubkeys import parse_key_list, signature_valid
+from edge.githubkeys import KeyList, parse_key_list, signature_valid
 
 # GitHub's documented example (its secret scanning partner program page): the request body, headers and
 # the public key they name (base64 SPKI DER).
@@ -89,3 +90,27 @@ def test_key_lists_skip_what_is_not_a_p256_key() -> None:
 def test_what_is_not_a_key_list_is_refused(document: bytes) -> None:
     with pytest.raises(ValueError):
         parse_key_list(document)
+
+
+def _write(path: Path, *identifiers: str) -> None:
+    doc = {"public_keys": [{"key_identifier": i, "key": _pem(PUBLIC_KEY_SPKI)} for i in identifiers]}
+    path.write_text(json.dumps(doc))
+
+
+async def test_the_key_list_is_read_again_for_a_new_identifier_at_most_once_per_floor(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.json"
+    _write(keys, "a")
+    held = KeyList(str(keys), refetch_floor=3600)
+    assert await held.key("a") is not None
+    _write(keys, "a", "b")  # GitHub rotated its keys
+    assert await held.key("b") is None  # a made-up identifier cannot make it read again and again
+    fresh = KeyList(str(keys), refetch_floor=0)
+    assert await fresh.key("a") is not None
+    _write(keys, "b")
+    assert await fresh.key("b") is not None
+
+
+async def test_an_unreadable_key_list_verifies_nothing(tmp_path: Path) -> None:
+    assert await KeyList(str(tmp_path / "missing.json")).key("a") is None
+    (tmp_path / "bad.json").write_text("not json")
+    assert await KeyList(str(tmp_path / "bad.json")).key("a") is None
