@@ -1,18 +1,30 @@
 """Storage of leak reports: the keys named by secret hashes revoked at once, in one transaction per batch
-(each with its audit record, apikey.revoked and apikey.leaked outbox rows and its NOTIFY)."""
+-- each with its audit record, apikey.revoked and apikey.leaked outbox rows and its NOTIFY -- written with
+one statement per table (executemany), so a batch of a thousand keys is a handful of round trips."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
+import sqlalchemy as sa
 
 from authsvc._leak_rules import Leak, LeakAction, LeakOutcome, leak_action, leak_reason
-from authsvc._model import Actor, ApiKey, KeyChange, OutboxEvent
+from authsvc._model import Actor, ApiKey, KeyChange
 from authsvc._sql_base import SqlBase
-from authsvc._sql_tables import key_of, keys
+from authsvc._sql_tables import audit, key_of, keys, outbox
 from svckit.catalog import STATES, apikey_leaked, apikey_revoked
+from svckit.db import is_postgres
+from svckit.ids import new_id
+
+_REVOKE = (
+    keys.update()
+    .where(keys.c.id == sa.bindparam("kid"), keys.c.revoked_at.is_(None))
+    .values(revoked_at=sa.bindparam("at"), revoke_reason=sa.bindparam("reason"))
+)
 
 
 class LeakStorage(SqlBase):
@@ -31,69 +43,95 @@ class LeakStorage(SqlBase):
         out: list[LeakOutcome] = []
         async with self.engine.begin() as conn:
             stmt = keys.select().where(keys.c.secret_hash.in_(hashes))
+            if is_postgres(self.engine):
+                stmt = stmt.with_for_update()  # a concurrent revocation waits, then finds it revoked
             found = {str(r["secret_hash"]): key_of(r) for r in (await conn.execute(stmt)).mappings()}
             done: set[str] = set()
+            revoke: list[tuple[ApiKey, Leak]] = []
             for leak in leaks:
                 key = found.get(leak.token_hash)
                 if key is None or leak.token_hash in done:
                     continue
                 done.add(leak.token_hash)
-                revoked = False
-                if leak_action(key, now) is LeakAction.REVOKE:
-                    revoked = await self._revoke_one(conn, key, leak, reporter, actor, now, new_event_id)
-                out.append(LeakOutcome(leak.token_hash, key, revoked))
+                live = leak_action(key, now) is LeakAction.REVOKE
+                if live:
+                    revoke.append((key, leak))
+                out.append(LeakOutcome(leak.token_hash, key, live))
+            if revoke:
+                won = await self._revoke_all(conn, revoke, reporter, actor, now, new_event_id)
+                out = [replace(o, revoked_now=o.key.id in won) if o.revoked_now else o for o in out]
         return out
 
-    async def _revoke_one(
+    async def _revoke_all(
         self,
-        conn: AsyncConnection,
-        key: ApiKey,
-        leak: Leak,
+        conn: Any,
+        revoke: list[tuple[ApiKey, Leak]],
         reporter: str,
         actor: Actor,
         now: dt.datetime,
         new_event_id: Callable[[], str],
-    ) -> bool:
-        reason = leak_reason(leak.url, leak.source, reporter)
+    ) -> set[str]:
+        """Revoke, audit, queue and announce; returns the ids this call revoked (one another call revoked
+        since it was read is left to that call, which audited it)."""
+        t = now.timestamp()
+        reasons = {key.id: leak_reason(leak.url, leak.source, reporter) for key, leak in revoke}
         result = await conn.execute(
-            keys.update()
-            .where(keys.c.id == key.id, keys.c.revoked_at.is_(None))
-            .values(revoked_at=now.timestamp(), revoke_reason=reason)
+            _REVOKE, [{"kid": key.id, "at": t, "reason": reasons[key.id]} for key, _ in revoke]
         )
-        if result.rowcount != 1:
-            return False  # revoked meanwhile by another call: that one audited it
-        await self._audit(
-            conn,
-            account_id=key.account_id,
-            key_id=key.id,
-            action="key.revoked",
-            actor=actor,
-            now=now,
-            before={"revoked_at": None},
-            after={
+        if result.rowcount != len(revoke):
+            ids = [key.id for key, _ in revoke]
+            mine = sa.select(keys.c.id).where(keys.c.id.in_(ids), keys.c.revoked_at == t)
+            won = {str(i) for (i,) in await conn.execute(mine)}
+            revoke = [(key, leak) for key, leak in revoke if key.id in won]
+        audit_rows: list[dict[str, Any]] = []
+        outbox_rows: list[dict[str, Any]] = []
+        for key, leak in revoke:
+            after = {
                 "revoked_at": now.isoformat(),
-                "reason": reason,
+                "reason": reasons[key.id],
                 "leak": {"url": leak.url, "source": leak.source, "reporter": reporter},
-            },
-        )
-        for kind, data in (
-            ("apikey.revoked", apikey_revoked(key.id, key.hint, key.name, now, actor.user, reason)),
-            (
-                "apikey.leaked",
-                apikey_leaked(key.id, key.hint, key.name, leak.url, leak.source, reporter, now),
-            ),
-        ):
-            await self._outbox(
-                conn,
-                OutboxEvent(
-                    id=new_event_id(),
-                    account_id=key.account_id,
-                    environment=key.environment,
-                    type=kind,
-                    state=STATES[kind],
-                    data=data,
-                    created_at=now,
+            }
+            audit_rows.append(
+                {
+                    "id": new_id("aud"),
+                    "account_id": key.account_id,
+                    "key_id": key.id,
+                    "action": "key.revoked",
+                    "actor_user": actor.user,
+                    "actor_source": actor.source_address,
+                    "actor_user_id": actor.user_id,
+                    "actor_service": actor.service,
+                    "occurred_at": t,
+                    "before": json.dumps({"revoked_at": None}, sort_keys=True),
+                    "after": json.dumps(after, sort_keys=True),
+                }
+            )
+            events = (
+                (
+                    "apikey.revoked",
+                    apikey_revoked(key.id, key.hint, key.name, now, actor.user, reasons[key.id]),
+                ),
+                (
+                    "apikey.leaked",
+                    apikey_leaked(key.id, key.hint, key.name, leak.url, leak.source, reporter, now),
                 ),
             )
-        await self._notify(conn, KeyChange("revoked", key.id, key.account_id, now))
-        return True
+            for kind, data in events:
+                outbox_rows.append(
+                    {
+                        "id": new_event_id(),
+                        "account_id": key.account_id,
+                        "environment": key.environment,
+                        "type": kind,
+                        "state": STATES[kind],
+                        "data": json.dumps(data, sort_keys=True),
+                        "created_at": t,
+                        "next_attempt_at": t,
+                    }
+                )
+        if audit_rows:
+            await conn.execute(audit.insert(), audit_rows)
+            await conn.execute(outbox.insert(), outbox_rows)
+        for key, _ in revoke:
+            await self._notify(conn, KeyChange("revoked", key.id, key.account_id, now))
+        return {key.id for key, _ in revoke}

@@ -110,3 +110,31 @@ async def test_bad_requests_are_refused(sqlite_url: str, request_: pb.RevokeLeak
     async with running_authsvc(sqlite_url) as (_server, stub):
         code, etype, _message = await error_of(stub.RevokeLeakedKeys(request_))
         assert code == grpc.StatusCode.INVALID_ARGUMENT and etype == "invalid_request"
+
+
+async def test_concurrent_reports_of_the_same_keys_revoke_and_audit_each_once(db_url: str) -> None:
+    async with running_authsvc(db_url) as (_server, stub):
+        account = await new_account(stub)
+        secrets = []
+        for _ in range(20):
+            made = await stub.CreateKey(
+                pb.CreateKeyRequest(
+                    account_id=account.id,
+                    environment=pb.ENVIRONMENT_LIVE,
+                    scopes=["account:read"],
+                    actor=ACTOR,
+                )
+            )
+            secrets.append(made.secret)
+        request = pb.RevokeLeakedKeysRequest(
+            tokens=[pb.LeakedToken(token_hash=sha(s)) for s in secrets], reporter=REPORTER, actor=SCANNER
+        )
+        answers = await asyncio.gather(*(stub.RevokeLeakedKeys(request) for _ in range(4)))
+        revoked_now = [k.key_id for a in answers for k in a.keys if k.revoked_now]
+        assert len(revoked_now) == len(set(revoked_now)) == 20
+        audits = (
+            await stub.ListAuditEvents(
+                pb.ListAuditEventsRequest(account_id=account.id, action="key.revoked", page_size=100)
+            )
+        ).events
+        assert len(audits) == 20
