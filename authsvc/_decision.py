@@ -101,10 +101,11 @@ def authorize(grant: KeyGrant | None, request: AccessRequest, now: dt.datetime) 
         return _deny("invalid_api_key", INVALID_API_KEY_MESSAGE, MAX_CACHE_TTL)
     ttl = _ttl(grant, now)
     if key.environment != request.environment:
+        prefix = key.hint.partition("...")[0]  # the key's own brand (svckit.apikeys)
         if key.environment == Environment.SANDBOX:
-            msg = "A test key (svc_test_) was used on the live host; use it on the sandbox host."
+            msg = f"A test key ({prefix}) was used on the live host; use it on the sandbox host."
         else:
-            msg = "A live key (svc_live_) was used on the sandbox host; use a test key there."
+            msg = f"A live key ({prefix}) was used on the sandbox host; use a test key there."
         return _deny("environment_mismatch", msg, ttl)
     if not source_allowed(request.source_address, grant.networks):
         shown = request.source_address or "an unknown address"

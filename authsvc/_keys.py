@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from svckit.apikeys import PREFIX_LENGTH, PREFIXES, RANDOM_LENGTH, checksum, environment_of
+from svckit.apikeys import RANDOM_LENGTH, checksum, environment_of, issue_prefix, prefix_of
 from svckit.ids import random_base62
 from svckit.vocabulary import Environment
 
@@ -16,8 +16,9 @@ __all__ = ["Environment", "environment_of", "generate_secret", "hash_secret", "h
 
 
 def generate_secret(environment: Environment) -> str:
-    # PREFIXES is keyed by svckit.apikeys' literal words, which the members equal.
-    body = PREFIXES[environment] + random_base62(RANDOM_LENGTH)  # type: ignore[index]
+    # New keys take the first configured brand (svckit.apikeys.configure_prefixes); the members of
+    # svckit.vocabulary.Environment equal svckit.apikeys' literal words.
+    body = issue_prefix(environment) + random_base62(RANDOM_LENGTH)  # type: ignore[arg-type]
     return body + checksum(body)
 
 
@@ -30,6 +31,5 @@ def hashes_equal(a: str, b: str) -> bool:
 
 
 def hint(secret: str) -> str:
-    env = environment_of(secret)
-    prefix = PREFIXES[env] if env else secret[:PREFIX_LENGTH]
+    prefix = prefix_of(secret) if environment_of(secret) else secret[:9]
     return f"{prefix}...{secret[-4:]}"

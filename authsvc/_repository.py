@@ -6,6 +6,7 @@ import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from authsvc._leak_rules import Leak, LeakOutcome
 from authsvc._ledger import HoldResult, Ledger, LedgerEntry
 from authsvc._ledger_rules import HoldState
 from authsvc._model import Account, AccountStatus, Actor, ApiKey, AuditEvent, AuditFilter, OutboxEvent, Usage
@@ -58,6 +59,14 @@ class Repository(Protocol):
         self, key_id: str, reason: str, actor: Actor, now: dt.datetime, event_id: str
     ) -> tuple[ApiKey, bool]: ...
     async def flush_last_used(self, used: Mapping[str, dt.datetime]) -> None: ...
+    async def revoke_leaked(
+        self,
+        leaks: Sequence[Leak],
+        reporter: str,
+        actor: Actor,
+        now: dt.datetime,
+        new_event_id: Callable[[], str],
+    ) -> list[LeakOutcome]: ...
 
     async def list_audit(
         self,

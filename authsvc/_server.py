@@ -27,6 +27,7 @@ from authsvc._sql_tables import users
 from authsvc._watch import ChangeHub, PgListener, channel_name
 from authsvc.migrations import SCHEMA as AUTH_SCHEMA
 from svckit import addresses, runner, tracing
+from svckit.apikeys import DEFAULT_BRAND, KEY_PREFIXES_HELP, configure_prefixes
 from svckit.clock import Clock
 from svckit.db import asyncpg_dsn, create_engine, is_postgres, normalize_url, schema_of
 from svckit.flags import FlagParser, add_flag, env_name
@@ -219,6 +220,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_flag(
         parser,
+        "--key-prefixes",
+        env=env_name(SERVICE, "key_prefixes"),
+        default=DEFAULT_BRAND,
+        help=KEY_PREFIXES_HELP,
+    )
+    add_flag(
+        parser,
         "--last-used-flush",
         env=env_name(SERVICE, "last_used_flush"),
         type=float,
@@ -234,6 +242,7 @@ def _secrets_keys(paths: Sequence[str]) -> list[bytes]:
 
 async def serve(args: argparse.Namespace) -> int:
     setup_logging("authsvc", args.log_level)
+    configure_prefixes(args.key_prefixes)  # before any key is issued or checked (svckit.apikeys)
     tracing.setup(SERVICE, args.otlp_endpoint)
     metrics_port = serve_metrics(args.metrics_listen) if args.metrics_listen else None
     running = await run_server(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from authsvc._sql_accounts import AccountStorage
 from authsvc._sql_audit import AuditStorage
 from authsvc._sql_keys import KeyStorage
+from authsvc._sql_leaks import LeakStorage
 from authsvc._sql_ledger import LedgerStorage
 from authsvc._sql_outbox import OutboxStorage
 from authsvc._sql_requests import RequestStorage
@@ -24,6 +25,13 @@ __all__ = ["SqlRepository", "metadata"]
 
 
 class SqlRepository(
-    AccountStorage, KeyStorage, AuditStorage, UsageStorage, OutboxStorage, RequestStorage, LedgerStorage
+    AccountStorage,
+    KeyStorage,
+    LeakStorage,
+    AuditStorage,
+    UsageStorage,
+    OutboxStorage,
+    RequestStorage,
+    LedgerStorage,
 ):
     """The repository on an AsyncEngine. With ``notify_channel`` (PostgreSQL) changes also NOTIFY."""

@@ -16,11 +16,13 @@ from edge.config import DEFAULT_LIVE_LISTEN, DEFAULT_SANDBOX_LISTEN, EdgeConfig
 from edge.environments import listen_hosts
 from edge.migrations import SCHEMA as EDGE_SCHEMA
 from edge.routetable import RouteTable, RouteTableError
+from edge.secretscanning import ScanningConfig, gitlab_digest
 from edge.server import EdgeProtocol
 from edge.sources import parse_networks
 from edge.upstream import check_routes, signing_key
 from edge.workers import follow_parent, supervise
 from svckit import addresses, runner, tracing
+from svckit.apikeys import DEFAULT_BRAND, KEY_PREFIXES_HELP, parse_brands
 from svckit.clients.auth import auth_target
 from svckit.clients.channels import target
 from svckit.connlimits import add_connection_args, limits_from_args
@@ -266,6 +268,23 @@ def build_parser() -> FlagParser:
         help="edge processes sharing the listeners' ports (SO_REUSEPORT) under a supervising parent; "
         "worker i serves /metrics on the --metrics-listen port + i",
     )
+    flag("key-prefixes", default=DEFAULT_BRAND, help=KEY_PREFIXES_HELP)
+    flag(
+        "secret-scanning-github-path",
+        default=config_default(ScanningConfig, "github_path"),
+        help="path of the live host's route receiving GitHub's secret scanning reports",
+    )
+    flag(
+        "secret-scanning-github-keys",
+        default=config_default(ScanningConfig, "github_keys"),
+        help="GitHub's secret-scanning public keys: their URL, or a file holding the same JSON",
+    )
+    flag(
+        "secret-scanning-gitlab-token-file",
+        default="",
+        help="file holding the hex SHA-256 of the token GitLab's token revocation sends; empty: every GitLab "
+        "request is refused (401)",
+    )
     s.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # set by edge.workers
     flag("log-level", default=config_default(ServeConfig, "log_level"), help="DEBUG, INFO, WARNING or ERROR")
     flag(
@@ -330,6 +349,12 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         upstream_timeout=args.upstream_timeout,
         upstream_signing_key=signing_key(args.upstream_signing_key_file),
         workers=args.workers,
+        key_prefixes=parse_brands(args.key_prefixes),
+        secret_scanning=ScanningConfig(
+            github_path=args.secret_scanning_github_path,
+            github_keys=args.secret_scanning_github_keys,
+            gitlab_token_sha256=gitlab_digest(args.secret_scanning_gitlab_token_file),
+        ),
         tls=tls,
         idempotency_key=key_from(
             args.idempotency_key_file, os.environ.get(IDEMPOTENCY_KEY_ENV, ""), "--idempotency-key-file"

@@ -32,7 +32,20 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from edge.authcache import AuthCache
 from edge.authorizer import Authorizer
-from edge.blueprints import account, catalog, clock, docs, events, health, products, sandbox, stream, webhooks
+from edge.blueprints import (
+    account,
+    catalog,
+    clock,
+    docs,
+    events,
+    health,
+    keys_self,
+    leaks,
+    products,
+    sandbox,
+    stream,
+    webhooks,
+)
 from edge.blueprints import ledger as ledger_routes
 from edge.config import EdgeConfig
 from edge.context import EdgeApp, EdgeContext, EdgeRequest
@@ -49,6 +62,7 @@ from edge.sanicconfig import EdgeSanicConfig
 from edge.simulator import Simulator
 from edge.unknownkeys import UnknownKeyBudget
 from edge.upstream import upstream_transport
+from svckit.apikeys import configure_prefixes
 from svckit.clients import AuthClient, ClientError, HooksClient
 from svckit.connguard import refused as connection_refused
 from svckit.db import create_engine
@@ -205,6 +219,9 @@ def create_app(config: EdgeConfig) -> EdgeApp:
     app.blueprint(ledger_routes.bp)  # GET /v1/ledger
     app.blueprint(clock.bp)
     app.blueprint(health.bp)  # GET /healthz, /readyz
+    configure_prefixes(config.key_prefixes)  # the malformed-key refusal's brands (svckit.apikeys)
+    app.blueprint(leaks.blueprint(config.secret_scanning))  # secret scanning (GitHub, GitLab)
+    app.blueprint(keys_self.bp)  # GET/DELETE /v1/keys/self
     app.error_handler.add(Exception, handle_error)
 
     @app.before_server_start

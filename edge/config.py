@@ -12,9 +12,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from edge.authcache import DENIAL_CACHE_SIZE
 from edge.environments import listen_hosts
 from edge.routetable import DEFAULT_ROUTES, RouteTable
+from edge.secretscanning import ScanningConfig
 from edge.sources import Network
 from edge.unknownkeys import UNKNOWN_KEY_BURST, UNKNOWN_KEY_RATE
 from svckit import addresses
+from svckit.apikeys import DEFAULT_BRAND
 from svckit.connlimits import ConnectionLimits
 from svckit.pacing import Pacing
 from svckit.tls import Tls
@@ -120,5 +122,9 @@ class EdgeConfig:
     # Processes serving the two listeners (--workers; edge.workers): above 1, a supervising parent and
     # that many workers sharing the ports with SO_REUSEPORT, each with its own watch, caches and metrics.
     workers: int = 1
+    # Key prefixes (brands) accepted, the first naming new keys (svckit.apikeys; --key-prefixes).
+    key_prefixes: tuple[str, ...] = (DEFAULT_BRAND,)
+    # The secret-scanning routes (edge.blueprints.leaks; --secret-scanning-*).
+    secret_scanning: ScanningConfig = field(default_factory=ScanningConfig)
     # Mutual TLS to authsvc and webhookd (svckit.tls); None is plaintext (--insecure-dev).
     tls: Tls | None = field(default=None, repr=False)

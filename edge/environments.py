@@ -7,11 +7,8 @@ import email.utils
 from collections.abc import Iterable
 
 from edge.exceptions import EdgeError
-from svckit.apikeys import PREFIX_LENGTH, PREFIXES
+from svckit.apikeys import prefix_environment
 from svckit.vocabulary import Environment as Environment  # the one the edge uses, re-exported
-
-# A key's prefix -> the environment it is for (the prefixes are svckit.apikeys').
-_KEY_ENVIRONMENT = {prefix: Environment(env) for env, prefix in PREFIXES.items()}
 
 
 class HostMap:
@@ -71,7 +68,9 @@ def listen_hosts(listen_host: str, port: int) -> list[str]:
 
 
 def key_environment(api_key: str) -> Environment | None:
-    return _KEY_ENVIRONMENT.get(api_key[:PREFIX_LENGTH])
+    """The environment a key's prefix names (any configured brand: svckit.apikeys)."""
+    env = prefix_environment(api_key)
+    return None if env is None else Environment(env)
 
 
 def deprecation_headers(

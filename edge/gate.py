@@ -53,6 +53,7 @@ from edge.samples import STATES, low_balance, quota_threshold
 from edge.sharedlimit import SharedLimiter
 from edge.sources import source_address
 from edge.triggers import FORCED_MESSAGES, RouteKind, Trigger, decide
+from svckit.apikeys import prefix_of
 from svckit.clients import ClientError
 from svckit.clock import utcnow
 from svckit.connguard import accepted as connection_accepted
@@ -100,10 +101,11 @@ def check_key_environment(api_key: str, env: Environment) -> None:
     key_env = key_environment(api_key)
     if key_env is None or key_env is env:
         return
+    prefix = prefix_of(api_key)  # the key's own brand (svckit.apikeys)
     if key_env is Environment.SANDBOX:
-        msg = "A test key (svc_test_) was used on the live host; use it on the sandbox host."
+        msg = f"A test key ({prefix}) was used on the live host; use it on the sandbox host."
     else:
-        msg = "A live key (svc_live_) was used on the sandbox host; use a test key there."
+        msg = f"A live key ({prefix}) was used on the sandbox host; use a test key there."
     raise EdgeError(msg, type="environment_mismatch")
 
 

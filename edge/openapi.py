@@ -13,6 +13,8 @@ import re
 from typing import Any
 
 from edge.config import EdgeConfig
+from edge.openapi_leaks import KEY_SELF_SCHEMA, KEY_SELF_TEXT, leak_paths
+from edge.openapi_leaks import SECURITY_SCHEMES as LEAK_SECURITY
 from edge.openapi_links import links
 from edge.openapi_products import builtin
 from edge.openapi_schemas import (
@@ -158,6 +160,18 @@ def _ledger_op() -> dict[str, Any]:
     return op
 
 
+def _key_self_ops() -> dict[str, Any]:
+    get = _op(
+        "getOwnKey", "Check the calling key: it works, and what it may do", None, schema=KEY_SELF_SCHEMA
+    )
+    delete = _op(
+        "revokeOwnKey", "Revoke the calling key, at once, at every edge", None, schema=KEY_SELF_SCHEMA
+    )
+    for op in (get, delete):
+        op["description"] = KEY_SELF_TEXT
+    return {"get": get, "delete": delete}
+
+
 def _fixed_paths() -> dict[str, Any]:
     ep = [id_param("endpoint_id", "we")]
     endpoint_ref = ref("WebhookEndpoint")
@@ -171,6 +185,7 @@ def _fixed_paths() -> dict[str, Any]:
             )
         },
         "/v1/ledger": {"get": _ledger_op()},
+        "/v1/keys/self": _key_self_ops(),
         "/v1/customers/{ref}": {
             "delete": _op(
                 "deleteCustomer",
@@ -472,6 +487,7 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
     paths = _fixed_paths()
     for route in config.routes.routes:
         paths.setdefault(route.path, {})[route.method.lower()] = _product_op(route)
+    paths.update(leak_paths(config.secret_scanning))
     _add_links(paths)
     return {
         "openapi": "3.1.0",
@@ -491,7 +507,8 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
                     "type": "http",
                     "scheme": "Svc",
                     "description": "Authorization: Svc <API_KEY> (Bearer works too)",
-                }
+                },
+                **LEAK_SECURITY,
             },
             "responses": {
                 "Error": {

@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "svcctl.health_commands",
     "svcctl.user_commands",
     "svcctl.ledger_commands",
+    "svcctl.scanning_commands",
 )
 
 

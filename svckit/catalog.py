@@ -146,6 +146,21 @@ def apikey_revoked(
     }
 
 
+def apikey_leaked(
+    key_id: str, hint: str, name: str, url: str, source: str, reporter: str, revoked_at: dt.datetime
+) -> dict[str, Any]:
+    """``data`` of apikey.leaked."""
+    return {
+        "keyId": key_id,
+        "hint": hint,
+        "name": name,
+        "url": url,
+        "source": source,
+        "reporter": reporter,
+        "revokedAt": timestamp(revoked_at),
+    }
+
+
 def settlement(kind: str, now: dt.datetime) -> dict[str, Any]:
     """``data`` of the sample settlement.* event: last month's period."""
     first = now.date().replace(day=1)
@@ -229,6 +244,16 @@ def sample(kind: str, mode: str, now: dt.datetime, allowance: int = 1000) -> tup
             now,
             "portal:admin@partner.example",
             "sample event",
+        )
+    elif kind == "apikey.leaked":
+        data = apikey_leaked(
+            "key_test_sample0000000000",
+            "svc_test_...abcd",
+            "sample key",
+            "https://github.com/partner/app/blob/0000000/config.py",
+            "content",
+            "GitHub secret scanning",
+            now,
         )
     elif kind == TEST_KIND.kind:
         data = webhook_test("we_test_sample0000000000")
@@ -319,6 +344,7 @@ __all__ = [
     "TEST_KIND",
     "TEST_MESSAGE",
     "EventKind",
+    "apikey_leaked",
     "apikey_revoked",
     "catalog",
     "delivery_exhausted",

@@ -458,6 +458,27 @@ _KINDS: tuple[EventKind, ...] = (
             ["keyId", "hint", "name", "revokedAt", "revokedBy", "reason"],
         ),
     ),
+    EventKind(
+        "apikey.leaked",
+        "An API key of the account was found in public (reported by a secret scanner) and revoked at "
+        "once; apikey.revoked fires too. Replace it with a new key.",
+        ("revoked",),
+        (AUTHSVC,),
+        ACCOUNT_READ,
+        _object(
+            "apikey.leaked",
+            {
+                "keyId": _id("key", "the leaked key"),
+                "hint": _str("the key's visible hint (prefix and last characters); never the secret"),
+                "name": _str("the key's name"),
+                "url": _str("where it was found in public; may be empty"),
+                "source": _str("the scanner's kind of place (e.g. content, commit); may be empty"),
+                "reporter": _str("who reported it (e.g. GitHub secret scanning)"),
+                "revokedAt": _timestamp("when it was revoked"),
+            },
+            ["keyId", "hint", "name", "url", "source", "reporter", "revokedAt"],
+        ),
+    ),
     # Operational events about the account's own webhook endpoints (docs/webhooks.md "Operational
     # events"): never delivered to the endpoint they are about.
     EventKind(

@@ -13,7 +13,8 @@ from typing import Any
 request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
 
 # Key secrets and webhook signing secrets. Code never logs them; this filter is the safety net.
-SECRET_PATTERN = re.compile(r"(svc_(?:live|test)_)[A-Za-z0-9]{8,}|whsec_[A-Za-z0-9+/=]{8,}")
+# Any brand a deployment may give its keys (svckit.apikeys: --key-prefixes), not only the default svc.
+SECRET_PATTERN = re.compile(r"([a-z][a-z0-9]{0,15}_(?:live|test)_)[A-Za-z0-9]{8,}|whsec_[A-Za-z0-9+/=]{8,}")
 
 _STANDARD = set(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime", "taskName"}
 

@@ -78,6 +78,11 @@ ALLOWED: dict[str, frozenset[str]] = {
                     # GET /v1/ledger: the partner reads its own mode A credit (never changes it).
                     "GetCreditLedger",
                     "ListLedgerEntries",
+                    # Secret scanning: keys reported found in public die at once (edge.blueprints.leaks),
+                    # and a key revokes itself (DELETE /v1/keys/self). Both name keys by the SHA-256 of
+                    # a secret the edge was given: never a key by its id.
+                    "RevokeLeakedKeys",
+                    "RevokeOwnKey",
                 )
             ),
             *(

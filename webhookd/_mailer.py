@@ -27,6 +27,7 @@ from svckit.outage import OutageLog
 from webhookd import _metrics as metrics
 from webhookd._alert_policy import fix_for, level_of
 from webhookd._health import DISABLED_LEVEL
+from webhookd._leak_alerts import compose_leak, is_leak_alert
 from webhookd._repository import Alert, Repository
 
 log = logging.getLogger("webhookd.mailer")
@@ -49,7 +50,9 @@ def compose(
     alert: Alert, sender: str, recipients: Sequence[str], portal_url: str = PORTAL_URL
 ) -> EmailMessage:
     """The e-mail of a disable or failing alert (``webhookd._alert_policy``): what happened, the endpoint's
-    portal page and the partner API calls that mend it."""
+    portal page and the partner API calls that mend it. A leaked key's alert: ``webhookd._leak_alerts``."""
+    if is_leak_alert(alert.id):
+        return compose_leak(alert, sender, recipients, portal_url)
     level = level_of(alert.id)
     fix = fix_for(
         level,

@@ -235,6 +235,7 @@ async def run_server(
         hub=EventHub(),
         account_mode=accounts.mode if accounts is not None else None,
     )
+    service.on_alerts = mailer.wake
     server, port, health = await start_server(
         config.listen,
         [lambda s: webhooks_pb2_grpc.add_WebhookServiceServicer_to_server(service, s)],

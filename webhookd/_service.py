@@ -45,6 +45,7 @@ from webhookd._events import (
     Environment,
     build_envelope,
 )
+from webhookd._leak_alerts import LEAKED_KIND, leak_alert
 from webhookd._metrics import EVENTS_REFUSED
 from webhookd._outcome import decide
 from webhookd._repository import (
@@ -98,6 +99,8 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
         self.hub = hub or EventHub()
         # "A"/"B" of an account, from authsvc; None (no --authsvc): the mode-only kinds are not checked.
         self.account_mode = account_mode
+        # Wakes the mailer when an alert was stored here (a leaked key's: webhookd._leak_alerts).
+        self.on_alerts: Callable[[], None] = lambda: None
 
     def _wake(self) -> None:
         if self.worker is not None:
@@ -421,6 +424,8 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
                     "deliveries": count,
                 },
             )
+        if kind == LEAKED_KIND and await self.repo.add_alert(leak_alert(account_id, env, data, now)):
+            self.on_alerts()
         return pb.PublishEventResponse(event=cv.event_pb(stored), delivery_count=count)
 
     @staticmethod

@@ -520,5 +520,15 @@ class SqlRepository(EventReadsSql):
                 alerts.update().where(alerts.c.id == alert_id).values(sent_at=us(now), error="")
             )
 
+    async def add_alert(self, alert: Alert) -> bool:
+        values = {f: getattr(alert, f) for f in ("id", "account_id", "environment", "endpoint_id", "url")}
+        row = {**values, "reason": alert.reason, "created_at": us(alert.created_at), "error": ""}
+        try:
+            async with self.engine.begin() as conn:
+                await conn.execute(alerts.insert().values(**row))
+        except sa.exc.IntegrityError:
+            return False
+        return True
+
     async def stats(self, now: dt.datetime) -> Stats:
         return await self.queue.stats(now)

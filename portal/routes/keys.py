@@ -91,6 +91,8 @@ class Revocation:
     at: dt.datetime
     reason: str
     by: str
+    # Where a secret scanner found it in public, when a leak report revoked it (authsvc._sql_leaks).
+    found_at: str = ""
 
 
 def revocation_of(key: apb.ApiKey, events: Sequence[apb.AuditEvent]) -> Revocation | None:
@@ -105,7 +107,9 @@ def revocation_of(key: apb.ApiKey, events: Sequence[apb.AuditEvent]) -> Revocati
     who = record.actor.user or record.actor.service
     if record.actor.service and record.actor.user:
         who = f"{record.actor.user} (through {record.actor.service})"
-    return Revocation(record.occurred_at.ToDatetime(dt.UTC), reason, who)
+    leak = record.after.fields["leak"].struct_value if "leak" in record.after.fields else None
+    found_at = leak.fields["url"].string_value if leak is not None and "url" in leak.fields else ""
+    return Revocation(record.occurred_at.ToDatetime(dt.UTC), reason, who, found_at)
 
 
 async def revocation(request: PortalRequest, key: apb.ApiKey) -> Revocation | None:

@@ -57,6 +57,8 @@ class AuthClient(Client):
     get_alert_recipients = Unary(pb.GetAlertRecipientsRequest, pb.GetAlertRecipientsResponse)
     create_key = Unary(pb.CreateKeyRequest, pb.CreateKeyResponse)
     get_key = Unary(pb.GetKeyRequest, pb.GetKeyResponse)
+    revoke_leaked_keys = Unary(pb.RevokeLeakedKeysRequest, pb.RevokeLeakedKeysResponse)
+    revoke_own_key = Unary(pb.RevokeOwnKeyRequest, pb.RevokeOwnKeyResponse)
     list_keys = Unary(pb.ListKeysRequest, pb.ListKeysResponse)
     update_key = Unary(pb.UpdateKeyRequest, pb.UpdateKeyResponse)
     rotate_key = Unary(pb.RotateKeyRequest, pb.RotateKeyResponse)

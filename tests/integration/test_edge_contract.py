@@ -178,6 +178,7 @@ def test_schemathesis_every_check_finds_nothing(edge: Edge, tmp_path: Any) -> No
         "-H", f"Authorization: Svc {edge.secret}",
         "--checks", "all",
         "--exclude-path", "/v1/stream",  # WebSocket only
+        "--exclude-operation-id", "revokeOwnKey",  # it would revoke the key every later case runs with
         "--max-examples", "2",
         "--generation-deterministic",
         "--report", "ndjson", "--report-dir", str(report),

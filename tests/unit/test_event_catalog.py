@@ -48,6 +48,7 @@ SPEC_KINDS = {
     "settlement.invoice_issued",
     "settlement.payment_failed",
     "apikey.revoked",
+    "apikey.leaked",
 }
 OPERATIONAL_KINDS = {"endpoint.failing", "endpoint.disabled", "endpoint.recovered", "delivery.exhausted"}
 CAMEL = re.compile(r"^[a-z][a-zA-Z0-9]*$")

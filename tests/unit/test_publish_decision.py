@@ -30,8 +30,8 @@ EXPECTED: dict[str, tuple[set[str], set[str]]] = {
     "edge": (set(), EVERY),  # the sandbox's samples of every kind, never live
     "svcctl": (set(), EVERY),  # operators reproduce a case in the sandbox, never live
     "authsvc": (
-        {"apikey.revoked", "search_quota.threshold", "ledger.low_balance"},
-        {"apikey.revoked", "search_quota.threshold", "ledger.low_balance"},
+        {"apikey.revoked", "apikey.leaked", "search_quota.threshold", "ledger.low_balance"},
+        {"apikey.revoked", "apikey.leaked", "search_quota.threshold", "ledger.low_balance"},
     ),
     "webhookd": (
         {"endpoint.failing", "endpoint.disabled", "endpoint.recovered", "delivery.exhausted"},

@@ -29,6 +29,10 @@ CASES = [
     ("edge", HOOKS + "StreamEvents", True),
     ("edge", AUTH + "CreateKey", False),
     ("edge", AUTH + "RevokeKey", False),
+    # Secret scanning: by the SHA-256 of secrets the edge was given (a report, or the presented key).
+    ("edge", AUTH + "RevokeLeakedKeys", True),
+    ("edge", AUTH + "RevokeOwnKey", True),
+    ("portal", AUTH + "RevokeLeakedKeys", False),
     ("edge", AUTH + "CreateAccount", False),
     ("edge", AUTH + "SetAccountStatus", False),
     ("edge", AUTH + "ListAuditEvents", False),
