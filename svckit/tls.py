@@ -22,6 +22,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 
+from svckit.fileerrors import cannot_read
 from svckit.flags import FlagParser, add_flag, env_name
 from svckit.runner import or_default
 
@@ -32,6 +33,10 @@ FLAG_NAMES = ("--tls-ca", "--tls-cert", "--tls-key")
 
 class TlsError(Exception):
     """A TLS file that is missing, unreadable or does not fit the others; the message names the flag."""
+
+
+class TlsFileUnreadable(TlsError):
+    """A TLS file that is there but this process's user may not read (a deployment's ownership mistake)."""
 
 
 @dataclass(frozen=True)
@@ -115,8 +120,10 @@ def _read(path: str, name: str) -> bytes:
     try:
         with open(path, "rb") as f:
             return f.read()
+    except PermissionError as exc:
+        raise TlsFileUnreadable(f"{name}: {cannot_read(exc, path)}") from None
     except OSError as exc:
-        raise TlsError(f"{name}: {exc.strerror}: {path}") from None
+        raise TlsError(f"{name}: {cannot_read(exc, path)}") from None
 
 
 def channel(
@@ -171,6 +178,8 @@ def tls_from_args(args: argparse.Namespace) -> Tls | None:
         return None
     try:
         tls = Tls.from_files(args.tls_ca, args.tls_cert, args.tls_key)
+    except TlsFileUnreadable as exc:  # there, but not this user's to read: making new ones is no answer
+        raise SystemExit(str(exc)) from None
     except TlsError as exc:
         raise SystemExit(
             f"{exc} (make development certificates with `svcctl certs init`, or pass --insecure-dev "
