@@ -26,8 +26,10 @@ class Operator:
     http: httpx.AsyncClient
     edges: list[tuple[str, str]]
     revoked: dict[str, float] = field(default_factory=dict)  # key id -> wall time of the revocation
-    lags: list[tuple[float, float]] = field(default_factory=list)  # (monotonic at revocation, seconds)
-    still_accepted: list[str] = field(default_factory=list)  # key ids an edge took after LAG_LIMIT
+    # (monotonic at revocation, seconds until the last answer that still took the key: 0 when none did)
+    lags: list[tuple[float, float]] = field(default_factory=list)
+    still_accepted: list[str] = field(default_factory=list)  # key ids an edge took LAG_LIMIT s after
+    unconfirmed: list[str] = field(default_factory=list)  # no 401 from an edge in LAG_LIMIT s, nor a 2xx
     errors: list[tuple[float, str]] = field(default_factory=list)
 
     async def _either(self, n: int, request: pb.CreateKeyRequest | pb.RevokeKeyRequest) -> tuple[str, str]:
@@ -53,17 +55,23 @@ class Operator:
         return resp.status_code
 
     async def _lag(self, key_id: str, secret: str, revoked_at: float) -> None:
-        pending = {0, 1}
+        """Tries the key at both edges until both refuse it (401): an answer of 503 or a broken connection
+        (an outage, a restart) neither takes nor refuses it."""
+        pending, took, last = {0, 1}, 0.0, 0
         while pending and time.monotonic() - revoked_at < LAG_LIMIT:
             for edge in list(pending):
-                if await self._status(edge, secret) == 401:
+                last = await self._status(edge, secret)
+                if last == 401:
                     pending.discard(edge)
+                elif 200 <= last < 300:
+                    took = time.monotonic() - revoked_at
             if pending:
                 await asyncio.sleep(0.1)
-        if pending:
+        if pending and 200 <= last < 300:
             self.still_accepted.append(key_id)
-        else:
-            self.lags.append((revoked_at, time.monotonic() - revoked_at))
+        elif pending:
+            self.unconfirmed.append(key_id)
+        self.lags.append((revoked_at, took))
 
     async def run(self, every: float, stop: asyncio.Event) -> None:
         lags: set[asyncio.Task[None]] = set()

@@ -111,9 +111,11 @@ def report(
     if lags:
         p95 = lags[min(len(lags) - 1, int(len(lags) * 0.95))]
         print(
-            f"revocation lag (revoked until both edges answer 401): median {statistics.median(lags):.2f} s, "
-            f"p95 {p95:.2f} s, max {lags[-1]:.2f} s over {len(lags)}; still accepted after {LAG_LIMIT:g} s: "
-            f"{len(operator.still_accepted)}"
+            f"revocation lag (from the revocation to the last answer that still took the key): median "
+            f"{statistics.median(lags):.2f} s, p95 {p95:.2f} s, max {lags[-1]:.2f} s over {len(lags)}; "
+            f"keys taken after their revocation: {sum(1 for x in lags if x > 0)}; still taken after "
+            f"{LAG_LIMIT:g} s: {len(operator.still_accepted)}; neither taken nor refused (503, no answer) "
+            f"for {LAG_LIMIT:g} s: {len(operator.unconfirmed)}"
         )
     print(f"readiness flips: {len(watcher.flips)}")
     for f in watcher.flips:

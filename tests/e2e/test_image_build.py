@@ -17,7 +17,9 @@ import signal
 import subprocess
 import time
 
+import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.support import ROOT
 
@@ -59,7 +61,15 @@ def _in_image(tree: pathlib.Path, *argv: str) -> subprocess.Popen[str]:
         "PYTHONPATH": "/opt/travel/app",
         "PYTHONUNBUFFERED": "1",
     }
-    command = ["chroot", "--userspec=10001:10001", str(tree), "/usr/bin/env", "-C", "/opt/travel/app", *argv]
+    command = [
+        shutil.which("chroot") or "/usr/sbin/chroot",
+        "--userspec=10001:10001",
+        str(tree),
+        "/usr/bin/env",
+        "-C",
+        "/opt/travel/app",
+        *argv,
+    ]
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -86,7 +96,10 @@ def test_authsvc_starts_in_the_image_and_stops_on_sigterm(root: pathlib.Path) ->
                 if not line:
                     break
         assert line.startswith("READY "), (proc.stderr.read() if proc.stderr else "")[-3000:]
-        assert json.loads(line[len("READY ") :])["grpc_port"] > 0
+        port = json.loads(line[len("READY ") :])["grpc_port"]
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:  # it serves (and now handles SIGTERM)
+            health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+        assert health.status == health_pb2.HealthCheckResponse.SERVING
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
     finally:
