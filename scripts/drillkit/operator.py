@@ -5,6 +5,7 @@ a webhook (apikey.revoked) the report looks for."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ class Operator:
     revoked: dict[str, float] = field(default_factory=dict)  # key id -> wall time of the revocation
     # (monotonic at revocation, seconds until the last answer that still took the key: 0 when none did)
     lags: list[tuple[float, float]] = field(default_factory=list)
+    took: collections.Counter[str] = field(default_factory=collections.Counter)  # edge -> keys it took
     still_accepted: list[str] = field(default_factory=list)  # key ids an edge took LAG_LIMIT s after
     unconfirmed: list[str] = field(default_factory=list)  # no 401 from an edge in LAG_LIMIT s, nor a 2xx
     errors: list[tuple[float, str]] = field(default_factory=list)
@@ -65,6 +67,7 @@ class Operator:
                     pending.discard(edge)
                 elif 200 <= last < 300:
                     took = time.monotonic() - revoked_at
+                    self.took[f"edge#{edge + 1}"] += 1
             if pending:
                 await asyncio.sleep(0.1)
         if pending and 200 <= last < 300:

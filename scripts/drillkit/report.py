@@ -68,13 +68,17 @@ def report(
         errors = collections.Counter(c.error for c in calls if c.error)
         errors.update(f"operator: {e}" for at, e in operator.errors if w.start <= at < w.end)
         dups = sum(1 for e in dup_kind if w.start <= deliveries[e][0] < w.end)
-        flips = [
+        seen = [
             f"{f.node} {f.became} +{f.at - w.start:.1f}s" for f in watcher.flips if w.start <= f.at < w.end
         ]
+        flips = ["flips: " + ", ".join(seen)] if seen else []
+        taken = [x for at, x in operator.lags if w.start <= at < w.end and x > 0]
+        if taken:
+            flips.insert(0, f"revoked keys still taken: {len(taken)} (up to {max(taken):.1f} s)")
         restarted = f"{w.restart_seconds:.1f}" if w.restart_seconds else ""
         first = sum(1 for c in calls if c.first_error)
         print(f"{w.name:<26} {restarted:>9} {len(calls):>6} {first:>10} {sum(errors.values()):>6} {dups:>5}  "
-              + _by(errors) + ("; flips: " + ", ".join(flips) if flips else ""))  # fmt: skip
+              + _by(errors) + ("; " + ", ".join(flips) if flips else ""))  # fmt: skip
     statuses = collections.Counter(c.status for c in partner.calls if c.error)
     firsts = collections.Counter(c.first_error.split(" (")[0] for c in partner.calls if c.first_error)
     print(f"\npartner errors by status (after the retry): {_by(statuses)}")
@@ -115,7 +119,8 @@ def report(
             f"{statistics.median(lags):.2f} s, p95 {p95:.2f} s, max {lags[-1]:.2f} s over {len(lags)}; "
             f"keys taken after their revocation: {sum(1 for x in lags if x > 0)}; still taken after "
             f"{LAG_LIMIT:g} s: {len(operator.still_accepted)}; neither taken nor refused (503, no answer) "
-            f"for {LAG_LIMIT:g} s: {len(operator.unconfirmed)}"
+            f"for {LAG_LIMIT:g} s: {len(operator.unconfirmed)}; answers taking a revoked key, by edge: "
+            f"{_by(operator.took)}"
         )
     print(f"readiness flips: {len(watcher.flips)}")
     for f in watcher.flips:
