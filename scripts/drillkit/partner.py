@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -14,20 +13,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from drillkit.stack import BOOKINGS
-
-# What no answer to a partner may contain: the service's internals.
-LEAKS = re.compile(
-    r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+"
-    r"|\b(SELECT|INSERT INTO|UPDATE|DELETE FROM)\b"
-    r"|/(?:home|root|opt|usr|work|tmp)/[\w./-]+\.py|\b(sqlalchemy|asyncpg|psycopg|aioredis|redis\.exceptions"
-    r"|ConnectionRefusedError|OperationalError)\b"
-)
-
-
-def leak_in(text: str) -> str:
-    """The first internal detail ``text`` shows, else ""."""
-    m = LEAKS.search(text)
-    return m.group(0) if m else ""
+from drillkit.verdict import leak_in
 
 
 @dataclass

@@ -4,7 +4,6 @@ delivered), any 500, any answer showing internals, a bad signature, or a revoked
 from __future__ import annotations
 
 import collections
-import itertools
 import json
 import os
 import statistics
@@ -14,6 +13,7 @@ from drillkit.operator import LAG_LIMIT, Operator
 from drillkit.partner import Partner
 from drillkit.phases import Ctx
 from drillkit.stack import Hotels
+from drillkit.verdict import AFTER_A_LEASE, NOT_AFTER_A_LEASE, duplicate_kind, failures, is_500
 from drillkit.watch import Watcher
 from svckit.signing import WebhookVerificationError, verify
 from webhookd.testing import Received
@@ -53,12 +53,9 @@ def report(
     deliveries: dict[str, list[float]] = collections.defaultdict(list)
     for r in got:
         deliveries[event_of(r)].append(r.at + to_mono)
-    dup_kind: dict[str, str] = {}
-    for e, times in deliveries.items():
-        if len(times) > 1:
-            times.sort()
-            gaps = [b - a for a, b in itertools.pairwise(times)]
-            dup_kind[e] = "after a lease" if max(gaps) >= 0.8 * lease else "not after a lease"
+    for times in deliveries.values():
+        times.sort()
+    dup_kind = {e: duplicate_kind(times, lease) for e, times in deliveries.items() if len(times) > 1}
     origin = ctx.windows[0].start
     print()
     print(f"{'window':<26} {'restart s':>9} {'calls':>6} {'1st failed':>10} {'errors':>6} {'dup.':>5}"
@@ -83,7 +80,7 @@ def report(
     firsts = collections.Counter(c.first_error.split(" (")[0] for c in partner.calls if c.first_error)
     print(f"\npartner errors by status (after the retry): {_by(statuses)}")
     print(f"first tries that failed, by cause: {_by(firsts)}")
-    five_hundreds = [c for c in partner.calls if c.status == "500" or c.first_error.startswith("500 ")]
+    five_hundreds = [c for c in partner.calls if is_500(c.status, c.first_error)]
     leaks = collections.Counter(leak for c in partner.calls for leak in c.leaks)
     print(f"answers of status 500: {len(five_hundreds)}; bodies showing internals: {sum(leaks.values())}"
           + (f" ({_by(leaks)})" if leaks else ""))  # fmt: skip
@@ -97,11 +94,11 @@ def report(
     kinds = collections.Counter(dup_kind.values())
     extra = sum(len(deliveries[e]) - 1 for e in dup_kind)
     print(
-        f"duplicated events: {len(dup_kind)} ({extra} extra deliveries): {kinds['after a lease']} after a "
+        f"duplicated events: {len(dup_kind)} ({extra} extra deliveries): {kinds[AFTER_A_LEASE]} after a "
         f"lease ({lease:g} s: a webhookd died or was stopped while sending), "
-        f"{kinds['not after a lease']} not after a lease"
+        f"{kinds[NOT_AFTER_A_LEASE]} not after a lease"
     )
-    for e in [e for e, k in dup_kind.items() if k == "not after a lease"][:5]:
+    for e in [e for e, k in dup_kind.items() if k == NOT_AFTER_A_LEASE][:5]:
         times = deliveries[e]
         print(f"  {e}: delivered at " + ", ".join(f"+{t - origin:.1f}s" for t in times))
     revoked_seen = {key_of(r) for r in got} - {""}
@@ -141,14 +138,15 @@ def report(
     for s in ctx.skipped:
         print(f"skipped: {s}")
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
-    failures = {
-        "lost events": len(lost),
-        "lost revocations": len(lost_revocations),
-        "500s": len(five_hundreds),
-        "bodies showing internals": sum(leaks.values()),
-        "bad signatures": bad,
-        "revoked keys still accepted": len(operator.still_accepted),
-    }
-    found = {k: n for k, n in failures.items() if n}
+    found = failures(
+        {
+            "lost events": len(lost),
+            "lost revocations": len(lost_revocations),
+            "500s": len(five_hundreds),
+            "bodies showing internals": sum(leaks.values()),
+            "bad signatures": bad,
+            "revoked keys still accepted": len(operator.still_accepted),
+        }
+    )
     print("RESULT: " + ("FAILED: " + ", ".join(f"{n} {k}" for k, n in found.items()) if found else "passed"))
     return 1 if found else 0
