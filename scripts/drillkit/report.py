@@ -95,7 +95,7 @@ def report(
     extra = sum(len(deliveries[e]) - 1 for e in dup_kind)
     print(
         f"duplicated events: {len(dup_kind)} ({extra} extra deliveries): {kinds[AFTER_A_LEASE]} after a "
-        f"lease ({lease:g} s: a webhookd died or was stopped while sending), "
+        f"lease ({lease:g} s: a webhookd died, was stopped or lost its database while sending), "
         f"{kinds[NOT_AFTER_A_LEASE]} not after a lease"
     )
     for e in [e for e, k in dup_kind.items() if k == NOT_AFTER_A_LEASE][:5]:
