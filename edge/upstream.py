@@ -20,6 +20,7 @@ from edge.environments import Environment
 from edge.gate import Ctx
 from edge.routetable import BUILTIN, RouteTable, RouteTableError
 from svckit import edgeassertion
+from svckit.fileerrors import cannot_read
 from svckit.http import PooledTransport, system_addresses
 from svckit.tls import Tls
 
@@ -66,6 +67,8 @@ def signing_key(path: str) -> Ed25519PrivateKey | None:
     try:
         with open(path, "rb") as f:
             key = serialization.load_pem_private_key(f.read(), password=None)
+    except PermissionError as exc:
+        raise ValueError(f"--upstream-signing-key-file: {cannot_read(exc, path)}") from None
     except (OSError, ValueError, TypeError) as exc:
         raise ValueError(f"--upstream-signing-key-file: cannot load {path}: {type(exc).__name__}") from None
     if not isinstance(key, Ed25519PrivateKey):

@@ -21,6 +21,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from svckit.fileerrors import cannot_read
 from svckit.flags import ArgumentError, add_flag, after_parse, env_name
 
 PASSWORD_FILE = "password_file"
@@ -36,8 +37,8 @@ def read_password(path: str) -> str:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise PasswordFileError(f"database password file: {reason}: {path}") from None
+        reason = cannot_read(exc, path) if isinstance(exc, OSError) else f"not UTF-8 text: {path}"
+        raise PasswordFileError(f"database password file: {reason}") from None
     password = text.splitlines()[0] if text else ""
     if not password:
         raise PasswordFileError(f"database password file is empty: {path}")

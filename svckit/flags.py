@@ -29,6 +29,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from svckit.fileerrors import cannot_read
+
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("", "0", "false", "no", "off")
 
@@ -223,7 +225,7 @@ def _load_config(parser: FlagParser, path: str) -> dict[str, Any]:
         with open(path, "rb") as f:
             data = tomllib.load(f)
     except OSError as exc:
-        parser.error(f"argument --config: {exc.strerror}: {path}")
+        parser.error(f"argument --config: {cannot_read(exc, path)}")
     except tomllib.TOMLDecodeError as exc:
         parser.error(f"argument --config: {path} is not TOML ({exc})")
     known = {spec.flag[2:]: spec for spec in _specs(parser)}

@@ -27,6 +27,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from svckit.errors import ServiceError
+from svckit.fileerrors import cannot_read
 
 PREFIX = "enc1:"  # no key id: written by the edge, and by webhookd and authsvc before keyrings
 KEYED_PREFIX = "enc2:"  # enc2:<key id>:<base64url(nonce + ciphertext)>
@@ -111,7 +112,7 @@ def keys_from(
             with open(path) as f:
                 texts.append(f.read())
         except OSError as exc:
-            raise error(f"{flag}: {exc.strerror}: {path}") from None
+            raise error(f"{flag}: {cannot_read(exc, path)}") from None
     if not names:
         texts = split_list(env_text)
     keys: list[bytes] = []
@@ -136,7 +137,7 @@ def key_from(
             with open(path) as f:
                 text = f.read()
         except OSError as exc:
-            raise error(f"{flag}: {exc.strerror}: {path}") from None
+            raise error(f"{flag}: {cannot_read(exc, path)}") from None
     if not text.strip():
         return None
     return parse_key(text, error)

@@ -21,6 +21,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 
+from svckit.fileerrors import cannot_read
+
 DEV_DIR = "var/tls"
 # What a TlsError calls the three files by default: the flags of svckit.tlsflags.add_tls_args.
 FLAG_NAMES = ("--tls-ca", "--tls-cert", "--tls-key")
@@ -28,6 +30,10 @@ FLAG_NAMES = ("--tls-ca", "--tls-cert", "--tls-key")
 
 class TlsError(Exception):
     """A TLS file that is missing, unreadable or does not fit the others; the message names the flag."""
+
+
+class TlsFileUnreadable(TlsError):
+    """A TLS file that is there but this process's user may not read (a deployment's ownership mistake)."""
 
 
 @dataclass(frozen=True)
@@ -111,8 +117,10 @@ def _read(path: str, name: str) -> bytes:
     try:
         with open(path, "rb") as f:
             return f.read()
+    except PermissionError as exc:
+        raise TlsFileUnreadable(f"{name}: {cannot_read(exc, path)}") from None
     except OSError as exc:
-        raise TlsError(f"{name}: {exc.strerror}: {path}") from None
+        raise TlsError(f"{name}: {cannot_read(exc, path)}") from None
 
 
 def channel(

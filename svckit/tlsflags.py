@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from svckit.flags import FlagParser, add_flag, env_name, or_default
-from svckit.tls import DEV_DIR, Tls, TlsError, seconds_until_expiry
+from svckit.tls import DEV_DIR, Tls, TlsError, TlsFileUnreadable, seconds_until_expiry
 
 __all__ = ["add_tls_args", "export_expiry", "tls_from_args"]
 
@@ -50,6 +50,8 @@ def tls_from_args(args: argparse.Namespace) -> Tls | None:
         return None
     try:
         tls = Tls.from_files(args.tls_ca, args.tls_cert, args.tls_key)
+    except TlsFileUnreadable as exc:  # there, but not this user's to read: making new ones is no answer
+        raise SystemExit(str(exc)) from None
     except TlsError as exc:
         raise SystemExit(
             f"{exc} (make development certificates with `svcctl certs init`, or pass --insecure-dev "

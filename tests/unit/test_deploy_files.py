@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import configparser
 import importlib
+import os
 import pathlib
 import re
 import shlex
@@ -21,6 +22,7 @@ from svckit.flags import FlagParser
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 DEPLOY = ROOT / "deploy"
 SERVICES = ("authsvc", "webhookd", "edge", "portal")
+MIGRATING = ("authsvc", "webhookd", "edge")  # the services with tables: a oneshot migrate unit each
 INSTALLED_PYTHON = "/opt/travel/venv/bin/python"
 ETC = "/etc/travel/"
 
@@ -45,7 +47,8 @@ def unit(service: str) -> configparser.RawConfigParser:
 
 
 def test_every_service_has_a_unit_and_a_config_file() -> None:
-    assert sorted(p.stem for p in (DEPLOY / "systemd").glob("*.service")) == sorted(SERVICES)
+    units = sorted(p.stem for p in (DEPLOY / "systemd").glob("*.service"))
+    assert units == sorted([*SERVICES, *(f"{s}-migrate" for s in MIGRATING)])
     assert sorted(p.stem for p in (DEPLOY / "config").glob("*.toml")) == sorted(SERVICES)
 
 
@@ -76,9 +79,43 @@ def _all(service: str, key: str) -> list[str]:
     return [line.split("=", 1)[1] for line in text.splitlines() if line.startswith(f"{key}=")]
 
 
+@pytest.mark.parametrize("service", MIGRATING)
+def test_the_migrate_unit_runs_before_its_service(service: str) -> None:
+    m = unit(f"{service}-migrate")
+    assert m["Unit"]["Before"] == f"{service}.service"
+    assert m["Service"]["Type"] == "oneshot" and m["Service"]["User"] == unit(service)["Service"]["User"]
+    assert m["Install"]["RequiredBy"] == f"{service}.service"
+    s = unit(service)["Unit"]
+    assert s["Requires"] == f"{service}-migrate.service" and f"{service}-migrate.service" in s["After"]
+    argv = shlex.split(m["Service"]["ExecStart"])
+    assert argv == [INSTALLED_PYTHON, "-m", service, "migrate", "--config", f"{ETC}{service}.toml"]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("service", MIGRATING)
+def test_the_migrate_units_command_migrates_with_the_services_config(
+    service: str, tmp_path: pathlib.Path, pg_url: str
+) -> None:
+    """Its ExecStart as systemd runs it: the service's config file (serve's keys in it left alone), the
+    password file named by the unit's Environment= (``%d``: its credentials directory), the database URL
+    from the optional environment file (here: this test's schema)."""
+    m = unit(f"{service}-migrate")["Service"]
+    (tmp_path / "db-password").write_text("unused-by-trust-auth\n")
+    env = {**os.environ, f"{service.upper()}_DATABASE": pg_url}
+    for line in _all(f"{service}-migrate", "Environment"):
+        name, value = line.split("=", 1)
+        env[name] = value.replace("%d", str(tmp_path))
+    argv = [a.replace(ETC, f"{DEPLOY / 'config'}/") for a in shlex.split(m["ExecStart"])]
+    done = subprocess.run(
+        [sys.executable, *argv[1:]], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(f"{service} schema at revision ")
+
+
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 def test_systemd_finds_nothing_to_say(tmp_path: pathlib.Path) -> None:
-    for service in SERVICES:
+    for service in [*SERVICES, *(f"{s}-migrate" for s in MIGRATING)]:
         text = (DEPLOY / "systemd" / f"{service}.service").read_text()
         # The installed interpreter is this one here; verify checks that ExecStart is executable.
         (tmp_path / f"{service}.service").write_text(text.replace(INSTALLED_PYTHON, sys.executable))
