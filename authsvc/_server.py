@@ -37,7 +37,7 @@ from svckit.metrics import serve_metrics
 from svckit.migrations import SchemaError, add_migrate_command, run_migrate
 from svckit.readiness import PROBE_INTERVAL, DatabaseHealth
 from svckit.reseal import OldKeyGauge, SealedColumn, add_reseal_command, run_reseal
-from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal
+from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal, stop_signals
 from svckit.secretbox import SealingKeyError, SecretBox, keys_from
 from svckit.tls import Tls
 from svckit.tlsflags import add_tls_args, tls_from_args
@@ -259,6 +259,7 @@ async def serve(args: argparse.Namespace) -> int:
     # RecordRequests batch, while a partner's Authorize waited).
     gc.collect()
     gc.freeze()
+    stop_signals()  # before READY: a SIGTERM on reading it is a graceful stop
     print_ready("authsvc", grpc_port=running.port, metrics_port=metrics_port)
     await run_until_signal(lambda: running.stop(args.shutdown_grace))
     tracing.shutdown()

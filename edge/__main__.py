@@ -32,7 +32,7 @@ from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.migrations import SchemaError, add_migrate_command, run_migrate
 from svckit.pacing import add_pacing_args, pacing_from_args
-from svckit.runner import ServeConfig, or_default, print_ready, run_until_signal
+from svckit.runner import ServeConfig, or_default, print_ready, run_until_signal, stop_signals
 from svckit.secretbox import SealingKeyError, key_from, new_key
 from svckit.tlsflags import add_tls_args, tls_from_args
 from svckit.webserver import bind, start
@@ -375,6 +375,7 @@ async def serve(args: argparse.Namespace) -> None:
     gc.collect()
     gc.freeze()
     log.info("edge serving", extra={"live_port": running.ports[0], "sandbox_port": running.ports[1]})
+    stop_signals()  # before READY: a SIGTERM on reading it is a graceful stop
     print_ready("edge", live_port=running.ports[0], sandbox_port=running.ports[1], metrics_port=metrics_port)
 
     async def stop() -> None:

@@ -16,7 +16,7 @@ from svckit.flags import FlagParser, add_flag, config_default, env_name
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.pacing import add_pacing_args, pacing_from_args
-from svckit.runner import ServeConfig, print_ready, run_until_signal
+from svckit.runner import ServeConfig, print_ready, run_until_signal, stop_signals
 from svckit.secretbox import SealingKeyError, key_from, new_key
 from svckit.tlsflags import add_tls_args, tls_from_args
 from svckit.webserver import start
@@ -119,6 +119,7 @@ async def serve(args: argparse.Namespace) -> None:
         config.public_url = f"http://{host}:{port}"  # known once the port is bound
     metrics_port = serve_metrics(args.metrics_listen) if args.metrics_listen else None
     log.info("portal serving", extra={"port": port, "public_url": config.public_url})
+    stop_signals()  # before READY: a SIGTERM on reading it is a graceful stop
     print_ready("portal", port=port, url=config.public_url, metrics_port=metrics_port)
 
     async def stop() -> None:

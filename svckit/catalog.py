@@ -27,7 +27,6 @@ from svckit.eventkinds import (
     PRODUCT_PREFIX,
     PUBLISHERS,
     SANDBOX_PUBLISHER,
-    SCHEMA_DIALECT,
     STATES,
     TEST_KIND,
     EventKind,
@@ -36,6 +35,7 @@ from svckit.eventkinds import (
     product_service,
     schema,
 )
+from svckit.eventschemas import SCHEMA_DIALECT
 from svckit.quota import THRESHOLD_PERCENT, threshold_of
 
 

@@ -9,10 +9,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from svckit.eventschemas import (
+    AMOUNT,
+    BOOKING_PRODUCTS,
+    CURRENCY,
+    HOLD,
+    ORDER_PRODUCTS,
+    PAYMENT,
+    REASON,
+    SCHEMA_DIALECT,
+    booking_schema,
+    date_field,
+    id_field,
+    int_field,
+    object_schema,
+    string_field,
+    timestamp_field,
+)
 from svckit.quota import THRESHOLD_PERCENT
-
-SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-
 
 # -- who publishes a kind, who reads it ----------------------------------------------------------------------
 # Publishers are the certificate identities of the services (svckit.peers) that own what a kind reports.
@@ -22,8 +36,6 @@ AUTHSVC, WEBHOOKD, BILLING = "authsvc", "webhookd", "billing"
 PRODUCT_PREFIX = "product:"
 # The sandbox's events (samples, trigger warnings, the simulator) are the edge's, and sandbox ones only.
 SANDBOX_PUBLISHER = "edge"
-BOOKING_PRODUCTS = ("hotels", "flights")  # their subject is a booking
-ORDER_PRODUCTS = ("esim",)  # its subject is an eSIM order
 # A kind's reader: the read scope of the product the event is about (``<product>:read``).
 BY_PRODUCT = "<product>:read"
 
@@ -106,98 +118,6 @@ class EventKind:
         return None
 
 
-# -- schema building blocks --------------------------------------------------------------------------------
-def _str(description: str, **kw: Any) -> dict[str, Any]:
-    return {"type": "string", "description": description, **kw}
-
-
-def _id(prefix: str, description: str) -> dict[str, Any]:
-    return _str(description, pattern=f"^{prefix}_[A-Za-z0-9_]+$")
-
-
-def _int(description: str, **kw: Any) -> dict[str, Any]:
-    return {"type": "integer", "description": description, **kw}
-
-
-def _date(description: str) -> dict[str, Any]:
-    return _str(description, format="date", pattern=r"^\d{4}-\d{2}-\d{2}$")
-
-
-def _timestamp(description: str) -> dict[str, Any]:
-    return _str(description, format="date-time", pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
-
-
-AMOUNT = _int("amount in minor units of `currency` (25800 EUR is 258.00 EUR)", minimum=0)
-CURRENCY = _str("ISO 4217 currency code", pattern="^[A-Z]{3}$")
-CUSTOMER_REF = _str("the partner's X-Partner-Customer-Ref, when one was sent", minLength=1)
-BOOKING_FIELDS: dict[str, Any] = {
-    "booking": _id("bk", "the booking"),
-    "order": _id("ord", "the eSIM order"),
-    "product": {"enum": [*BOOKING_PRODUCTS, *ORDER_PRODUCTS], "description": "the product"},
-    "offer": _id("off", "the booked offer (a booking)"),
-    "plan": _id("plan", "the eSIM plan (an order)"),
-    "amount": AMOUNT,
-    "currency": CURRENCY,
-    "customerRef": CUSTOMER_REF,
-}
-# The subject of a booking or payment event: a booking (hotels, flights) or an eSIM order.
-BOOKING_SUBJECT = {
-    "required": ["booking", "offer"],
-    "properties": {"product": {"enum": list(BOOKING_PRODUCTS)}},
-    "not": {"anyOf": [{"required": ["order"]}, {"required": ["plan"]}]},
-}
-ORDER_SUBJECT = {
-    "required": ["order", "plan"],
-    "properties": {"product": {"const": ORDER_PRODUCTS[0]}},
-    "not": {"anyOf": [{"required": ["booking"]}, {"required": ["offer"]}]},
-}
-SUBJECT_REQUIRED = ["product", "amount", "currency"]
-
-
-def _object(
-    kind: str,
-    properties: Mapping[str, Any],
-    required: list[str],
-    one_of: list[dict[str, Any]] | None = None,
-    drop: tuple[str, ...] = (),
-) -> dict[str, Any]:
-    schema: dict[str, Any] = {
-        "$schema": SCHEMA_DIALECT,
-        "title": f"{kind} data",
-        "type": "object",
-        "properties": {k: v for k, v in properties.items() if k not in drop},
-        "required": required,
-        "additionalProperties": False,
-    }
-    if one_of:
-        schema["oneOf"] = one_of
-    return schema
-
-
-def _booking(
-    kind: str,
-    extra: Mapping[str, Any],
-    required: list[str],
-    subjects: str = "both",
-    one_of: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """A booking, payment or eSIM event: the subject's fields and ``extra``. ``subjects`` is "booking"
-    (hotels, flights), "order" (eSIM) or "both" (exactly one of them)."""
-    props = {**BOOKING_FIELDS, **extra}
-    if subjects == "both":
-        return _object(kind, props, [*SUBJECT_REQUIRED, *required], [BOOKING_SUBJECT, ORDER_SUBJECT])
-    if subjects == "booking":
-        drop, first = ("order", "plan"), ["booking", "offer"]
-        props["product"] = {"enum": list(BOOKING_PRODUCTS), "description": "the product"}
-    else:
-        drop, first = ("booking", "offer"), ["order", "plan"]
-        props["product"] = {"const": ORDER_PRODUCTS[0], "description": "the product"}
-    return _object(kind, props, [*first, *SUBJECT_REQUIRED, *required], one_of, drop)
-
-
-PAYMENT = _id("pay", "the traveller's payment")
-HOLD = _id("hold", "the hold on the partner's credit (mode A)")
-REASON = "machine-readable cause"
 # Ordering keys: the booking, the eSIM order, or whichever of the two the event is about.
 BY_BOOKING, BY_ORDER, BY_SUBJECT = ("booking",), ("order",), ("booking", "order")
 
@@ -216,12 +136,12 @@ _KINDS: tuple[EventKind, ...] = (
         ("confirmed",),
         BOOKING_PUBLISHERS,
         BY_PRODUCT,
-        _booking(
+        booking_schema(
             "booking.confirmed",
             {
-                "supplierReference": _str("the supplier's reference of the booking", minLength=1),
+                "supplierReference": string_field("the supplier's reference of the booking", minLength=1),
                 "hold": HOLD,
-                "payment": _id("pay", "the traveller's payment (mode B)"),
+                "payment": id_field("pay", "the traveller's payment (mode B)"),
             },
             ["supplierReference"],
             subjects="booking",
@@ -235,11 +155,11 @@ _KINDS: tuple[EventKind, ...] = (
         ("failed",),
         SUBJECT_PUBLISHERS,
         BY_PRODUCT,
-        _booking(
+        booking_schema(
             "booking.failed",
             {
-                "reason": _str(f"{REASON}, e.g. `supplier_declined`", minLength=1),
-                "message": _str("what happened, for a person"),
+                "reason": string_field(f"{REASON}, e.g. `supplier_declined`", minLength=1),
+                "message": string_field("what happened, for a person"),
                 "holdReleased": {
                     "type": "boolean",
                     "description": "whether a hold on the partner's credit was released (mode A)",
@@ -255,9 +175,13 @@ _KINDS: tuple[EventKind, ...] = (
         ("cancelled",),
         BOOKING_PUBLISHERS,
         BY_PRODUCT,
-        _booking(
+        booking_schema(
             "booking.cancelled",
-            {"cancelledBy": _str("who cancelled: `partner` or `supplier`", enum=["partner", "supplier"])},
+            {
+                "cancelledBy": string_field(
+                    "who cancelled: `partner` or `supplier`", enum=["partner", "supplier"]
+                )
+            },
             ["cancelledBy"],
             subjects="booking",
         ),
@@ -269,7 +193,7 @@ _KINDS: tuple[EventKind, ...] = (
         ("confirmed",),
         BOOKING_PUBLISHERS,
         BY_PRODUCT,
-        _booking(
+        booking_schema(
             "booking.modified",
             {"changes": {"type": "object", "minProperties": 1, "description": "the fields changed, as sent"}},
             ["changes"],
@@ -283,7 +207,7 @@ _KINDS: tuple[EventKind, ...] = (
         ("succeeded",),
         SUBJECT_PUBLISHERS,
         BY_PRODUCT,
-        _booking("payment.succeeded", {"payment": PAYMENT}, ["payment"]),
+        booking_schema("payment.succeeded", {"payment": PAYMENT}, ["payment"]),
         mode="B",
         ordering=BY_SUBJECT,
     ),
@@ -293,9 +217,9 @@ _KINDS: tuple[EventKind, ...] = (
         ("failed",),
         SUBJECT_PUBLISHERS,
         BY_PRODUCT,
-        _booking(
+        booking_schema(
             "payment.failed",
-            {"payment": PAYMENT, "reason": _str(f"{REASON}, e.g. `card_declined`", minLength=1)},
+            {"payment": PAYMENT, "reason": string_field(f"{REASON}, e.g. `card_declined`", minLength=1)},
             ["payment", "reason"],
         ),
         mode="B",
@@ -307,8 +231,10 @@ _KINDS: tuple[EventKind, ...] = (
         ("refunded",),
         SUBJECT_PUBLISHERS,
         BY_PRODUCT,
-        _booking(
-            "payment.refunded", {"payment": PAYMENT, "refund": _id("re", "the refund")}, ["payment", "refund"]
+        booking_schema(
+            "payment.refunded",
+            {"payment": PAYMENT, "refund": id_field("re", "the refund")},
+            ["payment", "refund"],
         ),
         mode="B",
         ordering=BY_SUBJECT,
@@ -319,11 +245,11 @@ _KINDS: tuple[EventKind, ...] = (
         ("provisioned",),
         ORDER_PUBLISHERS,
         ESIM_READ,
-        _booking(
+        booking_schema(
             "esim.provisioned",
             {
-                "iccid": _str("the eSIM's ICCID", pattern="^[0-9]{18,22}$"),
-                "activationCode": _str("the LPA activation code (for a QR code)", pattern="^LPA:"),
+                "iccid": string_field("the eSIM's ICCID", pattern="^[0-9]{18,22}$"),
+                "activationCode": string_field("the LPA activation code (for a QR code)", pattern="^LPA:"),
             },
             ["iccid", "activationCode"],
             subjects="order",
@@ -336,14 +262,14 @@ _KINDS: tuple[EventKind, ...] = (
         ("active",),
         ORDER_PUBLISHERS,
         ESIM_READ,
-        _booking(
+        booking_schema(
             "esim.usage_threshold",
             {
-                "thresholdPercent": _int(
+                "thresholdPercent": int_field(
                     "the share of the allowance reached, in percent", minimum=1, maximum=100
                 ),
-                "usedBytes": _int("data used so far", minimum=0),
-                "limitBytes": _int("the plan's data allowance", minimum=0),
+                "usedBytes": int_field("data used so far", minimum=0),
+                "limitBytes": int_field("the plan's data allowance", minimum=0),
             },
             ["thresholdPercent", "usedBytes", "limitBytes"],
             subjects="order",
@@ -356,12 +282,14 @@ _KINDS: tuple[EventKind, ...] = (
         ("low_balance",),
         (AUTHSVC,),
         ACCOUNT_READ,
-        _object(
+        object_schema(
             "ledger.low_balance",
             {
-                "amount": _int("the credit balance, in minor units of `currency`"),
+                "amount": int_field("the credit balance, in minor units of `currency`"),
                 "currency": CURRENCY,
-                "warningLevel": _int("the balance under which this warning is sent, minor units", minimum=0),
+                "warningLevel": int_field(
+                    "the balance under which this warning is sent, minor units", minimum=0
+                ),
             },
             ["amount", "currency", "warningLevel"],
         ),
@@ -373,16 +301,16 @@ _KINDS: tuple[EventKind, ...] = (
         ("threshold_reached",),
         (AUTHSVC,),
         ACCOUNT_READ,
-        _object(
+        object_schema(
             "search_quota.threshold",
             {
-                "date": _date("the UTC day counted"),
-                "searchesUsed": _int(
+                "date": date_field("the UTC day counted"),
+                "searchesUsed": int_field(
                     "searches counted that day, the one that crossed the threshold included", minimum=1
                 ),
-                "dailySearchAllowance": _int("the account's daily search allowance", minimum=1),
-                "remaining": _int("searches left that day", minimum=0),
-                "thresholdPercent": _int(
+                "dailySearchAllowance": int_field("the account's daily search allowance", minimum=1),
+                "remaining": int_field("searches left that day", minimum=0),
+                "thresholdPercent": int_field(
                     "the warning level, in percent of the allowance", const=THRESHOLD_PERCENT
                 ),
             },
@@ -395,16 +323,16 @@ _KINDS: tuple[EventKind, ...] = (
         ("issued",),
         (BILLING,),
         ACCOUNT_READ,
-        _object(
+        object_schema(
             "settlement.invoice_issued",
             {
-                "invoice": _id("inv", "the invoice"),
-                "settlement": _id("stl", "the settlement"),
+                "invoice": id_field("inv", "the invoice"),
+                "settlement": id_field("stl", "the settlement"),
                 "amount": AMOUNT,
                 "currency": CURRENCY,
-                "periodStart": _date("the period's first day"),
-                "periodEnd": _date("the period's last day"),
-                "dueDate": _date("the day the invoice is due"),
+                "periodStart": date_field("the period's first day"),
+                "periodEnd": date_field("the period's last day"),
+                "dueDate": date_field("the day the invoice is due"),
             },
             ["invoice", "settlement", "amount", "currency", "periodStart", "periodEnd", "dueDate"],
         ),
@@ -415,17 +343,17 @@ _KINDS: tuple[EventKind, ...] = (
         ("failed",),
         (BILLING,),
         ACCOUNT_READ,
-        _object(
+        object_schema(
             "settlement.payment_failed",
             {
-                "invoice": _id("inv", "the invoice"),
-                "settlement": _id("stl", "the settlement"),
+                "invoice": id_field("inv", "the invoice"),
+                "settlement": id_field("stl", "the settlement"),
                 "amount": AMOUNT,
                 "currency": CURRENCY,
-                "periodStart": _date("the period's first day"),
-                "periodEnd": _date("the period's last day"),
-                "reason": _str(f"{REASON}, e.g. `insufficient_funds`", minLength=1),
-                "readOnlyAfter": _date("the day the account turns read-only if still unpaid"),
+                "periodStart": date_field("the period's first day"),
+                "periodEnd": date_field("the period's last day"),
+                "reason": string_field(f"{REASON}, e.g. `insufficient_funds`", minLength=1),
+                "readOnlyAfter": date_field("the day the account turns read-only if still unpaid"),
             },
             [
                 "invoice",
@@ -445,15 +373,15 @@ _KINDS: tuple[EventKind, ...] = (
         ("revoked",),
         (AUTHSVC,),
         ACCOUNT_READ,
-        _object(
+        object_schema(
             "apikey.revoked",
             {
-                "keyId": _id("key", "the revoked key"),
-                "hint": _str("the key's visible hint (prefix and last characters)"),
-                "name": _str("the key's name"),
-                "revokedAt": _timestamp("when it was revoked"),
-                "revokedBy": _str("who revoked it (a portal user or an operator); may be empty"),
-                "reason": _str("the reason given; may be empty"),
+                "keyId": id_field("key", "the revoked key"),
+                "hint": string_field("the key's visible hint (prefix and last characters)"),
+                "name": string_field("the key's name"),
+                "revokedAt": timestamp_field("when it was revoked"),
+                "revokedBy": string_field("who revoked it (a portal user or an operator); may be empty"),
+                "reason": string_field("the reason given; may be empty"),
             },
             ["keyId", "hint", "name", "revokedAt", "revokedBy", "reason"],
         ),
@@ -465,16 +393,16 @@ _KINDS: tuple[EventKind, ...] = (
         ("revoked",),
         (AUTHSVC,),
         ACCOUNT_READ,
-        _object(
+        object_schema(
             "apikey.leaked",
             {
-                "keyId": _id("key", "the leaked key"),
-                "hint": _str("the key's visible hint (prefix and last characters); never the secret"),
-                "name": _str("the key's name"),
-                "url": _str("where it was found in public; may be empty"),
-                "source": _str("the scanner's kind of place (e.g. content, commit); may be empty"),
-                "reporter": _str("who reported it (e.g. GitHub secret scanning)"),
-                "revokedAt": _timestamp("when it was revoked"),
+                "keyId": id_field("key", "the leaked key"),
+                "hint": string_field("the key's visible hint (prefix and last characters); never the secret"),
+                "name": string_field("the key's name"),
+                "url": string_field("where it was found in public; may be empty"),
+                "source": string_field("the scanner's kind of place (e.g. content, commit); may be empty"),
+                "reporter": string_field("who reported it (e.g. GitHub secret scanning)"),
+                "revokedAt": timestamp_field("when it was revoked"),
             },
             ["keyId", "hint", "name", "url", "source", "reporter", "revokedAt"],
         ),
@@ -488,16 +416,16 @@ _KINDS: tuple[EventKind, ...] = (
         ("failing",),
         (WEBHOOKD,),
         ACCOUNT_READ,
-        _object(
+        object_schema(
             "endpoint.failing",
             {
-                "endpointId": _id("we", "the failing endpoint"),
-                "url": _str("its URL"),
+                "endpointId": id_field("we", "the failing endpoint"),
+                "url": string_field("its URL"),
                 "thresholdPercent": {"enum": [50, 90], "description": "how far along the road to disabling"},
-                "attemptsFailed": _int(
+                "attemptsFailed": int_field(
                     "the failed attempts of the delivery that crossed the level", minimum=1
                 ),
-                "error": _str("what the last attempt got"),
+                "error": string_field("what the last attempt got"),
             },
             ["endpointId", "url", "thresholdPercent", "attemptsFailed", "error"],
         ),
@@ -509,13 +437,13 @@ _KINDS: tuple[EventKind, ...] = (
         ("disabled",),
         (WEBHOOKD,),
         ACCOUNT_READ,
-        _object(
+        object_schema(
             "endpoint.disabled",
             {
-                "endpointId": _id("we", "the disabled endpoint"),
-                "url": _str("its URL"),
-                "reason": _str("why it was disabled"),
-                "disabledAt": _timestamp("when"),
+                "endpointId": id_field("we", "the disabled endpoint"),
+                "url": string_field("its URL"),
+                "reason": string_field("why it was disabled"),
+                "disabledAt": timestamp_field("when"),
             },
             ["endpointId", "url", "reason", "disabledAt"],
         ),
@@ -526,9 +454,9 @@ _KINDS: tuple[EventKind, ...] = (
         ("enabled",),
         (WEBHOOKD,),
         ACCOUNT_READ,
-        _object(
+        object_schema(
             "endpoint.recovered",
-            {"endpointId": _id("we", "the endpoint"), "url": _str("its URL")},
+            {"endpointId": id_field("we", "the endpoint"), "url": string_field("its URL")},
             ["endpointId", "url"],
         ),
     ),
@@ -539,14 +467,14 @@ _KINDS: tuple[EventKind, ...] = (
         ("failed",),
         (WEBHOOKD,),
         ACCOUNT_READ,
-        _object(
+        object_schema(
             "delivery.exhausted",
             {
-                "endpointId": _id("we", "the endpoint it was for"),
-                "delivery": _id("msg", "the delivery"),
-                "event": _id("evt", "the event it carried"),
-                "attempts": _int("attempts made", minimum=1),
-                "error": _str("what the last attempt got"),
+                "endpointId": id_field("we", "the endpoint it was for"),
+                "delivery": id_field("msg", "the delivery"),
+                "event": id_field("evt", "the event it carried"),
+                "attempts": int_field("attempts made", minimum=1),
+                "error": string_field("what the last attempt got"),
             },
             ["endpointId", "delivery", "event", "attempts", "error"],
         ),
@@ -559,9 +487,12 @@ TEST_KIND = EventKind(
     ("test",),
     (WEBHOOKD,),
     ACCOUNT_READ,
-    _object(
+    object_schema(
         "webhook.test",
-        {"endpointId": _id("we", "the endpoint under test"), "message": _str("a fixed sentence")},
+        {
+            "endpointId": id_field("we", "the endpoint under test"),
+            "message": string_field("a fixed sentence"),
+        },
         ["endpointId", "message"],
     ),
     subscribable=False,
@@ -599,11 +530,11 @@ def envelope_schema(kind: str) -> dict[str, Any]:
         "title": f"{kind} event",
         "type": "object",
         "properties": {
-            "id": _id("evt", "the event, unique: deduplicate on it"),
+            "id": id_field("evt", "the event, unique: deduplicate on it"),
             "type": {"const": kind},
-            "created": _timestamp("when the event happened"),
+            "created": timestamp_field("when the event happened"),
             "livemode": {"type": "boolean"},
-            "account": _id("acct", "the account"),
+            "account": id_field("acct", "the account"),
             "state": {"enum": list(entry.states)},
             "data": data,
         },

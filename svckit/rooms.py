@@ -45,6 +45,7 @@ BY_ROOM: Final[dict[str, tuple[str, ...]]] = {
         "eventcheck",
         "eventkinds",
         "events",
+        "eventschemas",
         "fileerrors",
         "flags",
         "freetext",

@@ -103,18 +103,33 @@ def add_serve_args(
     )
 
 
+# The running loop's stop event, set by SIGTERM or SIGINT once ``stop_signals`` installed its handlers.
+_STOPS: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
+
+
+def stop_signals() -> asyncio.Event:
+    """The running loop's stop event, its SIGTERM and SIGINT handlers installed on first use."""
+    loop = asyncio.get_running_loop()
+    stop = _STOPS.get(loop)
+    if stop is None:
+        stop = _STOPS[loop] = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
 def print_ready(service: str, **ports: Any) -> None:
-    """One machine-readable line on stdout once the service accepts calls (tests read the ports)."""
+    """One machine-readable line on stdout once the service accepts calls (tests read the ports). A
+    service calls ``stop_signals()`` first: a SIGTERM sent on reading the line is then a graceful stop,
+    never the default action's kill."""
     sys.stdout.write("READY " + json.dumps({"service": service, **ports}) + "\n")
     sys.stdout.flush()
 
 
 async def wait_for_signal() -> None:
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_signals()
     await stop.wait()
+    _STOPS.pop(asyncio.get_running_loop(), None)
 
 
 async def run_until_signal(stop: Callable[[], Awaitable[None]]) -> None:

@@ -27,7 +27,7 @@ from svckit.migrations import SchemaError, add_migrate_command, run_migrate
 from svckit.outage import OutageLog
 from svckit.readiness import PROBE_INTERVAL, DatabaseHealth
 from svckit.reseal import OldKeyGauge, add_reseal_command, run_reseal
-from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal
+from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal, stop_signals
 from svckit.secretbox import keys_from
 from svckit.tls import Tls
 from svckit.tlsflags import add_tls_args, tls_from_args
@@ -477,6 +477,7 @@ async def serve(args: argparse.Namespace) -> None:
     tracing.setup(SERVICE, args.otlp_endpoint)
     metrics_port = serve_metrics(args.metrics_listen) if args.metrics_listen else 0
     app = await run_server(config)
+    stop_signals()  # before READY: a SIGTERM on reading it is a graceful stop
     print_ready(SERVICE, grpc_port=app.port, metrics_port=metrics_port)
     await run_until_signal(lambda: app.stop(args.shutdown_grace))
     tracing.shutdown()
