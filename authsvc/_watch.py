@@ -113,9 +113,10 @@ class PgListener:
         while True:
             try:
                 conn = await asyncpg.connect(self.dsn, server_settings=self.server_settings)
-            except (OSError, asyncpg.PostgresError) as exc:
-                # An outage (refused, missing database, role refused, no slot) is counted and summarised;
-                # anything else is said each time.
+            except Exception as exc:
+                # Whatever it is, the listener tries again: without it this process's watchers never hear
+                # of another process's revocations. An outage (refused, missing database, role refused,
+                # no slot) is counted and summarised; anything else is said each time.
                 if self.outages.count(exc) is None:
                     log.warning("key change listener cannot connect", extra={"error": describe(exc)})
                 await asyncio.sleep(1)
