@@ -12,7 +12,6 @@ import uuid
 import asyncpg
 import pytest
 
-from authsvc import _watch
 from authsvc._watch import ChangeHub, PgListener
 from svckit.db import asyncpg_dsn, normalize_url
 from tests.conftest import PG_DB, PG_HOST, PG_PORT
@@ -36,7 +35,7 @@ async def test_listener_reconnects_after_any_connect_failure_and_syncs(
         return await real_connect(*args, **kwargs)
 
     monkeypatch.setattr(asyncpg, "connect", connect_once_broken)
-    monkeypatch.setattr(_watch.asyncio, "sleep", _quick_sleep)
+    monkeypatch.setattr(asyncio, "sleep", _quick_sleep)  # the listener retries at once
     try:
         async with hub.subscribe() as changes:
             admin = await real_connect(host=PG_HOST, port=PG_PORT, user="postgres", database=PG_DB)
