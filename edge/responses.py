@@ -9,12 +9,11 @@ from typing import Any
 
 from multidict import istr
 from sanic.compat import Header
-from sanic.headers import _HTTP1_STATUSLINES
 from sanic.helpers import json_dumps
 from sanic.response import HTTPResponse
-from sanic.response.types import HEADER_TRANSLATION_TABLE
 
 from svckit.errors import http_status
+from svckit.frameworks import HEADER_TRANSLATION_TABLE, STATUS_LINES
 from svckit.outage import RETRY_AFTER
 
 __all__ = [
@@ -151,7 +150,7 @@ def response_head(
     # Exactly one CR and one LF a line (its end), no NUL: no name or value holds one.
     if not fields.isascii() or fields.count("\r") != count or fields.count("\n") != count or "\x00" in fields:
         return None
-    return _HTTP1_STATUSLINES[status] + fields.encode("ascii") + b"\r\n"
+    return STATUS_LINES[status] + fields.encode("ascii") + b"\r\n"
 
 
 def _header_name(name: str) -> bytes:

@@ -11,11 +11,7 @@ from types import MethodType
 from typing import Any
 
 from sanic import Request
-from sanic import headers as sanic_headers
 from sanic.exceptions import BadRequest, PayloadTooLarge, RequestTimeout
-from sanic.http import Http, Stage
-from sanic.server.protocols.http_protocol import HttpProtocol
-from sanic.server.protocols.websocket_protocol import WebSocketProtocol
 
 from edge.config import EdgeConfig
 from edge.docurls import DOCS_PATH
@@ -32,13 +28,11 @@ from edge.responses import EdgeResponse, error_body, response_head
 from edge.wsintake import LINGER_BYTES, LINGER_SECONDS, FrameIntake
 from svckit.connguard import plain_answer
 from svckit.connlimits import Limit, refusal
+from svckit.frameworks import Http, HttpProtocol, Stage, WebSocketProtocol
 from svckit.ids import new_request_id
 from svckit.webserver import ServerProtocol
 
 _SWITCHING = b"HTTP/1.1 101 "
-# Sanic's status lines lack 421's reason phrase (it writes "421 UNKNOWN"); the edge answers 421 to any
-# Host it does not serve. Its table of status lines is the one place to say it (no work per response).
-sanic_headers._HTTP1_STATUSLINES[421] = b"HTTP/1.1 421 Misdirected Request\r\n"
 
 
 class _TidyResponseHead(ServerProtocol):

@@ -28,9 +28,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from sanic.server.websockets.impl import WebsocketImplProtocol
-from websockets.frames import Frame, Opcode
-from websockets.protocol import State
+from svckit.frameworks import Frame, Opcode, State, WebsocketImplProtocol
 
 # Bytes parsed before the frames they held are admitted: at most this / 6 frames (a masked empty frame is
 # 6 bytes) are parsed past a refusal.

@@ -1,5 +1,5 @@
-"""The web framework releases the edge and the portal were tested on, and the start-up check that refuses
-any other.
+"""Every part of Sanic and websockets the edge and the portal use that is not their public API, in this one
+module; the framework releases they were tested on; and the start-up check that refuses any other.
 
 Both servers use parts of Sanic and websockets that are not public API (their protocol classes, status
 line tables, server objects); a new minor release may change any of them without notice. The versions are
@@ -12,6 +12,42 @@ is served wrongly. Moving to a new release is deliberate: bump the bound and ``T
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+
+# The internals (tests/unit/test_framework_contract.py checks each). Importing them changes nothing.
+from sanic.application.state import ApplicationServerInfo
+from sanic.headers import _HTTP1_STATUSLINES as STATUS_LINES
+from sanic.http import Http, Stage
+from sanic.response.types import HEADER_TRANSLATION_TABLE
+from sanic.server.async_server import AsyncioServer
+from sanic.server.protocols.http_protocol import HttpProtocol
+from sanic.server.protocols.websocket_protocol import WebSocketProtocol
+from sanic.server.websockets.impl import WebsocketImplProtocol
+from websockets.frames import Frame, Opcode
+from websockets.protocol import State
+
+__all__ = [
+    "HEADER_TRANSLATION_TABLE",
+    "STATUS_LINES",
+    "TESTED",
+    "ApplicationServerInfo",
+    "AsyncioServer",
+    "Frame",
+    "Http",
+    "HttpProtocol",
+    "Opcode",
+    "Stage",
+    "State",
+    "UntestedFramework",
+    "WebSocketProtocol",
+    "WebsocketImplProtocol",
+    "check",
+    "install",
+    "installed_versions",
+    "untested",
+]
+# What ``install`` writes into Sanic's table of status lines: it lacks 421's reason phrase ("421 UNKNOWN"),
+# and the edge answers 421 to any Host it does not serve.
+MISDIRECTED = b"HTTP/1.1 421 Misdirected Request\r\n"
 
 # distribution -> the tested release series ("major.minor": Sanic's are year.month).
 TESTED: dict[str, str] = {"sanic": "25.12", "websockets": "17.4"}
@@ -56,3 +92,8 @@ def check() -> None:
         raise UntestedFramework(
             "refusing to start: " + "; ".join(lines) + " (install requirements.lock: scripts/_bootstrap.sh)"
         )
+
+
+def install() -> None:
+    """What the servers change in Sanic, once, at start (``svckit.webserver.start``): the 421 status line."""
+    STATUS_LINES[421] = MISDIRECTED

@@ -19,17 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from sanic import Sanic
-from sanic.application.state import ApplicationServerInfo
 from sanic.exceptions import BadRequest, PayloadTooLarge
-from sanic.http import Http
 from sanic.http.constants import HTTP
-from sanic.server.async_server import AsyncioServer
-from sanic.server.protocols.http_protocol import HttpProtocol
-from sanic.server.protocols.websocket_protocol import WebSocketProtocol
 
 from svckit import frameworks
 from svckit.connguard import ConnectionGuard, plain_answer, refuse
 from svckit.connlimits import ConnectionLimits, Limit, refusal
+from svckit.frameworks import ApplicationServerInfo, AsyncioServer, Http, HttpProtocol, WebSocketProtocol
 from svckit.requesttarget import bad_target, escape_target, head_too_large
 
 
@@ -169,6 +165,7 @@ async def start(
     over all its listeners. The sockets listen only once the app's ``before_server_start`` listeners
     have run: nothing is answered by an app that has not finished starting."""
     frameworks.check()
+    frameworks.install()
     app.ctx.connection_guard = ConnectionGuard(limits if limits is not None else ConnectionLimits())
     if protocol is None:
         protocol = ServerWebSocketProtocol if app.websocket_enabled else ServerProtocol

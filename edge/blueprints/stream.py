@@ -27,8 +27,6 @@ from typing import Any
 
 import grpc
 from sanic import Blueprint
-from sanic.server.websockets.impl import WebsocketImplProtocol
-from websockets.frames import Frame, Opcode
 
 from edge.authcache import Caller
 from edge.context import EdgeRequest
@@ -44,6 +42,7 @@ from edge.wsintake import close_reason, intake_of
 from svckit.clients import ClientError, ResponseStream
 from svckit.clock import utcnow
 from svckit.errors import http_status
+from svckit.frameworks import Frame, Opcode, WebsocketImplProtocol
 from svckit.logs import request_id_var
 from svckit.prototables import HOOKS_ENVIRONMENT
 from travel.auth.v1 import auth_pb2

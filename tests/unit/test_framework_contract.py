@@ -65,10 +65,35 @@ def test_the_check_refuses_with_one_line(monkeypatch) -> None:
 # -- sanic.headers, sanic.response.types (edge/server.py, edge/responses.py) ------------------------------
 def test_status_line_table() -> None:
     table = sanic_headers._HTTP1_STATUSLINES
-    assert table[200] == b"HTTP/1.1 200 OK\r\n"
-    # A list indexed by status, each line whole (edge.server writes the 421 line once, at import).
+    assert table is frameworks.STATUS_LINES and table[200] == b"HTTP/1.1 200 OK\r\n"
+    # A list indexed by status, each line whole (frameworks.install writes the 421 line).
     assert isinstance(table, list) and len(table) > 599
     assert table[421].startswith(b"HTTP/1.1 421 ") and table[421].endswith(b"\r\n")
+
+
+NO_SIDE_EFFECT = """
+from sanic import headers
+before = headers._HTTP1_STATUSLINES[421]
+import svckit.frameworks, svckit.webserver, edge.server, edge.responses, edge.wsintake, edge.app, portal.app
+assert headers._HTTP1_STATUSLINES[421] == before == b"HTTP/1.1 421 UNKNOWN\\r\\n", before
+svckit.frameworks.install()
+assert headers._HTTP1_STATUSLINES[421] == b"HTTP/1.1 421 Misdirected Request\\r\\n"
+print("ok")
+"""
+
+
+def test_importing_changes_nothing_and_install_writes_the_421_line() -> None:
+    """Every internal is touched from svckit.frameworks only, and only when ``install`` is called (the
+    servers' start): importing the edge, the portal or the module itself changes no framework state."""
+    done = subprocess.run(
+        [sys.executable, "-c", NO_SIDE_EFFECT],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
 def test_header_translation_table() -> None:
