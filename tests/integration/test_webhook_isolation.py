@@ -190,13 +190,13 @@ async def test_sandbox_tarpits_delay_neither_another_account_nor_the_accounts_he
     behind the tarpits", whatever the machine's speed (the issue's bound is 2 s; the times are printed)."""
     attacker, victim = "acct_tarpits", "acct_neighbour"
     await client.register(healthy.url("/own"), SANDBOX, attacker)
-    await client.publish(SANDBOX, attacker, {"booking_id": "bk_before"})
+    await client.publish(SANDBOX, attacker, {"booking": "bk_before"})
     await healthy.wait_for(1)  # the account's healthy endpoint has answered before the attack
     await client.register(healthy.url("/other"), SANDBOX, victim)
     for i in range(60):
         await client.register(hang.url(i), SANDBOX, attacker)
     for i in range(15):
-        await client.publish(SANDBOX, attacker, {"booking_id": f"bk_t{i}"})
+        await client.publish(SANDBOX, attacker, {"booking": f"bk_t{i}"})
     for _ in range(100):  # wait until the attacker's sends hang
         if hang.requests:
             break
@@ -204,7 +204,7 @@ async def test_sandbox_tarpits_delay_neither_another_account_nor_the_accounts_he
     assert hang.requests > 0
     start = time.monotonic()
     for i in range(20):
-        await client.publish(SANDBOX, victim, {"booking_id": f"bk_v{i}"})
+        await client.publish(SANDBOX, victim, {"booking": f"bk_v{i}"})
 
     def arrived(path: str) -> int:
         return sum(r.path == path for r in healthy.received())
