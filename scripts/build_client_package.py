@@ -15,14 +15,22 @@ svckit module it does not carry. Then setuptools' build backend makes the wheel 
 
 from __future__ import annotations
 
-import argparse
 import pathlib
 import shutil
 import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the shared part, beside this script
-from package_assembly import ROOT, BuildError, build_dists, check_libraries, declared, imports_of, run_python
+from package_assembly import (
+    ROOT,
+    BuildError,
+    build_dists,
+    check_libraries,
+    command,
+    declared,
+    imports_of,
+    run_python,
+)
 
 sys.path.insert(0, str(ROOT))  # the rooms are read from this repository's svckit
 from svckit.rooms import CLIENT_ROOMS, ROOM_OF
@@ -88,17 +96,7 @@ def build(out: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "dist", help="where (default dist/)")
-    args = parser.parse_args(argv)
-    try:
-        wheel, sdist = build(args.out.resolve())
-    except BuildError as exc:
-        print(f"build_client_package: {exc}", file=sys.stderr)
-        return 1
-    print(wheel)
-    print(sdist)
-    return 0
+    return command("build_client_package", __doc__, build, argv)
 
 
 if __name__ == "__main__":

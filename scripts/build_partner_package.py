@@ -14,7 +14,6 @@ partner's install. Then setuptools' own build backend (PEP 517) builds the wheel
 
 from __future__ import annotations
 
-import argparse
 import pathlib
 import re
 import shutil
@@ -22,7 +21,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the shared part, beside this script
-from package_assembly import ROOT, BuildError, build_dists, declared, imports_of
+from package_assembly import ROOT, BuildError, build_dists, command, declared, imports_of
 from package_assembly import check_libraries as _check_libraries
 
 __all__ = ["BuildError", "assemble", "build", "check_libraries", "declared", "imports_of", "rewrite"]
@@ -105,17 +104,7 @@ def build(out: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "dist", help="where (default dist/)")
-    args = parser.parse_args(argv)
-    try:
-        wheel, sdist = build(args.out.resolve())
-    except BuildError as exc:
-        print(f"build_partner_package: {exc}", file=sys.stderr)
-        return 1
-    print(wheel)
-    print(sdist)
-    return 0
+    return command("build_partner_package", __doc__, build, argv)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ the repository keeps one copy of every module.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import os
 import pathlib
@@ -15,7 +16,7 @@ import re
 import subprocess
 import sys
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -112,3 +113,24 @@ def build_dists(stage: pathlib.Path, out: pathlib.Path, stem: str) -> tuple[path
     (wheel,) = out.glob(f"{stem}-*.whl")
     (sdist,) = out.glob(f"{stem}-*.tar.gz")
     return wheel, sdist
+
+
+def command(
+    name: str,
+    doc: str | None,
+    build: Callable[[pathlib.Path], tuple[pathlib.Path, pathlib.Path]],
+    argv: list[str] | None,
+) -> int:
+    """A build script's command line: ``--out DIR`` (default dist/); prints the wheel's and the sdist's paths,
+    or ``<name>: <why>`` and exits 1."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "dist", help="where (default dist/)")
+    args = parser.parse_args(argv)
+    try:
+        wheel, sdist = build(args.out.resolve())
+    except BuildError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 1
+    print(wheel)
+    print(sdist)
+    return 0
