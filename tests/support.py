@@ -200,3 +200,29 @@ class VenvOutside:
 
     def python(self, code: str) -> subprocess.CompletedProcess[bytes]:
         return self.run(str(self.venv / "bin" / "python"), "-c", code)
+
+    @classmethod
+    def made(cls, home: pathlib.Path, *packages: str) -> VenvOutside:
+        """A new venv in ``home`` (outside the repository, no system site-packages) with ``packages``
+        pip-installed into it."""
+        assert ROOT not in home.parents
+        p = cls(home, home / "venv")
+        made = p.run(sys.executable, "-m", "venv", str(p.venv))
+        assert made.returncode == 0, made.stderr
+        assert "include-system-site-packages = false" in (p.venv / "pyvenv.cfg").read_text()
+        pip = p.run(str(p.venv / "bin" / "pip"), "install", "-q", *packages)
+        assert pip.returncode == 0, pip.stderr.decode()
+        return p
+
+
+def built_wheel(script: str, out: pathlib.Path, stem: str) -> pathlib.Path:
+    """The wheel ``scripts/<script>`` builds into ``out`` (it prints the wheel's and the sdist's paths)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / script), "--out", str(out)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    wheel = pathlib.Path(done.stdout.splitlines()[0])
+    assert wheel.name.startswith(f"{stem}-") and wheel.suffix == ".whl" and wheel.exists()
+    assert pathlib.Path(done.stdout.splitlines()[1]).exists()  # and the sdist
+    return wheel

@@ -13,7 +13,6 @@ import json
 import pathlib
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -23,7 +22,16 @@ from authsvc.testing import ACTOR
 from svckit.clients import AuthClient, HooksClient
 from svckit.devca import files
 from svckit.secretbox import new_key
-from tests.support import ROOT, ServiceProcess, VenvOutside, sqlite_url, start_service, tls_args, tls_of
+from tests.support import (
+    ROOT,
+    ServiceProcess,
+    VenvOutside,
+    built_wheel,
+    sqlite_url,
+    start_service,
+    tls_args,
+    tls_of,
+)
 from travel.auth.v1 import auth_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2 as wpb
 
@@ -73,29 +81,12 @@ asyncio.run(main())
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     """The wheel scripts/build_client_package builds, once per session."""
-    out = tmp_path_factory.mktemp("clients-dist")
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "build_client_package.py"), "--out", str(out)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    wheel = pathlib.Path(done.stdout.splitlines()[0])
-    assert wheel.name.startswith("travel_clients-") and wheel.suffix == ".whl" and wheel.exists()
-    assert pathlib.Path(done.stdout.splitlines()[1]).exists()  # and the sdist
-    return wheel
+    return built_wheel("build_client_package.py", tmp_path_factory.mktemp("clients-dist"), "travel_clients")
 
 
 @pytest.fixture(scope="session")
 def product(tmp_path_factory: pytest.TempPathFactory, wheel: pathlib.Path) -> VenvOutside:
-    home = tmp_path_factory.mktemp("product-home")
-    assert ROOT not in home.parents
-    p = VenvOutside(home, home / "venv")
-    made = p.run(sys.executable, "-m", "venv", str(p.venv))
-    assert made.returncode == 0, made.stderr
-    assert "include-system-site-packages = false" in (p.venv / "pyvenv.cfg").read_text()
-    pip = p.run(str(p.venv / "bin" / "pip"), "install", "-q", str(wheel))
-    assert pip.returncode == 0, pip.stderr.decode()
-    return p
+    return VenvOutside.made(tmp_path_factory.mktemp("product-home"), str(wheel))
 
 
 def test_the_distribution_installs_alone_and_carries_no_server(product: VenvOutside) -> None:

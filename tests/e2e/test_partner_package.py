@@ -15,7 +15,6 @@ import pathlib
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -27,7 +26,7 @@ import pytest
 from edge.testing import SANDBOX_HOSTS, edge_args
 from svcctl.client import create_demo_key
 from svckit.signing import SignatureScheme, delivery_headers, new_secret
-from tests.support import ROOT, ServiceProcess, free_port, sqlite_url, start_service
+from tests.support import ROOT, ServiceProcess, built_wheel, free_port, sqlite_url, start_service
 from tests.support import VenvOutside as PartnerEnv
 from webhookd.testing import Receiver
 
@@ -38,30 +37,13 @@ SERVER_LIBRARIES = ("sanic", "sqlalchemy", "grpc", "alembic", "redis", "opentele
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     """The wheel scripts/build_partner_package builds, once per session."""
-    out = tmp_path_factory.mktemp("partner-dist")
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "build_partner_package.py"), "--out", str(out)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    wheel = pathlib.Path(done.stdout.splitlines()[0])
-    assert wheel.name.startswith("svc_partner-") and wheel.suffix == ".whl" and wheel.exists()
-    assert pathlib.Path(done.stdout.splitlines()[1]).exists()  # and the sdist
-    return wheel
+    return built_wheel("build_partner_package.py", tmp_path_factory.mktemp("partner-dist"), "svc_partner")
 
 
 @pytest.fixture(scope="session")
 def partner(tmp_path_factory: pytest.TempPathFactory, wheel: pathlib.Path) -> PartnerEnv:
-    home = tmp_path_factory.mktemp("partner-home")
-    assert ROOT not in home.parents
-    p = PartnerEnv(home, home / "venv")
-    made = p.run(sys.executable, "-m", "venv", str(p.venv))
-    assert made.returncode == 0, made.stderr
-    assert "include-system-site-packages = false" in (p.venv / "pyvenv.cfg").read_text()
     # standardwebhooks: for the receiver example that uses it (a partner's own choice of library).
-    pip = p.run(str(p.venv / "bin" / "pip"), "install", "-q", str(wheel), "standardwebhooks")
-    assert pip.returncode == 0, pip.stderr.decode()
-    return p
+    return PartnerEnv.made(tmp_path_factory.mktemp("partner-home"), str(wheel), "standardwebhooks")
 
 
 def test_the_package_installs_alone_and_carries_no_server(partner: PartnerEnv) -> None:

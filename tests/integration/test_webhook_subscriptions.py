@@ -11,14 +11,11 @@ import grpc
 import pytest
 from google.protobuf import field_mask_pb2
 
-from authsvc.testing import ACTOR, running_authsvc
 from svckit.errors import type_from_rpc_error
+from tests.integration.test_webhook_event_modes import accounts_of_both_modes
 from tests.support import event_data
-from travel.auth.v1 import auth_pb2
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
-from webhookd import Policy
-from webhookd._server import Config, run_server
 
 LIVE = pb.ENVIRONMENT_LIVE
 URL = "https://127.0.0.1:9/hooks"
@@ -28,27 +25,8 @@ URL = "https://127.0.0.1:9/hooks"
 async def hooks(
     sqlite_url: str,
 ) -> AsyncIterator[tuple[webhooks_pb2_grpc.WebhookServiceStub, dict[str, str]]]:
-    async with running_authsvc(sqlite_url) as (auth_server, auth):
-        accounts = {}
-        for mode, pb_mode in (("A", auth_pb2.ACCOUNT_MODE_A), ("B", auth_pb2.ACCOUNT_MODE_B)):
-            made = await auth.CreateAccount(
-                auth_pb2.CreateAccountRequest(name=mode, mode=pb_mode, actor=ACTOR)
-            )
-            accounts[mode] = made.account.id
-        wh = await run_server(
-            Config(
-                database=sqlite_url.replace(".db", "-wh.db"),
-                listen="127.0.0.1:0",
-                policy=Policy(allow_private=True),
-                authsvc=f"127.0.0.1:{auth_server.port}",
-            ),
-            start_worker=False,
-        )
-        try:
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{wh.port}") as channel:
-                yield webhooks_pb2_grpc.WebhookServiceStub(channel), accounts
-        finally:
-            await wh.stop(0)
+    async with accounts_of_both_modes(sqlite_url) as (_wh, stub, accounts):
+        yield stub, accounts
 
 
 async def register(
