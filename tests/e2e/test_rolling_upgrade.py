@@ -19,11 +19,9 @@ import ssl
 import subprocess
 import sys
 import tarfile
-from collections.abc import Iterator
 
 import grpc
 import pytest
-import trustme
 
 from svckit import catalog
 from svckit.protos import struct
@@ -59,23 +57,6 @@ def _previous_release(into: pathlib.Path) -> pathlib.Path:
         [sys.executable, "scripts/gen_protos.py"], cwd=into, env=env, check=True, capture_output=True
     )
     return into
-
-
-@pytest.fixture
-def tls(tmp_path: pathlib.Path) -> tuple[ssl.SSLContext, str]:
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1")
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    cert.configure_cert(ctx)
-    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
-    return ctx, str(tmp_path / "ca.pem")
-
-
-@pytest.fixture
-def receiver(tls: tuple[ssl.SSLContext, str]) -> Iterator[Receiver]:
-    r = Receiver(tls[0]).start()
-    yield r
-    r.stop()
 
 
 def _webhookd(db_url: str, ca: str, release: pathlib.Path | None = None) -> ServiceProcess:

@@ -8,11 +8,8 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import ssl
-from collections.abc import Iterator
 
 import grpc
-import pytest
-import trustme
 
 from tests.support import ServiceProcess, event_data
 from travel.webhooks.v1 import webhooks_pb2 as pb
@@ -22,23 +19,6 @@ from webhookd.testing import Receiver
 LIVE = pb.ENVIRONMENT_LIVE
 ACCT = "acct_stop"
 LEASE = 120  # far longer than this test: a delivery sent again was handed back, not left to its lease
-
-
-@pytest.fixture
-def tls(tmp_path: pathlib.Path) -> tuple[ssl.SSLContext, str]:
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1")
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    cert.configure_cert(ctx)
-    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
-    return ctx, str(tmp_path / "ca.pem")
-
-
-@pytest.fixture
-def receiver(tls: tuple[ssl.SSLContext, str]) -> Iterator[Receiver]:
-    r = Receiver(tls[0]).start()
-    yield r
-    r.stop()
 
 
 def _webhookd(db_url: str, ca: str) -> ServiceProcess:
