@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import pathlib
@@ -16,6 +17,7 @@ import time
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import websockets
@@ -226,3 +228,14 @@ def built_wheel(script: str, out: pathlib.Path, stem: str) -> pathlib.Path:
     assert wheel.name.startswith(f"{stem}-") and wheel.suffix == ".whl" and wheel.exists()
     assert pathlib.Path(done.stdout.splitlines()[1]).exists()  # and the sdist
     return wheel
+
+
+def script(name: str) -> ModuleType:
+    """``scripts/<name>.py`` loaded as the module ``name`` (scripts are files, not a package; registered
+    in ``sys.modules`` under that name, as its dataclasses and its helpers' imports look it up there)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -4,29 +4,14 @@ server library, or an svckit module of another room, reaching those imports stop
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
-import sys
-from types import ModuleType
 
 import pytest
 
 from svckit import rooms
-from tests.support import ROOT
+from tests.support import ROOT, script
 
-
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "build_client_package", ROOT / "scripts" / "build_client_package.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-build = _script()
+build = script("build_client_package")
 
 
 @pytest.fixture(scope="module")

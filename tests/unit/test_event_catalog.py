@@ -7,7 +7,6 @@ test (tests/integration/test_event_catalog_live.py) validates what they really p
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import json
 import pathlib
 import re
@@ -31,6 +30,7 @@ from edge.triggers import TRIGGERS
 from svckit import catalog
 from svckit.catalog import EVENT_KINDS, KINDS, STATES, TEST_KIND
 from svckit.quota import THRESHOLD_PERCENT, threshold_of
+from tests.support import script
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SPEC_KINDS = {
@@ -426,10 +426,6 @@ def test_apikey_revoked_timestamp_is_rfc3339_utc_milliseconds() -> None:
 
 # -- docs/events.md ----------------------------------------------------------------------------------------
 def test_docs_events_md_is_generated_from_the_catalog() -> None:
-    spec = importlib.util.spec_from_file_location("gen_event_docs", ROOT / "scripts" / "gen_event_docs.py")
-    assert spec is not None and spec.loader is not None
-    gen_event_docs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen_event_docs)
-    expected = gen_event_docs.render()
+    expected = script("gen_event_docs").render()
     actual = (ROOT / "docs" / "events.md").read_text()
     assert actual == expected, "docs/events.md is stale: run `python scripts/gen_event_docs.py`"

@@ -14,33 +14,21 @@ test never runs is still seen.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import pathlib
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
-from types import ModuleType
 
 import pytest
 
 from svckit import rooms
+from tests.support import script
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 
 
-def _packaging() -> ModuleType:
-    """scripts/package_assembly.py (what both package builds share), loaded from its file."""
-    spec = importlib.util.spec_from_file_location(
-        "package_assembly", ROOT / "scripts" / "package_assembly.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-packaging = _packaging()
+packaging = script("package_assembly")  # what both package builds share
 
 SERVICES = ("authsvc", "webhookd", "edge")
 FRONT_ENDS = ("svccli", "svcctl", "portal")

@@ -5,28 +5,13 @@ server library reaching those imports stops the build."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import pathlib
-import sys
-from types import ModuleType
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import ROOT, script
 
-
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "build_partner_package", ROOT / "scripts" / "build_partner_package.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-build = _script()
+build = script("build_partner_package")
 
 
 def test_the_package_carries_svccli_and_the_svckit_modules_it_imports(tmp_path: pathlib.Path) -> None:
