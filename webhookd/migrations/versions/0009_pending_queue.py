@@ -25,6 +25,11 @@ OLD_ORDERED_PENDING = "status = 'pending' AND ordering_key IS NOT NULL"
 
 
 def upgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        # Processes of the previous release may run beside this (a rolling upgrade): no delivery of theirs
+        # may be written between the copy below and the clearing after it, or it would be in neither
+        # queue. Their writes wait for this revision's commit; their reads go on.
+        op.execute("LOCK TABLE wh_deliveries IN EXCLUSIVE MODE")
     op.create_table(
         "wh_pending",
         sa.Column("id", sa.String(64), primary_key=True),
@@ -49,7 +54,10 @@ def upgrade() -> None:
     # may still run during a rolling upgrade; what it can no longer see it cannot send twice. (Until
     # 2026-11-29 this wrote next_attempt_at = due_at, so the previous release's processes claimed again what
     # the queue now held: docs/operations.md "Upgrades and rollbacks".)
-    op.execute("UPDATE wh_deliveries SET next_attempt_at = NULL, lease_owner = NULL WHERE status = 'pending'")
+    op.execute(
+        "UPDATE wh_deliveries SET next_attempt_at = NULL, lease_owner = NULL"
+        " WHERE status = 'pending' AND id IN (SELECT id FROM wh_pending)"
+    )
     op.create_index("wh_pending_due", "wh_pending", ["next_attempt_at"])
     op.create_index(
         "wh_pending_ordered",
