@@ -1,17 +1,10 @@
-"""Portal identity: users, invitations, sessions, failed sign-ins; the audit trail's actor user id.
-
-Revision ID: 0002
-Revises: 0001
-Create Date: 2026-11-23
-"""
+"""Portal identity: users, invitations, sessions, failed sign-ins; the audit trail's actor user id."""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

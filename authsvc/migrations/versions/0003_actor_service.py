@@ -1,17 +1,10 @@
-"""The audit trail's actor names the calling service (from its mutual-TLS certificate).
-
-Revision ID: 0003
-Revises: 0002
-Create Date: 2026-11-23
-"""
+"""The audit trail's actor names the calling service (from its mutual-TLS certificate)."""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0003"
 down_revision = "0002"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,17 +1,10 @@
-"""Portal settings of an account: whether owners and admins must sign in with TOTP.
-
-Revision ID: 0004
-Revises: 0003
-Create Date: 2026-11-23
-"""
+"""Portal settings of an account: whether owners and admins must sign in with TOTP."""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0004"
 down_revision = "0003"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,17 +1,10 @@
-"""A key's own rate limit (requests a second across all edges; 0: the environment's default).
-
-Revision ID: 0005
-Revises: 0004
-Create Date: 2026-11-23
-"""
+"""A key's own rate limit (requests a second across all edges; 0: the environment's default)."""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0005"
 down_revision = "0004"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

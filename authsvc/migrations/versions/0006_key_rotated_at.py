@@ -1,9 +1,5 @@
 """When a key was rotated out (RFC 9745 Deprecation): a column, filled for keys rotated before it
 existed from their successor's creation time (the same transaction's clock).
-
-Revision ID: 0006
-Revises: 0005
-Create Date: 2026-11-23
 """
 
 import sqlalchemy as sa
@@ -11,8 +7,6 @@ from alembic import op
 
 revision = "0006"
 down_revision = "0005"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,9 +1,5 @@
 """The request log: one row per partner request the edge answered (metadata only), and the records offered
 per account and day (the daily bound).
-
-Revision ID: 0007
-Revises: 0006
-Create Date: 2026-11-24
 """
 
 import sqlalchemy as sa
@@ -11,8 +7,6 @@ from alembic import op
 
 revision = "0007"
 down_revision = "0006"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,9 +1,5 @@
 """Mode A credit: each account's ledger per environment (limit, held, captured, credits, warning level),
 its holds by booking reference, and its entries.
-
-Revision ID: 0008
-Revises: 0007
-Create Date: 2026-11-29
 """
 
 import sqlalchemy as sa
@@ -11,8 +7,6 @@ from alembic import op
 
 revision = "0008"
 down_revision = "0007"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,9 +1,5 @@
 """edge's schema as the previous release left it, frozen: idempotency records.
 
-Revision ID: 0001
-Revises:
-Create Date: 2026-11-23
-
 A database made by the previous release (its ``edge_schema_version`` at 1) is stamped here
 without running this. Never edit it: change the schema in a new revision.
 """
@@ -13,8 +9,6 @@ from alembic import op
 
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,9 +1,5 @@
 """Idempotency claims name their owner and carry a heartbeat (edge.idempotency_claims): two nullable
 columns, NULL on rows an older release wrote (its claims are taken over as before, after 120 s).
-
-Revision ID: 0002
-Revises: 0001
-Create Date: 2026-11-25
 """
 
 import sqlalchemy as sa
@@ -11,8 +7,6 @@ from alembic import op
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,10 +1,6 @@
 """webhookd's schema as the previous release left it, frozen: endpoints, events, deliveries,
 attempts, alerts.
 
-Revision ID: 0001
-Revises:
-Create Date: 2026-11-23
-
 A database made by the previous release (its ``wh_schema_version`` at 1) is stamped here
 without running this. Never edit it: change the schema in a new revision.
 """
@@ -14,8 +10,6 @@ from alembic import op
 
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,9 +1,5 @@
 """The idempotency keys of endpoint registrations and rotations (kept 24 h).
 
-Revision ID: 0002
-Revises: 0001
-Create Date: 2026-11-23
-
 The previous release's migration 2 (``wh_schema_version`` at 2 is stamped here).
 """
 
@@ -12,8 +8,6 @@ from alembic import op
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

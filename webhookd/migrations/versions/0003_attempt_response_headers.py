@@ -1,9 +1,5 @@
 """Attempts keep the endpoint's response headers (JSON object, capped by the worker).
 
-Revision ID: 0003
-Revises: 0002
-Create Date: 2026-11-23
-
 Rows written before it read as no headers ({}).
 """
 
@@ -12,8 +8,6 @@ from alembic import op
 
 revision = "0003"
 down_revision = "0002"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

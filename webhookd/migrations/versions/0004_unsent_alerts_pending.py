@@ -1,10 +1,6 @@
 """Disable alerts the previous release marked sent without sending (no SMTP server, or no recipient,
 configured at the time) are pending again, so they go out once SMTP and recipients are configured.
 
-Revision ID: 0004
-Revises: 0003
-Create Date: 2026-11-23
-
 Those rows carry the reason the previous release wrote in ``error``; a sent alert's ``error`` is empty.
 """
 
@@ -13,8 +9,6 @@ from alembic import op
 
 revision = "0004"
 down_revision = "0003"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,16 +1,9 @@
-"""An index for the delivery log filtered by event kind (ListDeliveries.event_type), newest first.
-
-Revision ID: 0005
-Revises: 0004
-Create Date: 2026-11-23
-"""
+"""An index for the delivery log filtered by event kind (ListDeliveries.event_type), newest first."""
 
 from alembic import op
 
 revision = "0005"
 down_revision = "0004"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

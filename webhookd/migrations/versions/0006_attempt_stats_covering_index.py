@@ -1,18 +1,12 @@
 """The attempts' scope index also holds the outcome, so GetAttemptStats (the portal's success rates)
 counts attempts and successes from the index alone instead of reading every attempt row (with its
 response body); it still serves every query the old index did (its columns are a prefix).
-
-Revision ID: 0006
-Revises: 0005
-Create Date: 2026-11-23
 """
 
 from alembic import op
 
 revision = "0006"
 down_revision = "0005"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -2,10 +2,6 @@
 X-Service-Signature ("stripe", what every existing endpoint keeps), Standard Webhooks ("standard") or
 both; they remember the endpoint.failing level last announced; and the operational events wait in an
 outbox (wh_notices) until published.
-
-Revision ID: 0007
-Revises: 0006
-Create Date: 2026-11-25
 """
 
 import sqlalchemy as sa
@@ -13,8 +9,6 @@ from alembic import op
 
 revision = "0007"
 down_revision = "0006"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

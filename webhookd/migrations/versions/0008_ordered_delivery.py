@@ -1,10 +1,6 @@
 """Issue 21, ordered delivery (opt-in): an endpoint's delivery order ("none", the default, or
 "perResource"); each delivery's ordering key (NULL: never held back) and its event's seq; a partial index
 of the pending keyed deliveries for the claim's look for an earlier one (``webhookd._ordering``).
-
-Revision ID: 0008
-Revises: 0007
-Create Date: 2026-11-25
 """
 
 import sqlalchemy as sa
@@ -12,8 +8,6 @@ from alembic import op
 
 revision = "0008"
 down_revision = "0007"
-branch_labels = None
-depends_on = None
 
 ORDERED_PENDING = "status = 'pending' AND ordering_key IS NOT NULL"
 

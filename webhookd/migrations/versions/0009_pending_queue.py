@@ -6,10 +6,6 @@ by a process running the previous release runs out as it would have); the due an
 ones (the previous release's processes, which claim from them, leave them alone); on PostgreSQL
 ``wh_deliveries`` keeps 30 % of each page free (fillfactor 70), so most results' updates are HOT (the new row
 version on the same page, no index entry).
-
-Revision ID: 0009
-Revises: 0008
-Create Date: 2026-11-28
 """
 
 import sqlalchemy as sa
@@ -17,8 +13,6 @@ from alembic import op
 
 revision = "0009"
 down_revision = "0008"
-branch_labels = None
-depends_on = None
 
 ORDERED_PENDING = "ordering_key IS NOT NULL"
 OLD_ORDERED_PENDING = "status = 'pending' AND ordering_key IS NOT NULL"

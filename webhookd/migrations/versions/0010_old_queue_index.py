@@ -6,10 +6,6 @@ them without reading the delivery log. Deliveries the queue already holds get th
 
 Expand-only: the previous release ignores the index and never reads the column of a delivery it did not
 queue.
-
-Revision ID: 0010
-Revises: 0009
-Create Date: 2026-11-29
 """
 
 import sqlalchemy as sa
@@ -17,8 +13,6 @@ from alembic import op
 
 revision = "0010"
 down_revision = "0009"
-branch_labels = None
-depends_on = None
 
 OLD_QUEUED = "next_attempt_at IS NOT NULL"
 
