@@ -19,6 +19,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from svckit import accountkinds
 from svckit.eventkinds import (
     BY_PRODUCT,
     EVENT_KINDS,
@@ -35,8 +36,9 @@ from svckit.eventkinds import (
     product_service,
     schema,
 )
-from svckit.eventschemas import SCHEMA_DIALECT
+from svckit.eventschemas import SCHEMA_DIALECT, sample_of
 from svckit.quota import THRESHOLD_PERCENT, threshold_of
+from svckit.thinevents import thin_schema
 
 
 # -- data builders: the one place each kind's data is written, live and sandbox ----------------------------
@@ -225,7 +227,8 @@ SAMPLE_ERROR = "endpoint answered HTTP 503"
 
 
 def sample(kind: str, mode: str, now: dt.datetime, allowance: int = 1000) -> tuple[str, dict[str, Any]]:
-    """(state, data) of the sample event of ``kind`` for an account of ``mode`` ("A" or "B")."""
+    """(state, data) of the sample event of ``kind`` for an account of ``mode`` ("A" or "B"); KeyError for
+    a kind the catalog does not have."""
     if kind.startswith("booking.") or kind.startswith("payment."):
         data = event_data(kind, SAMPLE_BOOKING, mode)
     elif kind.startswith("esim."):
@@ -236,6 +239,8 @@ def sample(kind: str, mode: str, now: dt.datetime, allowance: int = 1000) -> tup
         data = quota_threshold(allowance, now.astimezone(dt.UTC).date())
     elif kind.startswith("settlement."):
         data = settlement(kind, now)
+    elif kind in (accountkinds.LOOK_TO_BOOK, accountkinds.ANOMALY):
+        data = accountkinds.sample(kind, now)
     elif kind == "apikey.revoked":
         data = apikey_revoked(
             "key_test_sample0000000000",
@@ -268,7 +273,9 @@ def sample(kind: str, mode: str, now: dt.datetime, allowance: int = 1000) -> tup
             SAMPLE_ENDPOINT[0], "msg_test_sample000000000", "evt_test_sample000000000", 7, SAMPLE_ERROR
         )
     else:
-        raise KeyError(kind)
+        # A kind with no builder above: its schema's required fields, each with a value the schema
+        # admits (svckit.eventschemas.sample_of), so a new kind needs only its catalog entry.
+        data = sample_of(kind_of(kind).schema)
     return kind_of(kind).state, data
 
 
@@ -291,8 +298,9 @@ def catalog(include_test: bool = True) -> list[dict[str, Any]]:
     ``include_test``): kind, description, states, mode (null for both), subscribable, publishers (the
     certificate identities), sandbox (whether the sandbox sends it), publisher (the same, for a person),
     reader (the scope that reads one event, ``<product>:read`` meaning its own product's) and readers
-    (every scope that reads some event of the kind), schema (of ``data``)
-    and example (``data``)."""
+    (every scope that reads some event of the kind), schema (of ``data``), example (``data``),
+    references (the ``data`` fields a thin delivery keeps) and thinSchema (of a whole thin envelope,
+    svckit.thinevents)."""
     entries = [*KINDS.values(), *((TEST_KIND,) if include_test else ())]
     return [
         {
@@ -308,6 +316,8 @@ def catalog(include_test: bool = True) -> list[dict[str, Any]]:
             "readers": list(k.readers),
             "schema": schema(k.kind),
             "example": example(k.kind),
+            "references": list(k.references),
+            "thinSchema": thin_schema(k.kind),
         }
         for k in entries
     ]

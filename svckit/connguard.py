@@ -38,6 +38,7 @@ from svckit.connlimits import (
 )
 from svckit.netblocks import buckets
 from svckit.refusallog import RefusalLog
+from svckit.untiltable import until_table
 
 REFUSED = Counter(
     "http_connections_refused_total",
@@ -95,7 +96,7 @@ class ConnectionGuard:
         self.by_source: dict[str, int] = {}
         self.by_block: dict[str, int] = {}  # anonymous connections only
         self.total = 0
-        self.trusted: dict[str, float] = {}  # source -> until
+        self.trusted = until_table(MAX_TRUSTED, clock)  # source -> until
         self.held_by_block: dict[str, int] = {}  # refused connections held, by block
         self.held_total = 0
 
@@ -144,12 +145,7 @@ class ConnectionGuard:
         return until is not None and until > self.clock()
 
     def trust(self, source: str) -> None:
-        trusted, now = self.trusted, self.clock()
-        if source not in trusted and len(trusted) >= MAX_TRUSTED:
-            trusted = self.trusted = {s: t for s, t in trusted.items() if t > now}
-            if len(trusted) >= MAX_TRUSTED:
-                trusted.clear()
-        trusted[source] = now + TRUSTED_SECONDS
+        self.trusted[source] = self.clock() + TRUSTED_SECONDS
 
 
 def _decrement(counts: dict[str, int], key: str) -> None:

@@ -17,6 +17,7 @@ import pathlib
 import weakref
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -215,3 +216,10 @@ _SCHEMAS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 def schema_of(engine: AsyncEngine) -> str | None:
     """The PostgreSQL schema an engine was created for (``search_path`` of its URL), if any."""
     return _SCHEMAS.get(engine.sync_engine)
+
+
+def account_columns(*, primary_key: bool = False) -> tuple[sa.Column[Any], sa.Column[Any]]:
+    """The account and environment a row belongs to, as webhookd's and the edge's tables spell them
+    (``account_id`` VARCHAR(64), ``environment`` VARCHAR(16)): leading the primary key, or required."""
+    key: dict[str, Any] = {"primary_key": True} if primary_key else {"nullable": False}
+    return sa.Column("account_id", sa.String(64), **key), sa.Column("environment", sa.String(16), **key)

@@ -9,11 +9,16 @@ Every service has its own exception root deriving from ``ServiceError``:
 
 A ``ServiceError`` becomes a gRPC status with a ``google.rpc.ErrorInfo`` detail whose ``reason`` is the
 error type (``to_grpc_status``), and a gRPC error becomes an HTTP body again (``type_from_rpc_error``).
+The field an error is about travels in the ErrorInfo's metadata (``field``): given explicitly
+(``metadata={"field": ...}``), or taken where the error is made from its message's ``field: ...`` form,
+the services' one way of naming it (``field_of``); a caller reads it from the metadata
+(``error_info``), never from the text.
 The table below is the only place where an error type meets a status code.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +42,8 @@ ERROR_KINDS: dict[str, ErrorKind] = {
     "missing_scope": ErrorKind(403, grpc.StatusCode.PERMISSION_DENIED),
     "ip_not_allowed": ErrorKind(403, grpc.StatusCode.PERMISSION_DENIED),
     "account_read_only": ErrorKind(403, grpc.StatusCode.PERMISSION_DENIED),
+    # A live key asked for by an account that must be certified first (authsvc._certify_gate).
+    "certification_required": ErrorKind(403, grpc.StatusCode.PERMISSION_DENIED),
     "missing_idempotency_key": ErrorKind(400, grpc.StatusCode.INVALID_ARGUMENT),
     "idempotency_key_reused": ErrorKind(422, grpc.StatusCode.FAILED_PRECONDITION),
     "idempotency_key_in_use": ErrorKind(409, grpc.StatusCode.ABORTED),
@@ -56,6 +63,8 @@ ERROR_KINDS: dict[str, ErrorKind] = {
     "uri_too_long": ErrorKind(414, grpc.StatusCode.INVALID_ARGUMENT),
     "unsupported_media_type": ErrorKind(415, grpc.StatusCode.INVALID_ARGUMENT),
     "service_unavailable": ErrorKind(503, grpc.StatusCode.UNAVAILABLE),
+    # Only a certification run's injected fault (edge.certification): what a timed-out upstream answers.
+    "gateway_timeout": ErrorKind(504, grpc.StatusCode.DEADLINE_EXCEEDED),
     # A product upstream's error that is not one of ours (edge.upstreamerrors): 502, or its 4xx kept.
     "upstream_error": ErrorKind(502, grpc.StatusCode.UNKNOWN),
     # Portal identity (travel.auth.v1.IdentityService).
@@ -79,6 +88,16 @@ _GRPC_FALLBACK: dict[grpc.StatusCode, str] = {
 }
 
 
+# A message about one field starts with its name: ``scopes: unknown scope``, ``data.customerRef: ...``.
+_FIELD = re.compile(r"^([a-z_][A-Za-z0-9_.]*): ", re.S)
+
+
+def field_of(message: str) -> str:
+    """The field a service's ``message`` names (its ``field: ...`` form), else ""."""
+    m = _FIELD.match(message)
+    return m.group(1) if m else ""
+
+
 class ServiceError(Exception):
     """Root of every error a service answers with on purpose. ``message`` is shown to callers."""
 
@@ -93,6 +112,8 @@ class ServiceError(Exception):
             raise ValueError(f"unknown error type {self.type!r}")
         self.message = message
         self.metadata = dict(metadata or {})
+        if "field" not in self.metadata and (field := field_of(message)):
+            self.metadata["field"] = field
 
     @property
     def kind(self) -> ErrorKind:
@@ -128,6 +149,13 @@ async def abort(context: Any, error: ServiceError) -> None:
 
 def type_from_rpc_error(exc: grpc.RpcError) -> tuple[str, str]:
     """(error type, message) of a gRPC error: ErrorInfo.reason when present, else by status code."""
+    error_type, message, _ = error_info(exc)
+    return error_type, message
+
+
+def error_info(exc: grpc.RpcError) -> tuple[str, str, dict[str, str]]:
+    """(error type, message, ErrorInfo metadata) of a gRPC error: the type is ErrorInfo.reason when
+    present, else by status code (then no metadata)."""
     status = None
     try:
         status = rpc_status.from_call(exc)
@@ -141,5 +169,5 @@ def type_from_rpc_error(exc: grpc.RpcError) -> tuple[str, str]:
                 info = error_details_pb2.ErrorInfo()
                 detail.Unpack(info)
                 if info.reason in ERROR_KINDS:
-                    return info.reason, status.message
-    return _GRPC_FALLBACK.get(code, "internal_error"), message or "internal error"
+                    return info.reason, status.message, dict(info.metadata)
+    return _GRPC_FALLBACK.get(code, "internal_error"), message or "internal error", {}

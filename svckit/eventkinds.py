@@ -9,12 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from svckit.accountkinds import ANOMALY, ANOMALY_SCHEMA, LOOK_TO_BOOK, LOOK_TO_BOOK_SCHEMA
 from svckit.eventschemas import (
     AMOUNT,
-    BOOKING_PRODUCTS,
     CURRENCY,
     HOLD,
-    ORDER_PRODUCTS,
     PAYMENT,
     REASON,
     SCHEMA_DIALECT,
@@ -27,6 +26,14 @@ from svckit.eventschemas import (
     timestamp_field,
 )
 from svckit.quota import THRESHOLD_PERCENT
+from svckit.resources import BOOKING_PRODUCTS, ORDER_PRODUCTS
+
+# Where an endpoint's deliveries go, as its operational events name it (never a credential).
+ENDPOINT_TARGET = (
+    "its URL; for a broker endpoint where it publishes (`amqp://host:port/vhost exchange/routing-key`, "
+    "or the NATS servers and subject), `polling` for a polling endpoint"
+)
+
 
 # -- who publishes a kind, who reads it ----------------------------------------------------------------------
 # Publishers are the certificate identities of the services (svckit.peers) that own what a kind reports.
@@ -65,6 +72,9 @@ class EventKind:
     ordering: tuple[str, ...] = ()
     # The sandbox (SANDBOX_PUBLISHER) sends samples of it (POST /v1/sandbox/events, triggers, simulator).
     sandbox: bool = True
+    # The ``data`` fields a thin delivery keeps (svckit.thinevents): the ids of the resources the event is
+    # about and the product; never a person's data, an amount or a free text.
+    references: tuple[str, ...] = ()
 
     @property
     def state(self) -> str:
@@ -120,6 +130,10 @@ class EventKind:
 
 # Ordering keys: the booking, the eSIM order, or whichever of the two the event is about.
 BY_BOOKING, BY_ORDER, BY_SUBJECT = ("booking",), ("order",), ("booking", "order")
+# Thin payloads' references of a booking's kinds, an eSIM order's, and of a kind about either.
+BOOKING_REFS = ("booking", "offer", "product")
+ORDER_REFS = ("order", "plan", "product")
+SUBJECT_REFS = ("booking", "order", "offer", "plan", "product")
 
 # Publishers of a booking's kinds (hotels, flights), of a kind about a booking or an eSIM order (the
 # schema's subjects: booking.failed and payment.*), and of an eSIM order's own kinds.
@@ -148,6 +162,7 @@ _KINDS: tuple[EventKind, ...] = (
             one_of=[{"required": ["hold"]}, {"required": ["payment"]}],
         ),
         ordering=BY_BOOKING,
+        references=(*BOOKING_REFS, "hold", "payment"),
     ),
     EventKind(
         "booking.failed",
@@ -168,6 +183,7 @@ _KINDS: tuple[EventKind, ...] = (
             ["reason", "message", "holdReleased"],
         ),
         ordering=BY_SUBJECT,
+        references=SUBJECT_REFS,
     ),
     EventKind(
         "booking.cancelled",
@@ -186,6 +202,7 @@ _KINDS: tuple[EventKind, ...] = (
             subjects="booking",
         ),
         ordering=BY_BOOKING,
+        references=BOOKING_REFS,
     ),
     EventKind(
         "booking.modified",
@@ -200,6 +217,7 @@ _KINDS: tuple[EventKind, ...] = (
             subjects="booking",
         ),
         ordering=BY_BOOKING,
+        references=BOOKING_REFS,
     ),
     EventKind(
         "payment.succeeded",
@@ -210,6 +228,7 @@ _KINDS: tuple[EventKind, ...] = (
         booking_schema("payment.succeeded", {"payment": PAYMENT}, ["payment"]),
         mode="B",
         ordering=BY_SUBJECT,
+        references=(*SUBJECT_REFS, "payment"),
     ),
     EventKind(
         "payment.failed",
@@ -224,6 +243,7 @@ _KINDS: tuple[EventKind, ...] = (
         ),
         mode="B",
         ordering=BY_SUBJECT,
+        references=(*SUBJECT_REFS, "payment"),
     ),
     EventKind(
         "payment.refunded",
@@ -238,6 +258,7 @@ _KINDS: tuple[EventKind, ...] = (
         ),
         mode="B",
         ordering=BY_SUBJECT,
+        references=(*SUBJECT_REFS, "payment", "refund"),
     ),
     EventKind(
         "esim.provisioned",
@@ -255,6 +276,7 @@ _KINDS: tuple[EventKind, ...] = (
             subjects="order",
         ),
         ordering=BY_ORDER,
+        references=ORDER_REFS,
     ),
     EventKind(
         "esim.usage_threshold",
@@ -275,6 +297,7 @@ _KINDS: tuple[EventKind, ...] = (
             subjects="order",
         ),
         ordering=BY_ORDER,
+        references=ORDER_REFS,
     ),
     EventKind(
         "ledger.low_balance",
@@ -336,6 +359,7 @@ _KINDS: tuple[EventKind, ...] = (
             },
             ["invoice", "settlement", "amount", "currency", "periodStart", "periodEnd", "dueDate"],
         ),
+        references=("invoice", "settlement"),
     ),
     EventKind(
         "settlement.payment_failed",
@@ -366,6 +390,7 @@ _KINDS: tuple[EventKind, ...] = (
                 "readOnlyAfter",
             ],
         ),
+        references=("invoice", "settlement"),
     ),
     EventKind(
         "apikey.revoked",
@@ -385,6 +410,7 @@ _KINDS: tuple[EventKind, ...] = (
             },
             ["keyId", "hint", "name", "revokedAt", "revokedBy", "reason"],
         ),
+        references=("keyId",),
     ),
     EventKind(
         "apikey.leaked",
@@ -406,6 +432,26 @@ _KINDS: tuple[EventKind, ...] = (
             },
             ["keyId", "hint", "name", "url", "source", "reporter", "revokedAt"],
         ),
+        references=("keyId",),
+    ),
+    # Operational events about the account's traffic (docs/operations.md "Look-to-book", "Anomaly alerts").
+    EventKind(
+        LOOK_TO_BOOK,
+        "The account's live searches per confirmed booking over the last 7 days passed its contractual "
+        "target (at most once a week while it stays past).",
+        ("exceeded",),
+        (AUTHSVC,),
+        ACCOUNT_READ,
+        LOOK_TO_BOOK_SCHEMA,
+    ),
+    EventKind(
+        ANOMALY,
+        "The account's error rate or p95 latency over the last hour jumped against its own 7-day "
+        "baseline (at most once an hour per kind of anomaly).",
+        ("anomalous",),
+        (AUTHSVC,),
+        ACCOUNT_READ,
+        ANOMALY_SCHEMA,
     ),
     # Operational events about the account's own webhook endpoints (docs/webhooks.md "Operational
     # events"): never delivered to the endpoint they are about.
@@ -420,7 +466,7 @@ _KINDS: tuple[EventKind, ...] = (
             "endpoint.failing",
             {
                 "endpointId": id_field("we", "the failing endpoint"),
-                "url": string_field("its URL"),
+                "url": string_field(ENDPOINT_TARGET),
                 "thresholdPercent": {"enum": [50, 90], "description": "how far along the road to disabling"},
                 "attemptsFailed": int_field(
                     "the failed attempts of the delivery that crossed the level", minimum=1
@@ -429,6 +475,7 @@ _KINDS: tuple[EventKind, ...] = (
             },
             ["endpointId", "url", "thresholdPercent", "attemptsFailed", "error"],
         ),
+        references=("endpointId",),
     ),
     EventKind(
         "endpoint.disabled",
@@ -441,12 +488,13 @@ _KINDS: tuple[EventKind, ...] = (
             "endpoint.disabled",
             {
                 "endpointId": id_field("we", "the disabled endpoint"),
-                "url": string_field("its URL"),
+                "url": string_field(ENDPOINT_TARGET),
                 "reason": string_field("why it was disabled"),
                 "disabledAt": timestamp_field("when"),
             },
             ["endpointId", "url", "reason", "disabledAt"],
         ),
+        references=("endpointId",),
     ),
     EventKind(
         "endpoint.recovered",
@@ -456,9 +504,10 @@ _KINDS: tuple[EventKind, ...] = (
         ACCOUNT_READ,
         object_schema(
             "endpoint.recovered",
-            {"endpointId": id_field("we", "the endpoint"), "url": string_field("its URL")},
+            {"endpointId": id_field("we", "the endpoint"), "url": string_field(ENDPOINT_TARGET)},
             ["endpointId", "url"],
         ),
+        references=("endpointId",),
     ),
     EventKind(
         "delivery.exhausted",
@@ -478,6 +527,7 @@ _KINDS: tuple[EventKind, ...] = (
             },
             ["endpointId", "delivery", "event", "attempts", "error"],
         ),
+        references=("endpointId", "delivery", "event"),
     ),
 )
 
@@ -497,6 +547,7 @@ TEST_KIND = EventKind(
     ),
     subscribable=False,
     sandbox=False,
+    references=("endpointId",),
 )
 
 KINDS: dict[str, EventKind] = {k.kind: k for k in _KINDS}  # in the catalog's order

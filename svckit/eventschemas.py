@@ -4,12 +4,13 @@ is. Standard library only."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from svckit.resources import BOOKING_PRODUCTS, ORDER_PRODUCTS
+
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-BOOKING_PRODUCTS = ("hotels", "flights")  # their subject is a booking
-ORDER_PRODUCTS = ("esim",)  # its subject is an eSIM order
 
 
 # -- schema building blocks --------------------------------------------------------------------------------
@@ -106,3 +107,56 @@ def booking_schema(
 PAYMENT = id_field("pay", "the traveller's payment")
 HOLD = id_field("hold", "the hold on the partner's credit (mode A)")
 REASON = "machine-readable cause"
+
+
+# -- a sample from a schema --------------------------------------------------------------------------------
+SAMPLE_DATE, SAMPLE_TIMESTAMP = "2026-03-14", "2026-03-14T09:30:00.000Z"
+_ID = re.compile(r"^\^([a-z]+)_\[A-Za-z0-9_\]\+\$$")
+_LETTERS = re.compile(r"^\^\[A-Z\]\{(\d+)\}\$$")
+_DIGITS = re.compile(r"^\^\[0-9\]\{(\d+)(?:,\d+)?\}\$$")
+_LITERAL = re.compile(r"^\^([A-Za-z0-9:_-]+)$")
+
+
+def sample_value(name: str, prop: Mapping[str, Any]) -> Any:
+    """A value ``prop`` (a field of the building blocks above) admits, for a kind without a sample builder of
+    its own. ValueError for a shape this does not know (give the kind a builder in svckit.catalog)."""
+    if "const" in prop:
+        return prop["const"]
+    if "enum" in prop:
+        return prop["enum"][0]
+    kind = prop.get("type")
+    if kind == "integer":
+        return int(prop.get("minimum", prop.get("maximum", 1)))
+    if kind == "number":
+        return float(prop.get("minimum", prop.get("maximum", 1)))
+    if kind == "boolean":
+        return False
+    if kind == "object":
+        return {"sample": True} if prop.get("minProperties") else {}
+    if kind != "string":
+        raise ValueError(f"{name}: no sample for a field of type {kind!r}")
+    if prop.get("format") == "date":
+        return SAMPLE_DATE
+    if prop.get("format") == "date-time":
+        return SAMPLE_TIMESTAMP
+    pattern = prop.get("pattern")
+    if pattern is None:
+        return f"sample {name}"
+    if found := _ID.match(pattern):
+        return f"{found[1]}_test_sample0000000000"
+    if found := _LETTERS.match(pattern):
+        return "EUR" if found[1] == "3" else "A" * int(found[1])
+    if found := _DIGITS.match(pattern):
+        return "0" * int(found[1])
+    if found := _LITERAL.match(pattern):
+        return f"{found[1]}sample"
+    raise ValueError(f"{name}: no sample for the pattern {pattern!r}")
+
+
+def sample_of(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` the object ``schema`` admits: its required fields (and the first ``oneOf`` branch's), each
+    with ``sample_value``; a branch's own ``properties`` (a narrower ``product``) win."""
+    branch = (schema.get("oneOf") or [{}])[0]
+    props = {**schema["properties"], **branch.get("properties", {})}
+    names = [*schema.get("required", []), *branch.get("required", [])]
+    return {name: sample_value(name, props[name]) for name in dict.fromkeys(names)}

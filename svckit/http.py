@@ -27,6 +27,7 @@ import ssl
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import cast
 from urllib.parse import urlsplit
 
@@ -35,7 +36,7 @@ import httpx
 
 from svckit.responsehead import plain_head
 
-__all__ = ["MAX_BODY_READ", "Addresses", "PooledTransport", "system_addresses"]
+__all__ = ["MAX_BODY_READ", "Addresses", "ClientTls", "PooledTransport", "system_addresses"]
 
 MAX_HEAD = 64 * 1024
 # Read at most this much of a response body by default (keeping only what the caller asked for).
@@ -44,7 +45,9 @@ MAX_BODY_READ = 1024 * 1024
 # after its deadline. One timer per transport while requests wait, instead of one per request.
 DEADLINE_SWEEP = 0.05
 
-Origin = tuple[str, str, int]
+# (scheme, host, port, identity): connections made with another TLS client identity (a client
+# certificate, ``request``'s ``tls``) are pooled apart; "" is the transport's own context.
+Origin = tuple[str, str, int, str]
 Headers = list[tuple[bytes, bytes]]  # as received (h11 raw_items: names in their own case)
 # (host, port) -> the addresses to try, in order; raises httpx.ConnectError to refuse the host, OSError
 # when it does not resolve.
@@ -161,12 +164,12 @@ def _split(url: str) -> tuple[str, str, int, str]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _base(base: str) -> tuple[Origin, str, str]:
+def _base(base: str, identity: str = "") -> tuple[Origin, str, str]:
     """(origin, path prefix without its last slash, the head's text from the version to the Host line)."""
     scheme, host, port, prefix = _split(base)
     name = f"[{host}]" if ":" in host else host
     host_line = f" HTTP/1.1\r\nHost: {name if port in (80, 443) else f'{name}:{port}'}\r\n"
-    return (scheme, host, port), ("" if prefix == "/" else prefix.rstrip("/")), host_line
+    return (scheme, host, port, identity), ("" if prefix == "/" else prefix.rstrip("/")), host_line
 
 
 class _Reused(Exception):
@@ -184,10 +187,84 @@ def _answer_error(exc: Exception, conn: _Conn, *, reused: bool) -> Exception:
     return httpx.ReadError(f"connection lost: {exc}")
 
 
+@dataclass(frozen=True, slots=True)
+class ClientTls:
+    """A TLS context of one request's own (e.g. holding a client certificate) and the identity its
+    connections are pooled under (never shared with another identity's requests)."""
+
+    context: ssl.SSLContext
+    identity: str
+
+
+class _TunnelHead(asyncio.Protocol):
+    """Reads an HTTP CONNECT proxy's answer head."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        if len(self.buf) > MAX_HEAD or b"\r\n\r\n" in self.buf:
+            self._finish(None)
+
+    def eof_received(self) -> bool:
+        self._finish(ConnectionError("the proxy closed the connection"))
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._finish(ConnectionError("the proxy closed the connection"))
+
+    def _finish(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            if exc is None:
+                self.done.set_result(None)
+            else:
+                self.done.set_exception(exc)
+
+
+async def _tunnel(
+    proxy: tuple[str, int], addr: str, port: int, host: str, context: ssl.SSLContext | None
+) -> _Conn:
+    """A connection to ``addr``:``port`` through an HTTP CONNECT proxy (TLS inside the tunnel, verified
+    for ``host``). The proxy is asked for the checked address, never the name: it cannot resolve the
+    name elsewhere (DNS rebinding). Raises httpx.ConnectError when the proxy refuses, OSError when it is
+    unreachable."""
+    loop = asyncio.get_running_loop()
+    transport, head = await loop.create_connection(_TunnelHead, *proxy)
+    try:
+        target = f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+        transport.write(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode("ascii"))
+        try:
+            await head.done
+        except ConnectionError:
+            raise httpx.ConnectError(f"the egress proxy closed the tunnel to {host}:{port}") from None
+        end = head.buf.find(b"\r\n\r\n")
+        status_line = bytes(head.buf[: head.buf.find(b"\r\n")])
+        parts = status_line.split(b" ", 2)
+        ok = end >= 0 and len(parts) >= 2 and parts[0].startswith(b"HTTP/1.") and parts[1] == b"200"
+        if not ok or len(head.buf) != end + 4:
+            shown = status_line[:100].decode("ascii", "replace")
+            raise httpx.ConnectError(f"the egress proxy refused the tunnel to {host}:{port}: {shown!r}")
+        conn = _Conn()
+        if context is None:
+            transport.set_protocol(conn)
+            conn.connection_made(transport)
+        else:
+            tls_transport = await loop.start_tls(transport, conn, context, server_hostname=host)
+            assert tls_transport is not None
+            conn.connection_made(tls_transport)
+        return conn
+    except BaseException:
+        transport.close()
+        raise
+
+
 class PooledTransport(httpx.AsyncBaseTransport):
     """The transport. ``addresses(host, port)`` gives the addresses to connect to (raising
     httpx.ConnectError to refuse one); a body longer than ``max_body`` is cut there (``refuse_longer``
-    False: the caller reads at most that much, as webhookd does) or refused with httpx.ReadError."""
+    False: the caller reads at most that much, as webhookd does) or refused with httpx.ReadError. With
+    ``proxy`` every connection goes through that HTTP CONNECT proxy (``_tunnel``)."""
 
     def __init__(
         self,
@@ -198,10 +275,14 @@ class PooledTransport(httpx.AsyncBaseTransport):
         keepalive_expiry: float = 30.0,
         max_body: int = MAX_BODY_READ,
         refuse_longer: bool = False,
+        proxy: tuple[str, int] | None = None,
     ) -> None:
         self.addresses = addresses
+        # An HTTP CONNECT proxy every connection is tunnelled through (to the address ``addresses`` chose).
+        self.proxy = proxy
         self.max_body = max_body
         self.refuse_longer = refuse_longer
+        self.ca_bundle = ca_bundle
         self.ssl_context = ssl.create_default_context(cafile=ca_bundle)
         self.max_idle = max_idle_per_origin
         self.keepalive_expiry = keepalive_expiry
@@ -211,17 +292,24 @@ class PooledTransport(httpx.AsyncBaseTransport):
         self._sweeper: asyncio.TimerHandle | None = None
 
     async def post(
-        self, url: str, headers: dict[str, str], body: bytes, keep: int | None = None
+        self,
+        url: str,
+        headers: dict[str, str],
+        body: bytes,
+        keep: int | None = None,
+        *,
+        tls: ClientTls | None = None,
     ) -> tuple[int, Headers, bytes]:
         """The webhook delivery fast path: ``request``'s POST to a whole URL (its path and query the target).
 
         Returns (status, response headers, the first ``keep`` bytes of the body as received, de-chunked);
-        raises httpx errors like the transport.
+        raises httpx errors like the transport. ``tls``: another TLS context for this request (a client
+        certificate) and the identity its connections are pooled under.
         """
         scheme, host, port, target = _split(url)
         name = f"[{host}]" if ":" in host else host
         base = f"{scheme}://{name}:{port}"
-        return await self.request("POST", base, target, [*headers.items()], body, keep=keep)
+        return await self.request("POST", base, target, [*headers.items()], body, keep=keep, tls=tls)
 
     async def request(
         self,
@@ -232,6 +320,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
         body: bytes = b"",
         answer_within: float | None = None,
         keep: int | None = None,
+        tls: ClientTls | None = None,
     ) -> tuple[int, Headers, bytes]:
         """The proxy fast path (the edge to a product upstream): ``method`` to ``base`` (scheme and
         authority, perhaps a path prefix) + ``target`` (path and query, already checked to be visible
@@ -243,7 +332,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
         ``answer_within`` seconds after the call (up to ``DEADLINE_SWEEP`` later)."""
         if method == "HEAD" or " " in target or "\r" in target or "\n" in target:
             raise httpx.LocalProtocolError(f"not sent by the fast path: {method} {target[:100]!r}")
-        origin, prefix, host_line = _base(base)
+        origin, prefix, host_line = _base(base) if tls is None else _base(base, tls.identity)
         fields = "".join([f"{field}: {value}\r\n" for field, value in headers])
         n = len(headers)
         if fields.count("\n") != n or fields.count("\r") != n:  # one CRLF per field, none inside
@@ -262,11 +351,11 @@ class PooledTransport(httpx.AsyncBaseTransport):
             except _Reused:
                 pass  # the server had closed the idle connection: one fresh try
         if deadline is None:
-            conn = await self._connect(origin)
+            conn = await self._connect(origin, tls)
         else:
             try:
                 async with asyncio.timeout(deadline - time.monotonic()):
-                    conn = await self._connect(origin)
+                    conn = await self._connect(origin, tls)
             except TimeoutError:
                 raise httpx.ConnectTimeout(f"could not connect to {origin[1]}:{origin[2]} in time") from None
         return await self._exchange_plain(conn, origin, payload, deadline, keep, reused=False)
@@ -285,7 +374,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
         scheme = url.scheme
         if scheme not in ("http", "https"):
             raise httpx.UnsupportedProtocol(f"unsupported scheme {scheme!r}")
-        origin: Origin = (scheme, url.host, url.port or (443 if scheme == "https" else 80))
+        origin: Origin = (scheme, url.host, url.port or (443 if scheme == "https" else 80), "")
         body = await request.aread()
         try:
             event = h11.Request(method=request.method, target=url.raw_path, headers=request.headers.raw)
@@ -325,19 +414,22 @@ class PooledTransport(httpx.AsyncBaseTransport):
         conn.idle_since = time.monotonic()
         pool.append(conn)
 
-    async def _connect(self, origin: Origin) -> _Conn:
-        scheme, host, port = origin
+    async def _connect(self, origin: Origin, tls: ClientTls | None = None) -> _Conn:
+        scheme, host, port, _identity = origin
         try:
             addresses = await self.addresses(host, port)
         except OSError as exc:
             raise httpx.ConnectError(f"could not resolve {host}: {exc}") from None
         loop = asyncio.get_running_loop()
+        context = None if scheme != "https" else self.ssl_context if tls is None else tls.context
         last: Exception | None = None
         for addr in addresses:
             try:
-                if scheme == "https":
+                if self.proxy is not None:
+                    conn = await _tunnel(self.proxy, addr, port, host, context)
+                elif context is not None:
                     _t, conn = await loop.create_connection(
-                        _Conn, addr, port, ssl=self.ssl_context, server_hostname=host
+                        _Conn, addr, port, ssl=context, server_hostname=host
                     )
                 else:
                     _t, conn = await loop.create_connection(_Conn, addr, port)
@@ -348,6 +440,9 @@ class PooledTransport(httpx.AsyncBaseTransport):
                 continue
             self.connections_opened += 1
             return conn
+        if self.proxy is not None:
+            proxy = f"{self.proxy[0]}:{self.proxy[1]}"
+            raise httpx.ConnectError(f"could not connect to the egress proxy {proxy}: {last}")
         raise httpx.ConnectError(f"could not connect to {host}:{port}: {last}")
 
     async def _exchange(

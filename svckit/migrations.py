@@ -112,10 +112,20 @@ async def downgrade(engine: AsyncEngine, schema: Schema, target: str) -> str:
 async def migrate(engine: AsyncEngine, schema: Schema, target: str = "head") -> str:
     """Upgrade or downgrade the database to ``target`` (a revision, ``head`` or ``base``), whichever way
     it lies from the current one, under the migration lock. Returns the revision reached."""
-    async with _one_at_a_time(), engine.begin() as conn:
-        if is_postgres(engine):
+    if not is_postgres(engine):
+        async with _one_at_a_time(), engine.begin() as conn:
+            return await conn.run_sync(_migrate, schema, target, False)
+    # On PostgreSQL an upgrade commits each revision on its own: processes of the previous release keep
+    # serving meanwhile, and one transaction holding the locks of several revisions (a table locked by one,
+    # another altered by the next) can deadlock with their statements, which take the same tables in the
+    # other order.
+    while True:
+        async with _one_at_a_time(), engine.begin() as conn:
             await _lock_and_create_schema(conn, schema, schema_of(engine))
-        return await conn.run_sync(_migrate, schema, target)
+            before = await conn.run_sync(current, schema)
+            reached = await conn.run_sync(_migrate, schema, target, True)
+        if reached == (before or "base") or target != "head":
+            return reached
 
 
 async def _lock_and_create_schema(conn: Any, schema: Schema, pg_schema: str | None) -> None:
@@ -147,7 +157,8 @@ async def _one_at_a_time() -> AsyncIterator[None]:
         _ALEMBIC.release()
 
 
-def _migrate(conn: sa.Connection, schema: Schema, target: str) -> str:
+def _migrate(conn: sa.Connection, schema: Schema, target: str, one_step: bool) -> str:
+    """Migrate to ``target``; with ``one_step`` an upgrade to head goes one revision only."""
     cfg = config(schema, conn)
     _adopt_previous_release(conn, schema, cfg)
     before = current(conn, schema)
@@ -164,12 +175,20 @@ def _migrate(conn: sa.Connection, schema: Schema, target: str) -> str:
     if target == "base" or (before is not None and target != "head" and _is_ancestor(script, target, before)):
         if target != before:
             command.downgrade(cfg, target)
+    elif one_step and target == "head" and before != newest:
+        command.upgrade(cfg, _next_after(script, before))
     else:
         command.upgrade(cfg, target)
     after = current(conn, schema)
     if after != before:
         log.info("schema migrated", extra={"service": schema.service, "from": before, "to": after})
     return after or "base"
+
+
+def _next_after(script: ScriptDirectory, revision: str | None) -> str:
+    """The revision that comes directly after ``revision`` (None: the first) on the way to head."""
+    on_the_way = [r.revision for r in script.iterate_revisions("heads", revision or "base")]
+    return on_the_way[-1]
 
 
 def _unknown(script: ScriptDirectory, revision: str) -> bool:

@@ -49,6 +49,7 @@ from sanic.http import Http
 from svckit.flags import FlagParser, add_flag, env_name
 from svckit.gcra import take
 from svckit.netblocks import buckets
+from svckit.untiltable import until_table
 
 # How long a paced refusal is held (seconds; 0 switches pacing off), and the refusals a source is
 # answered at once: RATE a second in bursts of BURST. Far above a partner's mistakes, far below a flood.
@@ -165,7 +166,7 @@ class RefusalPacer:
         self.everyone_period = self.period / GLOBAL_SHARE
         self.everyone_burst = round(burst * GLOBAL_SHARE)
         self.everyone: float | None = None
-        self.tats: dict[str, float] = {}
+        self.tats = until_table(max_tracked, clock)
         self.held: dict[str, int] = {}
         self.held_total = 0
 
@@ -180,7 +181,7 @@ class RefusalPacer:
         everyone = take(self.everyone, now, self.everyone_period, self.everyone_burst)
         verdict = pace(mine.allowed and everyone.allowed, self.held_total, self.held_most)
         if verdict is Pace.NOW:  # all or nothing: a held refusal takes from neither bucket
-            self._store(source, mine.tat, now)
+            self._store(source, mine.tat)
             self.everyone = everyone.tat
             return verdict
         PACED.labels(verdict).inc()
@@ -220,13 +221,6 @@ class RefusalPacer:
                 self.held.pop(source, None)
             self.held_total -= 1
 
-    def _store(self, source: str, tat: float | None, now: float) -> None:
-        if tat is None:
-            return
-        tats = self.tats
-        if source not in tats and len(tats) >= self.max_tracked:
-            # Full buckets are the same as never seen: forget them, else start afresh rather than grow.
-            tats = self.tats = {k: t for k, t in tats.items() if t > now}
-            if len(tats) >= self.max_tracked:
-                tats.clear()
-        tats[source] = tat
+    def _store(self, source: str, tat: float | None) -> None:
+        if tat is not None:  # (svckit.untiltable: full buckets forgotten first, then the least recently used)
+            self.tats[source] = tat

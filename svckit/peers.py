@@ -37,7 +37,9 @@ OPERATORS_ONLY = frozenset({"travel.auth.v1.IdentityService/RecordAuditEvent"})
 PORTAL = "portal"
 # RPCs whose records only the service listed for them writes, operators included: the request log is what
 # the edge answered partners (AuthService.RecordRequests), never what a person says it answered.
-NOT_FOR_OPERATORS = frozenset({"travel.auth.v1.AuthService/RecordRequests"})
+NOT_FOR_OPERATORS = frozenset(
+    {"travel.auth.v1.AuthService/RecordRequests", "travel.auth.v1.AuthService/RecordUsageCounts"}
+)
 # Product services (certificate name ``product:<name>``, e.g. ``product:hotels``) share one entry.
 PRODUCT_PREFIX = "product:"
 
@@ -75,6 +77,9 @@ ALLOWED: dict[str, frozenset[str]] = {
                     "GetUsage",
                     # The request log: what it answered partners (edge.requestlog).
                     "RecordRequests",
+                    # Usage counts: what it answered, counted (edge.usagecounts), and GET /v1/usage.
+                    "RecordUsageCounts",
+                    "QueryUsageCounts",
                     # GET /v1/ledger: the partner reads its own mode A credit (never changes it).
                     "GetCreditLedger",
                     "ListLedgerEntries",
@@ -83,6 +88,15 @@ ALLOWED: dict[str, frozenset[str]] = {
                     # a secret the edge was given: never a key by its id.
                     "RevokeLeakedKeys",
                     "RevokeOwnKey",
+                    # Certification runs (edge.certification): the fault schedule, the run key's full
+                    # record, and the published report-signing keys.
+                    "ClaimCertificationFault",
+                    "RecordCertificationRequests",
+                    "ListCertificationKeys",
+                    # A partner's own runs (edge.blueprints.certification): the calling key's.
+                    "StartCertificationRun",
+                    "GetCertificationRun",
+                    "FinishCertificationRun",
                 )
             ),
             *(
@@ -104,6 +118,11 @@ ALLOWED: dict[str, frozenset[str]] = {
                     "ListEvents",
                     "GetEvent",
                     "ListSigningKeys",
+                    # A polling endpoint's consumers (GET .../poll, POST .../poll/commit).
+                    "PollEndpoint",
+                    "CommitPoll",
+                    # GET /v1/usage/webhooks: the partner's own delivery counts.
+                    "QueryDeliveryCounts",
                     # Sandbox events only (triggers, samples, the simulator): see may_publish.
                     "PublishEvent",
                     # The sandbox clock (POST /v1/sandbox/clock/advance): webhookd refuses every other
@@ -114,7 +133,18 @@ ALLOWED: dict[str, frozenset[str]] = {
         ]
     ),
     # authsvc's outbox relay publishes apikey.revoked and search_quota.threshold.
-    "authsvc": frozenset([HOOKS + "PublishEvent"]),
+    # CountEvents: the confirmed bookings of its look-to-book alerts.
+    # Finishing a certification run (authsvc._certify_close): the probes, the sandbox endpoints' kinds
+    # and the run's deliveries.
+    "authsvc": frozenset(
+        [
+            HOOKS + "PublishEvent",
+            HOOKS + "CountEvents",
+            HOOKS + "SendCertificationProbes",
+            HOOKS + "ListEndpoints",
+            HOOKS + "ListDeliveries",
+        ]
+    ),
     # webhookd looks up an account's mode (GetAccount) and who its alert e-mails go to (GetAlertRecipients;
     # an authsvc too old for it: GetAccount's admin_emails).
     # GetSession: who a portal call is made for (svckit.portal_calls).

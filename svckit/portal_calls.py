@@ -46,6 +46,10 @@ HOOK_READS: tuple[str, ...] = (
     "GetEvent",
     # The endpoint page's ed25519 public keys (Standard Webhooks v1a).
     "ListSigningKeys",
+    # A polling endpoint's queue on its page: waiting, leased, last polled.
+    "GetPollStatus",
+    # Events of a kind per day (Insights' bookings; the portal's need is account.read, below).
+    "CountEvents",
 )
 _HOOK_WRITES: tuple[str, ...] = (
     "RegisterEndpoint",
@@ -81,6 +85,8 @@ PORTAL_CALLS: dict[str, Need] = {
     },
     AUTH + "GetAccount": "account.read",
     AUTH + "GetUsage": "account.read",
+    # The Insights pages: the account's exact usage counts.
+    AUTH + "QueryUsageCounts": "account.read",
     # The Ledger page (mode A credit): read only.
     AUTH + "GetCreditLedger": "account.read",
     AUTH + "ListLedgerEntries": "account.read",
@@ -95,8 +101,16 @@ PORTAL_CALLS: dict[str, Need] = {
     AUTH + "RevokeKey": "keys.revoke",
     AUTH + "ListAuditEvents": "audit.read",
     AUTH + "ListRequests": "keys.read",
+    # The Go-live checklist (portal.routes.golive): the account's runs, and starting one.
+    AUTH + "GetCertificationRun": "keys.read",
+    AUTH + "StartCertificationRun": "keys.write",
+    AUTH + "FinishCertificationRun": "keys.write",
     **{HOOKS + m: "webhooks.read" for m in HOOK_READS},
     **{HOOKS + m: "webhooks.write" for m in _HOOK_WRITES},
+    # Insights' look-to-book: confirmed bookings per day (an account figure, like GetUsage).
+    HOOKS + "CountEvents": "account.read",
+    # Insights' webhooks page: delivery counts per endpoint.
+    HOOKS + "QueryDeliveryCounts": "webhooks.read",
 }
 
 # What the portal may change of an account (UpdateAccount's update_mask paths).

@@ -17,7 +17,7 @@ from svckit.vocabulary import (
     KeyStatus,
     UserRole,
 )
-from svckit.webhook_status import DeliveryOrder
+from svckit.webhook_status import DeliveryOrder, DestinationType, PayloadMode
 from travel.auth.v1 import auth_pb2, identity_pb2
 from travel.webhooks.v1 import webhooks_pb2
 
@@ -69,3 +69,5 @@ DELIVERY_STATUS = EnumTable(DeliveryStatus, webhooks_pb2.DeliveryStatus, "DELIVE
 ATTEMPT_OUTCOME = EnumTable(AttemptOutcome, webhooks_pb2.AttemptOutcome, "ATTEMPT_OUTCOME_")
 SIGNATURE_SCHEME = EnumTable(SignatureScheme, webhooks_pb2.SignatureScheme, "SIGNATURE_SCHEME_")
 DELIVERY_ORDER = EnumTable(DeliveryOrder, webhooks_pb2.DeliveryOrder, "DELIVERY_ORDER_")
+PAYLOAD_MODE = EnumTable(PayloadMode, webhooks_pb2.PayloadMode, "PAYLOAD_MODE_")
+DESTINATION_TYPE = EnumTable(DestinationType, webhooks_pb2.DestinationType, "DESTINATION_TYPE_")

@@ -9,7 +9,7 @@ The rooms, from the bottom:
                 grammar. Standard library, gRPC/protobuf, cryptography and jsonschema only.
     clients     what a caller needs to talk to authsvc and webhookd: svckit.clients and svckit.tls.
     net         HTTP and the addresses around it: the outbound HTTP client, response heads, address
-                blocks, default addresses, refusal tallies.
+                blocks, default addresses, refusal tallies, per-source tables; outbound mail (SMTP).
     storage     what lies at rest: the database, migrations, sealed secrets and their re-sealing, the
                 development CA's files, the classification of a database outage.
     serving     the process: gRPC and web servers, the serve command, metrics, readiness, pacing, traces,
@@ -35,11 +35,15 @@ CLIENT_ROOMS: Final = ("vocabulary", "clients")
 BY_ROOM: Final[dict[str, tuple[str, ...]]] = {
     "vocabulary": (
         "svckit",
+        "accountkinds",
         "allowlist",
         "apikeys",
         "catalog",
+        "certification",
+        "certreport",
         "clock",
         "durations",
+        "ed25519verify",
         "edgeassertion",
         "errors",
         "eventcheck",
@@ -47,21 +51,27 @@ BY_ROOM: Final[dict[str, tuple[str, ...]]] = {
         "events",
         "eventschemas",
         "fileerrors",
+        "filtercheck",
         "flags",
         "freetext",
         "gcra",
         "ids",
+        "jsonmatch",
         "logs",
+        "looktobook",
         "pages",
         "portal_calls",
         "protos",
         "prototables",
         "publishers",
         "quota",
+        "resources",
         "roles",
         "rooms",
         "scopes",
         "signing",
+        "thinevents",
+        "usagecounts",
         "vocabulary",
         "webhook_status",
     ),
@@ -75,12 +85,22 @@ BY_ROOM: Final[dict[str, tuple[str, ...]]] = {
         "clients.rpc",
         "tls",
     ),
-    "net": ("addresses", "connlimits", "http", "netblocks", "refusallog", "responsehead"),
+    "net": (
+        "addresses",
+        "connlimits",
+        "http",
+        "netblocks",
+        "refusallog",
+        "responsehead",
+        "smtp",
+        "untiltable",
+    ),
     "storage": ("db", "devca", "migrations", "outage", "reseal", "secretbox"),
     "serving": (
         "connguard",
         "frameworks",
         "grpc_server",
+        "idlewait",
         "metrics",
         "pacing",
         "peers",

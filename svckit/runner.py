@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import signal
 import sys
@@ -116,6 +117,18 @@ def stop_signals() -> asyncio.Event:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
     return stop
+
+
+def freeze_startup() -> None:
+    """Called once a service has started, before READY: what start-up allocated (modules, the app, its
+    routes, clients and caches) lives as long as the process, so it leaves the collector's generations
+    and a full collection no longer walks it. Measured: in the edge about 3 % of a cached GET's
+    instructions; in authsvc a full collection had taken 45-60 ms of the loop while a partner's Authorize
+    waited; in webhookd's worker the collector took 8-9 µs per delivery, its full collections 80-86 ms of
+    the loop each (about every 10,000 deliveries), and 1.5-1.8 µs and 4-5 ms after it
+    (docs/architecture.md)."""
+    gc.collect()
+    gc.freeze()
 
 
 def print_ready(service: str, **ports: Any) -> None:

@@ -1,4 +1,5 @@
-"""Scopes ``<resource>:<action>`` over closed lists (spec §5 "Scopes")."""
+"""Scopes ``<resource>:<action>`` (spec §5 "Scopes"): the closed list derived from the resource table
+(``svckit.resources``, the one place a resource and its actions are written), and its validation."""
 
 from __future__ import annotations
 
@@ -6,15 +7,8 @@ from collections.abc import Iterable
 
 from svckit.errors import InvalidInput
 from svckit.logs import redact
+from svckit.resources import ACTIONS, ALL_SCOPES, PRODUCTS, RESOURCES, ROUTE_RESOURCES, ROUTE_SCOPES
 
-# The one list of scopes: adding a scope means adding its resource here (docs/architecture.md).
-PRODUCTS = ("hotels", "flights", "esim")
-RESOURCES = (*PRODUCTS, "account", "webhooks")
-# What a product route of the edge's route table may require: a product's scope, or the account's.
-ROUTE_RESOURCES = (*PRODUCTS, "account")
-ACTIONS = ("read", "write")
-ALL_SCOPES: tuple[str, ...] = tuple(f"{r}:{a}" for r in RESOURCES for a in ACTIONS)
-ROUTE_SCOPES: frozenset[str] = frozenset(f"{r}:{a}" for r in ROUTE_RESOURCES for a in ACTIONS)
 _ALL = frozenset(ALL_SCOPES)
 
 
@@ -29,10 +23,22 @@ def validate_scopes(values: Iterable[str], field: str = "scopes") -> tuple[str, 
         if value not in _ALL:
             shown = redact(value if len(value) <= 40 else value[:40] + "...")
             raise InvalidInput(
-                f"{field}: unknown scope {shown!r}; scopes are <resource>:<action> with resource in "
-                f"{', '.join(RESOURCES)} and action in {', '.join(ACTIONS)}"
+                f"{field}: unknown scope {shown!r}; scopes are <resource>:<action>, one of "
+                f"{', '.join(ALL_SCOPES)}"
             )
         seen.add(value)
     if not seen:
         raise InvalidInput(f"{field}: at least one scope is required")
     return tuple(s for s in ALL_SCOPES if s in seen)
+
+
+__all__ = [
+    "ACTIONS",
+    "ALL_SCOPES",
+    "PRODUCTS",
+    "RESOURCES",
+    "ROUTE_RESOURCES",
+    "ROUTE_SCOPES",
+    "is_scope",
+    "validate_scopes",
+]

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from svckit.flags import add_flag, env_name
+from svckit.ids import Batched
 from svckit.logs import request_id_var
 
 if TYPE_CHECKING:
@@ -65,23 +66,17 @@ _provider: TracerProvider | None = None
 _events: OrderedDict[str, tuple[str, str]] = OrderedDict()  # event id -> (traceparent, request id)
 
 
+_NO_TRACE, _NO_SPAN = "0" * 32, "0" * 16  # all zeros: not a valid trace id, parent id
 _TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-[ -~]*)?")
 
 
-# New traceparents and span ids made BATCH at a time from one draw of random digits (as
-# edge.responses.new_request_id makes request ids): a trace id and a span id drawn and formatted per request
-# cost about 7,000 instructions, a batch's share is a few hundred. An all-zero id (not valid) has a chance of
-# 2^-64 per span id and is not looked for.
-BATCH = 256
-_fresh: Iterator[str] = iter(())
-_spans: Iterator[str] = iter(())
-
-
+# New traceparents and span ids made BATCH at a time from one draw of random digits (``svckit.ids.Batched``,
+# as edge.responses.new_request_id makes request ids): a trace id and a span id drawn and formatted per
+# request cost about 7,000 instructions, a batch's share is a few hundred. An all-zero id (not valid) has a
+# chance of 2^-64 per span id and is not looked for.
 def _reseed() -> None:
-    """In a forked child: neither the parent's undrawn ids nor its generator's state (no shared ids)."""
-    global _fresh, _spans
+    """In a forked child: not the parent's generator state (no shared ids; ``Batched`` drops the rest)."""
     _random.seed()
-    _fresh, _spans = iter(()), iter(())
 
 
 os.register_at_fork(after_in_child=_reseed)
@@ -91,25 +86,19 @@ def _digits(count: int) -> str:
     return _random.getrandbits(4 * count).to_bytes(count // 2).hex()
 
 
-def _new_trace() -> str:
-    """The ``traceparent`` of a new trace (not sampled)."""
-    global _fresh
-    found = next(_fresh, "")
-    if not found:
-        d = _digits(48 * BATCH)
-        _fresh = iter([f"00-{d[at : at + 32]}-{d[at + 32 : at + 48]}-00" for at in range(0, 48 * BATCH, 48)])
-        found = next(_fresh)
-    return found
+def _new_traces(count: int) -> list[str]:
+    d = _digits(48 * count)
+    return [f"00-{d[at : at + 32]}-{d[at + 32 : at + 48]}-00" for at in range(0, 48 * count, 48)]
 
 
-def _span_id() -> str:
-    global _spans
-    found = next(_spans, "")
-    if not found:
-        d = _digits(16 * BATCH)
-        _spans = iter([d[at : at + 16] for at in range(0, 16 * BATCH, 16)])
-        found = next(_spans)
-    return found
+def _span_ids(count: int) -> list[str]:
+    d = _digits(16 * count)
+    return [d[at : at + 16] for at in range(0, 16 * count, 16)]
+
+
+# The ``traceparent`` of a new trace (not sampled), and a new span id.
+_new_trace = Batched(_new_traces).take
+_span_id = Batched(_span_ids).take
 
 
 def parse_traceparent(value: str | None) -> tuple[str, str, str] | None:
@@ -124,7 +113,7 @@ def parse_traceparent(value: str | None) -> tuple[str, str, str] | None:
     version, trace_id, parent_id, flags, more = found.groups()
     if version == "ff" or (version == "00" and more):
         return None
-    if trace_id == "0" * 32 or parent_id == "0" * 16:
+    if trace_id == _NO_TRACE or parent_id == _NO_SPAN:
         return None
     return trace_id, parent_id, flags
 
@@ -155,8 +144,14 @@ def event_traceparent(event_id: str) -> str:
     """The parent of the deliveries of an event whose publishing trace is not known here (or not the
     event account's): a trace id and span id derived from the event id, so every attempt of one event,
     from any process, has the same trace id."""
+    trace_id, span_id = _event_ids(event_id)
+    return f"00-{trace_id}-{span_id}-01"  # sampled: its delivery spans are kept when on
+
+
+def _event_ids(event_id: str) -> tuple[str, str]:
+    """The trace id and span id ``event_traceparent`` derives from an event id."""
     digest = hashlib.blake2b(event_id.encode(), digest_size=24).hexdigest()
-    return f"00-{digest[:32]}-{digest[32:48]}-01"  # sampled: its delivery spans are kept when on
+    return digest[:32], digest[32:48]
 
 
 def add_tracing_args(parser: Any, service: str) -> None:
@@ -367,10 +362,15 @@ def start_delivery(event_id: str, headers: dict[str, str]) -> Any:
     (``event_traceparent``). With spans on, that span is returned (end it with ``end_delivery``); None
     when off."""
     known = _events.get(event_id)
-    parent, request_id = known if known is not None else (event_traceparent(event_id), "")
     if tracer is None:
-        headers[TRACEPARENT] = new_traceparent(parent)
+        if known is not None:
+            headers[TRACEPARENT] = new_traceparent(known[0])
+        else:  # ``new_traceparent(event_traceparent(event_id))`` without formatting and parsing it again
+            trace_id, parent_id = _event_ids(event_id)
+            valid = trace_id != _NO_TRACE and parent_id != _NO_SPAN  # parse_traceparent's rule
+            headers[TRACEPARENT] = f"00-{trace_id}-{_span_id()}-01" if valid else _new_trace()
         return None
+    parent, request_id = known if known is not None else (event_traceparent(event_id), "")
     from opentelemetry.propagate import extract, inject
     from opentelemetry.trace import set_span_in_context
 

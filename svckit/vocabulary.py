@@ -22,8 +22,18 @@ class AccountStatus(StrEnum):
 
 
 class AccountMode(StrEnum):
-    A = "a"  # the partner spends its own credit
-    B = "b"  # the traveller pays
+    """The commercial mode, spelt as the API shows it (``/v1/account``'s ``mode``) and the event catalog
+    names it (``EventKind.mode``). authsvc stores it lower-case ("a"/"b"), as every earlier release did and
+    still reads during a rolling upgrade; reading either spelling gives the same member (``_missing_``)."""
+
+    A = "A"  # the partner spends its own credit
+    B = "B"  # the traveller pays
+
+    @classmethod
+    def _missing_(cls, value: object) -> AccountMode | None:
+        if isinstance(value, str):
+            return next((m for m in cls if m.value == value.upper()), None)
+        return None
 
 
 class KeyStatus(StrEnum):

@@ -30,6 +30,9 @@ RETRIED_METHODS = (
     "ReleaseCreditHold",
     "GetCreditLedger",
     "ListLedgerEntries",
+    # A usage batch applied again is skipped by its batch id; a query only reads.
+    "RecordUsageCounts",
+    "QueryUsageCounts",
 )
 
 
@@ -53,6 +56,21 @@ class AuthClient(Client):
     create_account = Unary(pb.CreateAccountRequest, pb.CreateAccountResponse)
     get_account = Unary(pb.GetAccountRequest, pb.GetAccountResponse)
     set_account_status = Unary(pb.SetAccountStatusRequest, pb.SetAccountStatusResponse)
+    set_certification_required = Unary(
+        pb.SetCertificationRequiredRequest, pb.SetCertificationRequiredResponse
+    )
+    override_certification = Unary(pb.OverrideCertificationRequest, pb.OverrideCertificationResponse)
+    start_certification_run = Unary(pb.StartCertificationRunRequest, pb.StartCertificationRunResponse)
+    get_certification_run = Unary(pb.GetCertificationRunRequest, pb.GetCertificationRunResponse)
+    claim_certification_fault = Unary(pb.ClaimCertificationFaultRequest, pb.ClaimCertificationFaultResponse)
+    record_certification_requests = Unary(
+        pb.RecordCertificationRequestsRequest, pb.RecordCertificationRequestsResponse
+    )
+    record_certification_probes = Unary(
+        pb.RecordCertificationProbesRequest, pb.RecordCertificationProbesResponse
+    )
+    finish_certification_run = Unary(pb.FinishCertificationRunRequest, pb.FinishCertificationRunResponse)
+    list_certification_keys = Unary(pb.ListCertificationKeysRequest, pb.ListCertificationKeysResponse)
     update_account = Unary(pb.UpdateAccountRequest, pb.UpdateAccountResponse)
     get_alert_recipients = Unary(pb.GetAlertRecipientsRequest, pb.GetAlertRecipientsResponse)
     create_key = Unary(pb.CreateKeyRequest, pb.CreateKeyResponse)
@@ -71,6 +89,9 @@ class AuthClient(Client):
     get_usage = Unary(pb.GetUsageRequest, pb.GetUsageResponse)
     record_requests = Unary(pb.RecordRequestsRequest, pb.RecordRequestsResponse)
     list_requests = Unary(pb.ListRequestsRequest, pb.ListRequestsResponse)
+    # Usage counts (exact rollups of answered requests; svckit.usagecounts has the latency buckets).
+    record_usage_counts = Unary(pb.RecordUsageCountsRequest, pb.RecordUsageCountsResponse)
+    query_usage_counts = Unary(pb.QueryUsageCountsRequest, pb.QueryUsageCountsResponse)
     # Mode A credit (docs/product-services.md "Credit (mode A)"): a refused hold is CreditExhausted.
     place_credit_hold = Unary(pb.PlaceCreditHoldRequest, pb.PlaceCreditHoldResponse)
     capture_credit_hold = Unary(pb.CaptureCreditHoldRequest, pb.CaptureCreditHoldResponse)

@@ -7,26 +7,25 @@
     └── CreditExhausted  a mode A credit hold that does not fit (``credit_exhausted``, 402): ``body()`` is
                          the partner's error body a product service answers before reaching its supplier
 
-Messages of the services that name a field start with ``field: ...``; ``field`` is that name and
-``message`` the rest (what a form shows beside the field), ``detail`` the whole text as sent.
+An error about one field names it in its ErrorInfo's metadata (``field``, svckit.errors); ``field`` is
+that name, ``message`` the text without its leading ``field: `` (what a form shows beside the field),
+``detail`` the whole text as sent.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import grpc
 
-from svckit.errors import http_status, type_from_rpc_error
+from svckit.errors import error_info, http_status
 
 # The codes of a peer that cannot be reached or did not answer: the caller may try again later.
 UNREACHABLE = frozenset(
     {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
 )
-_FIELD = re.compile(r"^([a-z_][A-Za-z0-9_.]*): (.*)$", re.S)  # camelCase too: data.customerRef
 
 
 class ClientError(Exception):
@@ -68,11 +67,11 @@ class CreditExhausted(ClientError):
 def client_error(exc: grpc.RpcError) -> ClientError:
     """The ClientError of a gRPC error: the one place a gRPC status becomes an error of the table."""
     code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
-    error_type, detail = type_from_rpc_error(exc)
+    error_type, detail, metadata = error_info(exc)
     if code in UNREACHABLE:
         return PeerUnavailable("service_unavailable", detail, code=code, detail=detail)
-    m = _FIELD.match(detail or "")
-    field, message = (m.group(1), m.group(2)) if m else ("", detail)
+    field = metadata.get("field", "")
+    message = detail.removeprefix(f"{field}: ") if field else detail
     if error_type == "credit_exhausted":
         return CreditExhausted(error_type, message, field=field, code=code, detail=detail)
     return ClientError(error_type, message, field=field, code=code, detail=detail)

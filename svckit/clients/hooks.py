@@ -12,6 +12,7 @@ without a call, so a product team's own unit tests find it with no server runnin
 from __future__ import annotations
 
 import grpc
+from google.protobuf import timestamp_pb2
 
 from svckit.clients.errors import ClientError
 from svckit.clients.rpc import Client, Metadata, Stream, Unary
@@ -34,6 +35,7 @@ class HooksClient(Client):
     register_endpoint = Unary(pb.RegisterEndpointRequest, pb.RegisterEndpointResponse)
     get_endpoint = Unary(pb.GetEndpointRequest, pb.GetEndpointResponse)
     list_endpoints = Unary(pb.ListEndpointsRequest, pb.ListEndpointsResponse)
+    send_certification_probes = Unary(pb.SendCertificationProbesRequest, pb.SendCertificationProbesResponse)
     update_endpoint = Unary(pb.UpdateEndpointRequest, pb.UpdateEndpointResponse)
     delete_endpoint = Unary(pb.DeleteEndpointRequest, pb.DeleteEndpointResponse)
     enable_endpoint = Unary(pb.EnableEndpointRequest, pb.EnableEndpointResponse)
@@ -45,6 +47,7 @@ class HooksClient(Client):
     list_deliveries = Unary(pb.ListDeliveriesRequest, pb.ListDeliveriesResponse)
     list_attempts = Unary(pb.ListAttemptsRequest, pb.ListAttemptsResponse)
     get_attempt_stats = Unary(pb.GetAttemptStatsRequest, pb.GetAttemptStatsResponse)
+    count_events = Unary(pb.CountEventsRequest, pb.CountEventsResponse)
     resend_attempt = Unary(pb.ResendAttemptRequest, pb.ResendAttemptResponse)
     recover_endpoint = Unary(pb.RecoverEndpointRequest, pb.RecoverEndpointResponse)
     stream_events = Stream(pb.StreamEventsRequest, pb.StreamEventsResponse)
@@ -52,6 +55,12 @@ class HooksClient(Client):
     get_event = Unary(pb.GetEventRequest, pb.GetEventResponse)
     advance_sandbox_clock = Unary(pb.AdvanceSandboxClockRequest, pb.AdvanceSandboxClockResponse)
     list_signing_keys = Unary(pb.ListSigningKeysRequest, pb.ListSigningKeysResponse)
+    # Never retried by the client: a poll leases a batch (a retry would lease a second one); a commit is
+    # idempotent, and its caller may retry it with the same cursor.
+    poll_endpoint = Unary(pb.PollEndpointRequest, pb.PollEndpointResponse)
+    commit_poll = Unary(pb.CommitPollRequest, pb.CommitPollResponse)
+    get_poll_status = Unary(pb.GetPollStatusRequest, pb.GetPollStatusResponse)
+    query_delivery_counts = Unary(pb.QueryDeliveryCountsRequest, pb.QueryDeliveryCountsResponse)
 
     async def publish_event(
         self,
@@ -85,3 +94,35 @@ def event_error(request: pb.PublishEventRequest) -> ClientError | None:
         code=grpc.StatusCode.INVALID_ARGUMENT,
         detail=str(problem),
     )
+
+
+async def sandbox_webhook_facts(
+    hooks: HooksClient, account_id: str, since: timestamp_pb2.Timestamp
+) -> tuple[list[str], list[tuple[str, str, int]]]:
+    """What a certification run's checks need of webhookd: the kinds the account's sandbox endpoints
+    name (wildcards left out), sorted, and each sandbox delivery made since ``since`` as (delivery id,
+    kind, 200 when it succeeded else 0). authsvc reads them at a run's finish, svcctl for an operator's."""
+    sandbox = pb.ENVIRONMENT_SANDBOX
+    kinds: set[str] = set()
+    token = ""
+    while True:
+        page = await hooks.list_endpoints(
+            pb.ListEndpointsRequest(account_id=account_id, environment=sandbox, page_token=token)
+        )
+        kinds.update(k for e in page.endpoints for k in e.events if not k.endswith("*"))
+        token = page.next_page_token
+        if not token:
+            break
+    deliveries: list[tuple[str, str, int]] = []
+    while True:
+        listed = await hooks.list_deliveries(
+            pb.ListDeliveriesRequest(
+                account_id=account_id, environment=sandbox, since=since, page_token=token
+            )
+        )
+        succeeded = pb.DELIVERY_STATUS_SUCCEEDED
+        deliveries += [(d.id, d.event_type, 200 if d.status == succeeded else 0) for d in listed.deliveries]
+        token = listed.next_page_token
+        if not token:
+            break
+    return sorted(kinds), deliveries
