@@ -40,6 +40,15 @@ def account(a: Account) -> pb.Account:
         daily_search_allowance=a.daily_search_allowance,
         created_at=ts(a.created_at),
         updated_at=ts(a.updated_at),
+        look_to_book_target=a.look_to_book_target,
+        require_certification=a.require_certification,
+        certification=pb.AccountCertification(
+            certified_at=ts(a.certified_at) if a.certified_at else None,
+            open_run_id=a.open_run_id,
+            open_run_key_id=a.open_run_key_id,
+            open_run_ends_at=ts(a.open_run_ends_at) if a.open_run_ends_at else None,
+            fault_every=a.fault_every,
+        ),
     )
 
 

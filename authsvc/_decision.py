@@ -27,18 +27,18 @@ import enum
 from authsvc._model import KeyGrant
 from svckit.allowlist import source_allowed
 from svckit.apikeys import INVALID_API_KEY_MESSAGE
+from svckit.resources import WRITABLE_WHEN_READ_ONLY
 from svckit.vocabulary import AccountStatus, Environment
 
 MAX_CACHE_TTL = 60.0
-# What a read-only account (after an unattended failed settlement charge) may still change: its
-# travellers' records (deleting one is a privacy duty, account:write) and its webhook endpoints (to receive
-# the settlement events that say why, webhooks:write). Writes of every other resource are business.
-WRITABLE_WHEN_READ_ONLY = frozenset({"account", "webhooks"})
+# What a read-only account (after an unattended failed settlement charge) may still change is the
+# resource table's (svckit.resources, ``writable_when_read_only``, each with why): its travellers' records
+# (account:write) and its webhook endpoints (webhooks:write). Writes of every other resource are business.
 
 
 def business_write(required_scope: str, is_write: bool) -> bool:
     """Is this write business (a booking, order, change, cancellation or spend), which a read-only account
-    may not do? Writes under the account and webhooks resources are not."""
+    may not do? Writes of a resource the table marks writable when read-only are not."""
     return is_write and required_scope.split(":", 1)[0] not in WRITABLE_WHEN_READ_ONLY
 
 

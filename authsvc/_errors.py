@@ -14,7 +14,9 @@
         ├── SecondFactorRequired  second_factor_required portal sign-in needs the TOTP code
         ├── SessionExpired        session_expired        portal session unknown, ended or timed out
         ├── Forbidden             forbidden              the portal user's role does not allow it
-        └── Throttled             rate_limited           too many failed sign-ins
+        ├── CertificationRequired certification_required a live key before the account is certified
+        ├── Throttled             rate_limited           too many failed sign-ins
+        └── Unavailable           service_unavailable    a service it needs (webhookd) did not answer
 
 Messages never contain a secret.
 """
@@ -49,6 +51,10 @@ class Conflict(AuthError):
     type = "conflict"
 
 
+class CertificationRequired(AuthError):
+    type = "certification_required"
+
+
 class InvalidCustomerRef(AuthError):
     type = "invalid_customer_ref"
 
@@ -79,3 +85,7 @@ class Forbidden(AuthError):
 
 class Throttled(AuthError):
     type = "rate_limited"
+
+
+class Unavailable(AuthError):
+    type = "service_unavailable"

@@ -19,7 +19,7 @@ from authsvc._errors import Conflict, NotFound
 from authsvc._identity_rules import Throttle, sign_in_throttle
 from authsvc._model import Actor, AuditEvent
 from authsvc._sql import SqlRepository
-from authsvc._sql_tables import metadata, required_time_of, time_of, users
+from authsvc._sql_tables import from_row, metadata, required_time_of, time_of, users
 from svckit.db import is_postgres
 from svckit.vocabulary import UserRole
 
@@ -125,26 +125,11 @@ def _user(r: Mapping[Any, Any]) -> User:
 
 
 def _invite(r: Mapping[Any, Any]) -> Invite:
-    return Invite(
-        id=r["id"],
-        account_id=r["account_id"],
-        email=r["email"],
-        role=r["role"],
-        created_at=required_time_of(r["created_at"]),
-        expires_at=required_time_of(r["expires_at"]),
-        accepted_at=time_of(r["accepted_at"]),
-    )
+    return from_row(Invite, r, created_at=required_time_of, expires_at=required_time_of, accepted_at=time_of)
 
 
 def _session(r: Mapping[Any, Any]) -> Session:
-    return Session(
-        id=r["id"],
-        user_id=r["user_id"],
-        created_at=required_time_of(r["created_at"]),
-        last_seen_at=required_time_of(r["last_seen_at"]),
-        source_address=r["source_address"],
-        user_agent=r["user_agent"],
-    )
+    return from_row(Session, r, created_at=required_time_of, last_seen_at=required_time_of)
 
 
 class IdentityRepository:

@@ -59,3 +59,6 @@ class OutboxBacklog:
 
 OUTBOX_BACKLOG = OutboxBacklog()
 REGISTRY.register(OUTBOX_BACKLOG)
+# Usage counts (authsvc._service_usage_counts): cells applied, batches applied again (skipped), and
+# cells refused as invalid.
+USAGE_CELLS = Counter("authsvc_usage_cells_total", "Usage-count cells applied, or refused", ["result"])

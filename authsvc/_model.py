@@ -50,6 +50,16 @@ class Account:
     daily_search_allowance: int
     created_at: dt.datetime
     updated_at: dt.datetime
+    # Live searches per confirmed booking the contract allows over 7 days; 0: none (svckit.looktobook).
+    look_to_book_target: int = 0
+    # Live keys only once certified (certified_at: a passing certification report, or an override).
+    require_certification: bool = False
+    certified_at: dt.datetime | None = None
+    # The certification run open now ("" none): its sandbox key, end and fault schedule.
+    open_run_id: str = ""
+    open_run_key_id: str = ""
+    open_run_ends_at: dt.datetime | None = None
+    fault_every: int = 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

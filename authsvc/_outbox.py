@@ -23,6 +23,7 @@ from authsvc._model import OutboxEvent
 from authsvc._repository import Repository
 from svckit.clients import ClientError, HooksClient
 from svckit.clock import Clock, SystemClock
+from svckit.idlewait import idle_wait
 from svckit.outage import OutageLog
 from svckit.prototables import HOOKS_ENVIRONMENT
 from svckit.tls import Tls
@@ -40,6 +41,10 @@ SENT_RETENTION = dt.timedelta(days=7)
 PURGE_EVERY = 3600.0
 # Seconds between looks at the backlog (authsvc_outbox_pending and the oldest's age).
 BACKLOG_EVERY = 10.0
+# The longest wait between passes while the outbox has nothing due (each empty pass doubles the wait from
+# the poll interval, ``svckit.idlewait``): every write of a row in this process wakes the relay, and a
+# retry it scheduled ends the wait, so a look only finds rows another process left (its lease ran out).
+IDLE_MAX = BACKLOG_EVERY
 
 
 def backoff(attempts: int, base: float, cap: float) -> float:
@@ -82,6 +87,7 @@ class OutboxRelay:
         self.backoff_cap = backoff_cap
         self.lease = lease
         self.wakeup = asyncio.Event()
+        self._retry_at: float | None = None  # loop time of the soonest retry a pass scheduled
         self._task: asyncio.Task[None] | None = None
         self._hooks: HooksClient | None = None
         # A database outage fails every pass: one line per outage with a count, not a traceback each.
@@ -111,7 +117,12 @@ class OutboxRelay:
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         last_purge = last_backlog = -PURGE_EVERY
+        empty = 0  # passes in a row that found nothing due
         while True:
+            woken = self.wakeup.is_set()
+            self.wakeup.clear()  # before the pass: a row written during it wakes the next one at once
+            if self._retry_at is not None and self._retry_at <= loop.time():
+                self._retry_at = None  # due: this pass claims it
             try:
                 if loop.time() - last_backlog >= BACKLOG_EVERY:
                     last_backlog = loop.time()
@@ -127,11 +138,16 @@ class OutboxRelay:
             except Exception as exc:
                 if self.outages.count(exc) is None:
                     log.exception("outbox relay pass failed")
-                sent = 0
+                sent, woken = 0, True  # look again after the plain poll
             if sent == 0:
-                self.wakeup.clear()
+                empty = 0 if woken else empty + 1
+                wait = idle_wait(empty, self.poll_interval, IDLE_MAX)
+                if self._retry_at is not None:
+                    wait = max(0.0, min(wait, self._retry_at - loop.time()))
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wakeup.wait(), self.poll_interval)
+                    await asyncio.wait_for(self.wakeup.wait(), wait)
+            else:
+                empty = 0
 
     async def run_once(self) -> int:
         """One pass: publish every due row. Returns how many were accepted."""
@@ -157,6 +173,8 @@ class OutboxRelay:
                 )
                 OUTBOX_FAILURES.labels(event.type).inc()
                 await self.repo.mark_failed(event.id, exc.code.name, retry_at)
+                at = asyncio.get_running_loop().time() + delay
+                self._retry_at = at if self._retry_at is None else min(self._retry_at, at)
                 continue
             await self.repo.mark_sent(event.id, self.clock.now())
             accepted += 1

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from authsvc._certify_rules import RunRequest
 from authsvc._leak_rules import Leak, LeakOutcome
 from authsvc._ledger import HoldResult, Ledger, LedgerEntry
 from authsvc._ledger_rules import HoldState
 from authsvc._model import Account, AccountStatus, Actor, ApiKey, AuditEvent, AuditFilter, OutboxEvent, Usage
 from authsvc._requestlog import RequestFilter, RequestRecord
+from authsvc._usage_rules import Retention, UsageCell, UsageQuery
+from svckit.certification import Fault
 from svckit.vocabulary import Environment
+
+if TYPE_CHECKING:
+    from authsvc._sql_certify import CertRun
 
 # Outbox rows claimed in one pass of the relay.
 OUTBOX_BATCH = 50
@@ -31,8 +37,37 @@ class Repository(Protocol):
     async def update_account(
         self, account_id: str, changes: dict[str, Any], actor: Actor, now: dt.datetime
     ) -> Account: ...
+    async def set_certification(
+        self,
+        account_id: str,
+        actor: Actor,
+        now: dt.datetime,
+        *,
+        required: bool | None = None,
+        certify_reason: str = "",
+    ) -> tuple[Account, bool]: ...
 
     async def create_key(self, key: ApiKey, actor: Actor) -> ApiKey: ...
+
+    # Certification runs (authsvc._sql_certify).
+    async def cert_start(self, run: CertRun, actor: Actor) -> CertRun: ...
+    async def cert_get(self, account_id: str, run_id: str) -> CertRun: ...
+    async def cert_claim(
+        self, account_id: str, run_id: str, now: dt.datetime
+    ) -> tuple[int, Fault | None]: ...
+    async def cert_record(
+        self, account_id: str, run_id: str, records: Sequence[RunRequest], keys: Sequence[str]
+    ) -> int: ...
+    async def cert_record_probes(
+        self, account_id: str, run_id: str, probes: Sequence[dict[str, Any]]
+    ) -> int: ...
+    async def cert_requests(self, run_id: str) -> list[RunRequest]: ...
+    async def cert_expired(self, now: dt.datetime, limit: int) -> list[CertRun]: ...
+    async def cert_finish(
+        self, run: CertRun, passed: bool, report: str, actor: Actor, now: dt.datetime
+    ) -> CertRun: ...
+    async def cert_signing_keys(self) -> list[tuple[str, str, str]]: ...
+    async def cert_add_signing_key(self, key_id: str, public: str, sealed: str, now: dt.datetime) -> None: ...
     async def get_key(self, key_id: str) -> ApiKey: ...
     async def grant_by_hash(self, secret_hash: str) -> tuple[ApiKey, Account] | None: ...
     async def key_hashes(self, limit: int) -> list[str]: ...
@@ -111,6 +146,12 @@ class Repository(Protocol):
         after: tuple[float, str] | None,
     ) -> list[RequestRecord]: ...
     async def purge_requests(self, before: dt.datetime) -> int: ...
+
+    async def record_usage_counts(
+        self, batch_id: str, cells: Sequence[UsageCell], now: dt.datetime
+    ) -> tuple[int, bool]: ...
+    async def query_usage_counts(self, query: UsageQuery) -> list[UsageCell]: ...
+    async def prune_usage_counts(self, now: dt.datetime, retention: Retention) -> int: ...
 
     async def place_hold(
         self, account_id: str, env: Environment, ref: str, amount: int, currency: str, now: dt.datetime

@@ -10,6 +10,7 @@ UTC day, beyond which records are dropped and counted (``admit``), so one tenant
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 
 from svckit.vocabulary import Environment
@@ -52,6 +53,42 @@ class RequestFilter:
     statuses: tuple[int, int] | None = None
     since: dt.datetime | None = None
     until: dt.datetime | None = None
+    # Insights' error cells link here: an error type, a method, and a route template of the edge's route
+    # table ("/v1/hotels/offers/{offer_id}" or "/v1/hotels/offers/<offer_id>": each parameter one path
+    # segment) that the path matches.
+    error_type: str = ""
+    method: str = ""
+    route: str = ""
+
+
+# A parameter: ``{name}`` (the route table's) or ``<name>`` / ``<name:type>`` (the edge's routes, as the
+# usage counts name them).
+_PARAM = re.compile(r"\{[^{}/]*\}|<[^<>/]*>")
+# A route template: absolute, segments of path characters or one parameter each.
+_TEMPLATE = re.compile(
+    r"^(/([A-Za-z0-9._~!$&'()*+,;=:@-]+|\{[A-Za-z0-9_]+\}|<[A-Za-z0-9_]+(:[A-Za-z0-9_]+)?>))+/?$"
+)
+
+
+def valid_route(template: str) -> bool:
+    return len(template) <= MAX_PATH and bool(_TEMPLATE.match(template))
+
+
+def route_like(template: str) -> str:
+    """A SQL LIKE pattern (escape character ``\\``) that every path matching ``template`` matches: its
+    literal parts escaped, each parameter ``%``. It may match more (``%`` crosses a ``/``);
+    ``route_matches`` decides."""
+    parts = _PARAM.split(template)
+    escaped = [p.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") for p in parts]
+    return "%".join(escaped)
+
+
+def route_matches(template: str, path: str) -> bool:
+    """Does ``path`` match the route ``template``, each parameter standing for exactly one non-empty
+    segment?"""
+    parts = _PARAM.split(template)
+    pattern = "[^/]+".join(re.escape(p) for p in parts)
+    return re.fullmatch(pattern, path) is not None
 
 
 def admit(filed: int, offered: int, bound: int = DAILY_BOUND) -> tuple[int, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
+import datetime as dt
 import logging
 import os
 import sys
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import grpc
 from grpc_health.v1.health import aio as health_aio
 
+from authsvc._certify_close import CLOSE_INTERVAL, RunCloser
 from authsvc._identity import IdentityServicer
 from authsvc._identity_sql import IdentityRepository
 from authsvc._known_keys import MAX_KNOWN, SUFFIX, KnownKeys, SoleWriter
@@ -22,12 +23,18 @@ from authsvc._lastused import FLUSH_INTERVAL, LastUsed
 from authsvc._outbox import BACKOFF_CAP, POLL_INTERVAL, OutboxRelay
 from authsvc._service import AuthServicer
 from authsvc._service_requests import RequestLogPurge
+from authsvc._service_usage_counts import UsagePrune
 from authsvc._sql import SqlRepository
+from authsvc._sql_certify import signing_keys
 from authsvc._sql_tables import users
+from authsvc._traffic_alerts import INTERVAL as TRAFFIC_INTERVAL
+from authsvc._traffic_alerts import TrafficAlerts, booking_counter
+from authsvc._usage_rules import RETENTION, Retention
 from authsvc._watch import ChangeHub, PgListener, channel_name
 from authsvc.migrations import SCHEMA as AUTH_SCHEMA
 from svckit import addresses, runner, tracing
 from svckit.apikeys import DEFAULT_BRAND, KEY_PREFIXES_HELP, configure_prefixes
+from svckit.clients import HooksClient
 from svckit.clock import Clock
 from svckit.db import asyncpg_dsn, create_engine, is_postgres, normalize_url, schema_of
 from svckit.flags import FlagParser, add_flag, env_name
@@ -37,7 +44,14 @@ from svckit.metrics import serve_metrics
 from svckit.migrations import SchemaError, add_migrate_command, run_migrate
 from svckit.readiness import PROBE_INTERVAL, DatabaseHealth
 from svckit.reseal import OldKeyGauge, SealedColumn, add_reseal_command, run_reseal
-from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal, stop_signals
+from svckit.runner import (
+    ServeConfig,
+    add_serve_args,
+    freeze_startup,
+    print_ready,
+    run_until_signal,
+    stop_signals,
+)
 from svckit.secretbox import SealingKeyError, SecretBox, keys_from
 from svckit.tls import Tls
 from svckit.tlsflags import add_tls_args, tls_from_args
@@ -55,7 +69,11 @@ SECRETS_KEY_HELP = (
     '(docs/operations.md "Sealing-key rotation")'
 )
 # What ``python -m authsvc reseal`` rewrites and the sealed_rows_old_key gauge counts: TOTP seeds.
-SEALED_COLUMNS = [SealedColumn(users, "id", "totp_seed"), SealedColumn(users, "id", "totp_pending_seed")]
+SEALED_COLUMNS = [
+    SealedColumn(users, "id", "totp_seed"),
+    SealedColumn(users, "id", "totp_pending_seed"),
+    SealedColumn(signing_keys, "key_id", "private_key"),
+]
 
 SERVICE_NAME = auth_pb2.DESCRIPTOR.services_by_name["AuthService"].full_name
 IDENTITY_SERVICE_NAME = identity_pb2.DESCRIPTOR.services_by_name["IdentityService"].full_name
@@ -75,6 +93,9 @@ class AuthServer:
     db_health: DatabaseHealth
     sealed_rows: OldKeyGauge | None = None
     sole_writer: SoleWriter | None = None
+    usage_prune: UsagePrune | None = None
+    traffic_alerts: TrafficAlerts | None = None
+    cert_closer: RunCloser | None = None
 
     async def stop(self, grace: float = ServeConfig.shutdown_grace) -> None:
         self.servicer.hub.close()
@@ -88,6 +109,12 @@ class AuthServer:
             await self.listener.stop()
         await self.last_used.stop()
         await self.purge.stop()
+        if self.usage_prune is not None:
+            await self.usage_prune.stop()
+        if self.traffic_alerts is not None:
+            await self.traffic_alerts.stop()
+        if self.cert_closer is not None:
+            await self.cert_closer.stop()
         await self.repo.engine.dispose()
         if self.sole_writer is not None:
             self.sole_writer.close()
@@ -105,6 +132,9 @@ async def run_server(
     outbox_poll_interval: float = POLL_INTERVAL,
     secrets_key: bytes | Sequence[bytes] | None = None,
     db_probe_interval: float = PROBE_INTERVAL,
+    usage_retention: Retention = RETENTION,
+    traffic_interval: float = TRAFFIC_INTERVAL,
+    cert_close_interval: float = CLOSE_INTERVAL,
 ) -> AuthServer:
     """Migrate, start the background tasks and serve. Returns the running server (port bound).
 
@@ -137,6 +167,21 @@ async def run_server(
     # The request log's records past the retention, hourly (authsvc._requestlog).
     purge = RequestLogPurge(repo, clock)
     purge.start()
+    # The usage-count rollups' rows past their retention, hourly (authsvc._usage_rules).
+    usage_prune = UsagePrune(repo, clock, usage_retention)
+    usage_prune.start()
+    # Look-to-book and anomaly alerts, every few minutes (authsvc._traffic_alerts).
+    hooks = HooksClient(webhookd, tls) if webhookd else None
+    traffic = TrafficAlerts(
+        repo,
+        booking_counter(hooks) if hooks else None,
+        clock,
+        traffic_interval,
+        on_queued=relay.wakeup.set if relay else lambda: None,
+        hooks=hooks,
+    )
+    if traffic_interval > 0:  # 0: evaluated only when asked (tests walking a FakeClock)
+        traffic.start()
     # Unknown keys answered without a read while this is the only authsvc on its SQLite file
     # (authsvc._known_keys); on PostgreSQL other processes add keys this one hears of late.
     sole: SoleWriter | None = None
@@ -158,8 +203,17 @@ async def run_server(
         last_used=last_used,
         outbox_wakeup=relay.wakeup if relay else None,
         known_keys=known_keys,
+        usage_retention=usage_retention,
     )
     identity = IdentityServicer(IdentityRepository(repo), secrets_key=secrets_key, clock=clock)
+    # The report-signing keys' private halves are sealed as TOTP seeds are (same keyring, same reseal).
+    servicer.cert_box = identity.box
+    # Finishing a run sends the probes and reads the webhook facts from webhookd itself, and runs past
+    # their end are closed by housekeeping (authsvc._certify_close).
+    servicer.cert_hooks = hooks
+    closer = RunCloser(repo, servicer.clock, servicer.close_expired, cert_close_interval)
+    if cert_close_interval > 0:  # 0: closed only when asked (tests walking a FakeClock)
+        closer.start()
     server, port, health = await start_server(
         listen,
         [
@@ -179,7 +233,20 @@ async def run_server(
         extra={"port": port, "postgres": channel is not None, "webhookd": webhookd, "mtls": tls is not None},
     )
     running = AuthServer(
-        server, port, health, servicer, repo, listener, relay, last_used, purge, db_health, sole_writer=sole
+        server,
+        port,
+        health,
+        servicer,
+        repo,
+        listener,
+        relay,
+        last_used,
+        purge,
+        db_health,
+        sole_writer=sole,
+        usage_prune=usage_prune,
+        traffic_alerts=traffic,
+        cert_closer=closer,
     )
     if identity.box is not None:  # sealed_rows_old_key: seeds not yet under the newest key
         running.sealed_rows = OldKeyGauge(engine, identity.box, SEALED_COLUMNS)
@@ -233,6 +300,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=FLUSH_INTERVAL,
         help="seconds between last_used_at flushes",
     )
+    # How long each rollup is kept: the minutes in hours, the hours and days in days.
+    for grain, unit, default in (
+        ("minute", "hours", RETENTION.minute.total_seconds() / 3600),
+        ("hour", "days", RETENTION.hour.days),
+        ("day", "days", RETENTION.day.days),
+    ):
+        add_flag(
+            parser,
+            f"--usage-{grain}-retention",
+            env=env_name(SERVICE, f"usage_{grain}_retention"),
+            type=float,
+            default=default,
+            help=f"{unit} the per-{grain} usage counts are kept",
+        )
 
 
 def _secrets_keys(paths: Sequence[str]) -> list[bytes]:
@@ -253,12 +334,13 @@ async def serve(args: argparse.Namespace) -> int:
         outbox_backoff_cap=args.outbox_backoff_cap,
         last_used_interval=args.last_used_flush,
         secrets_key=_secrets_keys(args.secrets_key_file) or None,
+        usage_retention=Retention(
+            minute=dt.timedelta(hours=args.usage_minute_retention),
+            hour=dt.timedelta(days=args.usage_hour_retention),
+            day=dt.timedelta(days=args.usage_day_retention),
+        ),
     )
-    # What start-up allocated lives as long as the process: out of the collector's generations, a full
-    # collection no longer walks it (as the edge: one took 45-60 ms of the loop, in the middle of a
-    # RecordRequests batch, while a partner's Authorize waited).
-    gc.collect()
-    gc.freeze()
+    freeze_startup()
     stop_signals()  # before READY: a SIGTERM on reading it is a graceful stop
     print_ready("authsvc", grpc_port=running.port, metrics_port=metrics_port)
     await run_until_signal(lambda: running.stop(args.shutdown_grace))

@@ -29,6 +29,16 @@ def allowance_of(value: int) -> int:
     return value or DEFAULT_DAILY_SEARCH_ALLOWANCE
 
 
+MAX_LOOK_TO_BOOK_TARGET = 1_000_000
+
+
+def look_to_book_target_of(value: int) -> int:
+    """A look-to-book target as asked for: searches per confirmed booking; 0 means none."""
+    if value < 0 or value > MAX_LOOK_TO_BOOK_TARGET:
+        raise InvalidRequest(f"look_to_book_target: must be between 0 and {MAX_LOOK_TO_BOOK_TARGET:,}")
+    return value
+
+
 class AccountRpcs(ServicerBase):
     async def CreateAccount(
         self, request: pb.CreateAccountRequest, context: grpc.aio.ServicerContext
@@ -108,6 +118,7 @@ class AccountRpcs(ServicerBase):
                 "name": lambda: v.text(request.name, "name", max_len=v.MAX_NAME, required=True),
                 "admin_emails": lambda: v.emails(list(request.admin_emails)),
                 "daily_search_allowance": lambda: allowance_of(request.daily_search_allowance),
+                "look_to_book_target": lambda: look_to_book_target_of(request.look_to_book_target),
             },
         )
         now = self.clock.now()

@@ -22,7 +22,7 @@ from travel.auth.v1 import auth_pb2 as pb
 Shape = tuple[bytes, int, str, str, bool]
 
 # Kept Authorize answers (one per key and request shape: environment, scope, source, write); past this
-# many they are all dropped and rebuilt as calls come.
+# many the least recently used makes room (cachetools' LRUCache).
 MAX_KEPT_ANSWERS = 10_000
 # A kept answer records a use of its key at most this often (seconds): as often as LastUsed remembers one.
 TOUCH_INTERVAL = RESOLUTION.total_seconds()

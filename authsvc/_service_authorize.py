@@ -15,7 +15,6 @@ from authsvc._keys import environment_of
 from authsvc._metrics import KEY_CACHE
 from authsvc._model import KeyGrant, KeyStatus
 from authsvc._service_answers import (
-    MAX_KEPT_ANSWERS,
     TOUCH_INTERVAL,
     Answer,
     decisions_of,
@@ -94,9 +93,7 @@ class AuthenticationRpcs(ServicerBase):
             self._response(decision, grant, now),
             decisions_of(decision.allowed, decision.error_type),
         )
-        if grant is not None and reusable(grant):
-            if len(self._answers) >= MAX_KEPT_ANSWERS:
-                self._answers.clear()
+        if grant is not None and reusable(grant) and self.hub.hearing:
             answer.generation, answer.until = generation, monotonic() + self.cache.ttl
             self._answers[shape] = answer
         return self._reply(answer, now, monotonic())

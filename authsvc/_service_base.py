@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
+from cachetools import LRUCache
 
 from authsvc import _convert as cv
 from authsvc import _validate as v
@@ -20,7 +21,8 @@ from authsvc._lastused import LastUsed
 from authsvc._metrics import KEY_CACHE
 from authsvc._model import Actor, ApiKey, KeyChange, KeyGrant
 from authsvc._repository import Repository
-from authsvc._service_answers import Answer, Shape
+from authsvc._service_answers import MAX_KEPT_ANSWERS, Answer, Shape
+from authsvc._usage_rules import RETENTION, Retention
 from authsvc._watch import ChangeHub
 from svckit.clock import Clock, SystemClock
 from svckit.logs import redact
@@ -69,8 +71,11 @@ class ServicerBase(auth_pb2_grpc.AuthServiceServicer):
         last_used: LastUsed | None = None,
         outbox_wakeup: asyncio.Event | None = None,
         known_keys: KnownKeys | None = None,
+        usage_retention: Retention = RETENTION,
     ) -> None:
         self.repo = repo
+        # How long each usage-count rollup is kept: which one a query may read (authsvc._usage_rules).
+        self.usage_retention = usage_retention
         self.hub = hub
         self.clock: Clock = clock or SystemClock()
         self.cache = cache or KeyCache()
@@ -80,7 +85,7 @@ class ServicerBase(auth_pb2_grpc.AuthServiceServicer):
         self.known_keys = KnownKeys() if known_keys is None else known_keys
         hub.on_change(self.cache.invalidate)
         # Authorize answers kept for reuse (decision.reusable), by request shape (shape_of).
-        self._answers: dict[Shape, Answer] = {}
+        self._answers: LRUCache[Shape, Answer] = LRUCache(MAX_KEPT_ANSWERS)
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -108,7 +113,8 @@ class ServicerBase(auth_pb2_grpc.AuthServiceServicer):
             self._owned(await self.repo.get_key(key_id))
 
     def _changed(self, change: KeyChange) -> None:
-        self.hub.publish(change)
+        # Once: on PostgreSQL the listener hears the same change from its NOTIFY (authsvc._watch).
+        self.hub.publish_once(change)
 
     def _newer_use(self, key: ApiKey) -> dt.datetime | None:
         """The key's last use remembered in memory when later than the stored ``last_used_at``."""
@@ -128,7 +134,9 @@ class ServicerBase(auth_pb2_grpc.AuthServiceServicer):
         """The key for a well-formed secret: from the cache, else None when it is provably not stored,
         else one indexed look-up by hash."""
         digest = hash_secret(secret)
-        grant = self.cache.get(digest)
+        # While another process's changes go unheard (authsvc._watch.ChangeHub.hearing) every key is read.
+        hearing = self.hub.hearing
+        grant = self.cache.get(digest) if hearing else None
         if grant is not None:
             _CACHE_HIT.inc()
             return grant
@@ -141,5 +149,6 @@ class ServicerBase(auth_pb2_grpc.AuthServiceServicer):
         if found is None or not hashes_equal(found[0].secret_hash, digest):
             return None
         grant = KeyGrant.of(*found)
-        self.cache.put(digest, grant, generation)
+        if hearing:
+            self.cache.put(digest, grant, generation)
         return grant

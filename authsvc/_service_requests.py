@@ -3,8 +3,6 @@ portal and operators read an account's log); and the hourly purge of records pas
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime as dt
 import logging
 
@@ -15,6 +13,7 @@ from authsvc import _requestlog as rl
 from authsvc import _validate as v
 from authsvc._errors import InvalidRequest
 from authsvc._metrics import REQUESTS_DROPPED, REQUESTS_RECORDED
+from authsvc._periodic import Periodic
 from authsvc._repository import Repository
 from authsvc._service_base import ServicerBase
 from svckit.clock import Clock, SystemClock
@@ -36,6 +35,28 @@ def _printable(value: str, max_len: int) -> str:
     if cut.isascii() and cut.isprintable():
         return cut
     return "".join(ch if ch.isascii() and ch.isprintable() else "?" for ch in cut)
+
+
+def _error_type(value: str) -> str:
+    if value and not (
+        len(value) <= rl.MAX_ERROR_TYPE and value.replace("_", "a").isalnum() and value.isascii()
+    ):
+        raise InvalidRequest("error_type: an error type such as missing_scope")
+    return value
+
+
+def _method(value: str) -> str:
+    if value and not (
+        len(value) <= rl.MAX_METHOD and value.isascii() and value.isalpha() and value.isupper()
+    ):
+        raise InvalidRequest("method: an HTTP method such as GET")
+    return value
+
+
+def _route(value: str) -> str:
+    if value and not rl.valid_route(value):
+        raise InvalidRequest("route: a route template such as /v1/hotels/offers/{offer_id}")
+    return value
 
 
 def record_of(r: pb.RequestRecord) -> rl.RequestRecord:
@@ -117,6 +138,9 @@ class RequestLogRpcs(ServicerBase):
             statuses=statuses,
             since=request.since.ToDatetime(dt.UTC) if request.HasField("since") else None,
             until=request.until.ToDatetime(dt.UTC) if request.HasField("until") else None,
+            error_type=_error_type(request.error_type),
+            method=_method(request.method),
+            route=_route(request.route),
         )
         size = v.page_size(request.page_size)
         after: tuple[float, str] | None = None
@@ -134,16 +158,19 @@ class RequestLogRpcs(ServicerBase):
         return out
 
 
-class RequestLogPurge:
+class RequestLogPurge(Periodic):
     """Deletes the records older than the retention every ``interval`` seconds (and once at start)."""
+
+    task_name = "request-log-purge"
+    failure = "request log purge failed; will retry"
+    log = log
 
     def __init__(
         self, repo: Repository, clock: Clock | None = None, interval: float = rl.PURGE_INTERVAL
     ) -> None:
+        super().__init__(interval)
         self.repo = repo
         self.clock: Clock = clock or SystemClock()
-        self.interval = interval
-        self._task: asyncio.Task[None] | None = None
 
     async def purge(self) -> int:
         removed = await self.repo.purge_requests(self.clock.now() - rl.RETENTION)
@@ -151,19 +178,4 @@ class RequestLogPurge:
             log.info("purged request log records", extra={"count": removed})
         return removed
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="request-log-purge")
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.purge()
-            except Exception:
-                log.exception("request log purge failed; will retry")
-            await asyncio.sleep(self.interval)
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+    once = purge

@@ -6,20 +6,23 @@ Schema changes are Alembic revisions in authsvc/migrations; the tables are in ``
 
 The repository is assembled from one part per thing it stores, each on ``SqlBase`` (engine, NOTIFY,
 audit and outbox writes): accounts, keys, audit, travellers and search usage, outbox, request log,
-mode A credit ledgers.
+mode A credit ledgers, usage counts.
 """
 
 from __future__ import annotations
 
 from authsvc._sql_accounts import AccountStorage
 from authsvc._sql_audit import AuditStorage
+from authsvc._sql_certify import CertificationStorage
 from authsvc._sql_keys import KeyStorage
 from authsvc._sql_leaks import LeakStorage
 from authsvc._sql_ledger import LedgerStorage
 from authsvc._sql_outbox import OutboxStorage
 from authsvc._sql_requests import RequestStorage
 from authsvc._sql_tables import metadata
+from authsvc._sql_traffic_alerts import TrafficAlertStorage
 from authsvc._sql_usage import UsageStorage
+from authsvc._sql_usage_counts import UsageCountStorage
 
 __all__ = ["SqlRepository", "metadata"]
 
@@ -33,5 +36,8 @@ class SqlRepository(
     OutboxStorage,
     RequestStorage,
     LedgerStorage,
+    UsageCountStorage,
+    TrafficAlertStorage,
+    CertificationStorage,
 ):
     """The repository on an AsyncEngine. With ``notify_channel`` (PostgreSQL) changes also NOTIFY."""

@@ -26,7 +26,8 @@ class AccountStorage(SqlBase):
                 accounts.insert().values(
                     id=account.id,
                     name=account.name,
-                    mode=account.mode,
+                    # Stored as the releases before 'A'/'B' stored it, so an old process reads it.
+                    mode=account.mode.value.lower(),
                     status=account.status,
                     admin_emails=json.dumps(list(account.admin_emails)),
                     daily_search_allowance=account.daily_search_allowance,
@@ -99,14 +100,16 @@ class AccountStorage(SqlBase):
     async def update_account(
         self, account_id: str, changes: dict[str, Any], actor: Actor, now: dt.datetime
     ) -> Account:
-        """Change ``name``, ``admin_emails`` or ``daily_search_allowance``; audited with the changed fields
-        before and after. Fields given with their current value are no change; no change writes nothing."""
+        """Change ``name``, ``admin_emails``, ``daily_search_allowance`` or ``look_to_book_target``; audited
+        with the changed fields before and after. Fields given with their current value are no change; no
+        change writes nothing."""
         async with self.engine.begin() as conn:
             before = await self._get_account(conn, account_id, lock=True)
             old = {
                 "name": before.name,
                 "admin_emails": list(before.admin_emails),
                 "daily_search_allowance": before.daily_search_allowance,
+                "look_to_book_target": before.look_to_book_target,
             }
             new = {f: list(v) if f == "admin_emails" else v for f, v in changes.items()}
             changed = sorted(f for f, v in new.items() if old[f] != v)
@@ -132,3 +135,48 @@ class AccountStorage(SqlBase):
             )
             await self._notify(conn, KeyChange("account_updated", "", account_id, now))
             return await self._get_account(conn, account_id)
+
+    async def set_certification(
+        self,
+        account_id: str,
+        actor: Actor,
+        now: dt.datetime,
+        *,
+        required: bool | None = None,
+        certify_reason: str = "",
+    ) -> tuple[Account, bool]:
+        """Set whether the account must be certified (``required``), or count it certified now with a
+        reason (``certify_reason``: an operator's override, or the run whose report passed). Audited
+        (``account.certification_required`` / ``account.certified``, the reason in the record); a change to
+        what already is writes nothing. (account, changed)."""
+        async with self.engine.begin() as conn:
+            before = await self._get_account(conn, account_id, lock=True)
+            if required is not None:
+                if before.require_certification == required:
+                    return before, False
+                values: dict[str, Any] = {"require_certification": required}
+                action = "account.certification_required"
+                old: dict[str, Any] = {"require_certification": before.require_certification}
+                new: dict[str, Any] = {"require_certification": required}
+            else:
+                values = {"certified_at": now.timestamp()}
+                action = "account.certified"
+                was = before.certified_at.isoformat() if before.certified_at else None
+                old, new = {"certified_at": was}, {"certified_at": now.isoformat(), "reason": certify_reason}
+            await conn.execute(
+                accounts.update()
+                .where(accounts.c.id == account_id)
+                .values(**values, updated_at=now.timestamp())
+            )
+            await self._audit(
+                conn,
+                account_id=account_id,
+                key_id="",
+                action=action,
+                actor=actor,
+                now=now,
+                before=old,
+                after=new,
+            )
+            await self._notify(conn, KeyChange("account_updated", "", account_id, now))
+            return await self._get_account(conn, account_id), True

@@ -10,7 +10,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from authsvc._errors import Conflict
+from authsvc._certify_gate import creation_refusal
+from authsvc._errors import CertificationRequired, Conflict
 from authsvc._model import Account, Actor, ApiKey, KeyChange, OutboxEvent
 from authsvc._sql_base import SqlBase
 from authsvc._sql_tables import accounts, key_of, key_row, keys
@@ -29,7 +30,10 @@ _FLUSH_LAST_USED = (
 class KeyStorage(SqlBase):
     async def create_key(self, key: ApiKey, actor: Actor) -> ApiKey:
         async with self.engine.begin() as conn:
-            await self._get_account(conn, key.account_id)
+            account = await self._get_account(conn, key.account_id)
+            refusal = creation_refusal(account, key.environment)
+            if refusal:
+                raise CertificationRequired(refusal)
             await conn.execute(keys.insert().values(**key_row(key)))
             await self._audit(
                 conn,

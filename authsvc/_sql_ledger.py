@@ -26,7 +26,7 @@ from authsvc._ledger import ENTRY_OF_MOVE, CreditHold, EntryKind, HoldResult, Le
 from authsvc._ledger_rules import Balance, HoldState, Outcome
 from authsvc._model import AccountMode, Actor, OutboxEvent
 from authsvc._sql_base import SqlBase
-from authsvc._sql_tables import credit_holds, ledger_entries, ledgers, required_time_of, time_of
+from authsvc._sql_tables import credit_holds, from_row, ledger_entries, ledgers, required_time_of, time_of
 from svckit.catalog import STATES, low_balance
 from svckit.db import is_postgres
 from svckit.ids import new_id
@@ -52,31 +52,26 @@ def ledger_of(row: Mapping[Any, Any]) -> Ledger:
 
 
 def hold_of(row: Mapping[Any, Any]) -> CreditHold:
-    return CreditHold(
-        account_id=row["account_id"],
-        environment=Environment(row["environment"]),
-        booking_ref=row["booking_ref"],
-        amount=int(row["amount"]),
-        currency=row["currency"],
-        state=HoldState(row["state"]),
-        created_at=required_time_of(row["created_at"]),
-        updated_at=required_time_of(row["updated_at"]),
+    return from_row(
+        CreditHold,
+        row,
+        environment=Environment,
+        amount=int,
+        state=HoldState,
+        created_at=required_time_of,
+        updated_at=required_time_of,
     )
 
 
 def entry_of(row: Mapping[Any, Any]) -> LedgerEntry:
-    return LedgerEntry(
-        id=row["id"],
-        account_id=row["account_id"],
-        environment=Environment(row["environment"]),
-        kind=EntryKind(row["kind"]),
-        reference=row["reference"],
-        amount=int(row["amount"]),
-        available_after=int(row["available_after"]),
-        note=row["note"],
-        actor_user=row["actor_user"],
-        actor_service=row["actor_service"],
-        created_at=required_time_of(row["created_at"]),
+    return from_row(
+        LedgerEntry,
+        row,
+        environment=Environment,
+        kind=EntryKind,
+        amount=int,
+        available_after=int,
+        created_at=required_time_of,
     )
 
 

@@ -11,7 +11,15 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from authsvc._requestlog import DAILY_BOUND, RequestFilter, RequestRecord, admit, day_of
+from authsvc._requestlog import (
+    DAILY_BOUND,
+    RequestFilter,
+    RequestRecord,
+    admit,
+    day_of,
+    route_like,
+    route_matches,
+)
 from authsvc._sql_base import SqlBase
 from authsvc._sql_tables import request_counts, request_of, request_row, requests
 from svckit.db import is_postgres
@@ -96,7 +104,28 @@ class RequestStorage(SqlBase):
         limit: int,
         after: tuple[float, str] | None,
     ) -> list[RequestRecord]:
-        """An account's records, newest first (by time, then request id), after the position ``after``."""
+        """An account's records, newest first (by time, then request id), after the position ``after``.
+        A route filter narrows in SQL by a LIKE pattern and decides each row by the template itself, reading
+        on until ``limit`` rows match or the log ends."""
+        if not filters.route:
+            return await self._list_requests(account_id, environment, filters, limit, after)
+        out: list[RequestRecord] = []
+        while len(out) < limit:
+            rows = await self._list_requests(account_id, environment, filters, limit, after)
+            out.extend(r for r in rows if route_matches(filters.route, r.path))
+            if len(rows) < limit:
+                break
+            after = (rows[-1].occurred_at.timestamp(), rows[-1].request_id)
+        return out[:limit]
+
+    async def _list_requests(
+        self,
+        account_id: str,
+        environment: Environment | None,
+        filters: RequestFilter,
+        limit: int,
+        after: tuple[float, str] | None,
+    ) -> list[RequestRecord]:
         async with self.engine.connect() as conn:
             await self._get_account(conn, account_id)
             c = requests.c
@@ -114,6 +143,12 @@ class RequestStorage(SqlBase):
                 stmt = stmt.where(c.occurred_at >= filters.since.timestamp())
             if filters.until is not None:
                 stmt = stmt.where(c.occurred_at < filters.until.timestamp())
+            if filters.error_type:
+                stmt = stmt.where(c.error_type == filters.error_type)
+            if filters.method:
+                stmt = stmt.where(c.method == filters.method)
+            if filters.route:
+                stmt = stmt.where(c.path.like(route_like(filters.route), escape="\\"))
             if after is not None:
                 at, rid = after
                 stmt = stmt.where(

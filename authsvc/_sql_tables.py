@@ -3,10 +3,11 @@ conversions between their rows and the model. Times are stored as unix seconds."
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
 
@@ -14,6 +15,11 @@ from authsvc import _requestlog as rl
 from authsvc import _validate as v
 from authsvc._model import Account, AccountMode, AccountStatus, Actor, ApiKey, AuditEvent
 from svckit.vocabulary import Environment
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
 
 # The longest outbox publish error kept (auth_outbox.last_error).
 MAX_ERROR = 500
@@ -31,6 +37,15 @@ accounts = sa.Table(
     sa.Column("daily_search_allowance", sa.BigInteger, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
+    # Revision 0010: searches per confirmed booking the contract allows; 0: none.
+    sa.Column("look_to_book_target", sa.BigInteger, nullable=False, server_default="0"),
+    # Certification (revision 0011): live keys only once certified_at is set, when required.
+    sa.Column("require_certification", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("certified_at", sa.Float, nullable=True),
+    sa.Column("cert_run_id", sa.String(40), nullable=True),
+    sa.Column("cert_run_key_id", sa.String(40), nullable=True),
+    sa.Column("cert_run_ends_at", sa.Float, nullable=True),
+    sa.Column("cert_fault_every", sa.Integer, nullable=True),
 )
 
 # Portal users (Alembic revision 0002; stored and read by _identity_sql, and by the account storage for
@@ -113,13 +128,22 @@ usage = sa.Table(
     sa.Column("threshold_sent", sa.Boolean, nullable=False),
 )
 
+
+def _account_records() -> tuple[sa.Column[Any], ...]:
+    """The first columns of a table of an account's records in the order written (the outbox, the ledger
+    entries): the sequence, the record's id, its account and environment."""
+    return (
+        sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("id", sa.String(40), nullable=False, unique=True),
+        sa.Column("account_id", sa.String(40), nullable=False),
+        sa.Column("environment", sa.String(8), nullable=False),
+    )
+
+
 outbox = sa.Table(
     "auth_outbox",
     metadata,
-    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("id", sa.String(40), nullable=False, unique=True),
-    sa.Column("account_id", sa.String(40), nullable=False),
-    sa.Column("environment", sa.String(8), nullable=False),
+    *_account_records(),
     sa.Column("type", sa.String(64), nullable=False),
     sa.Column("state", sa.String(64), nullable=False),
     sa.Column("data", sa.Text, nullable=False),
@@ -197,10 +221,7 @@ credit_holds = sa.Table(
 ledger_entries = sa.Table(
     "auth_ledger_entries",
     metadata,
-    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("id", sa.String(40), nullable=False, unique=True),
-    sa.Column("account_id", sa.String(40), nullable=False),
-    sa.Column("environment", sa.String(8), nullable=False),
+    *_account_records(),
     sa.Column("kind", sa.String(16), nullable=False),
     sa.Column("reference", sa.String(v.MAX_BOOKING_REF), nullable=False),
     sa.Column("amount", sa.BigInteger, nullable=False),
@@ -212,6 +233,17 @@ ledger_entries = sa.Table(
     sa.Index("auth_ledger_entries_account", "account_id", "environment", "seq"),
     # A credit's reference looked up (AddCredit's idempotency, checked under the ledger's lock).
     sa.Index("auth_ledger_entries_ref", "account_id", "environment", "reference"),
+)
+
+# Revision 0010: when an account's traffic alert of a kind (``look_to_book``, ``anomaly:error_rate``,
+# ``anomaly:latency``) was last sent: each rule says how often it may be (svckit.looktobook,
+# authsvc._anomaly_rules).
+traffic_alerts = sa.Table(
+    "auth_traffic_alerts",
+    metadata,
+    sa.Column("account_id", sa.String(40), primary_key=True),
+    sa.Column("kind", sa.String(40), primary_key=True),
+    sa.Column("sent_at", sa.Float, nullable=False),
 )
 
 
@@ -227,6 +259,16 @@ def required_time_of(value: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(value, dt.UTC)
 
 
+def from_row(cls: type[T], row: Mapping[Any, Any], **convert: Callable[[Any], Any]) -> T:
+    """The dataclass ``cls`` from the row's columns of its fields' names, each through its ``convert``
+    where one is given (``required_time_of``, an enum, ``int``), else as stored."""
+    return cls(**{f.name: convert.get(f.name, _as_stored)(row[f.name]) for f in dataclasses.fields(cls)})
+
+
+def _as_stored(value: Any) -> Any:
+    return value
+
+
 def account_of(row: Mapping[Any, Any]) -> Account:
     return Account(
         id=row["id"],
@@ -237,6 +279,13 @@ def account_of(row: Mapping[Any, Any]) -> Account:
         daily_search_allowance=int(row["daily_search_allowance"]),
         created_at=required_time_of(row["created_at"]),
         updated_at=required_time_of(row["updated_at"]),
+        look_to_book_target=int(row["look_to_book_target"]),
+        require_certification=bool(row.get("require_certification", False)),
+        certified_at=time_of(row.get("certified_at")),
+        open_run_id=row.get("cert_run_id") or "",
+        open_run_key_id=row.get("cert_run_key_id") or "",
+        open_run_ends_at=time_of(row.get("cert_run_ends_at")),
+        fault_every=int(row.get("cert_fault_every") or 0),
     )
 
 

@@ -2,8 +2,15 @@
 
 Every committed change is published to the local hub at once (cache invalidation and watchers).
 On PostgreSQL the same transaction also NOTIFYs a channel named after the schema; a listener in
-every other authsvc process republishes it to its own hub. A lost listener connection is answered
+every authsvc process republishes it to its own hub. A lost listener connection is answered
 with a "sync" change (drop every cache) once it is back.
+
+The listener republishes the process's own changes too (``publish_once``: whichever of the handler and the
+listener comes first): a handler whose COMMIT went through may never reach its publish -- cancelled when
+its caller's deadline ran out or connection broke during the commit, or the commit's answer lost with the
+database connection -- and a caller retrying on another process finds the change already made and
+publishes nothing. Without this, that process's key cache and its edges' caches kept allowing a revoked key
+until their entries expired (up to 60 s). The NOTIFY is sent if and only if the transaction committed.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import contextlib
 import datetime as dt
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -23,6 +31,8 @@ from svckit.outage import OutageLog, describe
 log = logging.getLogger(__name__)
 
 QUEUE_SIZE = 1000
+# The process's own changes remembered (newest), so that the listener's copy of one is not fanned out again.
+RECENT_OWN = 4096
 
 
 def channel_name(schema: str | None) -> str:
@@ -34,6 +44,28 @@ class ChangeHub:
         self._queues: set[asyncio.Queue[KeyChange | None]] = set()
         self._callbacks: list[Callable[[KeyChange], None]] = []
         self.closed = False
+        self._recent: OrderedDict[tuple[str, str, str, int], None] = OrderedDict()
+        # False while the PostgreSQL listener is not connected: another process's changes go unheard then,
+        # so the key cache is neither read nor filled, watch streams send no heartbeat (an edge stops
+        # trusting its own cache first WATCH_SILENCE after the last one) and a new stream gets its SYNC only
+        # once the listener is back. Going deaf and hearing again each publish a "sync" (drop every cache).
+        self.hearing = True
+        self._hearing = asyncio.Event()
+        self._hearing.set()
+
+    def set_hearing(self, hearing: bool) -> None:
+        if hearing == self.hearing:
+            return
+        self.hearing = hearing
+        if hearing:
+            self._hearing.set()
+        else:
+            self._hearing.clear()
+        self.publish(KeyChange("sync", "", "", dt.datetime.now(dt.UTC)))
+
+    async def wait_hearing(self) -> None:
+        """Returns once every process's changes are heard (at once on SQLite), or the hub closed."""
+        await self._hearing.wait()
 
     def on_change(self, callback: Callable[[KeyChange], None]) -> None:
         self._callbacks.append(callback)
@@ -51,6 +83,20 @@ class ChangeHub:
                     q.get_nowait()
                 q.put_nowait(KeyChange("sync", "", "", change.changed_at))
 
+    def publish_once(self, change: KeyChange) -> bool:
+        """Publishes one of this process's own changes unless it was already (heard from the handler that
+        made it and from the listener, in either order). A change is known by its kind, key, account and
+        time to the microsecond; one remembered too briefly is published twice, which only drops a cache
+        entry twice. Returns whether it was published."""
+        ident = (change.kind, change.key_id, change.account_id, round(change.changed_at.timestamp() * 1e6))
+        if ident in self._recent:
+            return False
+        self._recent[ident] = None
+        if len(self._recent) > RECENT_OWN:
+            self._recent.popitem(last=False)
+        self.publish(change)
+        return True
+
     @contextlib.asynccontextmanager
     async def subscribe(self) -> AsyncIterator[asyncio.Queue[KeyChange | None]]:
         """A queue of changes; ``None`` means the hub closed (the service is stopping)."""
@@ -66,6 +112,7 @@ class ChangeHub:
     def close(self) -> None:
         """End every watch stream, so a graceful stop need not wait for them."""
         self.closed = True
+        self._hearing.set()
         for q in self._queues:
             if q.full():
                 q.get_nowait()
@@ -83,14 +130,13 @@ class PgListener:
         self.hub = hub
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
+        hub.set_hearing(False)  # until the first connection listens
         # Reconnecting every second through a database outage: one line per outage with a count.
         self.outages = OutageLog(log)
 
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         try:
             data = json.loads(payload)
-            if data.get("origin") == self.origin:
-                return
             change = KeyChange(
                 data["kind"],
                 data.get("key_id", ""),
@@ -100,7 +146,10 @@ class PgListener:
         except (ValueError, KeyError, TypeError):
             log.warning("ignoring malformed key change notification")
             return
-        self.hub.publish(change)
+        if data.get("origin") == self.origin:  # also published by its handler, unless that never got there
+            self.hub.publish_once(change)
+        else:
+            self.hub.publish(change)
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="pg-listener")
@@ -109,7 +158,6 @@ class PgListener:
     async def _run(self) -> None:
         import asyncpg
 
-        first = True
         while True:
             try:
                 conn = await asyncpg.connect(self.dsn, server_settings=self.server_settings)
@@ -125,10 +173,8 @@ class PgListener:
             conn.add_termination_listener(lambda _c, lost=lost: lost.set())
             try:
                 await conn.add_listener(self.channel, self._on_notify)
-                if not first:
-                    # Changes may have been missed while disconnected: everyone drops their cache.
-                    self.hub.publish(KeyChange("sync", "", "", dt.datetime.now(dt.UTC)))
-                first = False
+                # Changes may have been missed while disconnected: everyone drops their cache (the sync).
+                self.hub.set_hearing(True)
                 self.ready.set()
                 log.info("listening for key changes", extra={"channel": self.channel})
                 while not lost.is_set():
@@ -145,6 +191,7 @@ class PgListener:
             finally:
                 if not conn.is_closed():
                     conn.terminate()
+                self.hub.set_hearing(False)
             await asyncio.sleep(0.5)
 
     async def stop(self) -> None:
