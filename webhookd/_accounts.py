@@ -11,18 +11,18 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import grpc
+from cachetools import LRUCache
 
 from svckit.clients import AuthClient, ClientError
 from svckit.clients.auth import auth_target
 from svckit.portal_calls import PortalUser
-from svckit.prototables import USER_ROLE
+from svckit.prototables import ACCOUNT_MODE, USER_ROLE
 from travel.auth.v1 import auth_pb2, identity_pb2
 from webhookd._errors import InvalidRequest, Unavailable
 
 if TYPE_CHECKING:
     from svckit.tls import Tls
 
-MODES = {auth_pb2.ACCOUNT_MODE_A: "A", auth_pb2.ACCOUNT_MODE_B: "B"}
 # An account's mode never changes: remembered, at most this many accounts.
 MAX_CACHED_MODES = 100_000
 
@@ -34,7 +34,7 @@ class Accounts:
         self.tls = tls
         self.timeout = timeout
         self._client: AuthClient | None = None
-        self._modes: dict[str, str] = {}
+        self._modes: LRUCache[str, str] = LRUCache(MAX_CACHED_MODES)  # least recently used evicted
 
     def _auth(self) -> AuthClient:
         """The client, its channel opened on first use (inside the running loop)."""
@@ -67,7 +67,7 @@ class Accounts:
     async def mode(self, account_id: str) -> str:
         """ "A" or "B"; an unknown account is invalid_request, authsvc unreachable service_unavailable
         (so nothing is stored that could not be checked)."""
-        mode = self._modes.get(account_id)
+        mode: str | None = self._modes.get(account_id)
         if mode is not None:
             return mode
         try:
@@ -76,9 +76,7 @@ class Accounts:
             if exc.code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
                 raise InvalidRequest(f"account_id: no account {account_id}") from None
             raise Unavailable("the account service cannot be reached to check the account's mode") from None
-        mode = MODES.get(account.mode, "")
-        if len(self._modes) >= MAX_CACHED_MODES:
-            self._modes.clear()
+        mode = str(ACCOUNT_MODE.get(account.mode))
         self._modes[account_id] = mode
         return mode
 

@@ -8,20 +8,25 @@ from typing import Any
 from google.protobuf import duration_pb2, struct_pb2, timestamp_pb2
 
 from svckit import pages
+from svckit.filtercheck import FilterError, canonical, parse_filter
 from svckit.freetext import content_problem, free_text_problem
 from svckit.protos import timestamp as ts
 from svckit.prototables import (
     ATTEMPT_OUTCOME,
     DELIVERY_ORDER,
     DELIVERY_STATUS,
+    DESTINATION_TYPE,
     ENDPOINT_STATUS,
     HOOKS_ENVIRONMENT,
+    PAYLOAD_MODE,
     SIGNATURE_SCHEME,
 )
 from svckit.signing import SignatureScheme
-from svckit.webhook_status import DeliveryOrder
+from svckit.webhook_status import DeliveryOrder, DestinationType, PayloadMode
 from travel.webhooks.v1 import webhooks_pb2 as pb
+from webhookd._destination_settings import AmqpSettings, NatsSettings, server_urls
 from webhookd._errors import InvalidRequest
+from webhookd._receiver_auth_pb import receiver_auth_pb
 from webhookd._repository import (
     AttemptRecord,
     DeliveryRecord,
@@ -116,6 +121,47 @@ def ordering(value: int) -> DeliveryOrder:
         raise InvalidRequest(f"ordering: {value} is not a known delivery order") from None
 
 
+def update_paths(paths: Any, updatable: tuple[str, ...]) -> list[str]:
+    """An update mask's paths, each one of ``updatable`` and at least one."""
+    out = list(paths)
+    if not out:
+        raise InvalidRequest(f"update_mask: name at least one of {', '.join(updatable)}")
+    for path in out:
+        if path not in updatable:
+            raise InvalidRequest(
+                f"update_mask: {path!r} cannot be updated; updatable: {', '.join(updatable)}"
+            )
+    return out
+
+
+def payload(value: int) -> PayloadMode:
+    """UNSPECIFIED is the default, FULL."""
+    if value == pb.PAYLOAD_MODE_UNSPECIFIED:
+        return PayloadMode.FULL
+    try:
+        return PAYLOAD_MODE.word(value)
+    except ValueError:
+        raise InvalidRequest(f"payload: {value} is not a known payload mode") from None
+
+
+def content_filter(text: str) -> Any:
+    """A filter sent as JSON text, checked (svckit.filtercheck); None for "" (no filter)."""
+    try:
+        return parse_filter(text)
+    except FilterError as exc:
+        raise InvalidRequest(str(exc), metadata={"field": exc.problem.path}) from None
+
+
+def destination_type(value: int) -> DestinationType:
+    """UNSPECIFIED is HTTP (every endpoint made before destination types)."""
+    if value == pb.DESTINATION_TYPE_UNSPECIFIED:
+        return DestinationType.HTTP
+    try:
+        return DESTINATION_TYPE.word(value)
+    except ValueError:
+        raise InvalidRequest(f"type: {value} is not a known destination type") from None
+
+
 def page_size(value: int) -> int:
     if value < 0:
         raise InvalidRequest("page_size: must not be negative")
@@ -158,7 +204,34 @@ def endpoint_pb(e: EndpointRecord, now: dt.datetime) -> pb.Endpoint:
         previous_secret_expires_at=ts(e.previous_secret_expires_at(now)),
         signature_scheme=SIGNATURE_SCHEME.pb(e.signature_scheme),
         ordering=DELIVERY_ORDER.pb(e.ordering),
+        filter_json="" if e.filter is None else canonical(e.filter),
+        payload=PAYLOAD_MODE.pb(e.payload),
+        filter_updated_at=ts(e.filter_updated_at or e.created_at),
+        type=DESTINATION_TYPE.pb(e.destination_type),
+        **_destination_pb(e),
+        receiver_auth=receiver_auth_pb(e.receiver_auth),
     )
+
+
+def _destination_pb(e: EndpointRecord) -> dict[str, Any]:
+    """The destination's settings as shown: never a password or token, only whether one is stored."""
+    d = e.destination
+    if isinstance(d, AmqpSettings):
+        return {
+            "amqp": pb.AmqpDestination(
+                url=d.url, exchange=d.exchange, routing_key=d.routing_key, password_set=bool(d.password)
+            )
+        }
+    if isinstance(d, NatsSettings):
+        return {
+            "nats": pb.NatsDestination(
+                servers=server_urls(d),
+                subject=d.subject,
+                user=d.user,
+                credentials_set=bool(d.password or d.token),
+            )
+        }
+    return {}
 
 
 def event_pb(e: EventRecord) -> pb.Event:

@@ -1,7 +1,8 @@
-"""The delivery worker: claims due deliveries in batches, POSTs them signed, writes results in batches.
+"""The delivery worker: claims due deliveries in batches, sends them, writes results in batches.
 
-Sending goes through an injected ``httpx.AsyncClient`` (keep-alive pool, SSRF-guarded transport in
-production, ``httpx.MockTransport`` in unit tests); every time comes from the injected clock.
+Sending goes through the endpoint type's destination (``webhookd._destinations``): for http an injected
+``httpx.AsyncClient`` (keep-alive pool, SSRF-guarded transport in production, ``httpx.MockTransport`` in
+unit tests), for amqp and nats the broker publishers; every time comes from the injected clock.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from svckit.clock import Clock
+from svckit.idlewait import idle_wait
 from svckit.ids import new_id
 from svckit.outage import OutageLog
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
@@ -34,6 +36,8 @@ from webhookd._admission import (
 from webhookd._breaker import UNANSWERED, Breaker, Breakers, State
 from webhookd._breaker import Settings as BreakerSettings
 from webhookd._breaker import Verdict as Gate
+from webhookd._content import body_for
+from webhookd._destinations import Destinations, destinations_of
 from webhookd._events import TEST_EVENT_KIND
 from webhookd._outcome import decide, unclaimed
 from webhookd._proven import Proven
@@ -62,6 +66,10 @@ class WorkerConfig:
     proven_endpoints: int = 10_000  # endpoints remembered as answering in time (the oldest forgotten)
     lease_seconds: float = 60.0
     poll_seconds: float = 0.25
+    # The longest wait of a worker with nothing due (each empty look doubles it from ``poll_seconds``,
+    # ``svckit.idlewait``): a publish, recover or notice in this process wakes it at once, and the next due
+    # time (a retry, a lease running out) ends it, so this bounds only another process's new deliveries.
+    idle_max_seconds: float = 5.0
     breaker_threshold: int = 5  # consecutive sends with no HTTP response that open an endpoint's breaker
     breaker_interval: float = 30.0  # seconds between probes of an open breaker (``webhookd._breaker``)
 
@@ -89,7 +97,7 @@ class DeliveryWorker:
     def __init__(
         self,
         queue: Queue,
-        sender: Sender,
+        sender: Sender | Destinations,
         clock: Clock,
         config: WorkerConfig | None = None,
         *,
@@ -99,7 +107,8 @@ class DeliveryWorker:
         on_notices: Callable[[], None] | None = None,
     ) -> None:
         self.queue = queue
-        self.sender = sender
+        self.destinations = destinations_of(sender)
+        self.sender = self.destinations.sender
         self.clock = clock
         self.config = config or WorkerConfig()
         self.owner = owner or new_id("wrk")
@@ -130,6 +139,7 @@ class DeliveryWorker:
         # run again (each would walk the skipped backlog): ``poll_seconds``, or less when a delivery comes
         # due sooner (``_quiet_until``), unless something is published.
         self._found_nothing: tuple[Skips, float] | None = None
+        self._empty = 0  # idle looks in a row that claimed nothing with nothing due (``_idle``)
         self._stopping = False
         self._grace = 5.0
         self._tasks: set[asyncio.Task[None]] = set()
@@ -137,6 +147,7 @@ class DeliveryWorker:
     def wake(self) -> None:
         """Something became due now (a publish, a recover): claim without waiting for the poll."""
         self._found_nothing = None
+        self._empty = 0
         self._wake.set()
 
     # One claimed delivery
@@ -146,6 +157,8 @@ class DeliveryWorker:
         now = self.clock.now()
         if ep is None or ep.status != EndpointStatus.ENABLED:
             return decide(claim, None, now)
+        if not self.destinations.pushes(ep):
+            return self.destinations.pulled(claim, now)  # polling: nobody is sent anything
         breakers = self.breakers
         probe = False
         if breakers.tracked(ep.id) and claim.delivery.event_type != TEST_EVENT_KIND:
@@ -159,15 +172,7 @@ class DeliveryWorker:
             metrics.LAG.observe(lag)
             if self.on_sent is not None:
                 self.on_sent(claim, lag)
-        sent = await self.sender.send(
-            ep.url,
-            claim.envelope,
-            ep.valid_secrets(now),
-            claim.delivery.event_id,
-            now,
-            ep.signature_scheme,
-            ep.signers(now),
-        )
+        sent = await self.destinations.send(ep, body_for(ep, claim.envelope), claim.delivery.event_id, now)
         if sent.result in UNANSWERED or breakers.tracked(ep.id):
             before = breakers.state(ep.id)
             self._breaker_moved(ep.id, before, breakers.record(ep.id, sent.result, self.clock.now()), probe)
@@ -361,8 +366,10 @@ class DeliveryWorker:
         wait = self.config.poll_seconds
         try:
             due = await self.queue.next_due_after(now)
-        except Exception:
+        except Exception as exc:  # the poll interval stands in for the unknown due time
             due = None
+            if OUTAGES.count(exc) is None:  # an outage: one summary line per 10 s (svckit.outage)
+                log.exception("reading when the next delivery is due failed; polling instead")
         if due is not None:
             wait = min(wait, max(0.0, (due - self.clock.now()).total_seconds()))
         return time.monotonic() + wait
@@ -464,11 +471,18 @@ class DeliveryWorker:
             task.add_done_callback(self._tasks.discard)
 
     async def _idle(self, now: dt.datetime, claimed: bool, skipping: bool = False) -> None:
-        wait = self.config.poll_seconds
+        nothing_due = not claimed
         try:
             due = await self.queue.next_due()
-        except Exception:
-            due = None
+        except Exception as exc:  # the poll interval stands in for the unknown due time
+            due, nothing_due = None, False
+            if OUTAGES.count(exc) is None:  # an outage: one summary line per 10 s (svckit.outage)
+                log.exception("reading when the next delivery is due failed; polling instead")
+        if due is not None and due <= now:
+            nothing_due = False
+        # Nothing claimed and nothing due now: each such look in a row waits longer (``idle_max_seconds``).
+        self._empty = self._empty + 1 if nothing_due else 0
+        wait = idle_wait(self._empty, self.config.poll_seconds, self.config.idle_max_seconds)
         if due is not None:
             until_due = (due - now).total_seconds()
             if until_due > 0:

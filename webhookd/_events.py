@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from svckit.catalog import timestamp
 from svckit.events import EVENT_KINDS
 from svckit.vocabulary import Environment
 from webhookd._errors import InvalidRequest, PayloadTooLarge
@@ -30,7 +31,6 @@ __all__ = [
     "Environment",
     "build_envelope",
     "check_event_kinds",
-    "rfc3339",
 ]
 
 
@@ -49,10 +49,6 @@ def check_event_kinds(kinds: Iterable[str], field: str = "events") -> list[str]:
     return out
 
 
-def rfc3339(when: dt.datetime) -> str:
-    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
 def build_envelope(
     *,
     event_id: str,
@@ -68,7 +64,7 @@ def build_envelope(
         {
             "id": event_id,
             "type": kind,
-            "created": rfc3339(created),
+            "created": timestamp(created),  # the catalog's one encoding of an event's time
             "livemode": environment is Environment.LIVE,
             "account": account_id,
             "state": state,

@@ -1,5 +1,6 @@
 """webhookd's HTTP transport: svckit.http's pooled h11 transport connecting only to addresses the SSRF
-guard (``_ssrf.resolve_checked``) has checked."""
+guard (``_ssrf.resolve_checked``) has checked; with ``proxy`` (``--egress-proxy``) through an HTTP CONNECT
+proxy to those checked addresses."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class FastTransport(PooledTransport):
         resolver: Resolver = system_resolver,
         max_idle_per_origin: int = 256,
         keepalive_expiry: float = 30.0,
+        proxy: tuple[str, int] | None = None,
     ) -> None:
         self.policy = policy
         self.resolver = resolver
@@ -29,6 +31,7 @@ class FastTransport(PooledTransport):
             ca_bundle=ca_bundle,
             max_idle_per_origin=max_idle_per_origin,
             keepalive_expiry=keepalive_expiry,
+            proxy=proxy,
         )
 
     async def _checked(self, host: str, port: int) -> list[str]:

@@ -16,19 +16,19 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-import smtplib
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from email.message import EmailMessage
 
 from svckit import addresses
 from svckit.clock import Clock
 from svckit.outage import OutageLog
+from svckit.smtp import MailRefused, MailUnreachable, SmtpSettings, send
 from webhookd import _metrics as metrics
 from webhookd._alert_policy import fix_for, level_of
 from webhookd._health import DISABLED_LEVEL
 from webhookd._leak_alerts import compose_leak, is_leak_alert
 from webhookd._repository import Alert, Repository
+from webhookd._traffic_mail import compose_traffic, is_traffic_alert
 
 log = logging.getLogger("webhookd.mailer")
 OUTAGES = OutageLog(log)
@@ -38,12 +38,8 @@ PAGE = 100  # pending alerts read per query
 PORTAL_URL = addresses.PORTAL_URL
 
 
-@dataclass(frozen=True)
-class SmtpConfig:
-    host: str
-    port: int
-    sender: str = "webhooks@svc.travel"
-    timeout: float = 15.0
+# The alerts' From address (--smtp-from).
+SENDER = "webhooks@svc.travel"
 
 
 def compose(
@@ -53,6 +49,8 @@ def compose(
     portal page and the partner API calls that mend it. A leaked key's alert: ``webhookd._leak_alerts``."""
     if is_leak_alert(alert.id):
         return compose_leak(alert, sender, recipients, portal_url)
+    if is_traffic_alert(alert.id):
+        return compose_traffic(alert, sender, recipients, portal_url)
     level = level_of(alert.id)
     fix = fix_for(
         level,
@@ -90,17 +88,12 @@ def compose(
     return msg
 
 
-def _send_blocking(config: SmtpConfig, msg: EmailMessage) -> None:
-    with smtplib.SMTP(config.host, config.port, timeout=config.timeout) as smtp:
-        smtp.send_message(msg)
-
-
 class Mailer:
     def __init__(
         self,
         repo: Repository,
         clock: Clock,
-        smtp: SmtpConfig | None,
+        smtp: SmtpSettings | None,
         *,
         lookup: AdminLookup | None = None,
         fallback: Sequence[str] = (),
@@ -164,7 +157,7 @@ class Mailer:
             pass  # the SMTP server is unreachable: the rest waits for the next pass
         return sent
 
-    async def _send(self, smtp: SmtpConfig, alert: Alert) -> int:
+    async def _send(self, smtp: SmtpSettings, alert: Alert) -> int:
         to = await self.recipients(alert.account_id)
         fields = {"endpoint_id": alert.endpoint_id, "account_id": alert.account_id, "alert_id": alert.id}
         if not to:
@@ -178,11 +171,11 @@ class Mailer:
                 metrics.ALERTS_SENT.labels("skipped").inc()
             return 0
         try:
-            await asyncio.to_thread(_send_blocking, smtp, compose(alert, smtp.sender, to, self.portal_url))
-        except (OSError, smtplib.SMTPException) as exc:
+            await send(smtp, compose(alert, smtp.sender or SENDER, to, self.portal_url))
+        except (MailUnreachable, MailRefused) as exc:
             log.warning("alert e-mail failed; will retry", extra={**fields, "error": str(exc)})
             metrics.ALERTS_SENT.labels("error").inc()
-            if isinstance(exc, OSError):
+            if isinstance(exc, MailUnreachable):  # an OSError: the rest of the pass waits too
                 raise
             return 0
         await self.repo.finish_alert(alert.id, self.clock.now())

@@ -20,7 +20,7 @@ from webhookd import _queue_rows as qr
 from webhookd import _queue_sql as q
 from webhookd._health import DISABLED_LEVEL
 from webhookd._ordering import held_back
-from webhookd._queue import StatementQueue, Step, drive
+from webhookd._queue import StatementQueue, Step, drive, result_parts
 from webhookd._repository import DeliveryRecord, EndpointRecord
 from webhookd._rows import DeliveryRow, delivery_of, endpoint_of, endpoint_values
 from webhookd._secretbox import SecretBox
@@ -51,11 +51,16 @@ class MemoryQueue(StatementQueue):
         self.deliveries: dict[str, Row] = {}
         self.pending: dict[str, Row] = {}  # wh_pending: the queue rows, by delivery id
         self.attempts: list[Row] = []
+        # wh_delivery_counts: (account, environment, grain, period, endpoint, outcome) -> sums
+        self.delivery_counts: dict[tuple[Any, ...], list[int]] = {}
         self.alerts: list[Row] = []
         self.notices: list[Row] = []
         self._statements: dict[str, Callable[[Any], Any]] = {
             "claim": self._claim,
+            "record_results": self._record_results,
             "record_attempts": self._record_attempts,
+            "count_attempts": self._count_attempts,
+            "purge_delivery_counts": self._purge_delivery_counts,
             "record_deliveries": self._record_deliveries,
             "finish_pending": self._finish_pending,
             "retry_pending": self._retry_pending,
@@ -192,6 +197,24 @@ class MemoryQueue(StatementQueue):
             p["ordering_key"] = None
         return len(keyed)
 
+    def _count_attempts(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        for row in rows:
+            key, sums = row[:6], row[6:]
+            total = self.delivery_counts.setdefault(key, [0] * len(sums))
+            for i, value in enumerate(sums):
+                total[i] += value
+
+    def _purge_delivery_counts(self, params: tuple[int, int]) -> int:
+        grain, before = params
+        gone = [k for k in self.delivery_counts if k[2] == grain and k[3] < before]
+        for k in gone:
+            del self.delivery_counts[k]
+        return len(gone)
+
+    def _record_results(self, params: Any) -> None:
+        for name, part in result_parts(params):
+            self._statements[name](part)
+
     def _record_attempts(self, params: tuple[tuple[()], Sequence[tuple[Any, ...]]]) -> None:
         self.attempts.extend(dict(zip(ATTEMPT_COLUMNS, row, strict=True)) for row in params[1])
 
@@ -219,28 +242,28 @@ class MemoryQueue(StatementQueue):
             if p is not None and p["lease_owner"] == owner:
                 p.update(next_attempt_at=nxt, lease_owner=None, attempt_count=p["attempt_count"] + inc)
 
-    def _disable_endpoint(self, params: tuple[str, int, str]) -> tuple[str, str, str] | None:
+    def _disable_endpoint(self, params: tuple[str, int, str]) -> tuple[str, str, str, str, str] | None:
         reason, t, endpoint_id = params
         ep = self.endpoints.get(endpoint_id)
         if ep is None or ep["status"] != E.ENABLED:
             return None
         ep.update(status=str(E.DISABLED), disabled_reason=reason, updated_at=t, failing_level=DISABLED_LEVEL)
-        return ep["account_id"], ep["environment"], ep["url"]
+        return ep["account_id"], ep["environment"], ep["url"], ep["destination_type"], ep["destination"]
 
-    def _raise_failing(self, params: tuple[int, str]) -> tuple[str, str, str] | None:
+    def _raise_failing(self, params: tuple[int, str]) -> tuple[str, str, str, str, str] | None:
         level, endpoint_id = params
         ep = self.endpoints.get(endpoint_id)
         if ep is None or ep["failing_level"] >= level or ep["status"] != E.ENABLED:
             return None
         ep["failing_level"] = level
-        return ep["account_id"], ep["environment"], ep["url"]
+        return ep["account_id"], ep["environment"], ep["url"], ep["destination_type"], ep["destination"]
 
-    def _clear_failing(self, params: tuple[str]) -> tuple[str, str, str] | None:
+    def _clear_failing(self, params: tuple[str]) -> tuple[str, str, str, str, str] | None:
         ep = self.endpoints.get(params[0])
         if ep is None or ep["failing_level"] <= 0:
             return None
         ep["failing_level"] = 0
-        return ep["account_id"], ep["environment"], ep["url"]
+        return ep["account_id"], ep["environment"], ep["url"], ep["destination_type"], ep["destination"]
 
     def _recoverable(self, params: tuple[str, int]) -> tuple[int]:
         endpoint_id, since = params

@@ -28,6 +28,10 @@ LAG = Histogram(
 ENDPOINTS_DISABLED = Counter(
     "webhook_endpoints_disabled_total", "Endpoints disabled after the last retry failed"
 )
+EVENTS_FILTERED = Counter(
+    "webhook_events_filtered_total",
+    "Events an endpoint subscribed to its kind did not get because its content filter did not match them",
+)
 ALERTS_SENT = Counter("webhook_alert_emails_total", "Disable alert e-mails, by result", ["result"])
 EVENTS_REFUSED = Counter(
     "webhook_events_refused_total",

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from svckit.catalog import kind_of
 from svckit.clock import Clock
+from svckit.idlewait import idle_wait
 from svckit.ids import sortable_id
 from svckit.outage import OutageLog
 from webhookd._alert_policy import FAILING_PREFIX, FLOOR, failing_alert_id, failing_email_due, level_of
@@ -37,6 +38,10 @@ log = logging.getLogger("webhookd.notices")
 OUTAGES = OutageLog(log)
 
 BATCH = 100
+# The longest wait between looks while nothing is waiting (each empty look doubles it from ``poll_seconds``,
+# ``svckit.idlewait``): the worker wakes the relay when it writes a notice, so a look only finds what a
+# process that stopped before publishing left behind.
+IDLE_MAX_SECONDS = 30.0
 
 
 class NoticeRelay:
@@ -48,12 +53,14 @@ class NoticeRelay:
         on_published: Callable[[], None] | None = None,
         on_alerts: Callable[[], None] | None = None,
         poll_seconds: float = 1.0,
+        idle_max_seconds: float = IDLE_MAX_SECONDS,
     ) -> None:
         self.repo = repo
         self.clock = clock
         self.on_published = on_published
         self.on_alerts = on_alerts
         self.poll_seconds = poll_seconds
+        self.idle_max_seconds = idle_max_seconds
         self._wake = asyncio.Event()
         self._stopping = False
 
@@ -124,16 +131,22 @@ class NoticeRelay:
         return len(rows)
 
     async def run(self) -> None:
+        empty = 0  # passes in a row that found nothing to publish
         while not self._stopping:
+            woken = self._wake.is_set()
             self._wake.clear()
             try:
-                while await self.publish_pending() == BATCH:
-                    pass
+                published = 0
+                while (found := await self.publish_pending()) == BATCH:
+                    published += found
+                published += found
+                empty = 0 if published or woken else empty + 1
             except Exception as exc:
+                empty = 0  # look again soon
                 if OUTAGES.count(exc) is None:  # an outage: one summary line per 10 s (svckit.outage)
                     log.exception("publishing operational events failed; they wait for the next pass")
             try:
-                async with asyncio.timeout(self.poll_seconds):
+                async with asyncio.timeout(idle_wait(empty, self.poll_seconds, self.idle_max_seconds)):
                     await self._wake.wait()
             except TimeoutError:
                 pass

@@ -1,9 +1,11 @@
 """The delivery queue on PostgreSQL: a step of ``webhookd._queue`` is one transaction on one asyncpg
-connection of its own, with one statement per step (``webhookd._queue_sql``): a cycle's results as arrays
-(``unnest``) into the attempt log and the deliveries, then one claim that also returns each delivery's
-event body and endpoint. asyncpg prepares each statement once per connection and reuses it. Several
-webhookd processes share the work: the claim skips rows another process has locked (``FOR UPDATE SKIP
-LOCKED``), and leases left by a killed process run out instead of being released at start.
+connection of its own (``webhookd._queue_sql``): a worker's cycle is BEGIN, its results as arrays
+(``unnest``) into the attempt log, the counts, the deliveries and the queue in one statement, one claim
+that also returns each delivery's event body and endpoint, COMMIT (a cycle often carries few results: its
+round trips, not its rows, were most of its cost). asyncpg prepares each statement once per connection
+and reuses it. Several webhookd processes share the work: the claim skips rows another process has
+locked (``FOR UPDATE SKIP LOCKED``), and leases left by a killed process run out instead of being
+released at start.
 """
 
 from __future__ import annotations
@@ -65,20 +67,32 @@ class PostgresQueue(StatementQueue):
                 async with conn.transaction(readonly=not write):
                     return await drive_async(step, run)
             except BaseException as exc:
-                # A statement that failed rolled back and the connection is fine; anything else (lost,
-                # timed out, cancelled mid-statement, or the server ending it: 57P01 after
-                # pg_terminate_backend is a PostgresError too) leaves it in doubt: the next step connects
-                # again.
-                if not isinstance(exc, asyncpg.PostgresError) or conn.is_closed() or is_outage(exc):
-                    self._conn = None
-                    conn.terminate()
-                if isinstance(exc, asyncpg.InternalClientError):
-                    # Steps take turns (the lock), so a protocol state clash ("another operation is in
-                    # progress") is a connection the server ended while it sat idle, met on first use.
-                    raise asyncpg.ConnectionDoesNotExistError(
-                        f"the queue's connection was ended: {exc}"
-                    ) from exc
+                self._failed(conn, exc)
                 raise
+
+    async def _read_one(self, name: str, params: Any) -> Any:
+        # A single SELECT outside a transaction block is its own snapshot: one round trip, not three.
+        async with self._lock:
+            conn = await self._connection()
+            try:
+                return await _execute(conn, name, params)
+            except BaseException as exc:
+                self._failed(conn, exc)
+                raise
+
+    def _failed(self, conn: asyncpg.Connection, exc: BaseException) -> None:
+        """After a step failed: drop a connection left in doubt; a protocol clash is an ended connection."""
+        # A statement that failed rolled back and the connection is fine; anything else (lost,
+        # timed out, cancelled mid-statement, or the server ending it: 57P01 after
+        # pg_terminate_backend is a PostgresError too) leaves it in doubt: the next step connects
+        # again.
+        if not isinstance(exc, asyncpg.PostgresError) or conn.is_closed() or is_outage(exc):
+            self._conn = None
+            conn.terminate()
+        if isinstance(exc, asyncpg.InternalClientError):
+            # Steps take turns (the lock), so a protocol state clash ("another operation is in
+            # progress") is a connection the server ended while it sat idle, met on first use.
+            raise asyncpg.ConnectionDoesNotExistError(f"the queue's connection was ended: {exc}") from exc
 
 
 async def _execute(conn: asyncpg.Connection, name: str, params: Any) -> Any:
@@ -93,6 +107,13 @@ async def _execute(conn: asyncpg.Connection, name: str, params: Any) -> Any:
     if kind is q.Kind.MANY:
         if params:
             await conn.executemany(text, params)
+        return None
+    if kind is q.Kind.RESULTS:
+        t, owner, *parts = params
+        arrays = [t, owner]
+        for rows, width in zip(parts, q.RESULTS_WIDTHS, strict=True):
+            arrays += zip(*rows, strict=True) if rows else [()] * width  # a column's values each
+        await conn.execute(text, *arrays)
         return None
     if kind is q.Kind.BATCH:
         head, rows = params

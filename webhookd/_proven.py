@@ -29,10 +29,10 @@ class Proven:
         if not proven:
             self.forget(key.endpoint)
             return
-        account = f"{key.env}:{key.account}"
         if key.endpoint in self._account:
             self._account.move_to_end(key.endpoint)
             return
+        account = f"{key.env}:{key.account}"
         self._account[key.endpoint] = account
         self.by_account.setdefault(account, set()).add(key.endpoint)
         if len(self._account) > self.size:

@@ -31,6 +31,7 @@ from svckit.webhook_status import DeliveryStatus
 from webhookd import _queue_rows as qr
 from webhookd import _queue_sql as q
 from webhookd._admission import NO_SKIPS, Skips
+from webhookd._delivery_counts import count_rows, cutoffs
 from webhookd._repository import (
     Alert,
     AttemptRecord,
@@ -108,17 +109,13 @@ def one(name: str, params: Any) -> Step[Any]:
 
 def record(rows: qr.ResultRows, owner: str) -> Step[list[tuple[Any, ...]]]:
     """Write a cycle's results; the new alerts as ``insert_alert``'s rows."""
-    if rows.attempts:
-        yield "record_attempts", ((), rows.attempts)
-    yield "record_deliveries", ((rows.t, owner), rows.deliveries)
-    if rows.finished:
-        yield "finish_pending", ((owner,), rows.finished)
-    if rows.retried:
-        yield "retry_pending", ((owner,), rows.retried)
+    yield "record_results", (
+        rows.t, owner, rows.attempts, rows.counts, rows.deliveries, rows.finished, rows.retried
+    )  # fmt: skip
     alerts: list[tuple[Any, ...]] = []
     notices = list(rows.exhausted)
     for endpoint_id, reason in rows.disabling:
-        disabled = yield "disable_endpoint", (reason, rows.t, endpoint_id)
+        disabled = qr.targeted((yield "disable_endpoint", (reason, rows.t, endpoint_id)))
         if disabled is not None:
             alert = qr.alert_row(endpoint_id, reason, disabled, rows.t)
             yield "insert_alert", alert
@@ -126,12 +123,12 @@ def record(rows: qr.ResultRows, owner: str) -> Step[list[tuple[Any, ...]]]:
             data = catalog.endpoint_disabled(endpoint_id, disabled[2], reason, at_us(rows.t))
             notices.append(qr.notice_row(disabled, endpoint_id, "endpoint.disabled", data, rows.t))
     for endpoint_id, (level, attempts, error) in rows.levels.items():
-        raised = yield "raise_failing", (level, endpoint_id)
+        raised = qr.targeted((yield "raise_failing", (level, endpoint_id)))
         if raised is not None:
             data = catalog.endpoint_failing(endpoint_id, raised[2], level, attempts, error)
             notices.append(qr.notice_row(raised, endpoint_id, "endpoint.failing", data, rows.t))
     for endpoint_id in sorted(rows.recovered):
-        cleared = yield "clear_failing", (endpoint_id,)
+        cleared = qr.targeted((yield "clear_failing", (endpoint_id,)))
         if cleared is not None:
             data = catalog.endpoint_recovered(endpoint_id, cleared[2])
             notices.append(qr.notice_row(cleared, endpoint_id, "endpoint.recovered", data, rows.t))
@@ -140,6 +137,21 @@ def record(rows: qr.ResultRows, owner: str) -> Step[list[tuple[Any, ...]]]:
     if rows.failing:
         yield from hold(rows.holds())
     return alerts
+
+
+def result_parts(params: Sequence[Any]) -> list[tuple[str, Any]]:
+    """``record_results`` as the statements it is made of, each with its parameters (for a store that
+    runs it part by part)."""
+    t, owner, attempts, counts, deliveries, finished, retried = params
+    parts: list[tuple[str, Any]] = []
+    if attempts:
+        parts += [("record_attempts", ((), attempts)), ("count_attempts", counts)]
+    parts.append(("record_deliveries", ((t, owner), deliveries)))
+    if finished:
+        parts.append(("finish_pending", ((owner,), finished)))
+    if retried:
+        parts.append(("retry_pending", ((owner,), retried)))
+    return parts
 
 
 def hold(pairs: list[tuple[int, str]]) -> Step[None]:
@@ -151,7 +163,8 @@ def hold(pairs: list[tuple[int, str]]) -> Step[None]:
 def fan_out(deliveries: Sequence[DeliveryRecord]) -> Step[None]:
     """New deliveries, and the queue rows of the pending ones."""
     yield "insert_deliveries", [delivery_row(d) for d in deliveries]
-    pending = [pending_row(d) for d in deliveries if d.status == DeliveryStatus.PENDING]
+    # A polling endpoint's go to its poll queue instead (``webhookd._polls``): the worker never claims them.
+    pending = [pending_row(d) for d in deliveries if d.status == DeliveryStatus.PENDING and not d.polled]
     if pending:
         yield "insert_pending", pending
 
@@ -183,8 +196,11 @@ def cycle(
     return alerts, claimed
 
 
-def manual_attempt(attempt: tuple[Any, ...], delivery_id: str, succeeded: bool, now_us: int) -> Step[None]:
+def manual_attempt(
+    attempt: tuple[Any, ...], counts: list[tuple[Any, ...]], delivery_id: str, succeeded: bool, now_us: int
+) -> Step[None]:
     yield "record_attempts", ((), [attempt])
+    yield "count_attempts", counts
     name = "manual_succeeded" if succeeded else "manual_failed"
     yield name, (now_us, delivery_id)
     yield f"{name}_pending", (delivery_id,)
@@ -294,12 +310,17 @@ class StatementQueue(abc.ABC):
             return 0
         return int(await self._run(one("release_leases", ())))
 
+    async def _read_one(self, name: str, params: Any) -> Any:
+        """One reading statement: a snapshot of its own is enough (a store may run it without a transaction
+        block: on PostgreSQL, one round trip instead of BEGIN, the statement and COMMIT)."""
+        return await self._run(one(name, params), write=False)
+
     async def next_due(self) -> dt.datetime | None:
-        (value,) = await self._run(one("next_due", ()), write=False)
+        (value,) = await self._read_one("next_due", ())
         return from_us(value)
 
     async def next_due_after(self, now: dt.datetime) -> dt.datetime | None:
-        (value,) = await self._run(one("next_due_after", (us(now),)), write=False)
+        (value,) = await self._read_one("next_due_after", (us(now),))
         return from_us(value)
 
     async def stats(self, now: dt.datetime) -> Stats:
@@ -330,7 +351,11 @@ class StatementQueue(abc.ABC):
         return await self._run_in(conn, fail_endpoint(endpoint_id, us(now)))
 
     async def record_manual_attempt(self, attempt: AttemptRecord, succeeded: bool, now: dt.datetime) -> None:
-        await self._run(manual_attempt(attempt_row(attempt), attempt.delivery_id, succeeded, us(now)))
+        await self._run(
+            manual_attempt(
+                attempt_row(attempt), count_rows([attempt]), attempt.delivery_id, succeeded, us(now)
+            )
+        )
 
     async def recover(self, endpoint_id: str, since: dt.datetime | None, now: dt.datetime) -> int:
         """Held and failed deliveries (created at or after ``since``) of the endpoint are due now."""
@@ -355,6 +380,13 @@ class StatementQueue(abc.ABC):
 
     async def purge_attempts(self, before: dt.datetime) -> int:
         return int(await self._run(one("purge_attempts", (us(before),))))
+
+    async def purge_delivery_counts(self, now: dt.datetime) -> int:
+        """Delete the delivery counts past each grain's retention (``webhookd._delivery_counts``)."""
+        removed = 0
+        for grain, before in cutoffs(now):
+            removed += int(await self._run(one("purge_delivery_counts", (grain, before))))
+        return removed
 
     async def purge_sandbox_attempts(self, before: dt.datetime) -> int:
         return int(await self._run(one("purge_sandbox_attempts", (us(before),))))

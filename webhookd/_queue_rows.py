@@ -13,6 +13,9 @@ from typing import Any
 from svckit import catalog
 from svckit.ids import new_id
 from svckit.webhook_status import DeliveryStatus as D
+from svckit.webhook_status import DestinationType
+from webhookd._delivery_counts import count_rows
+from webhookd._destination_settings import shown_target
 from webhookd._repository import Alert, DeliveryResult
 from webhookd._rows import attempt_row
 from webhookd._times import us
@@ -35,8 +38,8 @@ class ResultRows:
     """One cycle's results as statement parameters, built before the storage hop."""
 
     __slots__ = (
-        "attempts", "deliveries", "disabling", "exhausted", "failing", "finished", "levels", "recovered",
-        "retried", "t",
+        "attempts", "counts", "deliveries", "disabling", "exhausted", "failing", "finished", "levels",
+        "recovered", "retried", "t",
     )  # fmt: skip
 
     def __init__(self, results: Sequence[DeliveryResult], now_us: int) -> None:
@@ -79,6 +82,8 @@ class ResultRows:
             if r.status != D.SUCCEEDED:
                 failing.add(r.endpoint_id)
         self.failing = sorted(failing)
+        # The attempts' exact counts per endpoint and outcome (webhookd._delivery_counts).
+        self.counts = count_rows(r.attempt for r in results if r.attempt is not None)
 
     def holds(self) -> list[tuple[int, str]]:
         """``hold``'s parameters for each endpoint that saw a failure."""
@@ -90,6 +95,17 @@ def notice_row(
 ) -> tuple[Any, ...]:
     """An ``insert_notices`` row; ``scope`` starts with (account id, environment)."""
     return (new_id("ntc"), scope[0], scope[1], endpoint_id, kind, json.dumps(data), now_us)
+
+
+def targeted(row: Sequence[Any] | None) -> tuple[str, str, str] | None:
+    """(account id, environment, where its deliveries go) of an endpoint ``disable_endpoint``,
+    ``raise_failing`` or ``clear_failing`` returned (account, environment, url, destination type and
+    settings): a broker endpoint has no URL, its alert e-mail and operational events name its exchange
+    and routing key or subject instead (``_destination_settings.shown_target``, never a credential)."""
+    if row is None:
+        return None
+    account_id, environment, url, kind, clear = row
+    return account_id, environment, shown_target(DestinationType(kind), url, clear)
 
 
 def alert_row(endpoint_id: str, reason: str, disabled: Sequence[Any], now_us: int) -> tuple[Any, ...]:

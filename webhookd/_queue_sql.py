@@ -8,8 +8,9 @@ from the tables (``webhookd._tables``).
 
 Where the dialects must differ the variants stand side by side: PostgreSQL claims with ``FOR UPDATE SKIP
 LOCKED`` (several processes share the work) and joins the event bodies and endpoints into the claim, and
-takes a cycle's results as arrays (``unnest``), one statement per table; SQLite (one process, one writer)
-has neither, so it claims, then reads bodies and endpoints, and writes multi-row ``VALUES`` lists.
+takes a cycle's results as arrays (``unnest``), every table in one statement (``record_results``); SQLite
+(one process, one writer) has neither, so it claims, then reads bodies and endpoints, and writes multi-row
+``VALUES`` lists, a statement per table.
 
 The queue is ``wh_pending``, one row per pending delivery (revision 0009): a claim changes only that row,
 whose ``next_attempt_at`` becomes its lease expiry (``wh_deliveries.due_at`` keeps when it was due); a result
@@ -23,6 +24,8 @@ its lease ran out and the delivery was claimed again elsewhere cannot overwrite 
 from __future__ import annotations
 
 import enum
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from svckit.vocabulary import Environment as Env
@@ -33,6 +36,7 @@ from webhookd._ordering import HOLDS_BACK
 from webhookd._tables import (
     ALERT_INSERT_COLUMNS,
     ATTEMPT_COLUMNS,
+    COUNT_COLUMNS,
     DELIVERY_COLUMNS,
     DELIVERY_INSERT_COLUMNS,
     ENDPOINT_COLUMNS,
@@ -50,6 +54,7 @@ class Kind(enum.Enum):
     ONE = "one"  # one parameter tuple -> the first row, or None
     BATCH = "batch"  # (leading parameters, rows) -> None: many rows in few statements
     CLAIM = "claim"  # (lease expiry, owner, now, limit) -> ``Claimed``
+    RESULTS = "results"  # a cycle's results (``record_results``) -> None
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +224,25 @@ ADOPT_SQLITE = sqlite(f"""
     INSERT INTO wh_pending ({spelled(PENDING_COLUMNS)})
     SELECT {_ADOPTED_LIST} FROM wh_deliveries d WHERE {_OLD_QUEUED} LIMIT 1000
 """)
+_COUNT_UPSERT = (
+    " ON CONFLICT (account_id, environment, grain, period, endpoint_id, outcome) DO UPDATE SET "
+    + ", ".join(f"{c} = wh_delivery_counts.{c} + excluded.{c}" for c in COUNT_COLUMNS[6:])
+)
+_COUNT_TYPES = {"grain": "int", "period": "bigint"}  # the key's other columns text, the sums bigint
+
+
+def _count_type(column: str) -> str:
+    return _COUNT_TYPES.get(column, "text" if column in COUNT_COLUMNS[:6] else "bigint")
+
+
+def _unnest_insert(
+    table: str, columns: tuple[str, ...], type_of: Callable[[str], str], first: int = 1
+) -> str:
+    """An INSERT of rows given as one array per column, ``$first`` on (PostgreSQL's ``unnest``)."""
+    arrays = ", ".join(f"${i}::{type_of(c)}[]" for i, c in enumerate(columns, start=first))
+    return f"INSERT INTO {table} ({spelled(columns)}) SELECT * FROM unnest({arrays})"
+
+
 _ATTEMPT_TYPES = {
     "attempt_number": "int",
     "response_status": "int",
@@ -240,12 +264,16 @@ _ALL = [
         "record_attempts",
         Kind.BATCH,
         "",
-        postgres=f"INSERT INTO wh_attempts ({_ATTEMPTS}) SELECT * FROM unnest("
-        + ", ".join(
-            f"${i}::{_ATTEMPT_TYPES.get(c, 'text')}[]" for i, c in enumerate(ATTEMPT_COLUMNS, start=1)
-        )
-        + ")",
+        postgres=_unnest_insert("wh_attempts", ATTEMPT_COLUMNS, lambda c: _ATTEMPT_TYPES.get(c, "text")),
         sqlite=f"INSERT INTO wh_attempts ({_ATTEMPTS}) VALUES {{values}}",
+    ),
+    # record results, the attempts' counts (``webhookd._delivery_counts.count_rows``): added into the rows
+    # of their hour and day, one row per key
+    Statement(
+        "count_attempts",
+        Kind.MANY,
+        f"INSERT INTO wh_delivery_counts ({spelled(COUNT_COLUMNS)}) VALUES ({_params(1, len(COUNT_COLUMNS))})"
+        + _COUNT_UPSERT,
     ),
     Statement(
         "record_deliveries",
@@ -285,14 +313,16 @@ _ALL = [
             )
         ),
     ),
-    # record results, the last attempt failed: (reason, now, endpoint id) -> account, environment, url
+    # record results, the last attempt failed: (reason, now, endpoint id) -> account, environment, url,
+    # destination type and settings (``_queue_rows.targeted``)
     Statement(
         "disable_endpoint",
         Kind.ONE,
         f"""
     UPDATE wh_endpoints SET status = '{E.DISABLED}', disabled_reason = $1, updated_at = $2,
         failing_level = {DISABLED_LEVEL}
-    WHERE id = $3 AND status = '{E.ENABLED}' RETURNING account_id, environment, url
+    WHERE id = $3 AND status = '{E.ENABLED}'
+    RETURNING account_id, environment, url, destination_type, destination
 """,
     ),
     # record results, an endpoint.failing level reached: (level, endpoint id) -> account, environment,
@@ -302,7 +332,8 @@ _ALL = [
         Kind.ONE,
         f"""
     UPDATE wh_endpoints SET failing_level = $1
-    WHERE id = $2 AND failing_level < $1 AND status = '{E.ENABLED}' RETURNING account_id, environment, url
+    WHERE id = $2 AND failing_level < $1 AND status = '{E.ENABLED}'
+    RETURNING account_id, environment, url, destination_type, destination
 """,
     ),
     # record results, a 2xx from an endpoint with a level: (endpoint id) -> account, environment, url
@@ -310,7 +341,7 @@ _ALL = [
         "clear_failing",
         Kind.ONE,
         "UPDATE wh_endpoints SET failing_level = 0 WHERE id = $1 AND failing_level > 0"
-        " RETURNING account_id, environment, url",
+        " RETURNING account_id, environment, url, destination_type, destination",
     ),
     # operational events to publish (``NOTICE_INSERT_COLUMNS``; ``webhookd._notices`` publishes them)
     Statement(
@@ -505,6 +536,12 @@ _ALL = [
     ),
     # purge: (before) the attempt log past its 30 days
     Statement("purge_attempts", Kind.EXEC, "DELETE FROM wh_attempts WHERE attempted_at < $1"),
+    # purge: (grain, before) the delivery counts of a grain past its retention
+    Statement(
+        "purge_delivery_counts",
+        Kind.EXEC,
+        "DELETE FROM wh_delivery_counts WHERE grain = $1 AND period < $2",
+    ),
     # purge: (before) the sandbox's attempt log past its shorter retention (``_events.SANDBOX_RETENTION``)
     Statement(
         "purge_sandbox_attempts",
@@ -512,6 +549,38 @@ _ALL = [
         f"DELETE FROM wh_attempts WHERE attempted_at < $1 AND environment = '{Env.SANDBOX}'",
     ),
 ]
+
+
+def _renumbered(text: str, first: int, keep: tuple[int, ...] = ()) -> str:
+    """``text`` with its parameters numbered from ``$first`` on, but for the leading ones it shares with
+    ``record_results`` (``keep``: ``$1`` now, ``$2`` owner, in the part's own order)."""
+
+    def number(n: int) -> int:
+        return keep[n - 1] if n <= len(keep) else first + n - 1 - len(keep)
+
+    return re.sub(r"\$(\d+)", lambda m: f"${number(int(m[1]))}", text)
+
+
+_TEXT = {s.name: s.postgres_text() for s in _ALL}
+_COUNTS_AT = 3 + ATTEMPT_WIDTH
+_DELIVERIES_AT = _COUNTS_AT + len(COUNT_COLUMNS)
+_COUNTS = _unnest_insert("wh_delivery_counts", COUNT_COLUMNS, _count_type, _COUNTS_AT) + _COUNT_UPSERT
+# record_results: (now, owner, attempts, counts, deliveries, finished, retried), each a list of the rows
+# its part takes. On PostgreSQL one statement (one round trip, not five): its parts see the same snapshot,
+# so record_deliveries still finds the queue rows finish_pending and retry_pending change (each delivery
+# is in one of those two). Elsewhere the parts run one after the other (``result_parts``).
+RESULTS_WIDTHS = (ATTEMPT_WIDTH, len(COUNT_COLUMNS), 4, 1, 3)
+RECORD_RESULTS_POSTGRES = f"""
+    WITH attempts AS ({_renumbered(_TEXT["record_attempts"], 3)}),
+    counts AS ({_COUNTS}),
+    deliveries AS ({_renumbered(_TEXT["record_deliveries"], _DELIVERIES_AT, (1, 2))}),
+    finished AS ({_renumbered(_TEXT["finish_pending"], _DELIVERIES_AT + 4, (2,))}),
+    retried AS ({_renumbered(_TEXT["retry_pending"], _DELIVERIES_AT + 5, (2,))})
+    SELECT 1
+"""
+
+
+_ALL.append(Statement("record_results", Kind.RESULTS, "", postgres=RECORD_RESULTS_POSTGRES))
 STATEMENTS: dict[str, Statement] = {s.name: s for s in _ALL}
 # Only these read: a store may run them without taking its write lock.
 READS = frozenset({"queue_depth", "oldest_due", "lease_expired", "next_due", "next_due_after", "recoverable"})

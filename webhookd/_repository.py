@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from svckit.signing import SignatureScheme
-from svckit.webhook_status import DeliveryOrder, DeliveryStatus, EndpointStatus
+from svckit.webhook_status import DeliveryOrder, DeliveryStatus, DestinationType, EndpointStatus, PayloadMode
+from webhookd._destination_settings import Settings
 from webhookd._ed25519 import signer
+from webhookd._receiver_auth import ReceiverAuth
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,17 @@ class EndpointRecord:
     failing_level: int = 0
     # Whether its deliveries wait for each other (``_ordering``).
     ordering: DeliveryOrder = DeliveryOrder.UNORDERED
+    # The content filter (parsed JSON, svckit.jsonmatch; None: every event of its kinds), when it was
+    # last set or cleared (None: never since creation), and what its deliveries carry.
+    filter: Any = None
+    filter_updated_at: dt.datetime | None = None
+    payload: PayloadMode = PayloadMode.FULL
+    # Where its deliveries go (``_destinations``) and that type's settings (None for http and polling),
+    # credentials included: never printed (``_destination_settings``).
+    destination_type: DestinationType = DestinationType.HTTP
+    destination: Settings | None = field(default=None, repr=False)
+    # How its receiver authenticates us (``_receiver_auth``): a client certificate, OAuth2, headers.
+    receiver_auth: ReceiverAuth | None = field(default=None, repr=False)
 
     def valid_secrets(self, now: dt.datetime) -> list[str]:
         """Newest first: the current secret and every previous one still inside its overlap."""
@@ -101,6 +114,9 @@ class DeliveryRecord:
     # (``_ordering``).
     ordering_key: str | None = None
     event_seq: int | None = None
+    # Its endpoint is a polling endpoint: it waits in the poll queue (``_polls``), never in the worker's.
+    # Not stored: known at fan-out only.
+    polled: bool = False
 
 
 @dataclass(slots=True)
@@ -211,9 +227,12 @@ class IdempotencyRecord:
 
 
 class Repository(Protocol):
-    async def create_endpoint(self, endpoint: EndpointRecord, idem: IdempotencyRecord | None = None) -> bool:
+    async def create_endpoint(
+        self, endpoint: EndpointRecord, idem: IdempotencyRecord | None = None, limit: int | None = None
+    ) -> bool:
         """Insert the endpoint (and the key that created it). False: a concurrent call took the key first;
-        nothing was written."""
+        nothing was written. ``limit``: Conflict when the account already has that many endpoints in the
+        environment (``webhookd._endpoint_cap``); None: no limit."""
         ...
 
     async def find_idempotent(
@@ -274,6 +293,13 @@ class Repository(Protocol):
         ``recent_since`` (zeros without one)."""
         ...
 
+    async def count_events_by_day(
+        self, account_id: str, environment: str, kind: str, since: dt.datetime, until: dt.datetime | None
+    ) -> list[tuple[dt.date, int]]:
+        """Events of ``kind`` of the account and environment created in [since, until) (no end: None), per
+        UTC day, oldest first; days without any left out."""
+        ...
+
     async def recover(self, endpoint: EndpointRecord, since: dt.datetime | None, now: dt.datetime) -> int: ...
 
     async def recoverable(self, endpoint: EndpointRecord, since: dt.datetime | None) -> int:
@@ -318,6 +344,19 @@ class Repository(Protocol):
     async def purge_attempts(self, before: dt.datetime) -> int: ...
 
     async def purge_sandbox_attempts(self, before: dt.datetime) -> int: ...
+
+    async def purge_delivery_counts(self, now: dt.datetime) -> int: ...
+
+    async def query_delivery_counts(
+        self,
+        account_id: str,
+        environment: str,
+        start: dt.datetime,
+        end: dt.datetime,
+        grain: int,
+        group_period: int,
+        endpoint_id: str = "",
+    ) -> list[Any]: ...
 
     async def count_events(self, account_id: str, environment: str, since: dt.datetime) -> int: ...
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import operator
 from collections.abc import Sequence
 from typing import Any
 
+from svckit.filtercheck import canonical
 from svckit.signing import SignatureScheme
-from svckit.webhook_status import DeliveryOrder, DeliveryStatus, EndpointStatus
+from svckit.webhook_status import DeliveryOrder, DeliveryStatus, DestinationType, EndpointStatus, PayloadMode
+from webhookd._destination_settings import settings_of, stored_json
+from webhookd._receiver_auth import of_stored, stored
 from webhookd._repository import (
     Alert,
     AttemptRecord,
@@ -71,11 +75,26 @@ def endpoint_of(row: Any, box: SecretBox) -> EndpointRecord:
         signature_scheme=SignatureScheme(row.signature_scheme),
         failing_level=row.failing_level,
         ordering=DeliveryOrder(row.ordering),
+        filter=None if row.filter is None else json.loads(row.filter),
+        filter_updated_at=from_us(row.filter_updated_at),
+        payload=PayloadMode(row.payload),
+        destination_type=(kind := DestinationType(row.destination_type)),
+        destination=settings_of(
+            kind,
+            row.destination,
+            box.open(row.destination_secret, row.id) if row.destination_secret else "",
+        ),
+        receiver_auth=of_stored(row.id, row.receiver_auth, box.open(row.receiver_secrets, row.id))
+        if row.receiver_auth
+        else None,
     )
 
 
 def endpoint_values(e: EndpointRecord, box: SecretBox) -> dict[str, Any]:
-    """An endpoint's columns (all but ``deleted_at``), its secrets sealed."""
+    """An endpoint's columns (all but ``deleted_at``), its secrets, destination credentials and receiver
+    secrets sealed."""
+    destination, credentials = stored_json(e.destination)
+    public, secrets = stored(e.receiver_auth)
     return {
         "id": e.id,
         "account_id": e.account_id,
@@ -90,6 +109,14 @@ def endpoint_values(e: EndpointRecord, box: SecretBox) -> dict[str, Any]:
         "updated_at": us(e.updated_at),
         "signature_scheme": str(e.signature_scheme),
         "ordering": str(e.ordering),
+        "filter": None if e.filter is None else canonical(e.filter),
+        "filter_updated_at": None if e.filter_updated_at is None else us(e.filter_updated_at),
+        "payload": str(e.payload),
+        "destination_type": str(e.destination_type),
+        "destination": destination,
+        "destination_secret": box.seal(credentials, e.id) if credentials else "",
+        "receiver_auth": public,
+        "receiver_secrets": box.seal(secrets, e.id) if secrets else "",
     }
 
 
@@ -164,13 +191,19 @@ def attempt_of(row: Any) -> AttemptRecord:
     return AttemptRecord(**values)
 
 
+# Every attempt a cycle writes goes through ``attempt_row``: one C call reads its fields in column order.
+_ATTEMPT_VALUES = operator.attrgetter(*ATTEMPT_COLUMNS)
+_HEADER_MAPS = (ATTEMPT_COLUMNS.index("request_headers"), ATTEMPT_COLUMNS.index("response_headers"))
+_ATTEMPTED_AT = ATTEMPT_COLUMNS.index("attempted_at")
+
+
 def attempt_row(a: AttemptRecord) -> tuple[Any, ...]:
     """An attempt's values in ``ATTEMPT_COLUMNS`` order."""
-    values = {c: getattr(a, c) for c in ATTEMPT_COLUMNS}
-    values["request_headers"] = json.dumps(a.request_headers)
-    values["response_headers"] = json.dumps(a.response_headers)
-    values["attempted_at"] = us(a.attempted_at)
-    return tuple(values[c] for c in ATTEMPT_COLUMNS)
+    values = list(_ATTEMPT_VALUES(a))
+    for i in _HEADER_MAPS:
+        values[i] = json.dumps(values[i]) if values[i] else "{}"  # most responses' headers: none kept
+    values[_ATTEMPTED_AT] = us(values[_ATTEMPTED_AT])
+    return tuple(values)
 
 
 def alert_of(row: Any) -> Alert:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import ssl
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -13,9 +14,13 @@ from typing import Any
 import httpx
 
 from svckit import tracing
+from svckit.http import ClientTls
 from svckit.signing import SignatureScheme, delivery_headers
 from webhookd import _metrics as metrics
+from webhookd._client_tls import ClientContexts, PlatformCa
 from webhookd._http import FastTransport
+from webhookd._oauth2 import TokenError, Tokens, fetcher
+from webhookd._receiver_auth import ReceiverAuth
 from webhookd._retry import Outcome
 
 _ATTEMPTS = {r: metrics.ATTEMPTS.labels(r.value) for r in Outcome}
@@ -24,6 +29,13 @@ DELIVERY_TIMEOUT = 10.0
 RESPONSE_KEEP = 4096  # bytes of a response body kept in the attempt log
 RESPONSE_HEADERS_KEEP = 4096  # bytes of response header names and values kept in the attempt log
 WATCH_EVERY = 0.25  # a send is cut off at most this long after its timeout
+# What the attempt log keeps of the Authorization header an OAuth2 token was sent in.
+TOKEN_SHOWN = "Bearer (OAuth2 token, not kept)"
+
+
+class AuthFailure(Exception):
+    """The receiver's authentication could not be prepared (no token, an unusable certificate); the
+    message is safe for the attempt log."""
 
 
 @dataclass(slots=True)
@@ -74,6 +86,12 @@ class Sender:
         self.timeout = timeout
         # When ``client`` is built on our own transport, deliveries skip the client layer (~230 µs each).
         self.direct = direct
+        # Receivers that authenticate us (``webhookd._receiver_auth``): each endpoint's TLS context with
+        # its client certificate, and its OAuth2 token, kept between sends.
+        self.contexts = ClientContexts(direct.ca_bundle if direct is not None else None)
+        self.tokens = Tokens(fetcher(client, timeout))
+        # The operator's CA that issues accounts' client certificates (--client-ca-cert), if any.
+        self.client_ca: PlatformCa | None = None
         # Timeouts: one watchdog cuts off overdue sends, instead of a timer armed and cancelled per send.
         self._watch_every = max(0.01, min(WATCH_EVERY, timeout / 4))
         self._deadlines: dict[asyncio.Task[Any], float] = {}
@@ -99,8 +117,11 @@ class Sender:
         now: dt.datetime,
         scheme: SignatureScheme = SignatureScheme.STRIPE,
         signers: Sequence[Callable[[bytes], bytes]] = (),
+        auth: ReceiverAuth | None = None,
     ) -> SendResult:
         headers = delivery_headers(secrets, body, event_id, now, scheme, signers)
+        if auth is not None:
+            headers.update(auth.headers)  # never one of ours (``_receiver_auth.header_refusal``)
         delivery_span = tracing.start_delivery(event_id, headers)  # adds traceparent; a span when on
         task = asyncio.current_task()
         assert task is not None
@@ -114,7 +135,10 @@ class Sender:
         received: dict[str, str] = {}
         try:
             try:
-                status, received, text = await self._post(url, headers, body)
+                if auth is None or auth.empty:
+                    status, received, text = await self._post(url, headers, body)
+                else:
+                    status, received, text = await self._post_authenticated(url, headers, body, auth, now)
             except asyncio.CancelledError:
                 # Ours (the watchdog's) becomes a timeout; anyone else's cancellation goes on.
                 if task not in self._expired or task.uncancel() > 0:
@@ -127,21 +151,57 @@ class Sender:
             result, error = Outcome.TIMEOUT, f"no response within {self.timeout:g} s"
         except httpx.HTTPError as exc:
             result, error = Outcome.NETWORK_ERROR, f"{type(exc).__name__}: {exc}"[:500]
+        except AuthFailure as exc:
+            result, error = Outcome.NETWORK_ERROR, str(exc)[:500]
         finally:
             del self._deadlines[task]
             self._expired.discard(task)
         latency = time.perf_counter() - start
         metrics.LATENCY.observe(latency)
-        tracing.end_delivery(delivery_span, status)
+        if delivery_span is not None:
+            tracing.end_delivery(delivery_span, status)
         _ATTEMPTS[result].inc()
         return SendResult(result, status, text, headers, latency * 1000, error, received)
 
-    async def _post(self, url: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], str]:
+    async def _post_authenticated(
+        self, url: str, headers: dict[str, str], body: bytes, auth: ReceiverAuth, now: dt.datetime
+    ) -> tuple[int, dict[str, str], str]:
+        """``_post`` with the endpoint's client certificate and OAuth2 token; a 401 answer to a token
+        drops it and the attempt is made once more with a fresh one. ``headers`` (what the attempt log
+        keeps) shows that a token was sent, never the token."""
+        tls: ClientTls | None = None
+        if auth.mtls is not None:
+            if self.direct is None:
+                raise AuthFailure("client certificates are sent by webhookd's own transport only")
+            if auth.mtls.not_after <= now:
+                raise AuthFailure(f"the client certificate expired at {auth.mtls.not_after.isoformat()}")
+            try:
+                tls = self.contexts.get(auth)
+            except (ssl.SSLError, ValueError):
+                raise AuthFailure("the client certificate could not be loaded") from None
+        if auth.oauth2 is None:
+            return await self._post(url, headers, body, tls)
+        refused = ""
+        for _ in range(2):
+            try:
+                token = await self.tokens.token(auth, refused)
+            except TokenError as exc:
+                raise AuthFailure(str(exc)) from None
+            headers["Authorization"] = TOKEN_SHOWN
+            answer = await self._post(url, {**headers, "Authorization": f"Bearer {token}"}, body, tls)
+            if answer[0] != 401 or refused:
+                return answer
+            refused = token
+        raise AssertionError("unreachable")
+
+    async def _post(
+        self, url: str, headers: dict[str, str], body: bytes, tls: ClientTls | None = None
+    ) -> tuple[int, dict[str, str], str]:
         """(status, the kept response headers, the kept start of the response body)."""
         if self.direct is not None:
             # A plain answer (one Content-Length) is read without h11, whose state machine took more than
             # a quarter of a worker's profiled time; any other answer goes to h11 as before.
-            status, raw_headers, content = await self.direct.post(url, headers, body, RESPONSE_KEEP)
+            status, raw_headers, content = await self.direct.post(url, headers, body, RESPONSE_KEEP, tls=tls)
             return status, kept_headers(raw_headers), kept_body(content)
         async with self.client.stream("POST", url, content=body, headers=headers) as response:
             kept = bytearray()

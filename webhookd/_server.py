@@ -8,7 +8,7 @@ import datetime as dt
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,23 +29,30 @@ from svckit.readiness import PROBE_INTERVAL, DatabaseHealth
 from svckit.reseal import OldKeyGauge, add_reseal_command, run_reseal
 from svckit.runner import ServeConfig, add_serve_args, print_ready, run_until_signal, stop_signals
 from svckit.secretbox import keys_from
+from svckit.smtp import SmtpSettings, add_smtp_flags, settings_from_args
 from svckit.tls import Tls
 from svckit.tlsflags import add_tls_args, tls_from_args
+from svckit.webhook_status import DestinationType
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 from webhookd import _metrics as metrics
 from webhookd._accounts import Accounts
+from webhookd._amqp import AmqpDestination
+from webhookd._client_tls import PlatformCa
 from webhookd._delivery import DeliveryWorker, WorkerConfig
+from webhookd._destinations import Destinations
+from webhookd._endpoint_cap import MAX_ENDPOINTS
 from webhookd._errors import SecretsKeyError
 from webhookd._events import SANDBOX_RETENTION
 from webhookd._http import FastTransport
-from webhookd._mailer import Mailer, SmtpConfig
+from webhookd._mailer import SENDER, Mailer
+from webhookd._nats import NatsDestination
 from webhookd._notices import NoticeRelay
 from webhookd._repository import IDEMPOTENCY_WINDOW
 from webhookd._secretbox import SecretBox, new_key
 from webhookd._sender import DELIVERY_TIMEOUT, Sender
 from webhookd._service import WebhookService
 from webhookd._service_events import EventHub
-from webhookd._sql import SEALED_SECRETS, SqlRepository
+from webhookd._sql import SEALED_COLUMNS, SqlRepository
 from webhookd._ssrf import Policy, Resolver, system_resolver
 from webhookd.migrations import SCHEMA as WEBHOOKD_SCHEMA
 
@@ -71,7 +78,7 @@ class Config:
     listen: str = addresses.WEBHOOKD
     policy: Policy = field(default_factory=Policy)
     ca_bundle: str | None = None
-    smtp: SmtpConfig | None = None
+    smtp: SmtpSettings | None = None
     authsvc: str = ""
     alert_emails: list[str] = field(default_factory=list)
     worker: WorkerConfig = field(default_factory=WorkerConfig)
@@ -88,10 +95,19 @@ class Config:
     tls: Tls | None = field(default=None, repr=False)
     # How often the gRPC health looks at the database (svckit.readiness).
     db_probe_interval: float = PROBE_INTERVAL
+    # Every delivery (and OAuth2 token request) through this HTTP CONNECT proxy, (host, port): the
+    # receivers see its address (--egress-proxy; docs/operations.md "Fixed source addresses").
+    egress_proxy: tuple[str, int] | None = None
+    # The CA issuing accounts' client certificates for receivers that require mutual TLS.
+    client_ca: PlatformCa | None = field(default=None, repr=False)
+    # Webhook endpoints an account may have per environment (webhookd._endpoint_cap).
+    max_endpoints: int = MAX_ENDPOINTS
 
 
 def make_transport(config: Config, resolver: Resolver = system_resolver) -> FastTransport:
-    return FastTransport(config.policy, ca_bundle=config.ca_bundle, resolver=resolver)
+    return FastTransport(
+        config.policy, ca_bundle=config.ca_bundle, resolver=resolver, proxy=config.egress_proxy
+    )
 
 
 def make_client(config: Config, transport: FastTransport) -> httpx.AsyncClient:
@@ -100,6 +116,17 @@ def make_client(config: Config, transport: FastTransport) -> httpx.AsyncClient:
         transport=transport,
         timeout=httpx.Timeout(config.delivery_timeout),
         follow_redirects=False,
+    )
+
+
+def broker_destinations(sender: Sender, policy: Policy, resolver: Resolver, timeout: float) -> Destinations:
+    """Every destination type's sender: http's, and the brokers' (``webhookd._destinations``)."""
+    return Destinations(
+        sender,
+        {
+            DestinationType.AMQP: AmqpDestination(policy, resolver, timeout),
+            DestinationType.NATS: NatsDestination(policy, resolver, timeout),
+        },
     )
 
 
@@ -143,6 +170,7 @@ class Webhookd:
             if task.get_name() == "housekeeping":
                 task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.worker.destinations.close()  # the broker connections
         if self.owns_client:
             await self.client.aclose()
         if self.accounts is not None:
@@ -150,10 +178,12 @@ class Webhookd:
         await self.repo.close()
 
 
-async def housekeeping(repo: SqlRepository, clock: Clock, config: Config) -> None:
+async def housekeeping(
+    repo: SqlRepository, clock: Clock, config: Config, on_adopted: Callable[[], None] = lambda: None
+) -> None:
     """Queue gauges every few seconds, and the deliveries an older release's processes queued during a
-    rolling upgrade adopted (``Queue.adopt``); every ``purge_interval`` purge attempts older than 30 days (the
-    sandbox's older than ``SANDBOX_RETENTION``, 7 days)."""
+    rolling upgrade adopted (``Queue.adopt``; ``on_adopted`` wakes the worker); every ``purge_interval``
+    purge attempts older than 30 days (the sandbox's older than ``SANDBOX_RETENTION``, 7 days)."""
     last_purge: dt.datetime | None = None
     while True:
         now = clock.now()
@@ -164,11 +194,19 @@ async def housekeeping(repo: SqlRepository, clock: Clock, config: Config) -> Non
             metrics.LEASE_EXPIRED.set(stats.lease_expired)
             adopted = await repo.queue.adopt(now)
             if adopted:
+                on_adopted()
                 log.info("queued deliveries an older release queued", extra={"adopted": adopted})
             if last_purge is None or (now - last_purge).total_seconds() >= config.purge_interval:
                 purged = await repo.purge_attempts(now - ATTEMPT_RETENTION)
                 purged += await repo.purge_sandbox_attempts(now - SANDBOX_RETENTION)
+                # Delivery counts past their grain's retention (webhookd._delivery_counts).
+                purged += await repo.purge_delivery_counts(now)
                 await repo.purge_idempotency(now - IDEMPOTENCY_WINDOW)
+                # Polling endpoints: what no consumer committed within the retention fails (docs/webhooks.md
+                # "Polling"), and lease rows a day past their expiry go.
+                expired = await repo.polls.expire(now - ATTEMPT_RETENTION, now)
+                if expired:
+                    log.info("polled deliveries past the retention failed", extra={"failed": expired})
                 last_purge = now
                 if purged:
                     log.info("purged old attempts", extra={"purged": purged})
@@ -208,6 +246,8 @@ async def run_server(
         sender = Sender(client, config.delivery_timeout, direct=transport)
     else:
         sender = Sender(client, config.delivery_timeout)
+    destinations = broker_destinations(sender, config.policy, resolver, config.delivery_timeout)
+    sender.client_ca = config.client_ca
     # Several authsvc addresses: one channel, failing over between them (svckit.clients.channels).
     accounts = Accounts(config.authsvc, config.tls) if config.authsvc else None
     lookup = accounts.alert_recipients if accounts is not None else None
@@ -222,18 +262,19 @@ async def run_server(
     )
     relay = NoticeRelay(repo, clock, on_alerts=mailer.wake)
     worker = DeliveryWorker(
-        repo.queue, sender, clock, config.worker, on_alerts=mailer.wake, on_notices=relay.wake
+        repo.queue, destinations, clock, config.worker, on_alerts=mailer.wake, on_notices=relay.wake
     )
     relay.on_published = worker.wake
     service = WebhookService(
         repo,
         clock,
-        sender,
+        destinations,
         policy=config.policy,
         resolver=resolver,
         worker=worker,
         hub=EventHub(),
         account_mode=accounts.mode if accounts is not None else None,
+        max_endpoints=config.max_endpoints,
     )
     service.on_alerts = mailer.wake
     server, port, health = await start_server(
@@ -249,7 +290,7 @@ async def run_server(
     db_health.start()
     tasks = [asyncio.create_task(mailer.run(), name="mailer")]
     tasks.append(asyncio.create_task(relay.run(), name="notices"))
-    tasks.append(asyncio.create_task(housekeeping(repo, clock, config), name="housekeeping"))
+    tasks.append(asyncio.create_task(housekeeping(repo, clock, config, worker.wake), name="housekeeping"))
     if start_worker:
         tasks.append(asyncio.create_task(worker.run(), name="worker"))
     log.info(
@@ -268,7 +309,7 @@ async def run_server(
     )
     app.notices = relay
     # sealed_rows_old_key: endpoints whose secrets are not yet under the newest key (a rotation's progress).
-    app.sealed_rows = OldKeyGauge(repo.engine, repo.box, [SEALED_SECRETS])
+    app.sealed_rows = OldKeyGauge(repo.engine, repo.box, SEALED_COLUMNS)
     app.sealed_rows.start()
     return app
 
@@ -299,9 +340,44 @@ def _seconds(text: str) -> float:
     return value
 
 
+# The delivery worker's flags, in --help order: (flag, the WorkerConfig field it sets and defaults to, type,
+# help). config_from_args builds the WorkerConfig from the same rows.
+WORKER_FLAGS: tuple[tuple[str, str, type[int] | type[float], str], ...] = (
+    ("concurrency", "concurrency", int, "live deliveries in flight at once"),
+    (
+        "sandbox-concurrency",
+        "sandbox_concurrency",
+        int,
+        "sandbox deliveries in flight at once (a pool of their own, never taken from --concurrency)",
+    ),
+    ("endpoint-concurrency", "per_endpoint", int, "deliveries in flight at once to any one endpoint"),
+    (
+        "breaker-threshold",
+        "breaker_threshold",
+        int,
+        "consecutive sends with no HTTP response that open an endpoint's circuit breaker",
+    ),
+    (
+        "breaker-interval",
+        "breaker_interval",
+        float,
+        "seconds between probes of an endpoint whose circuit breaker is open",
+    ),
+    ("batch-size", "batch_size", int, "deliveries claimed per transaction"),
+    ("lease-seconds", "lease_seconds", float, "how long a claimed delivery stays reserved to this process"),
+    ("poll-seconds", "poll_seconds", float, "wait between looks for due deliveries (doubled while none is)"),
+    (
+        "idle-max-seconds",
+        "idle_max_seconds",
+        float,
+        "longest wait between looks while no delivery is due (a publish here wakes the worker at once)",
+    ),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """``serve`` and ``new-secrets-key``; every ``serve`` flag falls back to ``WEBHOOKD_<FLAG>`` in the
-    environment and defaults to the field of ``Config`` (or ``WorkerConfig``, ``SmtpConfig``) it sets."""
+    environment and defaults to the field of ``Config`` (or ``WorkerConfig``) it sets."""
     parser = FlagParser(prog="python -m webhookd", description="Webhook delivery service")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve travel.webhooks.v1 over gRPC and deliver webhooks")
@@ -335,7 +411,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         help="SMTP server HOST:PORT for alert e-mails (failing, disabled)",
     )
-    flag("smtp-from", default=config_default(SmtpConfig, "sender"), help="alert sender address")
+    flag("smtp-from", default=SENDER, help="alert sender address")
+    add_smtp_flags(serve, SERVICE)
     flag(
         "portal-url",
         default=config_default(Config, "portal_url"),
@@ -359,60 +436,28 @@ def build_parser() -> argparse.ArgumentParser:
         repeat=True,
         help=SECRETS_KEY_HELP,
     )
-    flag(
-        "concurrency",
-        type=int,
-        default=config_default(WorkerConfig, "concurrency"),
-        help="live deliveries in flight at once",
-    )
-    flag(
-        "sandbox-concurrency",
-        type=int,
-        default=config_default(WorkerConfig, "sandbox_concurrency"),
-        help="sandbox deliveries in flight at once (a pool of their own, never taken from --concurrency)",
-    )
-    flag(
-        "endpoint-concurrency",
-        type=int,
-        default=config_default(WorkerConfig, "per_endpoint"),
-        help="deliveries in flight at once to any one endpoint",
-    )
-    flag(
-        "breaker-threshold",
-        type=int,
-        default=config_default(WorkerConfig, "breaker_threshold"),
-        help="consecutive sends with no HTTP response that open an endpoint's circuit breaker",
-    )
-    flag(
-        "breaker-interval",
-        type=float,
-        default=config_default(WorkerConfig, "breaker_interval"),
-        help="seconds between probes of an endpoint whose circuit breaker is open",
-    )
-    flag(
-        "batch-size",
-        type=int,
-        default=config_default(WorkerConfig, "batch_size"),
-        help="deliveries claimed per transaction",
-    )
-    flag(
-        "lease-seconds",
-        type=float,
-        default=config_default(WorkerConfig, "lease_seconds"),
-        help="how long a claimed delivery stays reserved to this process",
-    )
-    flag(
-        "poll-seconds",
-        type=float,
-        default=config_default(WorkerConfig, "poll_seconds"),
-        help="longest wait between looks for due deliveries",
-    )
+    for name, setting, kind, text in WORKER_FLAGS:
+        flag(name, type=kind, default=config_default(WorkerConfig, setting), help=text)
     flag(
         "delivery-timeout",
         type=_seconds,
         default=config_default(Config, "delivery_timeout"),
         help="seconds to wait for an endpoint's response",
     )
+    flag(
+        "egress-proxy",
+        default="",
+        help="HOST:PORT of an HTTP CONNECT proxy every delivery and OAuth2 token request goes through "
+        '(receivers then see the proxy\'s addresses: docs/operations.md "Fixed source addresses")',
+    )
+    flag(
+        "max-endpoints",
+        type=int,
+        default=config_default(Config, "max_endpoints"),
+        help="webhook endpoints an account may have per environment (more: 409 conflict)",
+    )
+    flag("client-ca-cert", default="", help="PEM certificate of the CA issuing accounts' client certificates")
+    flag("client-ca-key", default="", help="PEM private key of that CA (with --client-ca-cert)")
     commands.add_parser("new-secrets-key", help="print a new key for --secrets-key-file")
     add_migrate_command(commands, SERVICE, config_default(Config, "database"))
     add_reseal_command(commands, SERVICE, config_default(Config, "database"), SECRETS_KEY_HELP)
@@ -444,7 +489,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
     smtp = None
     if args.smtp:
         host, port = _host_port(args.smtp, "--smtp")
-        smtp = SmtpConfig(host, port, args.smtp_from)
+        smtp = settings_from_args(args, SERVICE, host, port, args.smtp_from)
     if args.lease_seconds <= args.delivery_timeout:
         raise SystemExit("--lease-seconds must be longer than --delivery-timeout")
     return Config(
@@ -457,19 +502,28 @@ def config_from_args(args: argparse.Namespace) -> Config:
         alert_emails=list(args.alert_email),
         portal_url=args.portal_url,
         worker=WorkerConfig(
-            batch_size=args.batch_size,
-            concurrency=args.concurrency,
-            sandbox_concurrency=args.sandbox_concurrency,
-            per_endpoint=args.endpoint_concurrency,
-            lease_seconds=args.lease_seconds,
-            poll_seconds=args.poll_seconds,
-            breaker_threshold=args.breaker_threshold,
-            breaker_interval=args.breaker_interval,
+            **{setting: getattr(args, name.replace("-", "_")) for name, setting, _, _ in WORKER_FLAGS}
         ),
         delivery_timeout=args.delivery_timeout,
         secrets_key=_secrets_key(args),
         tls=tls_from_args(args),
+        egress_proxy=_host_port(args.egress_proxy, "--egress-proxy") if args.egress_proxy else None,
+        client_ca=_client_ca(args),
+        max_endpoints=args.max_endpoints,
     )
+
+
+def _client_ca(args: argparse.Namespace) -> PlatformCa | None:
+    if bool(args.client_ca_cert) != bool(args.client_ca_key):
+        raise SystemExit("--client-ca-cert and --client-ca-key go together")
+    if not args.client_ca_cert:
+        return None
+    try:
+        return PlatformCa.from_files(args.client_ca_cert, args.client_ca_key)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(
+            f"--client-ca-cert/--client-ca-key: not a usable CA ({type(exc).__name__})"
+        ) from None
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -477,6 +531,7 @@ async def serve(args: argparse.Namespace) -> None:
     tracing.setup(SERVICE, args.otlp_endpoint)
     metrics_port = serve_metrics(args.metrics_listen) if args.metrics_listen else 0
     app = await run_server(config)
+    runner.freeze_startup()
     stop_signals()  # before READY: a SIGTERM on reading it is a graceful stop
     print_ready(SERVICE, grpc_port=app.port, metrics_port=metrics_port)
     await run_until_signal(lambda: app.stop(args.shutdown_grace))
@@ -491,7 +546,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "migrate":
         return run_migrate(args, WEBHOOKD_SCHEMA)
     if args.command == "reseal":
-        return run_reseal(args, SERVICE, SecretBox(_secrets_keys(args)), [SEALED_SECRETS])
+        return run_reseal(args, SERVICE, SecretBox(_secrets_keys(args)), SEALED_COLUMNS)
     setup_logging(SERVICE, args.log_level)
     try:
         runner.run(serve(args))

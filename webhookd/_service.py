@@ -22,14 +22,16 @@ from svckit.events import MODE_ONLY, SANDBOX_DATA_MAX_BYTES, data_bytes, mode_re
 from svckit.ids import new_id, sortable_id
 from svckit.peers import identity_of, publish_refusal, refuse
 from svckit.protos import struct_to_dict
-from svckit.prototables import ATTEMPT_OUTCOME, DELIVERY_STATUS
 from svckit.signing import new_secret
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import _convert as cv
+from webhookd._content import body_for
 from webhookd._delivery import DeliveryWorker
+from webhookd._destinations import Destinations, destinations_of
 from webhookd._ed25519 import new_signing_key
+from webhookd._endpoint_cap import MAX_ENDPOINTS
 from webhookd._errors import (
     Conflict,
     IdempotencyKeyReused,
@@ -45,12 +47,11 @@ from webhookd._events import (
     Environment,
     build_envelope,
 )
-from webhookd._leak_alerts import LEAKED_KIND, leak_alert
 from webhookd._metrics import EVENTS_REFUSED
 from webhookd._outcome import decide
+from webhookd._receiver_auth_pb import receiver_auth_of
 from webhookd._repository import (
     IDEMPOTENCY_WINDOW,
-    DeliveryFilter,
     DeliveryRecord,
     EndpointRecord,
     EventRecord,
@@ -59,17 +60,33 @@ from webhookd._repository import (
     SigningSecret,
 )
 from webhookd._sender import Sender
+from webhookd._service_counts import DeliveryCountReads
+from webhookd._service_deliveries import DeliveryReads
+from webhookd._service_destinations import DESTINATION_PATHS, registered, updated
+from webhookd._service_event_counts import EventCounts
 from webhookd._service_events import EventHub, EventReads
 from webhookd._service_keys import SigningKeyReads
-from webhookd._ssrf import Policy, Resolver, check_target, system_resolver
+from webhookd._service_poll import PollCalls, is_polling
+from webhookd._service_probes import ProbeRpcs
+from webhookd._ssrf import Policy, Resolver, system_resolver
 from webhookd._subscriptions import needs_mode, subscription
+from webhookd._traffic_mail import event_alert
 
 log = logging.getLogger("webhookd.service")
 
 DEFAULT_OVERLAP = dt.timedelta(hours=24)
 MAX_OVERLAP = dt.timedelta(days=7)
 MAX_IDEMPOTENCY_KEY = 255
-UPDATABLE = ("url", "events", "description", "signature_scheme", "ordering")
+UPDATABLE = (
+    "events",
+    "description",
+    "signature_scheme",
+    "ordering",
+    "filter_json",
+    "payload",
+    *DESTINATION_PATHS,
+    "receiver_auth",
+)
 
 
 def check_idempotency_key(key: str) -> None:
@@ -77,28 +94,40 @@ def check_idempotency_key(key: str) -> None:
         raise InvalidRequest(f"idempotency_key: at most {MAX_IDEMPOTENCY_KEY} printable characters")
 
 
-class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServiceServicer):
+class WebhookService(
+    EventReads,
+    DeliveryReads,
+    DeliveryCountReads,
+    SigningKeyReads,
+    PollCalls,
+    EventCounts,
+    ProbeRpcs,
+    webhooks_pb2_grpc.WebhookServiceServicer,
+):
     def __init__(
         self,
         repo: Repository,
         clock: Clock,
-        sender: Sender,
+        sender: Sender | Destinations,
         *,
         policy: Policy | None = None,
         resolver: Resolver = system_resolver,
         worker: DeliveryWorker | None = None,
         hub: EventHub | None = None,
         account_mode: Callable[[str], Awaitable[str]] | None = None,
+        max_endpoints: int = MAX_ENDPOINTS,
     ) -> None:
         self.repo = repo
         self.clock = clock
-        self.sender = sender
+        self.destinations = destinations_of(sender)  # the http sender, and the brokers' when configured
         self.policy = policy or Policy()
         self.resolver = resolver
         self.worker = worker
         self.hub = hub or EventHub()
         # "A"/"B" of an account, from authsvc; None (no --authsvc): the mode-only kinds are not checked.
         self.account_mode = account_mode
+        # Endpoints an account may have per environment (webhookd._endpoint_cap; --max-endpoints).
+        self.max_endpoints = max_endpoints
         # Wakes the mailer when an alert was stored here (a leaked key's: webhookd._leak_alerts).
         self.on_alerts: Callable[[], None] = lambda: None
 
@@ -184,13 +213,13 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
         desc = cv.description(request.description)
         scheme = cv.signature_scheme(request.signature_scheme)
         order = cv.ordering(request.ordering)
-        await check_target(cv.url(request.url), self.policy, self.resolver)
+        flt, payload = cv.content_filter(request.filter_json), cv.payload(request.payload)
+        destination = await registered(request, self.policy, self.resolver)
         secret = new_secret()
         endpoint = EndpointRecord(
             id=new_id("we"),
             account_id=account_id,
             environment=env,
-            url=request.url,
             events=kinds,
             description=desc,
             status=EndpointStatus.ENABLED,
@@ -200,8 +229,12 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
             secrets=[SigningSecret(secret, signing_key=new_signing_key())],
             signature_scheme=scheme,
             ordering=order,
+            filter=flt,
+            payload=payload,
+            **destination,
         )
-        if not await self.repo.create_endpoint(endpoint, idem):
+        endpoint.receiver_auth = await receiver_auth_of(self, request, endpoint)
+        if not await self.repo.create_endpoint(endpoint, idem, self.max_endpoints):
             endpoint = await self._raced(account_id, env, idem)
             secret = endpoint.secrets[0].secret
         log.info(
@@ -232,14 +265,7 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
     async def UpdateEndpoint(
         self, request: pb.UpdateEndpointRequest, context: grpc.aio.ServicerContext
     ) -> pb.UpdateEndpointResponse:
-        paths = list(request.update_mask.paths)
-        if not paths:
-            raise InvalidRequest(f"update_mask: name at least one of {', '.join(UPDATABLE)}")
-        for path in paths:
-            if path not in UPDATABLE:
-                raise InvalidRequest(
-                    f"update_mask: {path!r} cannot be updated; updatable: {', '.join(UPDATABLE)}"
-                )
+        paths = cv.update_paths(request.update_mask.paths, UPDATABLE)
         endpoint = await self._endpoint(request)
         changes: dict[str, Any] = {}
         if "events" in paths:
@@ -250,9 +276,16 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
             changes["signature_scheme"] = cv.signature_scheme(request.signature_scheme)
         if "ordering" in paths:
             changes["ordering"] = cv.ordering(request.ordering)
-        if "url" in paths:
-            await check_target(cv.url(request.url), self.policy, self.resolver)
-            changes["url"] = request.url
+        if "filter_json" in paths:
+            changes["filter"] = cv.content_filter(request.filter_json)
+            changes["filter_updated_at"] = self.clock.now()
+        if "payload" in paths:
+            changes["payload"] = cv.payload(request.payload)
+        changes.update(await updated(request, paths, endpoint, self.policy, self.resolver))
+        if "receiver_auth" in paths:
+            changes["receiver_auth"] = await receiver_auth_of(
+                self, request, endpoint, changes.get("destination_type"), update=True
+            )
         now = self.clock.now()
         for key, value in changes.items():
             setattr(endpoint, key, value)
@@ -352,6 +385,7 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
             next_attempt_at=now,
             created_at=now,
             updated_at=now,
+            polled=is_polling(endpoint),
         )
         await self.repo.create_test_delivery(event, delivery)
         self._wake()
@@ -424,7 +458,8 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
                     "deliveries": count,
                 },
             )
-        if kind == LEAKED_KIND and await self.repo.add_alert(leak_alert(account_id, env, data, now)):
+        alert = event_alert(account_id, env, kind, data, now)  # a leaked key's, a traffic event's
+        if alert is not None and await self.repo.add_alert(alert):
             self.on_alerts()
         return pb.PublishEventResponse(event=cv.event_pb(stored), delivery_count=count)
 
@@ -446,84 +481,6 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
                 f"{SANDBOX_EVENTS_PER_DAY}; older ones make room as they age"
             )
 
-    # Delivery log
-
-    def _filter(self, request: Any, account_id: str, env: str, **extra: str) -> DeliveryFilter:
-        since = cv.time_or_none(request, "since")
-        until = cv.time_or_none(request, "until")
-        if since and until and until <= since:
-            raise InvalidRequest("until: must be after since")
-        return DeliveryFilter(
-            account_id=account_id,
-            environment=env,
-            endpoint_id=request.endpoint_id,
-            event_id=request.event_id,
-            since=since,
-            until=until,
-            **extra,
-        )
-
-    async def ListDeliveries(
-        self, request: pb.ListDeliveriesRequest, context: grpc.aio.ServicerContext
-    ) -> pb.ListDeliveriesResponse:
-        account_id, env = cv.scope(request)
-        status = ""
-        if request.status:
-            status = DELIVERY_STATUS.get(request.status)
-            if not status:
-                raise InvalidRequest("status: unknown delivery status")
-        if request.event_type and request.event_type not in (*EVENT_KINDS, TEST_EVENT_KIND):
-            raise InvalidRequest(
-                f"event_type: unknown event kind {request.event_type[:64]!r}; "
-                f"known kinds: {', '.join((*EVENT_KINDS, TEST_EVENT_KIND))}"
-            )
-        flt = self._filter(
-            request,
-            account_id,
-            env,
-            status=status,
-            event_type=request.event_type,
-            delivery_id=request.delivery_id,
-        )
-        size = cv.page_size(request.page_size)
-        rows = await self.repo.list_deliveries(flt, size + 1, cv.parse_page_token(request.page_token))
-        token = cv.page_token(rows[size - 1].created_at, rows[size - 1].id) if len(rows) > size else ""
-        return pb.ListDeliveriesResponse(
-            deliveries=[cv.delivery_pb(d) for d in rows[:size]], next_page_token=token
-        )
-
-    async def ListAttempts(
-        self, request: pb.ListAttemptsRequest, context: grpc.aio.ServicerContext
-    ) -> pb.ListAttemptsResponse:
-        account_id, env = cv.scope(request)
-        outcome = ""
-        if request.outcome:
-            outcome = ATTEMPT_OUTCOME.get(request.outcome)
-            if not outcome:
-                raise InvalidRequest("outcome: unknown attempt outcome")
-        flt = self._filter(request, account_id, env, delivery_id=request.delivery_id)
-        size = cv.page_size(request.page_size)
-        rows = await self.repo.list_attempts(flt, outcome, size + 1, cv.parse_page_token(request.page_token))
-        token = cv.page_token(rows[size - 1].attempted_at, rows[size - 1].id) if len(rows) > size else ""
-        return pb.ListAttemptsResponse(
-            attempts=[cv.attempt_pb(a) for a in rows[:size]], next_page_token=token
-        )
-
-    async def GetAttemptStats(
-        self, request: pb.GetAttemptStatsRequest, context: grpc.aio.ServicerContext
-    ) -> pb.GetAttemptStatsResponse:
-        account_id, env = cv.scope(request)
-        if not request.HasField("since"):
-            raise InvalidRequest("since: required")
-        since = request.since.ToDatetime(dt.UTC)
-        recent = request.recent_since.ToDatetime(dt.UTC) if request.HasField("recent_since") else None
-        if recent is not None and recent < since:
-            raise InvalidRequest("recent_since: must not be before since")
-        total, ok, recent_total, recent_ok = await self.repo.attempt_stats(account_id, env, since, recent)
-        return pb.GetAttemptStatsResponse(
-            attempts=total, succeeded=ok, recent_attempts=recent_total, recent_succeeded=recent_ok
-        )
-
     async def ResendAttempt(
         self, request: pb.ResendAttemptRequest, context: grpc.aio.ServicerContext
     ) -> pb.ResendAttemptResponse:
@@ -536,15 +493,11 @@ class WebhookService(EventReads, SigningKeyReads, webhooks_pb2_grpc.WebhookServi
         if claim is None or claim.endpoint is None:
             raise Conflict("attempt_id: its endpoint was deleted; nothing to resend to")
         endpoint = claim.endpoint
+        if not self.destinations.pushes(endpoint):
+            raise Conflict(f"attempt_id: its endpoint is a {endpoint.destination_type} one; nothing is sent")
         now = self.clock.now()
-        sent = await self.sender.send(
-            endpoint.url,
-            claim.envelope,
-            endpoint.valid_secrets(now),
-            claim.delivery.event_id,
-            now,
-            endpoint.signature_scheme,
-            endpoint.signers(now),
+        sent = await self.destinations.send(
+            endpoint, body_for(endpoint, claim.envelope), claim.delivery.event_id, now
         )
         outcome = decide(claim, sent, now, manual=True)
         assert outcome.attempt is not None

@@ -23,9 +23,12 @@ from svckit.ids import sortable_id
 from svckit.migrations import upgrade
 from svckit.reseal import SealedColumn
 from svckit.vocabulary import AttemptOutcome
-from svckit.webhook_status import DeliveryOrder, DeliveryStatus, EndpointStatus
+from svckit.webhook_status import DeliveryOrder, DeliveryStatus, DestinationType, EndpointStatus
 from webhookd._admission import NO_SKIPS, Skips
+from webhookd._content import Passes
+from webhookd._endpoint_cap import check_room
 from webhookd._ordering import ordering_key
+from webhookd._polls import PollStore
 from webhookd._queue import StatementQueue
 from webhookd._queues import new_queue
 from webhookd._repository import (
@@ -43,6 +46,7 @@ from webhookd._repository import (
 )
 from webhookd._rows import alert_of, attempt_of, delivery_of, endpoint_of, endpoint_values, event_of
 from webhookd._secretbox import SEALED_PREFIXES, SecretBox
+from webhookd._sql_counts import DeliveryCountsSql
 from webhookd._sql_events import EventReadsSql, keyset
 from webhookd._subscriptions import receives
 from webhookd._tables import alerts, attempts, deliveries, endpoints, events, idempotency, metadata
@@ -52,8 +56,16 @@ from webhookd.migrations import SCHEMA
 # The tables, for the scripts and tests that take them from here.
 # The sealed column ``python -m webhookd reseal`` and the ``sealed_rows_old_key`` gauge look at.
 SEALED_SECRETS = SealedColumn(endpoints, "id", "secrets")
+# Revision 0011: a broker destination's credentials, sealed the same way (``webhookd._destination_settings``).
+SEALED_DESTINATIONS = SealedColumn(endpoints, "id", "destination_secret")
+# Revision 0013: a receiver's client-certificate key and OAuth2 client secret (``_receiver_auth``).
+SEALED_RECEIVER_SECRETS = SealedColumn(endpoints, "id", "receiver_secrets")
+SEALED_COLUMNS = [SEALED_SECRETS, SEALED_DESTINATIONS, SEALED_RECEIVER_SECRETS]
 
 __all__ = [
+    "SEALED_COLUMNS",
+    "SEALED_DESTINATIONS",
+    "SEALED_RECEIVER_SECRETS",
     "SEALED_SECRETS",
     "SqlRepository",
     "alerts",
@@ -81,12 +93,14 @@ def _filter_conditions(table: sa.Table, time_column: Any, flt: DeliveryFilter) -
     return conds
 
 
-class SqlRepository(EventReadsSql):
+class SqlRepository(EventReadsSql, DeliveryCountsSql):
     def __init__(self, engine: AsyncEngine, box: SecretBox | None = None) -> None:
         self.engine = engine
         self.box = box or SecretBox()
         # The store is picked once, here: every write to the deliveries table goes through it.
         self.queue: StatementQueue = new_queue(engine, self._endpoint)
+        # Polling endpoints' deliveries wait in a poll queue of their own (``webhookd._polls``).
+        self.polls = PollStore(engine)
 
     @classmethod
     async def open(cls, url: str, box: SecretBox | None = None) -> SqlRepository:
@@ -98,24 +112,30 @@ class SqlRepository(EventReadsSql):
         return endpoint_of(row, self.box)
 
     async def seal_secrets(self) -> int:
-        """With a key: seal every endpoint's signing secrets still stored in the clear (a database written
-        before the key was set). Without one: refuse a database whose secrets are sealed. Rows sealed."""
-        cols = (endpoints.c.id, endpoints.c.secrets)
-        sealed_rows = sa.or_(*(endpoints.c.secrets.startswith(p) for p in SEALED_PREFIXES))
+        """With a key: seal every endpoint's signing secrets and destination credentials still stored in
+        the clear (a database written before the key was set). Without one: refuse a database whose
+        values are sealed. Values sealed."""
+        return sum([await self._seal_column(column.column) for column in SEALED_COLUMNS])
+
+    async def _seal_column(self, name: str) -> int:
+        value = endpoints.c[name]
+        cols = (endpoints.c.id, value.label("value"))
+        sealed_rows = sa.or_(*(value.startswith(p) for p in SEALED_PREFIXES))
+        column = SealedColumn(endpoints, "id", name)
         async with self.engine.begin() as conn:
             # A missing or wrong key is found at start, not at the first send: a row under a key id the
             # ring lacks, else one sealed row (an enc1 value names no key: it is opened to find out).
-            unknown = SEALED_SECRETS.unknown_key(self.box) if self.box.sealing else sealed_rows
+            unknown = column.unknown_key(self.box) if self.box.sealing else sealed_rows
             for where in (unknown, sealed_rows):
                 probe = (await conn.execute(sa.select(*cols).where(where).limit(1))).first()
                 if probe is not None:
-                    self.box.open(probe.secrets, probe.id)
+                    self.box.open(probe.value, probe.id)
             if not self.box.sealing:
                 return 0
-            plain = (await conn.execute(sa.select(*cols).where(~sealed_rows))).all()
+            plain = (await conn.execute(sa.select(*cols).where(~sealed_rows, value != ""))).all()
             for r in plain:
-                sealed = self.box.seal(r.secrets, r.id)
-                await conn.execute(endpoints.update().where(endpoints.c.id == r.id).values(secrets=sealed))
+                sealed = self.box.seal(r.value, r.id)
+                await conn.execute(endpoints.update().where(endpoints.c.id == r.id).values({name: sealed}))
         return len(plain)
 
     async def close(self) -> None:
@@ -124,9 +144,13 @@ class SqlRepository(EventReadsSql):
 
     # Endpoints
 
-    async def create_endpoint(self, endpoint: EndpointRecord, idem: IdempotencyRecord | None = None) -> bool:
+    async def create_endpoint(
+        self, endpoint: EndpointRecord, idem: IdempotencyRecord | None = None, limit: int | None = None
+    ) -> bool:
         try:
             async with self.engine.begin() as conn:
+                if limit is not None:
+                    await check_room(conn, endpoint.account_id, endpoint.environment, limit)
                 await conn.execute(endpoints.insert().values(**endpoint_values(endpoint, self.box)))
                 await self._record_idempotency(conn, endpoint, idem)
         except IntegrityError:
@@ -224,12 +248,20 @@ class SqlRepository(EventReadsSql):
         try:
             async with self.engine.begin() as conn:
                 await self._record_idempotency(conn, endpoint, idem)
-                was = (
-                    await conn.execute(sa.select(endpoints.c.ordering).where(endpoints.c.id == endpoint.id))
-                ).scalar()
+                was, was_type = (
+                    await conn.execute(
+                        sa.select(endpoints.c.ordering, endpoints.c.destination_type).where(
+                            endpoints.c.id == endpoint.id
+                        )
+                    )
+                ).one()
                 await conn.execute(endpoints.update().where(endpoints.c.id == endpoint.id).values(**values))
+                polling = endpoint.destination_type is DestinationType.POLLING
+                if polling != (was_type == DestinationType.POLLING):  # what waits changes queue
+                    await self.polls.retype(endpoint.id, polling, endpoint.updated_at, conn)
                 if was != endpoint.ordering and endpoint.ordering is DeliveryOrder.UNORDERED:
                     await self.queue.unorder(endpoint.id, conn)
+                    await self.polls.unorder(endpoint.id, conn)
                 if endpoint.status != EndpointStatus.ENABLED:
                     await self.queue.hold(endpoint.id, endpoint.updated_at, conn)
         except IntegrityError:
@@ -246,6 +278,7 @@ class SqlRepository(EventReadsSql):
                 .values(deleted_at=us(now), updated_at=us(now))
             )
             await self.queue.fail_endpoint(endpoint.id, now, conn)
+            await self.polls.forget(endpoint.id, conn)
 
     # Events and fan-out
 
@@ -300,12 +333,20 @@ class SqlRepository(EventReadsSql):
             targets = (
                 await conn.execute(
                     sa.select(
-                        endpoints.c.id, endpoints.c.events, endpoints.c.status, endpoints.c.ordering
-                    ).where(
+                        endpoints.c.id,
+                        endpoints.c.events,
+                        endpoints.c.status,
+                        endpoints.c.ordering,
+                        endpoints.c.destination_type,
+                        endpoints.c.filter,
+                    )
+                    .where(
                         endpoints.c.account_id == event.account_id,
                         endpoints.c.environment == event.environment,
                         endpoints.c.deleted_at.is_(None),
                     )
+                    # The order the filters spend the publish's one step budget in (docs: Filters).
+                    .order_by(endpoints.c.created_at, endpoints.c.id)
                 )
             ).all()
             # The event's ordering key, for its ordered endpoints (its data read only if there is one).
@@ -313,6 +354,8 @@ class SqlRepository(EventReadsSql):
             key = None
             if any(r.ordering == ordered for r in targets):
                 key = ordering_key(ordered, event.type, event.data)
+            # An endpoint whose filter the event does not match gets no delivery (``_filtering``).
+            passes = Passes(event)
             new = [
                 DeliveryRecord(
                     id=sortable_id("msg", now),
@@ -331,12 +374,16 @@ class SqlRepository(EventReadsSql):
                     updated_at=now,
                     ordering_key=key if r.ordering == ordered else None,
                     event_seq=event.seq,
+                    polled=r.destination_type == DestinationType.POLLING,
                 )
                 for r in targets
-                if receives(json.loads(r.events), event.type) and r.id != exclude_endpoint
+                if receives(json.loads(r.events), event.type)
+                and r.id != exclude_endpoint
+                and passes(r.filter)
             ]
             if new:
                 await self.queue.fan_out(new, conn)
+                await self.polls.fan_out([d for d in new if d.polled], conn)
             return event, len(new)
 
     async def create_test_delivery(self, event: EventRecord, delivery: DeliveryRecord) -> None:
@@ -354,7 +401,9 @@ class SqlRepository(EventReadsSql):
                 )
             )
             event.seq = int(result.inserted_primary_key[0])  # type: ignore[index]
+            delivery.event_seq = event.seq
             await self.queue.fan_out([delivery], conn)
+            await self.polls.fan_out([d for d in (delivery,) if d.polled], conn)
 
     # The worker's: its queue's, for callers that hold the repository
 
@@ -486,6 +535,8 @@ class SqlRepository(EventReadsSql):
         return int(total), int(succeeded), int(recent_total), int(recent_succeeded)
 
     async def recover(self, endpoint: EndpointRecord, since: dt.datetime | None, now: dt.datetime) -> int:
+        if endpoint.destination_type is DestinationType.POLLING:
+            return await self.polls.recover(endpoint.id, since, now)  # back in its poll queue
         return await self.queue.recover(endpoint.id, since, now)
 
     async def recoverable(self, endpoint: EndpointRecord, since: dt.datetime | None) -> int:
@@ -498,6 +549,9 @@ class SqlRepository(EventReadsSql):
 
     async def purge_attempts(self, before: dt.datetime) -> int:
         return await self.queue.purge_attempts(before)
+
+    async def purge_delivery_counts(self, now: dt.datetime) -> int:
+        return await self.queue.purge_delivery_counts(now)
 
     async def purge_sandbox_attempts(self, before: dt.datetime) -> int:
         return await self.queue.purge_sandbox_attempts(before)

@@ -32,6 +32,9 @@ def seq_after(after_seq: int, also: Sequence[int]) -> Any:
     return sa.or_(after, events.c.seq.in_(list(also))) if also else after
 
 
+DAY_US = 86_400_000_000  # a UTC day in the events' created_at (microseconds since the epoch)
+
+
 class EventReadsSql:
     engine: AsyncEngine
 
@@ -131,3 +134,25 @@ class EventReadsSql:
         )
         async with self.engine.connect() as conn:
             return int((await conn.execute(query)).scalar_one())
+
+    async def count_events_by_day(
+        self, account_id: str, environment: str, kind: str, since: dt.datetime, until: dt.datetime | None
+    ) -> list[tuple[dt.date, int]]:
+        c = events.c
+        day = (c.created_at // DAY_US).label("day")
+        q = (
+            sa.select(day, sa.func.count())
+            .where(
+                c.account_id == account_id,
+                c.environment == environment,
+                c.type == kind,
+                c.created_at >= us(since),
+                c.created_at < us(until) if until else sa.true(),
+            )
+            .group_by(day)
+            .order_by(day)
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(q)).all()
+        epoch = dt.date(1970, 1, 1)
+        return [(epoch + dt.timedelta(days=int(d)), int(n)) for d, n in rows]

@@ -11,6 +11,8 @@ webhookd process and one writer (``BEGIN IMMEDIATE``).
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
 import json
 import logging
 import sqlite3
@@ -21,7 +23,7 @@ from typing import Any, TypeVar
 
 from webhookd import _queue_rows as qr
 from webhookd import _queue_sql as q
-from webhookd._queue import StatementQueue, Step, drive
+from webhookd._queue import StatementQueue, Step, drive, result_parts
 from webhookd._repository import EndpointRecord
 
 T = TypeVar("T")
@@ -29,6 +31,12 @@ log = logging.getLogger("webhookd.sqlite")
 CHECKPOINT_SECONDS = 0.5
 
 _TEXTS = {name: statement.sqlite_text() for name, statement in q.STATEMENTS.items()}
+
+
+@functools.lru_cache(maxsize=256)
+def _batch_text(name: str, rows: int, width: int, first: int) -> str:
+    """A BATCH statement's text for ``rows`` rows (a chunk's size is a power of two: few texts)."""
+    return _TEXTS[name].format(values=q.values_list(rows, width, first))
 
 
 def _pow2_chunks(rows: list[T]) -> list[list[T]]:
@@ -52,6 +60,10 @@ class SqliteQueue(StatementQueue):
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webhookd-sqlite")
         self._db: sqlite3.Connection | None = None
         self._stop_checkpoints = threading.Event()
+        # Set by each transaction of the queue that changed a row, cleared by a checkpoint that copied the
+        # whole WAL back: with nothing written since, the checkpointer does nothing (an idle service's claim
+        # every poll changes no row, and its WAL has nothing to copy back).
+        self._written = threading.Event()
         self._checkpointer = threading.Thread(
             target=self._checkpoint_loop, name="webhookd-sqlite-checkpoint", daemon=True
         )
@@ -75,9 +87,15 @@ class SqliteQueue(StatementQueue):
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA busy_timeout=30000")
             while not self._stop_checkpoints.wait(CHECKPOINT_SECONDS):
+                if not self._written.is_set():
+                    continue  # the queue wrote nothing; other connections checkpoint their own writes
+                self._written.clear()
                 try:
-                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    _busy, log_frames, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    if copied < log_frames:  # a reader held some back: try again next time
+                        self._written.set()
                 except sqlite3.Error:
+                    self._written.set()
                     log.exception("WAL checkpoint failed; retrying")
             db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         finally:
@@ -93,12 +111,15 @@ class SqliteQueue(StatementQueue):
         db = self._conn()
         # A write takes the write lock at once; a read only reads (WAL: it never waits for the writer).
         db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        changes = db.total_changes
         try:
             out = drive(step, lambda name, params: _execute(db, name, params))
         except BaseException:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
+        if db.total_changes != changes:
+            self._written.set()
         return out
 
     async def close(self) -> None:
@@ -125,11 +146,15 @@ def _execute(db: sqlite3.Connection, name: str, params: Any) -> Any:
     if kind is q.Kind.MANY:
         db.executemany(text, params)
         return None
+    if kind is q.Kind.RESULTS:
+        for part_name, part_params in result_parts(params):
+            _execute(db, part_name, part_params)
+        return None
     if kind is q.Kind.BATCH:
         head, rows = params
         for part in _pow2_chunks(rows):
-            sql = text.format(values=q.values_list(len(part), len(part[0]), len(head) + 1))
-            db.execute(sql, [*head, *(value for row in part for value in row)])
+            sql = _batch_text(name, len(part), len(part[0]), len(head) + 1)
+            db.execute(sql, [*head, *itertools.chain.from_iterable(part)])
         return None
     return _claim(db, text, params)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from svckit.db import account_columns
+
 metadata = sa.MetaData()
 # The rows of ``wh_pending_ordered``: pending deliveries that have an ordering key.
 ORDERED_PENDING = "ordering_key IS NOT NULL"
@@ -19,8 +21,7 @@ endpoints = sa.Table(
     "wh_endpoints",
     metadata,
     sa.Column("id", sa.String(64), primary_key=True),
-    sa.Column("account_id", sa.String(64), nullable=False),
-    sa.Column("environment", sa.String(16), nullable=False),
+    *account_columns(),
     sa.Column("url", sa.Text, nullable=False),
     sa.Column("events", sa.Text, nullable=False),
     sa.Column("description", sa.Text, nullable=False, default=""),
@@ -37,6 +38,20 @@ endpoints = sa.Table(
     sa.Column("failing_level", sa.Integer, nullable=False, server_default="0"),
     # Revision 0008: svckit.webhook_status.DeliveryOrder ("none", "perResource"), webhookd._ordering.
     sa.Column("ordering", sa.String(16), nullable=False, server_default="none"),
+    # Revision 0012: the content filter as compact JSON (NULL: none; svckit.jsonmatch), when it was last
+    # set or cleared (NULL: at creation), and svckit.webhook_status.PayloadMode ("full", "thin").
+    sa.Column("filter", sa.Text, nullable=True),
+    sa.Column("filter_updated_at", sa.BigInteger, nullable=True),
+    sa.Column("payload", sa.String(16), nullable=False, server_default="full"),
+    # Revision 0011 (``webhookd._destinations``): svckit.webhook_status.DestinationType, the type's settings
+    # as JSON ("" for http and polling) and its credentials as JSON, sealed like ``secrets`` ("": none).
+    sa.Column("destination_type", sa.String(16), nullable=False, server_default="http"),
+    sa.Column("destination", sa.Text, nullable=False, server_default=""),
+    sa.Column("destination_secret", sa.Text, nullable=False, server_default=""),
+    # Revision 0013 (``webhookd._receiver_auth``): how the receiver authenticates us, its public parts as
+    # JSON, and its secrets (a client certificate's key, an OAuth2 client secret) as JSON, sealed; "" none.
+    sa.Column("receiver_auth", sa.Text, nullable=False, server_default=""),
+    sa.Column("receiver_secrets", sa.Text, nullable=False, server_default=""),
     sa.Index("wh_endpoints_scope", "account_id", "environment", "created_at"),
 )
 
@@ -45,8 +60,7 @@ events = sa.Table(
     metadata,
     sa.Column("seq", _SEQ, primary_key=True, autoincrement=True),
     sa.Column("id", sa.String(64), nullable=False, unique=True),
-    sa.Column("account_id", sa.String(64), nullable=False),
-    sa.Column("environment", sa.String(16), nullable=False),
+    *account_columns(),
     sa.Column("type", sa.String(64), nullable=False),
     sa.Column("state", sa.String(64), nullable=False),
     sa.Column("created_at", sa.BigInteger, nullable=False),
@@ -65,8 +79,7 @@ deliveries = sa.Table(
     sa.Column("id", sa.String(64), primary_key=True),
     sa.Column("event_id", sa.String(64), nullable=False),
     sa.Column("endpoint_id", sa.String(64), nullable=False),
-    sa.Column("account_id", sa.String(64), nullable=False),
-    sa.Column("environment", sa.String(16), nullable=False),
+    *account_columns(),
     sa.Column("event_type", sa.String(64), nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("attempt_count", sa.Integer, nullable=False, default=0),
@@ -106,8 +119,7 @@ pending = sa.Table(
     metadata,
     sa.Column("id", sa.String(64), primary_key=True),  # the delivery's
     sa.Column("endpoint_id", sa.String(64), nullable=False),
-    sa.Column("account_id", sa.String(64), nullable=False),
-    sa.Column("environment", sa.String(16), nullable=False),
+    *account_columns(),
     sa.Column("attempt_count", sa.Integer, nullable=False),
     sa.Column("next_attempt_at", sa.BigInteger, nullable=False),
     sa.Column("lease_owner", sa.String(64), nullable=True),
@@ -134,8 +146,7 @@ attempts = sa.Table(
     sa.Column("delivery_id", sa.String(64), nullable=False),
     sa.Column("endpoint_id", sa.String(64), nullable=False),
     sa.Column("event_id", sa.String(64), nullable=False),
-    sa.Column("account_id", sa.String(64), nullable=False),
-    sa.Column("environment", sa.String(16), nullable=False),
+    *account_columns(),
     sa.Column("attempt_number", sa.Integer, nullable=False),
     sa.Column("outcome", sa.String(16), nullable=False),
     sa.Column("response_status", sa.Integer, nullable=False),
@@ -157,8 +168,7 @@ alerts = sa.Table(
     "wh_alerts",
     metadata,
     sa.Column("id", sa.String(64), primary_key=True),
-    sa.Column("account_id", sa.String(64), nullable=False),
-    sa.Column("environment", sa.String(16), nullable=False),
+    *account_columns(),
     sa.Column("endpoint_id", sa.String(64), nullable=False),
     sa.Column("url", sa.Text, nullable=False),
     sa.Column("reason", sa.Text, nullable=False),
@@ -176,8 +186,7 @@ notices = sa.Table(
     "wh_notices",
     metadata,
     sa.Column("id", sa.String(64), primary_key=True),
-    sa.Column("account_id", sa.String(64), nullable=False),
-    sa.Column("environment", sa.String(16), nullable=False),
+    *account_columns(),
     sa.Column("endpoint_id", sa.String(64), nullable=False),
     sa.Column("kind", sa.String(64), nullable=False),
     sa.Column("data", sa.Text, nullable=False),
@@ -192,12 +201,75 @@ notices = sa.Table(
 idempotency = sa.Table(
     "wh_idempotency",
     metadata,
-    sa.Column("account_id", sa.String(64), primary_key=True),
-    sa.Column("environment", sa.String(16), primary_key=True),
+    *account_columns(primary_key=True),
     sa.Column("idempotency_key", sa.String(255), primary_key=True),
     sa.Column("request_hash", sa.String(64), nullable=False),
     sa.Column("endpoint_id", sa.String(64), nullable=False),
     sa.Column("created_at", sa.BigInteger, nullable=False),
+)
+
+# Revision 0015: exact delivery-attempt counts per endpoint and outcome, per hour (grain 3600) and per
+# day (86400), with a fixed-bucket latency histogram (svckit.usagecounts; ``lat_0`` .. ``lat_11``), added
+# in the same transaction as the attempts (``webhookd._delivery_counts``). The key leads with the scope:
+# every read is one account and environment over a range of periods.
+delivery_counts = sa.Table(
+    "wh_delivery_counts",
+    metadata,
+    sa.Column("account_id", sa.String(64), primary_key=True),
+    sa.Column("environment", sa.String(16), primary_key=True),
+    sa.Column("grain", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("period", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("endpoint_id", sa.String(64), primary_key=True),
+    sa.Column("outcome", sa.String(16), primary_key=True),
+    sa.Column("count", sa.BigInteger, nullable=False),
+    sa.Column("latency_sum_ms", sa.BigInteger, nullable=False),
+    *(sa.Column(f"lat_{i}", sa.BigInteger, nullable=False) for i in range(12)),
+    # The prune of periods past their grain's retention.
+    sa.Index("wh_delivery_counts_period", "grain", "period"),
+)
+
+
+# Revision 0014: polling endpoints (``webhookd._polls``, docs/webhooks.md "Polling"). One row per pending
+# delivery of a polling endpoint (its ``wh_deliveries`` row is pending exactly while it has one): the
+# worker never claims these (they are not in ``wh_pending``); a poll leases a batch of them under a lease id
+# (the cursor it answers) until ``lease_until``, a commit of that cursor ends them.
+polled = sa.Table(
+    "wh_polled",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),  # the delivery's
+    sa.Column("endpoint_id", sa.String(64), nullable=False),
+    sa.Column("event_seq", sa.BigInteger, nullable=False),
+    sa.Column("ordering_key", sa.String(255), nullable=True),
+    sa.Column("lease_id", sa.String(64), nullable=True),
+    sa.Column("lease_until", sa.BigInteger, nullable=True),
+    sa.Column("leased_at", sa.BigInteger, nullable=True),
+    sa.Column("leases", sa.Integer, nullable=False, server_default="0"),
+    sa.Index("wh_polled_endpoint", "endpoint_id", "event_seq"),
+    sa.Index("wh_polled_lease", "lease_id"),
+)
+
+# Revision 0014: every batch a poll leased (its id is the cursor), until a day after it ran out.
+poll_leases = sa.Table(
+    "wh_poll_leases",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("endpoint_id", sa.String(64), nullable=False),
+    sa.Column("account_id", sa.String(64), nullable=False),
+    sa.Column("environment", sa.String(16), nullable=False),
+    sa.Column("size", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("expires_at", sa.BigInteger, nullable=False),
+    sa.Column("committed_at", sa.BigInteger, nullable=True),
+    sa.Column("committed", sa.Integer, nullable=False, server_default="0"),
+    sa.Index("wh_poll_leases_endpoint", "endpoint_id", "expires_at"),
+)
+
+# Revision 0014: when each polling endpoint was last polled (an empty poll too; written at most every 10 s).
+pollers = sa.Table(
+    "wh_pollers",
+    metadata,
+    sa.Column("endpoint_id", sa.String(64), primary_key=True),
+    sa.Column("last_polled_at", sa.BigInteger, nullable=False),
 )
 
 
@@ -225,3 +297,4 @@ ATTEMPT_COLUMNS = columns(attempts)
 PENDING_COLUMNS = columns(pending)
 NOTICE_INSERT_COLUMNS = columns(notices, without=("published_at",))
 ALERT_INSERT_COLUMNS = columns(alerts)
+COUNT_COLUMNS = columns(delivery_counts)

@@ -325,3 +325,36 @@ def trusted_receiver(directory: pathlib.Path) -> tuple[Receiver, pathlib.Path]:
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("localhost", "127.0.0.1").configure_cert(server_ctx)
     return Receiver(server_ctx).start(), ca_file
+
+
+@dataclass
+class ConnectProxy:
+    """A tiny HTTP CONNECT proxy (webhookd's ``--egress-proxy`` in tests): the targets of its tunnels, in
+    order. Serve it with ``asyncio.start_server(proxy.handle, ...)``."""
+
+    targets: list[str] = field(default_factory=list)
+    port: int = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        method, target, _ = head.split(b"\r\n", 1)[0].decode().split(" ", 2)
+        if method != "CONNECT":
+            writer.write(b"HTTP/1.1 405 X\r\nContent-Length: 0\r\n\r\n")
+            writer.close()
+            return
+        host, _, port = target.rpartition(":")
+        self.targets.append(target)
+        up_reader, up_writer = await asyncio.open_connection(host.strip("[]"), int(port))
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except ConnectionError:
+                pass
+            finally:
+                dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
