@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from edge.app import create_app
@@ -32,7 +31,7 @@ from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.migrations import SchemaError, add_migrate_command, run_migrate
 from svckit.pacing import add_pacing_args, pacing_from_args
-from svckit.runner import ServeConfig, or_default, print_ready, run_until_signal, stop_signals
+from svckit.runner import ServeConfig, freeze_startup, or_default, print_ready, run_until_signal, stop_signals
 from svckit.secretbox import SealingKeyError, key_from, new_key
 from svckit.tlsflags import add_tls_args, tls_from_args
 from svckit.webserver import bind, start
@@ -42,6 +41,116 @@ log = logging.getLogger("edge")
 SERVICE = "edge"
 # The sealing key itself, when no --idempotency-key-file names a file holding it (never a flag).
 IDEMPOTENCY_KEY_ENV = env_name(SERVICE, "idempotency-key")
+
+
+# A rate limit flag's help: what it applies to.
+_PER = "a key without its own limit (bursts of 2 s; per edge process, or across edges with --redis), 0: none"
+# Flags that set the EdgeConfig field of their name (``-`` as ``_``) as given, defaulting to it: (flag, type,
+# help), in --help order. build_parser adds them and config_from passes them on, each from this one row.
+Setting = tuple[str, Callable[[str], Any], str]
+GATE_SETTINGS: tuple[Setting, ...] = (
+    (
+        "docs-dir",
+        str,
+        "directory of the partner docs' Markdown served at /docs (default: the repository's docs/)",
+    ),
+    ("max-body-bytes", int, "largest request body accepted (413 above)"),
+    ("rate-limit-live", float, f"requests/s per live key: {_PER}"),
+    ("rate-limit-sandbox", float, f"requests/s per test key: {_PER}"),
+    ("redis", str, "Redis URL sharing per-key rate limits between edges (redis://HOST:PORT/DB); empty: none"),
+    ("redis-prefix", str, "prefix of the rate-limit keys in Redis"),
+    (
+        "redis-timeout",
+        float,
+        "seconds Redis has to answer before a request's limit falls back to this edge's own bucket",
+    ),
+    (
+        "denial-cache-size",
+        int,
+        "denials of unknown keys cached at most, least recently used evicted first (0: none cached)",
+    ),
+    (
+        "usage-flush-interval",
+        float,
+        "seconds between flushes of the exact usage counts to authsvc: the most a killed edge loses",
+    ),
+    (
+        "unknown-key-rate",
+        float,
+        "look-ups of keys authsvc does not know allowed per client address a second (then 429)",
+    ),
+    ("unknown-key-burst", int, "look-ups of keys authsvc does not know allowed per client address at once"),
+)
+STREAM_AND_TIMEOUT_SETTINGS: tuple[Setting, ...] = (
+    ("stream-ping-seconds", float, 'seconds between {"type": "ping"} frames on /v1/stream'),
+    (
+        "request-log-successes",
+        int,
+        "successful requests filed in the request log per second by this process (errors and reads "
+        "of whole events, GET /v1/events/{id}, always are); 0: none",
+    ),
+    (
+        "stream-max-per-key",
+        int,
+        "open /v1/stream connections per API key, per edge process (one more: 429), 0: no limit",
+    ),
+    (
+        "stream-max-per-account",
+        int,
+        "open /v1/stream connections per account (all its keys), per edge "
+        "process (one more: 429), 0: no limit",
+    ),
+    (
+        "stream-messages-per-second",
+        float,
+        "messages a second a /v1/stream client may send (bursts: "
+        "--stream-message-burst); past it the connection is closed with 1008, 0: no limit",
+    ),
+    (
+        "stream-message-burst",
+        int,
+        "messages a /v1/stream client may send at once before --stream-messages-per-second applies",
+    ),
+    (
+        "stream-opens-per-second",
+        float,
+        "new /v1/stream connections a second per account (bursts: "
+        "--stream-open-burst); past it 429 rate_limited before the upgrade, 0: no limit",
+    ),
+    (
+        "stream-open-burst",
+        int,
+        "new /v1/stream connections an account may open at once before --stream-opens-per-second",
+    ),
+    (
+        "stream-max-message-bytes",
+        int,
+        "largest message a /v1/stream client may send (larger: closed with 1009)",
+    ),
+    ("keep-alive-timeout", float, "seconds an idle keep-alive connection stays open"),
+    (
+        "header-timeout",
+        float,
+        "seconds a client has to send a complete request head (a new connection's first: from connect)",
+    ),
+    (
+        "body-timeout",
+        float,
+        "seconds a client has to send a request's whole body, counted from the end of its head",
+    ),
+    (
+        "upstream-timeout",
+        float,
+        "seconds a product upstream has to answer before the request is answered 503",
+    ),
+    ("sandbox-confirm-seconds", float, "seconds between a sandbox booking's 202 and its outcome event"),
+    (
+        "workers",
+        int,
+        "edge processes sharing the listeners' ports (SO_REUSEPORT) under a supervising parent; "
+        "worker i serves /metrics on the --metrics-listen port + i",
+    ),
+)
 
 
 def build_parser() -> FlagParser:
@@ -116,157 +225,22 @@ def build_parser() -> FlagParser:
         help="base URL of the partner docs (docUrl: <base>/errors#<type>); default: this edge's own "
         "/docs on the host the request came to",
     )
+    for name, kind, text in GATE_SETTINGS:
+        flag(name, type=kind, default=default(name.replace("-", "_")), help=text)
     flag(
-        "docs-dir",
-        default=default("docs_dir"),
-        help="directory of the partner docs' Markdown served at /docs (default: the repository's docs/)",
-    )
-    flag(
-        "max-body-bytes",
-        type=int,
-        default=default("max_body_bytes"),
-        help="largest request body accepted (413 above)",
-    )
-    per = (
-        "a key without its own limit (bursts of 2 s; per edge process, or across edges with --redis), 0: none"
-    )
-    flag(
-        "rate-limit-live",
-        type=float,
-        default=default("rate_limit_live"),
-        help=f"requests/s per live key: {per}",
-    )
-    flag(
-        "rate-limit-sandbox",
-        type=float,
-        default=default("rate_limit_sandbox"),
-        help=f"requests/s per test key: {per}",
-    )
-    flag(
-        "redis",
-        default=default("redis"),
-        help="Redis URL sharing per-key rate limits between edges (redis://HOST:PORT/DB); empty: none",
-    )
-    flag("redis-prefix", default=default("redis_prefix"), help="prefix of the rate-limit keys in Redis")
-    flag(
-        "redis-timeout",
-        type=float,
-        default=default("redis_timeout"),
-        help="seconds Redis has to answer before a request's limit falls back to this edge's own bucket",
-    )
-    flag(
-        "denial-cache-size",
-        type=int,
-        default=default("denial_cache_size"),
-        help="denials of unknown keys cached at most, least recently used evicted first (0: none cached)",
-    )
-    flag(
-        "unknown-key-rate",
-        type=float,
-        default=default("unknown_key_rate"),
-        help="look-ups of keys authsvc does not know allowed per client address a second (then 429)",
-    )
-    flag(
-        "unknown-key-burst",
-        type=int,
-        default=default("unknown_key_burst"),
-        help="look-ups of keys authsvc does not know allowed per client address at once",
+        "no-usage-counts",
+        switch=True,
+        help="count no usage (GET /v1/usage then shows nothing of this edge's requests; for measurements)",
     )
     add_pacing_args(s, SERVICE, "an accepted key")
     add_connection_args(s, SERVICE)
-    flag(
-        "stream-ping-seconds",
-        type=float,
-        default=default("stream_ping_seconds"),
-        help='seconds between {"type": "ping"} frames on /v1/stream',
-    )
-    flag(
-        "stream-max-per-key",
-        type=int,
-        default=default("stream_max_per_key"),
-        help="open /v1/stream connections per API key, per edge process (one more: 429), 0: no limit",
-    )
-    flag(
-        "stream-max-per-account",
-        type=int,
-        default=default("stream_max_per_account"),
-        help="open /v1/stream connections per account (all its keys), per edge process (one more: 429), "
-        "0: no limit",
-    )
-    flag(
-        "stream-messages-per-second",
-        type=float,
-        default=default("stream_messages_per_second"),
-        help="messages a second a /v1/stream client may send (bursts: --stream-message-burst); past it the "
-        "connection is closed with 1008, 0: no limit",
-    )
-    flag(
-        "stream-message-burst",
-        type=int,
-        default=default("stream_message_burst"),
-        help="messages a /v1/stream client may send at once before --stream-messages-per-second applies",
-    )
-    flag(
-        "stream-opens-per-second",
-        type=float,
-        default=default("stream_opens_per_second"),
-        help="new /v1/stream connections a second per account (bursts: --stream-open-burst); past it "
-        "429 rate_limited before the upgrade, 0: no limit",
-    )
-    flag(
-        "stream-open-burst",
-        type=int,
-        default=default("stream_open_burst"),
-        help="new /v1/stream connections an account may open at once before --stream-opens-per-second",
-    )
-    flag(
-        "stream-max-message-bytes",
-        type=int,
-        default=default("stream_max_message_bytes"),
-        help="largest message a /v1/stream client may send (larger: closed with 1009)",
-    )
-    flag(
-        "keep-alive-timeout",
-        type=float,
-        default=default("keep_alive_timeout"),
-        help="seconds an idle keep-alive connection stays open",
-    )
-    flag(
-        "header-timeout",
-        type=float,
-        default=default("header_timeout"),
-        help="seconds a client has to send a complete request head (a new connection's first: from connect)",
-    )
-    flag(
-        "body-timeout",
-        type=float,
-        default=default("body_timeout"),
-        help="seconds a client has to send a request's whole body, counted from the end of its head",
-    )
-    flag(
-        "upstream-timeout",
-        type=float,
-        default=default("upstream_timeout"),
-        help="seconds a product upstream has to answer before the request is answered 503",
-    )
+    for name, kind, text in STREAM_AND_TIMEOUT_SETTINGS:
+        flag(name, type=kind, default=default(name.replace("-", "_")), help=text)
     flag(
         "upstream-signing-key-file",
         default="",
         help="Ed25519 private key (PEM): sign each product request's identity for upstreams behind a "
         "TLS-terminating proxy (X-Edge-Assertion); empty: none",
-    )
-    flag(
-        "sandbox-confirm-seconds",
-        type=float,
-        default=default("sandbox_confirm_seconds"),
-        help="seconds between a sandbox booking's 202 and its outcome event",
-    )
-    flag(
-        "workers",
-        type=int,
-        default=default("workers"),
-        help="edge processes sharing the listeners' ports (SO_REUSEPORT) under a supervising parent; "
-        "worker i serves /metrics on the --metrics-listen port + i",
     )
     flag("key-prefixes", default=DEFAULT_BRAND, help=KEY_PREFIXES_HELP)
     flag(
@@ -298,6 +272,11 @@ def build_parser() -> FlagParser:
     return parser
 
 
+def _settings() -> list[str]:
+    """The EdgeConfig fields the settings' flags set as given."""
+    return [name.replace("-", "_") for name, _, _ in (*GATE_SETTINGS, *STREAM_AND_TIMEOUT_SETTINGS)]
+
+
 def _hosts(flag: str, listen: str, port: int) -> list[str]:
     return [h for h in flag.split(",") if h.strip()] or listen_hosts(listen.rpartition(":")[0], port)
 
@@ -322,33 +301,11 @@ def config_from(args: argparse.Namespace, ports: Sequence[int] | None = None) ->
         trusted_proxies=parse_networks(args.trusted_proxy),
         routes=routes,
         docs_base=args.docs_base.rstrip("/"),
-        docs_dir=args.docs_dir,
-        max_body_bytes=args.max_body_bytes,
-        stream_ping_seconds=args.stream_ping_seconds,
-        stream_max_per_key=args.stream_max_per_key,
-        stream_max_per_account=args.stream_max_per_account,
-        stream_messages_per_second=args.stream_messages_per_second,
-        stream_message_burst=args.stream_message_burst,
-        stream_opens_per_second=args.stream_opens_per_second,
-        stream_open_burst=args.stream_open_burst,
-        stream_max_message_bytes=args.stream_max_message_bytes,
-        sandbox_confirm_seconds=args.sandbox_confirm_seconds,
-        rate_limit_live=args.rate_limit_live,
-        rate_limit_sandbox=args.rate_limit_sandbox,
-        redis=args.redis,
-        redis_prefix=args.redis_prefix,
-        redis_timeout=args.redis_timeout,
-        denial_cache_size=args.denial_cache_size,
-        unknown_key_rate=args.unknown_key_rate,
-        unknown_key_burst=args.unknown_key_burst,
+        usage_counts=not args.no_usage_counts,
         pacing=pacing_from_args(args),
         connections=limits_from_args(args),
-        keep_alive_timeout=args.keep_alive_timeout,
-        header_timeout=args.header_timeout,
-        body_timeout=args.body_timeout,
-        upstream_timeout=args.upstream_timeout,
         upstream_signing_key=signing_key(args.upstream_signing_key_file),
-        workers=args.workers,
+        **{field: getattr(args, field) for field in _settings()},
         key_prefixes=parse_brands(args.key_prefixes),
         secret_scanning=ScanningConfig(
             github_path=args.secret_scanning_github_path,
@@ -369,11 +326,7 @@ async def serve(args: argparse.Namespace) -> None:
     app = create_app(config)
     running = await start(app, socks, protocol=EdgeProtocol, limits=config.connections)
     metrics_port = serve_metrics(args.metrics_listen) if args.metrics_listen else None
-    # What start-up allocated (modules, the app, its routes) lives as long as the process: out of the
-    # collector's generations, a full collection no longer walks it (about 3 % of a cached GET's
-    # instructions; a larger first-generation threshold measured no better).
-    gc.collect()
-    gc.freeze()
+    freeze_startup()  # (a larger first-generation threshold measured no better in the edge)
     log.info("edge serving", extra={"live_port": running.ports[0], "sandbox_port": running.ports[1]})
     stop_signals()  # before READY: a SIGTERM on reading it is a graceful stop
     print_ready("edge", live_port=running.ports[0], sandbox_port=running.ports[1], metrics_port=metrics_port)

@@ -41,12 +41,16 @@ from edge.blueprints import (
     health,
     keys_self,
     leaks,
+    polling,
     products,
     sandbox,
     stream,
     webhooks,
 )
+from edge.blueprints import certification as certification_routes
 from edge.blueprints import ledger as ledger_routes
+from edge.blueprints import usage as usage_routes
+from edge.certification import CertRecorder
 from edge.config import EdgeConfig
 from edge.context import EdgeApp, EdgeContext, EdgeRequest
 from edge.docurls import DOCS_PATH
@@ -62,6 +66,7 @@ from edge.sanicconfig import EdgeSanicConfig
 from edge.simulator import Simulator
 from edge.unknownkeys import UnknownKeyBudget
 from edge.upstream import upstream_transport
+from edge.usagecounts import UsageCounter, method_word
 from svckit.apikeys import configure_prefixes
 from svckit.clients import AuthClient, ClientError, HooksClient
 from svckit.connguard import refused as connection_refused
@@ -167,6 +172,8 @@ def handle_error(
             gate.requests.record(
                 rctx.started, rctx.caller, request.method, request.path, response.status, etype, rid
             )
+    if gate is not None and request is not None and gate.usage is not None:
+        _count_refusal(gate, gate.usage, request, response.status, etype)
     if gate is not None and request is not None:
         # An anonymous connection ends with its first refusal (svckit.connlimits.close_after).
         connection_refused(request, response.status, request.ctx.caller is not None)
@@ -198,6 +205,26 @@ def _observe_refusal(gate: Gate, request: EdgeRequest) -> None:
     route_latency(rctx.route or request.route.path, environment).observe(time.time() - rctx.started)
 
 
+def _count_refusal(gate: Gate, usage: UsageCounter, request: EdgeRequest, status: int, etype: str) -> None:
+    """A refusal in the usage counts (edge.usagecounts): under its key when one was accepted; else with no
+    account or key, the environment its host names (none for another host), the route it matched."""
+    rctx = request.ctx
+    now = time.time()
+    started = rctx.started or now
+    route = rctx.route or (request.route.path if request.route is not None else "")
+    caller = rctx.caller
+    if caller is not None:
+        account_id, environment, key_id = caller.account_id, caller.environment, caller.key_id
+    else:
+        account_id = key_id = ""
+        try:
+            environment = gate.hosts.environment(request.headers.get("host")).value
+        except EdgeError:
+            environment = ""
+    method = method_word(request.method)  # a client's made-up methods are one cell, not one each
+    usage.count(account_id, environment, key_id, method, route, status, etype, started, now - started)
+
+
 def create_app(config: EdgeConfig) -> EdgeApp:
     # Sanic types request_class as its default Request; EdgeRequest is that with typed contexts.
     app: EdgeApp = Sanic(
@@ -222,6 +249,9 @@ def create_app(config: EdgeConfig) -> EdgeApp:
     configure_prefixes(config.key_prefixes)  # the malformed-key refusal's brands (svckit.apikeys)
     app.blueprint(leaks.blueprint(config.secret_scanning))  # secret scanning (GitHub, GitLab)
     app.blueprint(keys_self.bp)  # GET/DELETE /v1/keys/self
+    app.blueprint(polling.bp)  # GET .../poll, POST .../poll/commit (a polling endpoint's consumers)
+    app.blueprint(usage_routes.bp)  # GET /v1/usage, /v1/usage/webhooks
+    app.blueprint(certification_routes.bp)  # /v1/certification/runs, /v1/certification/keys
     app.error_handler.add(Exception, handle_error)
 
     @app.before_server_start
@@ -257,8 +287,15 @@ def create_app(config: EdgeConfig) -> EdgeApp:
         ctx.http = cfg.upstream_transport or upstream_transport(cfg.tls, cfg.upstream_max_body)
         publisher = ctx.publisher = Publisher(hooks)
         gate = ctx.gate = Gate(cfg, authorizer, store, publisher)
-        requests = ctx.requests = gate.requests = RequestLog(auth)
+        requests = ctx.requests = gate.requests = RequestLog(
+            auth, successes_per_second=cfg.request_log_successes
+        )
         requests.start()
+        if cfg.usage_counts:  # exact usage counts (edge.usagecounts), flushed to authsvc
+            usage = ctx.usage = gate.usage = UsageCounter(auth, interval=cfg.usage_flush_interval)
+            usage.start()
+        certs = ctx.certs = gate.certs = CertRecorder(auth)
+        certs.start()
         ctx.simulator = Simulator(publisher, cfg.sandbox_confirm_seconds)
         if gate.shared is not None:
             await gate.shared.start()  # edge_ratelimit_redis_up from a ping, before any request
@@ -294,6 +331,15 @@ def create_app(config: EdgeConfig) -> EdgeApp:
         if requests is not None:
             with contextlib.suppress(Exception):
                 await requests.stop()
+        # The usage counts since the last flush, likewise (a graceful stop loses none).
+        usage: UsageCounter | None = getattr(ctx, "usage", None)
+        if usage is not None:
+            with contextlib.suppress(Exception):
+                await usage.stop()
+        certs: CertRecorder | None = getattr(ctx, "certs", None)
+        if certs is not None:
+            with contextlib.suppress(Exception):
+                await certs.stop()
         with contextlib.suppress(Exception):
             await ctx.http.aclose()
         with contextlib.suppress(Exception):

@@ -27,6 +27,15 @@ WATCH_GRACE = 0.5
 WATCH_RECONNECT = 5.0
 # Denials of unknown keys kept at most (least recently used evicted first); --denial-cache-size.
 DENIAL_CACHE_SIZE = 10_000
+# How long after the watch told of a change to a key or account no answer about it is kept, and a key heard
+# revoked is refused whatever authsvc answers (seconds): as long as any authsvc process may still answer
+# from what it knew before the change (its own caches keep nothing longer than MAX_TTL). The edge watches
+# one authsvc and asks any: the one it asks may hear of a revocation made on another process later than
+# the one it watches does (each hears it from PostgreSQL's NOTIFY, in its own time), and an ALLOW it gave
+# in between, kept for its TTL, would outlive the only drop the watch sends.
+HOLD = MAX_TTL
+# Keys and accounts held at most (the oldest let go first): changes are operators' and partners' acts.
+MAX_HELD = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +56,9 @@ class Caller:
     # The key's own requests/s limit; 0: its environment's (EdgeConfig.rate_limit_live/_sandbox).
     rate_limit: float = 0.0
     headers: tuple[tuple[str, str], ...] = ()
+    # The certification run open for this very key ("" none) and its end (unix seconds): edge.certification.
+    cert_run_id: str = ""
+    cert_run_ends: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +128,25 @@ class AuthCache:
     _by_account: dict[str, set[tuple[object, ...]]] = field(default_factory=dict)
     # Bumped by every drop or flush: an answer fetched before a drop is never stored after it.
     generation: int = 0
+    # ("key" | "account" | "revoked", id) -> monotonic time until which it is held (see HOLD), oldest first.
+    _held: OrderedDict[tuple[str, str], float] = field(default_factory=OrderedDict)
+
+    def hold(self, kind: str, ident: str, now: float) -> None:
+        """From ``now`` for HOLD seconds: no answer about key or account ``ident`` is stored (``kind`` "key"
+        or "account"), or, for "revoked", key ``ident`` is refused (``revoked``) as well."""
+        held = self._held
+        held.pop((kind, ident), None)
+        held[(kind, ident)] = now + HOLD
+        while held and (len(held) > MAX_HELD or next(iter(held.values())) <= now):
+            held.popitem(last=False)
+
+    def _is_held(self, kind: str, ident: str, now: float) -> bool:
+        until = self._held.get((kind, ident))
+        return until is not None and now < until
+
+    def revoked(self, key_id: str, now: float) -> bool:
+        """Whether the watch told of ``key_id``'s revocation less than HOLD seconds ago."""
+        return self._is_held("revoked", key_id, now)
 
     def get(self, k: tuple[object, ...], now: float) -> Answer | None:
         entry = self._entries.get(k)
@@ -132,6 +163,13 @@ class AuthCache:
     def put(self, k: tuple[object, ...], answer: Answer, ttl: float, now: float, generation: int) -> bool:
         """Store unless ``ttl`` is 0 or something was dropped since ``generation`` was read."""
         if ttl <= 0 or generation != self.generation:
+            return False
+        c = answer.caller
+        if c is not None and (
+            self._is_held("key", c.key_id, now)
+            or self._is_held("revoked", c.key_id, now)
+            or self._is_held("account", c.account_id, now)
+        ):
             return False
         if answer.caller is None:
             self._remove(k)

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from google.protobuf import duration_pb2
 
@@ -30,6 +31,7 @@ from edge.environments import Environment
 from edge.exceptions import EdgeError, RateLimited, UpstreamUnavailable, edge_error, peer_unavailable
 from edge.gcra import US
 from edge.unknownkeys import Refused, UnknownKeyBudget, got
+from svckit.apikeys import INVALID_API_KEY_MESSAGE
 from svckit.clients import AuthClient, ClientError, PeerUnavailable, ResponseStream, request_id_context
 from svckit.clock import utcnow
 from svckit.protos import datetime_of
@@ -71,12 +73,21 @@ def caller_from(resp: auth_pb2.AuthorizeResponse, env: Environment) -> Caller | 
         key_hint=key.hint,
         expires_at=expires,
         account_name=account.name,
-        account_mode=ACCOUNT_MODE.get(account.mode, "").upper(),  # the API shows "A"/"B"
+        account_mode=ACCOUNT_MODE.get(account.mode, ""),
         account_status=ACCOUNT_STATUS.get(account.status, ""),
         daily_search_allowance=account.daily_search_allowance,
         rate_limit=float(key.rate_limit),
         headers=headers,
+        **_certification(key.id, account),
     )
+
+
+def _certification(key_id: str, account: auth_pb2.Account) -> dict[str, Any]:
+    """The open certification run's fields of a Caller, when it belongs to this key (edge.certification)."""
+    cert = account.certification
+    if not cert.open_run_id or cert.open_run_key_id != key_id:
+        return {}
+    return {"cert_run_id": cert.open_run_id, "cert_run_ends": cert.open_run_ends_at.ToNanoseconds() / 1e9}
 
 
 class Authorizer:
@@ -207,7 +218,10 @@ class Authorizer:
         except ClientError as exc:
             raise edge_error(exc) from None
         caller = caller_from(resp, env)
-        if resp.decision == auth_pb2.DECISION_ALLOW:
+        if caller is not None and cache.revoked(caller.key_id, self.monotonic()):
+            # An authsvc that has not yet heard of a revocation the watch told of (edge.authcache.HOLD).
+            answer = Answer(False, "invalid_api_key", INVALID_API_KEY_MESSAGE, caller)
+        elif resp.decision == auth_pb2.DECISION_ALLOW:
             answer = Answer(True, caller=caller)
         else:
             answer = Answer(False, resp.error_type or "invalid_api_key", resp.error_message, caller)
@@ -235,16 +249,20 @@ class Authorizer:
 
     def apply_change(self, kind: int, key_id: str, account_id: str) -> None:
         cache = self.cache
+        now = self.monotonic()
         if kind == auth_pb2.KEY_CHANGE_KIND_SYNC:
             cache.flush()
             self.watch_down_since = None
             self._synced.set()
         elif kind == auth_pb2.KEY_CHANGE_KIND_ACCOUNT_UPDATED:
             cache.drop_account(account_id)
+            cache.hold("account", account_id, now)
         elif key_id:
             cache.drop_key(key_id)
+            cache.hold("revoked" if kind == auth_pb2.KEY_CHANGE_KIND_REVOKED else "key", key_id, now)
         elif account_id:
             cache.drop_account(account_id)
+            cache.hold("account", account_id, now)
         else:
             cache.flush()
         self._notify(kind, key_id, account_id)

@@ -11,10 +11,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from edge.authcache import DENIAL_CACHE_SIZE
 from edge.environments import listen_hosts
+from edge.requestlog import SUCCESSES_PER_SECOND
 from edge.routetable import DEFAULT_ROUTES, RouteTable
 from edge.secretscanning import ScanningConfig
 from edge.sources import Network
 from edge.unknownkeys import UNKNOWN_KEY_BURST, UNKNOWN_KEY_RATE
+from edge.usagecounts import FLUSH_INTERVAL as USAGE_FLUSH_INTERVAL
 from svckit import addresses
 from svckit.apikeys import DEFAULT_BRAND
 from svckit.connlimits import ConnectionLimits
@@ -69,6 +71,10 @@ class EdgeConfig:
     redis_timeout: float = 0.25
     # GET /v1/account's usage figure is cached this long per account (one GetUsage per second at most).
     usage_cache_seconds: float = 1.0
+    # Exact usage counts (edge.usagecounts): on unless --no-usage-counts; flushed to authsvc this often
+    # (seconds; the most a killed edge loses; default edge.usagecounts.FLUSH_INTERVAL).
+    usage_counts: bool = True
+    usage_flush_interval: float = USAGE_FLUSH_INTERVAL
     authsvc_timeout: float = 2.0
     # Denials of unknown keys cached at most (LRU): bounds what a flood of made-up keys can grow.
     denial_cache_size: int = DENIAL_CACHE_SIZE
@@ -90,6 +96,9 @@ class EdgeConfig:
     # ends TLS; None: mutual TLS alone (--upstream-signing-key-file).
     upstream_signing_key: Ed25519PrivateKey | None = field(default=None, repr=False)
     stream_ping_seconds: float = 20.0
+    # Successful requests filed in the request log per second by this process (edge.requestlog); errors
+    # and reads of whole events (GET /v1/events/{id}) are filed whatever it says.
+    request_log_successes: int = SUCCESSES_PER_SECOND
     # /v1/stream's limits (edge.streamlimits; docs/edge.md "Stream limits"), the one place their defaults
     # are stated. Open streams per API key and per account (all its keys), counted per edge process, 0: no
     # limit; one more is refused with 429 rate_limited before the upgrade.

@@ -13,6 +13,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from cachetools import LRUCache
 from sanic import Request, Sanic
 from sanic.config import Config
 
@@ -20,17 +21,22 @@ from edge.config import EdgeConfig
 from edge.requestcontext import EdgeRequestContext
 from edge.streamlimits import StreamSlots
 
+# Accounts' usage figures and keys' GET /v1/account bodies kept at most (each table).
+KEPT = 10_000
+
 if TYPE_CHECKING:
     import httpx
     from sqlalchemy.ext.asyncio import AsyncEngine
 
     from edge.authorizer import Authorizer
+    from edge.certification import CertRecorder
     from edge.docsite import DocSite
     from edge.gate import Gate
     from edge.idempotency import SqlIdempotencyStore
     from edge.publisher import Publisher
     from edge.requestlog import RequestLog
     from edge.simulator import Simulator
+    from edge.usagecounts import UsageCounter
     from svckit.clients import AuthClient, HooksClient
     from svckit.connguard import ConnectionGuard
 
@@ -50,10 +56,13 @@ class EdgeContext:
 
     config: EdgeConfig
     # GET /v1/account: (expiry, usage) per account, the GetUsage in flight per account, and the body
-    # last built per key (with the caller and usage it was built from).
-    usage_cache: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict)
+    # last built per key (with the caller and usage it was built from); each table bounded, its least
+    # recently used entry evicted to make room.
+    usage_cache: LRUCache[str, tuple[float, dict[str, Any]]] = field(default_factory=lambda: LRUCache(KEPT))
     usage_inflight: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
-    account_bodies: dict[str, tuple[object, object, bytes]] = field(default_factory=dict)
+    account_bodies: LRUCache[str, tuple[object, object, bytes]] = field(
+        default_factory=lambda: LRUCache(KEPT)
+    )
     # The open /v1/stream sessions, finished at shutdown.
     streams: set[Stream] = field(default_factory=set)
     # Their count by key and by account (edge.streamlimits): what the per-key and per-account limits read.
@@ -76,6 +85,9 @@ class EdgeContext:
     gate: Gate = field(init=False)
     # The request log's buffer and flusher (edge.requestlog), flushed once more at shutdown.
     requests: RequestLog = field(init=False)
+    # Exact usage counts (edge.usagecounts), flushed once more at shutdown; None: counting is off.
+    usage: UsageCounter | None = None
+    certs: CertRecorder = field(init=False)
     simulator: Simulator = field(init=False)
     # The key-change watch and the idempotency purge, cancelled after the server stops.
     tasks: list[asyncio.Future[None]] = field(init=False)

@@ -8,27 +8,34 @@ from typing import Any
 
 from google.protobuf import timestamp_pb2
 
+from edge.destinations import shown
 from edge.exceptions import EdgeError
+from edge.receiver_auth import receiver_auth
+from svckit.filtercheck import canonical, filter_problem
 from svckit.prototables import (
     ATTEMPT_OUTCOME,
     DELIVERY_ORDER,
     DELIVERY_STATUS,
     ENDPOINT_STATUS,
+    PAYLOAD_MODE,
     SIGNATURE_SCHEME,
 )
 from svckit.signing import SignatureScheme
-from svckit.webhook_status import DeliveryOrder, DeliveryStatus, EndpointStatus
+from svckit.webhook_status import DeliveryOrder, DeliveryStatus, EndpointStatus, PayloadMode
 from travel.webhooks.v1 import webhooks_pb2
 
 
+def iso(value: dt.datetime | None) -> str | None:
+    """A resource's time as the REST API answers it: RFC 3339, UTC, ``Z``, as many fractional digits as
+    it has (microseconds at most; docs/architecture.md "Time on the wire")."""
+    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z") if value else None
+
+
 def rfc3339(ts: Any) -> str | None:
+    """``iso`` of a proto Timestamp; None for an unset one."""
     if ts is None or (ts.seconds == 0 and ts.nanos == 0):
         return None
-    return ts.ToDatetime(tzinfo=dt.UTC).isoformat().replace("+00:00", "Z")  # type: ignore[no-any-return]
-
-
-def iso(value: dt.datetime | None) -> str | None:
-    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z") if value else None
+    return iso(ts.ToDatetime(tzinfo=dt.UTC))
 
 
 def endpoint(ep: webhooks_pb2.Endpoint) -> dict[str, Any]:
@@ -46,7 +53,10 @@ def endpoint(ep: webhooks_pb2.Endpoint) -> dict[str, Any]:
         "previousSecretExpires": rfc3339(ep.previous_secret_expires_at),
         "signatureScheme": SIGNATURE_SCHEME.get(ep.signature_scheme, SignatureScheme.STRIPE.value),
         "ordering": DELIVERY_ORDER.get(ep.ordering, DeliveryOrder.UNORDERED.value),
-    }
+        "filter": json.loads(ep.filter_json) if ep.filter_json else None,
+        "payload": PAYLOAD_MODE.get(ep.payload, PayloadMode.FULL.value),
+        "receiverAuth": receiver_auth(ep),
+    } | shown(ep)
 
 
 def signing_key(key: webhooks_pb2.SigningKey) -> dict[str, Any]:
@@ -166,6 +176,30 @@ def ordering_field(body: dict[str, Any]) -> webhooks_pb2.DeliveryOrder.ValueType
         raise EdgeError(f"the field ordering must be one of {choices}", type="invalid_request")
     order: webhooks_pb2.DeliveryOrder.ValueType = DELIVERY_ORDER.pb(value)
     return order
+
+
+def filter_field(body: dict[str, Any]) -> str:
+    """``filter`` checked (svckit.filtercheck: a 400 naming the bad operator's path) as the JSON text
+    webhookd stores; "" when absent or null (no filter)."""
+    value = body.get("filter")
+    if value is None:
+        return ""
+    problem = filter_problem(value)
+    if problem is not None:
+        raise EdgeError(f"the field {problem}", type="invalid_request")
+    return canonical(value)
+
+
+def payload_field(body: dict[str, Any]) -> webhooks_pb2.PayloadMode.ValueType:
+    """``payload`` as its proto number; UNSPECIFIED (full, the default) when absent."""
+    if "payload" not in body:
+        return webhooks_pb2.PAYLOAD_MODE_UNSPECIFIED
+    value = body["payload"]
+    if value not in tuple(PayloadMode):
+        choices = ", ".join(p.value for p in PayloadMode)
+        raise EdgeError(f"the field payload must be one of {choices}", type="invalid_request")
+    mode: webhooks_pb2.PayloadMode.ValueType = PAYLOAD_MODE.pb(value)
+    return mode
 
 
 def string_list_field(body: dict[str, Any], name: str, *, required: bool = False) -> list[str] | None:

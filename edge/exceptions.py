@@ -19,6 +19,7 @@ import math
 
 import grpc
 
+from edge.field_names import partner_names
 from svckit.clients.errors import ClientError, PeerUnavailable
 from svckit.errors import ServiceError
 from svckit.outage import INTERNAL_MESSAGE, TIMEOUT, UNAVAILABLE, OutageLog
@@ -71,7 +72,7 @@ def edge_error(exc: ClientError) -> EdgeError:
         return UpstreamUnavailable(PEER_UNAVAILABLE)
     if exc.status >= 500:
         return EdgeError(INTERNAL_MESSAGE, type="internal_error")
-    return EdgeError(exc.detail, type=exc.type)
+    return EdgeError(partner_names(exc.detail), type=exc.type)
 
 
 def peer_unavailable(peer: str, exc: ClientError) -> None:

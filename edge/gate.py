@@ -28,6 +28,7 @@ from sanic.response import HTTPResponse
 
 from edge.authcache import Answer, Caller
 from edge.authorizer import Authorizer, key_digest
+from edge.certification import RUN_ROUTES, CertRecorder, record_refusal, under_run
 from edge.config import EdgeConfig
 from edge.credentials import key_from_authorization
 from edge.docurls import DocBases
@@ -43,7 +44,13 @@ from edge.metrics import (
     count_response,
     route_latency,
 )
-from edge.negotiation import check_accept, check_customer_ref, check_idempotency_key, check_json_content_type
+from edge.negotiation import (
+    check_accept,
+    check_customer_ref,
+    check_idempotency_key,
+    check_json_content_type,
+    prefers_csv,
+)
 from edge.publisher import Publisher
 from edge.ratelimit import RateLimiter
 from edge.requestcontext import BareRequest
@@ -53,6 +60,7 @@ from edge.samples import STATES, low_balance, quota_threshold
 from edge.sharedlimit import SharedLimiter
 from edge.sources import source_address
 from edge.triggers import FORCED_MESSAGES, RouteKind, Trigger, decide
+from edge.usagecounts import UsageCounter, new_cell
 from svckit.apikeys import prefix_of
 from svckit.clients import ClientError
 from svckit.clock import utcnow
@@ -60,6 +68,7 @@ from svckit.connguard import accepted as connection_accepted
 from svckit.logs import request_id_var
 from svckit.pacing import RefusalPacer
 from svckit.prototables import AUTH_ENVIRONMENT
+from svckit.usagecounts import LATENCY_BOUNDS_S
 from travel.auth.v1 import auth_pb2
 
 log = logging.getLogger(__name__)
@@ -82,6 +91,9 @@ class Ctx:
     # The error type of an error answer the handler made itself (a product upstream's, mapped by
     # edge.upstreamerrors), for the request log.
     error_type: str = ""
+    # Filed in the request log whatever the second's sampling of successes (edge.requestlog): a read of a
+    # whole event (GET /v1/events/{id}, what a thin delivery points at) is an access to personal data.
+    audited: bool = False
 
 
 # A handler answers at once or with an awaitable: a route whose common case needs no await (GET
@@ -124,6 +136,10 @@ class Gate:
         self.store = store
         # The request log (edge.requestlog): set by the app once its authsvc client is open.
         self.requests: RequestLog | None = None
+        # Exact usage counts (edge.usagecounts): set by the app when counting is on.
+        self.usage: UsageCounter | None = None
+        # Certification runs' faults and full records (edge.certification): set by the app likewise.
+        self.certs: CertRecorder | None = None
         self.proxies = tuple(config.trusted_proxies)
         # docUrl bases (edge.docurls): the configured one, or this edge's /docs on the request's host.
         self.docs = DocBases(config.docs_base, self.hosts, config.live_hosts)
@@ -220,10 +236,10 @@ class Gate:
         if memo is not None and memo[0] == raw and memo[1] == host:
             accept = headers.get(ACCEPT)
             if accept not in self.json_accepts:  # check_accept's memo, without the call
-                self.check_accept(accept)
+                self.check_accept(accept, request)
             return memo[2]  # type: ignore[no-any-return]
         env = self.hosts.environment(host)
-        self.check_accept(headers.get(ACCEPT))
+        self.check_accept(headers.get(ACCEPT), request)
         api_key = key_from_authorization(raw)
         check_key_environment(api_key, env)
         found = (env, api_key, key_digest(api_key))
@@ -231,10 +247,13 @@ class Gate:
             conn.edge_credential = (raw, host, found)
         return found
 
-    def check_accept(self, accept: str | None) -> None:
+    def check_accept(self, accept: str | None, request: BareRequest | None = None) -> None:
         """edge.negotiation.check_accept, remembering the values that passed (a pure function of the
-        value; clients send a handful of them): a set look-up instead of parsing the header each time."""
+        value; clients send a handful of them): a set look-up instead of parsing the header each time. A
+        route that offers CSV takes an Accept asking for it (``guarded(csv=True)``)."""
         if accept in self.json_accepts:
+            return
+        if request is not None and request.ctx.csv:
             return
         check_accept(accept)
         if len(self.json_accepts) < MAX_ACCEPTS:
@@ -266,6 +285,8 @@ class Gate:
                 )
             caller = answer.caller
             if caller is None or not answer.allowed:
+                if caller is not None and caller.cert_run_id and self.certs is not None:
+                    record_refusal(self.certs, request, answer, caller)
                 caller = admitted(request, answer)  # raises the refusal (keeping a known caller on ctx)
             rctx.caller = caller  # admitted's, inlined: request.ctx is a property, read once above
             connection_accepted(
@@ -280,6 +301,13 @@ class Gate:
             else:
                 await self.limit(caller)
             ctx = Ctx(rid, env, caller, source)
+            if (
+                caller.cert_run_id
+                and self.certs is not None
+                and rctx.started < caller.cert_run_ends
+                and not request.path.startswith(RUN_ROUTES)
+            ):
+                return await under_run(self, self.certs, request, handler, ctx, traveller, params, kind)
             if request.method == "POST":
                 return await self._idempotent(request, handler, ctx, traveller, params, kind)
             if request.body:
@@ -324,16 +352,44 @@ class Gate:
         latency = answered - started
         child.counts[bisect_left(LATENCY_BOUNDS, latency)] += 1  # LoopTimes.observe inlined
         child.sum += latency
+        usage = self.usage
+        if usage is not None:  # UsageCounter.count inlined: a look-up and three additions, no string
+            cells = usage.cells
+            cell_key = (
+                caller.account_id,
+                caller.environment,
+                caller.key_id,
+                request.method,
+                route,
+                status,
+                error_type or ctx.error_type,
+                int(started) // 60,
+            )
+            cell = cells.get(cell_key)
+            if cell is None:
+                cell = cells[cell_key] = new_cell()
+            cell[0] += 1
+            cell[1] += latency
+            cell[2 + bisect_left(LATENCY_BOUNDS_S, latency)] += 1
         requests = self.requests
         if requests is not None and (
-            requests.files_error(caller.account_id, answered)
-            if status >= 400
-            else started >= requests.successes_full_until
-            and requests.files_success(started, caller.account_id)
+            # A certification run's key: every request (its checks' evidence links here), not a sample.
+            (caller.cert_run_id and started < caller.cert_run_ends)
+            or (
+                requests.files_error(caller.account_id, answered)
+                if status >= 400
+                else ctx.audited
+                or (
+                    started >= requests.successes_full_until
+                    and requests.files_success(started, caller.account_id)
+                )
+            )
         ):
             # RequestLog.record inlined (the request path: a method call cost as much as the append).
             buffer = requests.buffer
-            if len(buffer) >= requests.batch:
+            if not buffer:
+                requests.first_record()
+            elif len(buffer) >= requests.batch:
                 requests.crowded()
             buffer.append(
                 (
@@ -499,14 +555,17 @@ def _now() -> float:
 
 
 def guarded(
-    scope: str, *, write: bool | None = None, traveller: str = "none"
+    scope: str, *, write: bool | None = None, traveller: str = "none", csv: bool = False
 ) -> Callable[[Handler], Callable[..., Awaitable[HTTPResponse]]]:
-    """Wrap a handler ``(request, ctx, **params)`` with the gate for a route requiring ``scope``."""
+    """Wrap a handler ``(request, ctx, **params)`` with the gate for a route requiring ``scope``. ``csv``:
+    the route also answers text/csv, when the Accept header asks for it (``request.ctx.csv``)."""
 
     def decorate(handler: Handler) -> Callable[..., Awaitable[HTTPResponse]]:
         is_write = scope.endswith(":write") if write is None else write
 
         def route(request: BareRequest, **params: Any) -> Awaitable[HTTPResponse]:
+            if csv and prefers_csv(request.headers.get(ACCEPT)):
+                request.ctx.csv = True
             # The gate's coroutine itself, not one awaiting it: Sanic awaits what a handler returns.
             gate: Gate = request.app.ctx.gate
             return gate.run(request, handler, scope, is_write, traveller, params)

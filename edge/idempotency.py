@@ -47,6 +47,7 @@ from edge.idempotency_claims import (
     verdict,
 )
 from edge.migrations import SCHEMA
+from svckit.db import account_columns
 from svckit.freetext import contains_secret
 from svckit.migrations import upgrade
 from svckit.secretbox import SealingKeyError, SecretBox
@@ -73,8 +74,7 @@ metadata = sa.MetaData()
 records = sa.Table(
     "edge_idempotency",
     metadata,
-    sa.Column("account_id", sa.String(64), primary_key=True),
-    sa.Column("environment", sa.String(16), primary_key=True),
+    *account_columns(primary_key=True),
     sa.Column("idem_key", sa.String(255), primary_key=True),
     sa.Column("request_hash", sa.String(64), nullable=False),
     sa.Column("state", sa.String(16), nullable=False),

@@ -84,3 +84,10 @@ REQUEST_LOG_DROPPED = Counter(
     ["reason"],
 )
 REQUEST_LOG_SENT = Counter("edge_request_log_sent_total", "Request log records handed to authsvc")
+# Usage counts (edge.usagecounts): cells handed to authsvc, and cells dropped before it had them.
+USAGE_CELLS_SENT = Counter("edge_usage_cells_sent_total", "Usage-count cells handed to authsvc")
+USAGE_CELLS_DROPPED = Counter(
+    "edge_usage_cells_dropped_total",
+    "Usage-count cells this edge dropped before authsvc had them",
+    ["reason"],
+)

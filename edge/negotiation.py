@@ -34,6 +34,33 @@ def accepts_json(accept: str | None) -> bool:
     return False
 
 
+def _qualities(accept: str) -> dict[str, float]:
+    """The media ranges of an Accept header with their q values."""
+    out: dict[str, float] = {}
+    for item in accept.split(","):
+        media, *params = (p.strip() for p in item.split(";"))
+        q = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        out[media.lower()] = max(q, out.get(media.lower(), 0.0))
+    return out
+
+
+def prefers_csv(accept: str | None) -> bool:
+    """Whether an Accept header asks for text/csv (named with q > 0) at least as much as for JSON (the
+    routes that offer CSV: GET /v1/usage, /v1/usage/webhooks)."""
+    if not accept or "csv" not in accept.lower():
+        return False
+    q = _qualities(accept)
+    csv = q.get("text/csv", 0.0)
+    return csv > 0 and csv >= q.get("application/json", 0.0)
+
+
 def check_accept(accept: str | None) -> None:
     if not accepts_json(accept):
         raise EdgeError(

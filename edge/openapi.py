@@ -16,6 +16,7 @@ from edge.config import EdgeConfig
 from edge.openapi_leaks import KEY_SELF_SCHEMA, KEY_SELF_TEXT, leak_paths
 from edge.openapi_leaks import SECURITY_SCHEMES as LEAK_SECURITY
 from edge.openapi_links import links
+from edge.openapi_polling import polling_paths
 from edge.openapi_products import builtin
 from edge.openapi_schemas import (
     ACCOUNT_SCHEMA,
@@ -59,10 +60,12 @@ from edge.openapi_schemas import (
     sandbox_trigger,
     webhooks,
 )
+from edge.openapi_usage import usage_paths
 from edge.routetable import BUILTIN_SHAPES, ProductRoute
 from edge.triggers import RouteKind
 from svckit.errors import ERROR_KINDS
 from svckit.events import EVENT_KINDS
+from svckit.resources import PRODUCTS, read_scopes
 from svckit.webhook_status import DeliveryStatus
 
 __all__ = ["build_openapi", "event_schema_name", "event_schemas", "webhooks"]
@@ -71,7 +74,8 @@ __all__ = ["build_openapi", "event_schema_name", "event_schemas", "webhooks"]
 STATUS_TEXT = {
     400: "invalid_request (a parameter, header or body the edge refuses; the message names it), "
     "missing_idempotency_key, invalid_customer_ref",
-    401: "missing_api_key, invalid_api_key, environment_mismatch",
+    401: "missing_api_key, invalid_api_key, environment_mismatch; during a certification run an injected "
+    "invalid_api_key on the run key's POSTs (10 s of 401s)",
     402: "search_quota_exhausted (live searches), credit_exhausted (mode A creation)",
     403: "missing_scope, ip_not_allowed, account_read_only",
     404: "not_found: an unknown id, or one of another account or environment",
@@ -81,8 +85,13 @@ STATUS_TEXT = {
     415: "unsupported_media_type: a body that is not application/json",
     421: "misdirected_request: a Host this edge does not serve",
     422: "idempotency_key_reused: the Idempotency-Key was used for another request",
-    429: "rate_limited: over the key's request rate; retry after Retry-After seconds",
-    503: "service_unavailable: a backend cannot be reached; retry (a POST with the same Idempotency-Key)",
+    429: "rate_limited: over the key's request rate; retry after Retry-After seconds. During a "
+    "certification run also injected into the run key's POSTs, on the published schedule",
+    503: "service_unavailable: a backend cannot be reached; retry (a POST with the same Idempotency-Key). "
+    "During a certification run also injected into the run key's POSTs",
+    504: "gateway_timeout: a backend did not answer in time; retry with the same Idempotency-Key. A POST "
+    "of a certification run's key gets it on the run's published fault schedule (every 7th POST cycles "
+    "503, 429, 504, 401; docs: sandbox, Go live)",
 }
 COMMON = (400, 401, 403, 404, 406, 413, 415, 421, 429, 503)
 REQUEST_ID = {
@@ -117,7 +126,8 @@ def _op(
     """One operation: its success answer, every refusal it can answer (``also``: beyond the ones every
     route can), and the headers the gate reads (Idempotency-Key on POST, X-Sandbox-Trigger)."""
     post = body is not None
-    statuses = sorted({*COMMON, *also, *((409, 422) if post else ())})
+    # A POST may also be answered 504: a backend timing out, or a certification run's injected fault.
+    statuses = sorted({*COMMON, *also, *((409, 422, 504) if post else ())})
     op: dict[str, Any] = {
         "operationId": op_id,
         "summary": summary,
@@ -153,9 +163,26 @@ def _ledger_op() -> dict[str, Any]:
         params=[LIMIT, PAGE],
     )
     op["description"] = (
-        "Required scope: `account:read`, or any product's read scope (`hotels:read`, `flights:read`, "
-        "`esim:read`). Mode A accounts only (mode B: 404 not_found). The ledger is per environment: a test "
+        "Required scope: `account:read`, or any product's read scope ("
+        + ", ".join(f"`{s}`" for s in read_scopes(PRODUCTS))
+        + "). Mode A accounts only (mode B: 404 not_found). The ledger is per environment: a test "
         "key reads the sandbox's, where bookings spend no credit."
+    )
+    return op
+
+
+def _get_event_op() -> dict[str, Any]:
+    op = _op(
+        "getEvent",
+        "Get one event of the last 30 days, whole (what a thin delivery names)",
+        None,
+        schema=EVENT_SCHEMA,
+        params=[id_param("event_id", "evt")],
+    )
+    op["description"] = (
+        "Any valid key whose scopes read the event's kind (a booking's `<product>:read`, an eSIM event's "
+        "`esim:read`, the rest `account:read`: GET /v1/event-types); otherwise 403 missing_scope naming "
+        "the scope. Every read is in the account's request log, never sampled away."
     )
     return op
 
@@ -172,6 +199,50 @@ def _key_self_ops() -> dict[str, Any]:
     return {"get": get, "delete": delete}
 
 
+def _certification_paths() -> dict[str, Any]:
+    """A partner's certification runs (edge.blueprints.certification; docs/sandbox.md "Go live")."""
+    sandbox = " Sandbox only (live: 404 not_found); any valid key."
+    start = _op(
+        "startCertificationRun",
+        "Open a certification run for the calling sandbox key",
+        None,
+        ok=201,
+        body={"type": "object", "properties": {"length": {"type": "string", "maxLength": 32}}},
+    )
+    start["description"] = "A run faults and records the calling key's requests until it ends." + sandbox
+    latest = _op("getLatestCertificationRun", "Read the account's latest certification run", None)
+    latest["description"] = "With `reportFile`, the signed report, once the run is finished." + sandbox
+    finish = _op(
+        "finishCertificationRun",
+        "Finish a certification run: probe the webhook endpoints, evaluate the checks, sign the report",
+        None,
+        body={"type": "object", "properties": {}, "additionalProperties": False},
+        params=[
+            {
+                "name": "run_id",
+                "in": "path",
+                "required": True,
+                "description": "crun_..., or latest",
+                "schema": {"type": "string", "pattern": "^(latest|crun_[A-Za-z0-9_]+)$"},
+            }
+        ],
+    )
+    finish["description"] = (
+        "The run's probe deliveries go to the account's sandbox webhook endpoints first (each answered "
+        "within 10 s; the call waits for them), then every check is evaluated and the report signed: "
+        "the answer has `reportFile`. 409 conflict: the run is already finished (a run past its end is "
+        "finished by the platform)." + sandbox
+    )
+    keys = _op("listCertificationKeys", "The platform's report-signing public keys", None)
+    keys["description"] = "What `svc certify verify --keys` reads. Any valid key."
+    return {
+        "/v1/certification/runs": {"post": start},
+        "/v1/certification/runs/latest": {"get": latest},
+        "/v1/certification/runs/{run_id}/finish": {"post": finish},
+        "/v1/certification/keys": {"get": keys},
+    }
+
+
 def _fixed_paths() -> dict[str, Any]:
     ep = [id_param("endpoint_id", "we")]
     endpoint_ref = ref("WebhookEndpoint")
@@ -186,6 +257,7 @@ def _fixed_paths() -> dict[str, Any]:
         },
         "/v1/ledger": {"get": _ledger_op()},
         "/v1/keys/self": _key_self_ops(),
+        **_certification_paths(),
         "/v1/customers/{ref}": {
             "delete": _op(
                 "deleteCustomer",
@@ -223,7 +295,8 @@ def _fixed_paths() -> dict[str, Any]:
             ),
             "post": _op(
                 "updateWebhookEndpoint",
-                "Update url, events, description, signatureScheme or ordering",
+                "Update url, events, description, signatureScheme, ordering, filter, payload, "
+                "receiverAuth or the destination (type, amqp, nats)",
                 "webhooks:write",
                 schema=endpoint_ref,
                 params=ep,
@@ -376,15 +449,7 @@ def _fixed_paths() -> dict[str, Any]:
                 ],
             )
         },
-        "/v1/events/{event_id}": {
-            "get": _op(
-                "getEvent",
-                "Get one event of the last 30 days",
-                None,
-                schema=EVENT_SCHEMA,
-                params=[id_param("event_id", "evt")],
-            )
-        },
+        "/v1/events/{event_id}": {"get": _get_event_op()},
         "/v1/event-types": {
             "get": _op(
                 "listEventTypes",
@@ -488,6 +553,8 @@ def build_openapi(config: EdgeConfig) -> dict[str, Any]:
     for route in config.routes.routes:
         paths.setdefault(route.path, {})[route.method.lower()] = _product_op(route)
     paths.update(leak_paths(config.secret_scanning))
+    paths.update(polling_paths(_op))
+    paths.update(usage_paths(_op))  # GET /v1/usage, /v1/usage/webhooks
     _add_links(paths)
     return {
         "openapi": "3.1.0",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from edge.secretscanning import GITLAB_PATH, MAX_TOKENS, ScanningConfig
+from svckit.resources import ALL_SCOPES
 
 SECURITY_SCHEMES = {
     "githubSignature": {
@@ -147,7 +148,7 @@ KEY_SELF_SCHEMA = {
         "environment": {"enum": ["live", "sandbox"]},
         "livemode": {"type": "boolean"},
         "status": {"enum": ["active", "expiring", "revoked"]},
-        "scopes": {"type": "array", "items": {"type": "string"}},
+        "scopes": {"type": "array", "items": {"type": "string", "enum": list(ALL_SCOPES)}},
         "expiresAt": {"type": ["string", "null"], "format": "date-time"},
         "revokedAt": {"type": ["string", "null"], "format": "date-time"},
     },

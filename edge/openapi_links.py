@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from svckit.resources import BOOKING_PRODUCTS
+
 _ENDPOINT_OPS = (
     "getWebhookEndpoint",
     "updateWebhookEndpoint",
@@ -14,6 +16,8 @@ _ENDPOINT_OPS = (
     "enableWebhookEndpoint",
     "recoverWebhookEndpoint",
     "sendWebhookTest",
+    "pollWebhookEndpoint",
+    "commitWebhookPoll",
 )
 
 
@@ -35,7 +39,7 @@ def links(operation_ids: set[str]) -> dict[tuple[str, str], dict[str, Any]]:
         ("listEvents", "200"): _links(("getEvent",), "event_id", "$response.body#/data/0/id"),
         ("listEventTypes", "200"): _links(("getEventType",), "kind", "$response.body#/data/0/kind"),
     }
-    for product in ("hotels", "flights"):
+    for product in BOOKING_PRODUCTS:
         cap = product.capitalize()
         out[(f"create{cap}Booking", "202")] = _links(
             (f"get{cap}Booking", f"modify{cap}Booking", f"cancel{cap}Booking"),

@@ -10,18 +10,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from edge.destinations import AMQP_BODY, NATS_BODY, TYPE_SCHEMA, body_rules, endpoint_schema_properties
 from edge.negotiation import MAX_CUSTOMER_REF, MAX_IDEMPOTENCY_KEY
+from edge.openapi_receiver_auth import RECEIVER_AUTH_BODY, RECEIVER_AUTH_SCHEMA
 from edge.triggers import TRIGGERS, RouteKind
 from svckit.catalog import TEST_KIND, catalog, envelope_schema
 from svckit.durations import CLOCK_ADVANCE_MAX
 from svckit.errors import ERROR_KINDS
 from svckit.events import EVENT_KINDS, TRIGGER_HEADER
+from svckit.filtercheck import DOCUMENT_FIELDS
 from svckit.prototables import ATTEMPT_OUTCOME
+from svckit.resources import ALL_SCOPES
 from svckit.signing import SignatureScheme
-from svckit.webhook_status import DeliveryOrder, DeliveryStatus, EndpointStatus
+from svckit.webhook_status import DeliveryOrder, DeliveryStatus, EndpointStatus, PayloadMode
 
 OBJ: dict[str, Any] = {"type": "object"}
 STR: dict[str, Any] = {"type": "string"}
+# A key's scopes: the closed list of the resource table (svckit.resources).
+SCOPES: dict[str, Any] = {"type": "array", "items": {"type": "string", "enum": list(ALL_SCOPES)}}
 TIME = {"type": ["string", "null"], "format": "date-time"}
 # The edge's e-mail shape (edge.negotiation): a customer reference must not be one.
 EMAIL = "^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$"
@@ -141,7 +147,7 @@ TRIGGERS_TEXT = (
 # -- request bodies ---------------------------------------------------------------------------------
 NO_FIELDS = {"type": "object", "additionalProperties": False, "maxProperties": 0}
 _DESCRIPTION = {"type": "string", "maxLength": 1024, "pattern": "^[^\\x00-\\x1f\\x7f]*$"}
-_URL = {
+_URL: dict[str, Any] = {
     "type": "string",
     "format": "uri",
     "pattern": "^https://[^\\s#@/?]+(/[^\\s#]*)?$",
@@ -166,29 +172,54 @@ _ORDERING = {
     "description": "none (the default): deliveries in parallel; perResource: one in flight per booking or "
     "eSIM order, oldest event first (docs/webhooks.md, Ordered delivery)",
 }
+_FILTER = {
+    "type": ["object", "null"],
+    "minProperties": 1,
+    "maxProperties": 7,
+    "propertyNames": {"enum": [*DOCUMENT_FIELDS, "$or", "$and", "$not"]},
+    "description": "a content filter on the event's id, type, createdAt and data, in the operator language "
+    "of docs/webhooks.md (Filters): only matching events are delivered; null (or absent) for none. A bad "
+    "operator or operand is 400 invalid_request naming its path, e.g. filter.data.amount.$regex",
+}
+_PAYLOAD = {
+    "enum": [p.value for p in PayloadMode],
+    "description": "full (the default): the whole event; thin: its id, type, time and resource references "
+    "only, the rest read with GET /v1/events/{id} (docs/webhooks.md, Thin payloads)",
+}
+# The fields a create and an update both take (each reads ``url`` its own way); which go together:
+# edge.destinations (docs/webhooks.md "Destinations").
+_ENDPOINT_FIELDS = {
+    "events": _EVENTS,
+    "description": _DESCRIPTION,
+    "signatureScheme": _SCHEME,
+    "ordering": _ORDERING,
+    "filter": _FILTER,
+    "payload": _PAYLOAD,
+    "type": TYPE_SCHEMA,
+    "amqp": AMQP_BODY,
+    "nats": NATS_BODY,
+    "receiverAuth": RECEIVER_AUTH_BODY,
+}
 ENDPOINT_BODY = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["url", "events"],
+    "required": ["events"],
     "properties": {
-        "url": _URL,
-        "events": _EVENTS,
-        "description": _DESCRIPTION,
-        "signatureScheme": _SCHEME,
-        "ordering": _ORDERING,
+        "url": _URL | {"description": _URL["description"] + "; http endpoints only, and required for them"},
+        **_ENDPOINT_FIELDS,
     },
+    "allOf": body_rules(update=False),
 }
 ENDPOINT_UPDATE = {
     "type": "object",
     "additionalProperties": False,
     "minProperties": 1,
     "properties": {
-        "url": _URL,
-        "events": _EVENTS,
-        "description": _DESCRIPTION,
-        "signatureScheme": _SCHEME,
-        "ordering": _ORDERING,
+        "url": _URL
+        | {"description": _URL["description"] + "; sent alone (without type), makes the endpoint http"},
+        **_ENDPOINT_FIELDS,
     },
+    "allOf": body_rules(update=True),
 }
 ROTATE_BODY = {
     "type": "object",
@@ -246,7 +277,7 @@ ENDPOINT_SCHEMA = {
     "properties": {
         "object": {"const": "webhook_endpoint"},
         "id": {"type": "string", "pattern": "^we_"},
-        "url": STR,
+        "url": {"type": ["string", "null"], "description": "null but for type http"},
         "events": {"type": "array", "items": STR},
         "description": STR,
         "status": {"enum": [s.value for s in EndpointStatus]},
@@ -258,6 +289,10 @@ ENDPOINT_SCHEMA = {
         "secret": {"type": "string", "description": "the signing secret: on creation and rotation only"},
         "signatureScheme": {"enum": [s.value for s in SignatureScheme]},
         "ordering": {"enum": [o.value for o in DeliveryOrder]},
+        "filter": {"type": ["object", "null"]},
+        "payload": {"enum": [p.value for p in PayloadMode]},
+        **endpoint_schema_properties(),
+        "receiverAuth": RECEIVER_AUTH_SCHEMA,
     },
 }
 SIGNING_KEY_SCHEMA = {
@@ -364,7 +399,7 @@ ACCOUNT_SCHEMA = {
             "properties": {
                 "id": STR,
                 "hint": STR,
-                "scopes": {"type": "array", "items": STR},
+                "scopes": SCOPES,
                 "status": STR,
                 "expiresAt": TIME,
             },
@@ -495,6 +530,12 @@ EVENT_TYPE_SCHEMA = {
         "subscribable": {"type": "boolean", "description": "false: sent by test sends only (webhook.test)"},
         "schema": {"type": "object", "description": "JSON Schema (draft 2020-12) of the event's data"},
         "example": {"type": "object", "description": "an example data, valid against schema"},
+        "references": {
+            "type": "array",
+            "items": STR,
+            "description": "the data fields a thin delivery keeps (payload: thin): the resources' ids",
+        },
+        "thinSchema": {"type": "object", "description": "JSON Schema of a whole thin delivery of the kind"},
     },
 }
 ERROR_SCHEMA = {

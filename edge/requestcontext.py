@@ -26,6 +26,8 @@ class EdgeRequestContext(SimpleNamespace):  # SimpleNamespace: the bound of Sani
     # The route's name in the latency histogram (edge.metrics.route_latency) when it is not the Sanic
     # route's path: a product route's template (edge.blueprints.products).
     route: str | None = None
+    # The route offers CSV and the Accept header asks for it (edge.gate.guarded, negotiation.prefers_csv).
+    csv: bool = False
     # The caller authsvc answered for, refusals included (their Deprecation/Sunset headers).
     caller: Caller | None = None
     # /v1/stream: the key, environment, source address and caller its handshake was admitted with.

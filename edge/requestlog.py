@@ -56,7 +56,7 @@ ERRORS_PER_ACCOUNT_PER_SECOND = 20
 # Records turned into protos per event-loop turn while a batch is built (a 500-record batch built at once
 # held the loop for about 2 ms).
 BUILD_SLICE = 100
-# Seconds between flushes.
+# Seconds from a quiet spell's first record to its flush, then between flushes while records come.
 INTERVAL = 1.0
 # The longest path sent (authsvc keeps at most 200 characters).
 MAX_PATH = 200
@@ -148,7 +148,9 @@ class RequestLog:
         if status >= 400 and not self.files_error(caller.account_id, answered):
             return
         buffer = self.buffer
-        if len(buffer) >= self.batch:
+        if not buffer:
+            self.first_record()
+        elif len(buffer) >= self.batch:
             self.crowded()
         buffer.append((started, answered, caller, method, path, status, error_type, rid))
 
@@ -185,6 +187,11 @@ class RequestLog:
         self._errors[account_id] = filed + 1
         return True
 
+    def first_record(self) -> None:
+        """The buffer is empty (checked before an append): wake the flusher, which waits on nothing else
+        while there is nothing to send."""
+        self._wakeup.set()
+
     def crowded(self) -> None:
         """The buffer holds a batch or more (checked before an append): wake the flusher, and count the
         record the append will push out of a full buffer."""
@@ -197,7 +204,10 @@ class RequestLog:
 
     async def _run(self) -> None:
         while True:
-            with contextlib.suppress(TimeoutError):
+            if not self.buffer:  # no timer while there is nothing to send: the first record wakes it
+                await self._wakeup.wait()
+                self._wakeup.clear()
+            with contextlib.suppress(TimeoutError):  # an interval's records go together, or a full batch
                 await asyncio.wait_for(self._wakeup.wait(), self.interval)
             self._wakeup.clear()
             await self.flush()

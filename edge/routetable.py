@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 from edge.environments import Environment
 from edge.triggers import RouteKind
-from svckit.scopes import ACTIONS, ROUTE_RESOURCES, ROUTE_SCOPES
+from svckit.resources import BOOKING_PRODUCTS, ROUTE_RESOURCES, ROUTE_SCOPES
 
 METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE"}
 _PARAM = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
@@ -27,7 +27,7 @@ BUILTIN = "builtin"
 def _builtin_shapes() -> dict[tuple[str, str], str]:
     """(method, path with parameters as {}) -> what the built-in simulator does there."""
     shapes: dict[tuple[str, str], str] = {}
-    for product in ("hotels", "flights"):
+    for product in BOOKING_PRODUCTS:
         base = f"/v1/{product}"
         shapes[("GET", f"{base}/search")] = "search"
         shapes[("GET", f"{base}/offers/{{}}")] = "offer"
@@ -135,7 +135,8 @@ def parse_route(raw: Mapping[str, Any]) -> ProductRoute:
         raise RouteTableError(f"route {path!r}: method {method!r} is not one of {sorted(METHODS)}")
     if scope not in ROUTE_SCOPES:
         raise RouteTableError(
-            f"route {path!r}: scope {scope!r} is not <{'|'.join(ROUTE_RESOURCES)}>:<{'|'.join(ACTIONS)}>"
+            f"route {path!r}: scope {scope!r} is not a scope of {', '.join(ROUTE_RESOURCES)}: "
+            f"one of {', '.join(sorted(ROUTE_SCOPES))}"
         )
     if not isinstance(upstream_raw, Mapping):
         raise RouteTableError(f"route {path!r}: upstream must map live/sandbox to base URLs")

@@ -34,7 +34,24 @@ RETRY_SECONDS = 1.0
 PING_SECONDS = 5.0
 # Keys per script call at most (bounds how long Redis runs one call).
 MAX_BATCH = 256
+# How long Redis must have failed without an answer in between before it is reported down (seconds).
+DOWN_AFTER = 1.0
 Pending = tuple[str, int, int, "asyncio.Future[list[int]]"]
+
+
+def reported_up(failing_since: float | None, now: float, reported: bool | None) -> bool | None:
+    """What ``edge_ratelimit_redis_up`` says after an answer or a failure at ``now`` (None: not yet known).
+
+    Each request falls back to the local bucket on its first failure (``check``); reporting Redis down is
+    slower on purpose: one timed-out call (0.25 s) from a process starved of CPU -- an edge restarting
+    its workers on a loaded host -- is not an outage, and the RedisDown alert must not be seen true for
+    it. Down is reported once Redis has failed for ``DOWN_AFTER`` with no answer in between; up at its
+    first answer."""
+    if failing_since is None:
+        return True
+    if now - failing_since >= DOWN_AFTER:
+        return False
+    return reported
 
 
 class SharedLimiter:
@@ -53,14 +70,18 @@ class SharedLimiter:
         self._pending: list[Pending] = []
         self._retry_at = 0.0  # monotonic; Redis is skipped before it
         self._up: bool | None = None
+        self._failing_since: float | None = None  # the first failure since Redis last answered
         self._sending: set[asyncio.Task[None]] = set()
         self._pinging: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Ping Redis now, so ``edge_ratelimit_redis_up`` says whether it answers from the start, not
-        from the first rate-limited request; then every ``PING_SECONDS``, so it follows Redis while no
-        request comes."""
-        await self.ping()
+        """Ping Redis now (again until it answers or ``DOWN_AFTER`` has passed), so
+        ``edge_ratelimit_redis_up`` says whether it answers from the start, not from the first
+        rate-limited request; then every ``PING_SECONDS``, so it follows Redis while no request comes."""
+        for _ in range(5):  # about DOWN_AFTER of tries: the last one decides
+            if await self.ping() or self._up is not None:
+                break
+            await asyncio.sleep(DOWN_AFTER / 4)
         self._pinging = asyncio.ensure_future(self._ping_forever())
 
     async def ping(self) -> bool:
@@ -69,13 +90,15 @@ class SharedLimiter:
         except Exception as exc:  # whatever Redis did: it is down for the limits
             self._down(time.monotonic(), exc)
             return False
-        self._retry_at = 0.0
-        self._state(True)
+        self._answered()
         return True
 
     async def _ping_forever(self) -> None:
         while True:
-            await asyncio.sleep(PING_SECONDS)
+            # Sooner while a failure waits to be confirmed or refuted: down is then reported in about
+            # DOWN_AFTER, not PING_SECONDS, when no request asks Redis.
+            deciding = self._failing_since is not None and self._up is not False
+            await asyncio.sleep(DOWN_AFTER if deciding else PING_SECONDS)
             await self.ping()
 
     async def check(self, key_id: str, rate: float, now: float) -> float:
@@ -91,7 +114,7 @@ class SharedLimiter:
             except Exception as exc:  # whatever Redis did, the limit fails open
                 self._down(now, exc)
             else:
-                self._state(True)
+                self._answered()
                 return 0.0 if allowed else retry_after / US
         RATELIMIT_FALLBACK.inc()
         return self.local.check(key_id, rate, now)
@@ -123,12 +146,19 @@ class SharedLimiter:
             if not future.done():
                 future.set_result(flat[3 * i : 3 * i + 3])
 
+    def _answered(self) -> None:
+        self._retry_at = 0.0
+        self._failing_since = None
+        self._state(True)
+
     def _down(self, now: float, exc: BaseException) -> None:
         self._retry_at = now + RETRY_SECONDS
-        self._state(False, exc)
+        if self._failing_since is None:
+            self._failing_since = now
+        self._state(reported_up(self._failing_since, now, self._up), exc)
 
-    def _state(self, up: bool, exc: BaseException | None = None) -> None:
-        if up is self._up:
+    def _state(self, up: bool | None, exc: BaseException | None = None) -> None:
+        if up is None or up is self._up:
             return
         self._up = up
         RATELIMIT_REDIS_UP.set(1 if up else 0)

@@ -37,8 +37,6 @@ async def _fetch_usage(request: EdgeRequest, ctx: Ctx) -> dict[str, Any]:
         "remaining": u.remaining,
     }
     cache = app_ctx.usage_cache
-    if len(cache) > 10_000:
-        cache.clear()
     cache[ctx.caller.account_id] = (time.monotonic() + app_ctx.config.usage_cache_seconds, usage)
     return usage
 
@@ -134,8 +132,6 @@ def account_response(app_ctx: EdgeContext, ctx: Ctx, usage: dict[str, Any]) -> H
         body = hit[2]
     else:
         body = account_body(ctx, usage)
-        if len(bodies) > 10_000:
-            bodies.clear()
         bodies[slot] = (ctx.caller, usage, body)
     return EdgeResponse(body, content_type="application/json")
 

@@ -33,6 +33,8 @@ def event_type(entry: dict[str, Any]) -> dict[str, Any]:
         "subscribable": entry["subscribable"],
         "schema": entry["schema"],
         "example": entry["example"],
+        "references": entry["references"],
+        "thinSchema": entry["thinSchema"],
     }
 
 

@@ -1,6 +1,7 @@
 """GET /v1/events and GET /v1/events/{id}: the account's events of the last 30 days, read back (as
-Stripe's events API), so a partner can reconcile what a webhook outage made it miss. Any valid key may
-ask; it sees the events its scopes may read, as on /v1/stream (edge.streamfilter)."""
+Stripe's events API), so a partner can reconcile what a webhook outage made it miss, or read the whole
+event a thin delivery names. Any valid key may ask; the list holds the events its scopes may read, as on
+/v1/stream (edge.streamfilter), and one event it may not read is 403 missing_scope."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from edge.context import EdgeRequest
 from edge.exceptions import EdgeError
 from edge.gate import Ctx, guarded
 from edge.responses import json_response
-from edge.streamfilter import may_read, readable_kinds, unknown_patterns, wanted
+from edge.streamfilter import may_read, readable_kinds, scopes_for_event, unknown_patterns, wanted
 from svckit.events import EVENT_KINDS
 from travel.webhooks.v1 import webhooks_pb2
 
@@ -96,10 +97,19 @@ async def list_events(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
 @bp.get("/v1/events/<event_id:str>")
 @guarded("")
 async def get_event(request: EdgeRequest, ctx: Ctx, event_id: str) -> HTTPResponse:
-    """One event of the last 30 days; one the key may not read is not found, as another account's."""
+    """One event of the last 30 days, whole (what a thin delivery points at): with a scope that reads
+    its kind (the catalog's reader: a booking's product's ``<product>:read``, ...), else 403
+    missing_scope naming it; an unknown or another account's id is not found. Always in the request log
+    (``Ctx.audited``): the event may hold a traveller's data."""
+    ctx.audited = True
     eid = convert.path_id(event_id, "event", "evt")
     resp = await hooks(request).get_event(webhooks_pb2.GetEventRequest(**scope_of(ctx), event_id=eid))
     envelope = convert.event(resp.event)
     if not _readable(ctx, envelope):
-        raise EdgeError(f"no event {eid!r}", type="not_found")
+        data = envelope.get("data")
+        needed = scopes_for_event(str(envelope.get("type", "")), data if isinstance(data, dict) else None)
+        raise EdgeError(
+            f"reading event {eid} needs the scope {' or '.join(needed) or 'of its kind'}",
+            type="missing_scope",
+        )
     return json_response(envelope)

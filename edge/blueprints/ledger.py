@@ -20,13 +20,14 @@ from edge.exceptions import EdgeError
 from edge.gate import Ctx, guarded
 from edge.responses import json_response
 from svckit.prototables import AUTH_ENVIRONMENT
-from svckit.scopes import PRODUCTS
+from svckit.resources import PRODUCTS, read_scopes
+from svckit.vocabulary import AccountMode
 from travel.auth.v1 import auth_pb2
 
 bp = Blueprint("ledger")
 
 # Any of these lets a key read the ledger.
-LEDGER_SCOPES = ("account:read", *(f"{p}:read" for p in PRODUCTS))
+LEDGER_SCOPES = ("account:read", *read_scopes(PRODUCTS))
 ENTRY_TYPES = {
     auth_pb2.LEDGER_ENTRY_KIND_HOLD: "hold",
     auth_pb2.LEDGER_ENTRY_KIND_CAPTURE: "capture",
@@ -79,7 +80,7 @@ async def get_ledger(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
             "required for this request.",
             type="missing_scope",
         )
-    if ctx.caller.account_mode != "A":
+    if ctx.caller.account_mode != AccountMode.A:
         raise EdgeError("Mode B accounts have no credit ledger: the traveller pays.", type="not_found")
     args = query_args(request)
     limit = convert.query_limit(args)

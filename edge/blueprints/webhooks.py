@@ -8,10 +8,11 @@ from google.protobuf import duration_pb2, field_mask_pb2
 from sanic import Blueprint
 from sanic.response import HTTPResponse
 
-from edge import convert
+from edge import convert, destinations
 from edge.context import EdgeRequest
 from edge.exceptions import EdgeError
 from edge.gate import Ctx, guarded
+from edge.receiver_auth import receiver_auth_field
 from edge.responses import json_response
 from svckit.clients import HooksClient
 from svckit.prototables import DELIVERY_STATUS, HOOKS_ENVIRONMENT
@@ -20,7 +21,17 @@ from travel.webhooks.v1 import webhooks_pb2
 bp = Blueprint("webhooks")
 T = TypeVar("T")
 MAX_OVERLAP = 7 * 24 * 3600
-ENDPOINT_FIELDS = {"url", "events", "description", "signatureScheme", "ordering"}
+ENDPOINT_FIELDS = {
+    "url",
+    "events",
+    "description",
+    "signatureScheme",
+    "ordering",
+    "filter",
+    "payload",
+    "receiverAuth",
+    *destinations.FIELDS,
+}
 
 
 def hooks(request: EdgeRequest) -> HooksClient:
@@ -60,7 +71,8 @@ async def list_endpoints(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
 @guarded("webhooks:write")
 async def create_endpoint(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
     body = convert.only_fields(ctx.body, ENDPOINT_FIELDS)
-    url = convert.string_field(body, "url", required=True) or ""
+    destinations.refuse_nulls(body)
+    url = convert.string_field(body, "url") or ""
     events = convert.string_list_field(body, "events", required=True)
     description = convert.string_field(body, "description", max_len=1024) or ""
     resp = await hooks(request).register_endpoint(
@@ -72,6 +84,10 @@ async def create_endpoint(request: EdgeRequest, ctx: Ctx) -> HTTPResponse:
             idempotency_key=ctx.idempotency_key,
             signature_scheme=convert.signature_scheme_field(body),
             ordering=convert.ordering_field(body),
+            filter_json=convert.filter_field(body),
+            payload=convert.payload_field(body),
+            **destinations.request_fields(body),
+            receiver_auth=receiver_auth_field(body),
         ),
     )
     out = convert.endpoint(resp.endpoint)
@@ -96,9 +112,11 @@ async def update_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> H
     body = convert.only_fields(ctx.body, ENDPOINT_FIELDS)
     if not body:
         raise EdgeError(
-            "nothing to update: send one or more of url, events, description, signatureScheme, ordering",
+            "nothing to update: send one or more of url, events, description, signatureScheme, ordering,"
+            " filter, payload, type, amqp, nats, receiverAuth",
             type="invalid_request",
         )
+    destinations.refuse_nulls(body)
     url = convert.string_field(body, "url")
     events = convert.string_list_field(body, "events")
     description = convert.string_field(body, "description", max_len=1024)
@@ -106,15 +124,16 @@ async def update_endpoint(request: EdgeRequest, ctx: Ctx, endpoint_id: str) -> H
         webhooks_pb2.UpdateEndpointRequest(
             **scope_of(ctx),
             endpoint_id=eid,
-            # The JSON field names are the proto's, but for the one camelCase name.
-            update_mask=field_mask_pb2.FieldMask(
-                paths=sorted("signature_scheme" if k == "signatureScheme" else k for k in body)
-            ),
+            update_mask=field_mask_pb2.FieldMask(paths=destinations.mask_paths(body)),
             url=url or "",
             events=events or [],
             description=description or "",
             signature_scheme=convert.signature_scheme_field(body),
             ordering=convert.ordering_field(body),
+            filter_json=convert.filter_field(body),
+            payload=convert.payload_field(body),
+            **destinations.request_fields(body, update=True),
+            receiver_auth=receiver_auth_field(body),
         ),
     )
     return json_response(convert.endpoint(resp.endpoint))
