@@ -16,8 +16,9 @@ from svckit.flags import FlagParser, add_flag, config_default, env_name
 from svckit.logs import setup_logging
 from svckit.metrics import serve_metrics
 from svckit.pacing import add_pacing_args, pacing_from_args
-from svckit.runner import ServeConfig, print_ready, run_until_signal, stop_signals
+from svckit.runner import ServeConfig, freeze_startup, print_ready, run_until_signal, stop_signals
 from svckit.secretbox import SealingKeyError, key_from, new_key
+from svckit.smtp import add_smtp_flags, settings_from_args
 from svckit.tlsflags import add_tls_args, tls_from_args
 from svckit.webserver import start
 
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="SMTP server for invitation e-mails; empty shows the invite link on the page",
     )
     flag("smtp-port", type=int, default=config_default(PortalConfig, "smtp_port"), help="SMTP port")
+    add_smtp_flags(s, SERVICE)
     flag(
         "mail-from",
         default=config_default(PortalConfig, "mail_from"),
@@ -106,6 +108,9 @@ async def serve(args: argparse.Namespace) -> None:
         smtp_host=args.smtp_host,
         smtp_port=args.smtp_port,
         mail_from=args.mail_from,
+        smtp=settings_from_args(args, SERVICE, args.smtp_host, args.smtp_port, args.mail_from)
+        if args.smtp_host
+        else None,
         tls=tls_from_args(args),
         csrf_key=key_from(args.csrf_key_file or "", os.environ.get(CSRF_KEY_ENV, ""), "--csrf-key-file"),
         pacing=pacing_from_args(args),
@@ -119,6 +124,7 @@ async def serve(args: argparse.Namespace) -> None:
         config.public_url = f"http://{host}:{port}"  # known once the port is bound
     metrics_port = serve_metrics(args.metrics_listen) if args.metrics_listen else None
     log.info("portal serving", extra={"port": port, "public_url": config.public_url})
+    freeze_startup()
     stop_signals()  # before READY: a SIGTERM on reading it is a graceful stop
     print_ready("portal", port=port, url=config.public_url, metrics_port=metrics_port)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from svckit import addresses
 from svckit.connlimits import ConnectionLimits
 from svckit.pacing import Pacing
+from svckit.smtp import SmtpSettings
 from svckit.tls import Tls
 
 
@@ -19,6 +20,9 @@ class PortalConfig:
     smtp_host: str = ""
     smtp_port: int = 25
     mail_from: str = "portal@svc.travel"
+    # The SMTP server and its settings (svckit.smtp) made from the above and the --smtp-* flags; None: no
+    # mail (the invitation link is shown on the page).
+    smtp: SmtpSettings | None = field(default=None, repr=False)
     # Mutual TLS to authsvc and webhookd as "portal" (svckit.tls); None is plaintext (--insecure-dev).
     tls: Tls | None = field(default=None, repr=False)
     # The key of the CSRF tokens (portal.csrf); None makes a random one for this process.

@@ -8,6 +8,7 @@ from typing import Any
 
 from google.protobuf import struct_pb2
 
+from portal.webhook_destinations import destination_label
 from portal.webhook_views import CLOCK_CHOICES, pretty_json
 from svckit import prototables
 from svckit.protos import datetime_of, struct_to_dict
@@ -76,6 +77,7 @@ FILTERS: dict[str, Any] = {
     "details": details,
     "changes": changes,
     "pretty_json": pretty_json,
+    "destination": destination_label,
 }
 # {proto number: word}; an attempt's outcome reads "http error" on the page, not "http_error".
 GLOBALS: dict[str, Any] = {

@@ -1,23 +1,17 @@
-"""The portal's e-mail: one message through the configured SMTP server, off the event loop."""
+"""The portal's e-mail: one message through the configured SMTP server (svckit.smtp: STARTTLS or TLS,
+authentication, a timeout; --smtp-host and the shared --smtp-* flags)."""
 
 from __future__ import annotations
 
-import asyncio
-import smtplib
 from email.message import EmailMessage
 
-from portal.config import PortalConfig
+from svckit.smtp import SmtpSettings, send
 
 
-def _send(config: PortalConfig, message: EmailMessage) -> None:
-    with smtplib.SMTP(config.smtp_host, config.smtp_port, timeout=15) as smtp:
-        smtp.send_message(message)
-
-
-async def send_mail(config: PortalConfig, to: str, subject: str, body: str) -> None:
+async def send_mail(smtp: SmtpSettings, to: str, subject: str, body: str) -> None:
     message = EmailMessage()
-    message["From"] = config.mail_from
+    message["From"] = smtp.sender
     message["To"] = to
     message["Subject"] = subject
     message.set_content(body)
-    await asyncio.to_thread(_send, config, message)
+    await send(smtp, message)

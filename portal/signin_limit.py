@@ -16,7 +16,8 @@ Past any of them POST /signin answers 429 with Retry-After at once, without call
 hash is computed). authsvc holds every portal's sign-ins to its own global budget of password checks
 (authsvc._signin_budget) and its throttles (failures per e-mail and address, per address, per e-mail)
 behind this; this one is in-process only, and its memory is bounded (MAX_TRACKED buckets per tier; a
-bucket full again is forgotten, which is the same as never seen).
+bucket full again is forgotten, which is the same as never seen; with every bucket busy, the least
+recently used makes room: svckit.untiltable).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections.abc import Callable
 
 from svckit.gcra import take
 from svckit.netblocks import buckets
+from svckit.untiltable import until_table
 
 BURST = 10
 PERIOD = 6.0  # seconds per attempt at the sustained rate (10 a minute)
@@ -82,7 +84,7 @@ class SourceLimiter:
             ),
         }
         self.max_tracked, self.clock = max_tracked, clock
-        self._tats: dict[Tier, dict[str, float]] = {tier: {} for tier in Tier}
+        self._tats = {tier: until_table(max_tracked, clock) for tier in Tier}
 
     def attempt(self, address: str) -> float:
         """Count an attempt from ``address``: 0 when allowed, else the seconds to wait."""
@@ -90,10 +92,7 @@ class SourceLimiter:
         names = self._names(address)
         stored, wait = attempt(self._stored(names), now, self.limits)
         for tier, tat in stored.items():
-            table = self._tats[tier]
-            if names[tier] not in table and len(table) >= self.max_tracked:
-                self._tats[tier] = table = self._forget(table, now)
-            table[names[tier]] = tat
+            self._tats[tier][names[tier]] = tat
         return wait
 
     def wait(self, address: str) -> float:
@@ -109,12 +108,6 @@ class SourceLimiter:
 
     def _stored(self, names: dict[Tier, str]) -> dict[Tier, float | None]:
         return {tier: self._tats[tier].get(name) for tier, name in names.items()}
-
-    def _forget(self, table: dict[str, float], now: float) -> dict[str, float]:
-        table = {k: t for k, t in table.items() if t > now}
-        if len(table) >= self.max_tracked:  # all busy: start afresh rather than grow
-            table.clear()
-        return table
 
 
 _ATTRIBUTE = "signin_limiter"

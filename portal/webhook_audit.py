@@ -8,8 +8,10 @@ from typing import Any
 from prometheus_client import Counter
 
 from portal.context import PortalRequest, auth
+from portal.receiver_auth_form import receiver_auth_summary
 from portal.web import env_of, viewer_of
-from portal.webhook_views import ordering_word, scheme_word
+from portal.webhook_destinations import destination_label
+from portal.webhook_views import ordering_word, payload_word, scheme_word
 from svckit.clients import ClientError
 from svckit.protos import struct
 from travel.auth.v1 import identity_pb2 as ipb
@@ -22,13 +24,18 @@ AUDIT_FAILURES = Counter(
 
 
 def endpoint_fields(endpoint: wpb.Endpoint) -> dict[str, Any]:
-    """What the audit trail records of an endpoint (never its signing secret, which it does not hold)."""
+    """What the audit trail records of an endpoint (never its signing secret, a client certificate's key
+    or an OAuth2 client secret, which it does not hold)."""
     return {
         "url": endpoint.url,
         "events": list(endpoint.events),
         "description": endpoint.description,
         "signature_scheme": scheme_word(endpoint.signature_scheme),
         "ordering": ordering_word(endpoint.ordering),
+        "filter": endpoint.filter_json,
+        "payload": payload_word(endpoint.payload),
+        "destination": destination_label(endpoint),  # never a password or token: not in the message
+        "receiver_auth": receiver_auth_summary(endpoint),
     }
 
 

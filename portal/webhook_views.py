@@ -8,13 +8,17 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable, Sequence
+from enum import StrEnum
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode
 
 from svckit.clients import ClientError
 from svckit.durations import clock_advance
-from svckit.prototables import DELIVERY_ORDER, SIGNATURE_SCHEME
+from svckit.filtercheck import FilterError, canonical, parse_filter
+from svckit.jsonmatch import document_of_envelope, matches
+from svckit.prototables import DELIVERY_ORDER, PAYLOAD_MODE, SIGNATURE_SCHEME, EnumTable
 from svckit.signing import SignatureScheme
-from svckit.webhook_status import DeliveryOrder
+from svckit.webhook_status import DeliveryOrder, PayloadMode
 from travel.webhooks.v1 import webhooks_pb2 as wpb
 
 # The kind of the events SendTestEvent makes: delivered like any other, never in the event log
@@ -26,6 +30,8 @@ CLOCK_CHOICES: tuple[str, ...] = ("1m", "5m", "30m", "2h", "6h", "24h")
 CLOCK_PAGES: tuple[str, ...] = ("webhooks", "deliveries")
 # The delivery log's filter fields (its query string).
 DELIVERY_FILTERS: tuple[str, ...] = ("endpoint_id", "event_kind", "status", "since", "until")
+
+E = TypeVar("E", bound=StrEnum)
 
 
 def pretty_json(text: str) -> str:
@@ -96,20 +102,33 @@ SCHEME_CHOICES: tuple[tuple[str, str], ...] = (
 )
 
 
+def _form_word(table: EnumTable[E], number: int, default: E) -> str:
+    """A proto number as the endpoint form spells it; UNSPECIFIED (or unknown) reads as ``default``."""
+    return table.get(number, default.value) or default.value
+
+
+def _form_number(table: EnumTable[E], word: str, default: E, field: str) -> Any:
+    """The form's ``word`` as its proto number ("" is ``default``); anything else is refused beside
+    ``field``."""
+    if not word:
+        return table.pb(default)
+    if word not in tuple(table.words):
+        choices = ", ".join(m.value for m in table.words)
+        raise ClientError("invalid_request", f"choose one of {choices}", field=field)
+    return table.pb(word)
+
+
 def scheme_word(number: int) -> str:
     """An endpoint's ``signature_scheme`` as the form spells it; UNSPECIFIED reads as the default."""
-    return SIGNATURE_SCHEME.get(number, SignatureScheme.STRIPE.value) or SignatureScheme.STRIPE.value
+    return _form_word(SIGNATURE_SCHEME, number, SignatureScheme.STRIPE)
 
 
 def scheme_number(word: str) -> wpb.SignatureScheme.ValueType:
     """The form's ``signature_scheme`` as its proto number ("" is the default); anything else is refused
     beside the field."""
-    if not word:
-        return wpb.SIGNATURE_SCHEME_STRIPE
-    if word not in tuple(SignatureScheme):
-        choices = ", ".join(s.value for s in SignatureScheme)
-        raise ClientError("invalid_request", f"choose one of {choices}", field="signature_scheme")
-    number: wpb.SignatureScheme.ValueType = SIGNATURE_SCHEME.pb(word)
+    number: wpb.SignatureScheme.ValueType = _form_number(
+        SIGNATURE_SCHEME, word, SignatureScheme.STRIPE, "signature_scheme"
+    )
     return number
 
 
@@ -122,19 +141,75 @@ ORDERING_CHOICES: tuple[tuple[str, str], ...] = (
 
 def ordering_word(number: int) -> str:
     """An endpoint's ``ordering`` as the form spells it; UNSPECIFIED reads as the default."""
-    return DELIVERY_ORDER.get(number, DeliveryOrder.UNORDERED.value) or DeliveryOrder.UNORDERED.value
+    return _form_word(DELIVERY_ORDER, number, DeliveryOrder.UNORDERED)
 
 
 def ordering_number(word: str) -> wpb.DeliveryOrder.ValueType:
     """The form's ``ordering`` as its proto number ("" is the default); anything else is refused beside
     the field."""
-    if not word:
-        return wpb.DELIVERY_ORDER_UNORDERED
-    if word not in tuple(DeliveryOrder):
-        choices = ", ".join(o.value for o in DeliveryOrder)
-        raise ClientError("invalid_request", f"choose one of {choices}", field="ordering")
-    number: wpb.DeliveryOrder.ValueType = DELIVERY_ORDER.pb(word)
+    number: wpb.DeliveryOrder.ValueType = _form_number(
+        DELIVERY_ORDER, word, DeliveryOrder.UNORDERED, "ordering"
+    )
     return number
+
+
+# The endpoint form's payload modes (docs/webhooks.md "Thin payloads").
+PAYLOAD_CHOICES: tuple[tuple[str, str], ...] = (
+    (PayloadMode.FULL.value, "the whole event (the default)"),
+    (PayloadMode.THIN.value, "id, type, time and resource ids only; the rest read with GET /v1/events/{id}"),
+)
+
+
+def payload_word(number: int) -> str:
+    """An endpoint's ``payload`` as the form spells it; UNSPECIFIED reads as the default."""
+    return _form_word(PAYLOAD_MODE, number, PayloadMode.FULL)
+
+
+def payload_number(word: str) -> wpb.PayloadMode.ValueType:
+    """The form's ``payload`` as its proto number ("" is the default); anything else is refused beside
+    the field."""
+    number: wpb.PayloadMode.ValueType = _form_number(PAYLOAD_MODE, word, PayloadMode.FULL, "payload")
+    return number
+
+
+def filter_json(text: str) -> str:
+    """The form's filter (JSON text, blank: none) checked before it is sent, as webhookd stores it; a bad
+    one is refused beside the field, naming the operator's path (svckit.filtercheck)."""
+    try:
+        flt = parse_filter(text)
+    except FilterError as exc:
+        raise ClientError("invalid_request", str(exc), field="filter") from None
+    return "" if flt is None else canonical(flt)
+
+
+def filter_text(stored: str) -> str:
+    """An endpoint's stored filter as the form shows it (indented JSON); "" for none."""
+    return pretty_json(stored)
+
+
+def filtered_out(
+    event: wpb.Event, endpoints: Iterable[wpb.Endpoint], delivered: Iterable[str]
+) -> list[tuple[wpb.Endpoint, bool]]:
+    """The endpoints an event was filtered out for, as the event page shows them: subscribed to its kind,
+    made before it, without a delivery of it, and whose filter does not match it; with whether that filter
+    was changed after the event (then the verdict is the current filter's, not necessarily the one the
+    event met). webhookd stores nothing for a filtered event (docs/webhooks.md "Filters"): the filter is a
+    pure function of the immutable event, so evaluating it again gives the answer it gave."""
+    got = set(delivered)
+    created = (event.created_at.seconds, event.created_at.nanos)
+    out = []
+    document = document_of_envelope(json.loads(event.envelope_json or "{}"))
+    for ep in endpoints:
+        if not ep.filter_json or ep.id in got:
+            continue
+        if "*" not in ep.events and event.type not in ep.events:
+            continue
+        if (ep.created_at.seconds, ep.created_at.nanos) > created:
+            continue
+        if matches(document, json.loads(ep.filter_json)):
+            continue
+        out.append((ep, (ep.filter_updated_at.seconds, ep.filter_updated_at.nanos) > created))
+    return out
 
 
 def signs_ed25519(word: str) -> bool:
@@ -150,6 +225,8 @@ def endpoint_values(endpoint: wpb.Endpoint) -> dict[str, object]:
         "events": list(endpoint.events),
         "signature_scheme": scheme_word(endpoint.signature_scheme),
         "ordering": ordering_word(endpoint.ordering),
+        "filter": filter_text(endpoint.filter_json),
+        "payload": payload_word(endpoint.payload),
     }
 
 

@@ -1,5 +1,6 @@
 """The event log (webhookd's ListEvents: the last 30 days, newest first, filtered by kind and time) and
-an event's page: its payload as delivered, and its deliveries to the account's endpoints."""
+an event's page: its payload as delivered, its deliveries to the account's endpoints, and the endpoints
+whose content filter left it out ("filtered")."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from portal.context import PortalRequest, hooks
 from portal.forms import when
 from portal.pages import PAGE_SIZE, Listing, list_page
 from portal.web import env_of, need, render
+from portal.webhook_views import filtered_out
 from svckit.events import EVENT_KINDS
 from svckit.prototables import HOOKS_ENVIRONMENT
 from travel.webhooks.v1 import webhooks_pb2 as wpb
@@ -52,10 +54,17 @@ async def event_page(request: PortalRequest, env: str, event_id: str) -> HTTPRes
     deliveries = await hooks(request).list_deliveries(
         wpb.ListDeliveriesRequest(**scope, event_id=event_id, page_size=DELIVERIES_OF_AN_EVENT),
     )
+    # The endpoints whose content filter left this event out: no delivery was made, nothing stored; their
+    # filters tell (portal.webhook_views.filtered_out).
+    endpoints = await hooks(request).list_endpoints(
+        wpb.ListEndpointsRequest(**scope, page_size=DELIVERIES_OF_AN_EVENT)
+    )
+    delivered = [d.endpoint_id for d in deliveries.deliveries]
     return render(
         request,
         "event.html",
         event=got.event,
         deliveries=list(deliveries.deliveries),
         more_deliveries=bool(deliveries.next_page_token),
+        filtered=filtered_out(got.event, endpoints.endpoints, delivered),
     )

@@ -161,10 +161,13 @@ async def create_key(request: PortalRequest, env: str) -> HTTPResponse:
             ),
         )
     except ClientError as exc:
-        if exc.status != 400:
+        # A live key before the account is certified (authsvc._certify_gate): the form says what is missing.
+        gated = exc.type == "certification_required"
+        if exc.status != 400 and not gated:
             raise
         values = {"name": form.get("name", ""), "scopes": scopes, "allowed_sources": "\n".join(sources)}
-        return await keys_page(request, env, 400, errors={exc.field or "form": exc.message}, form=values)
+        errors = {"form" if gated else exc.field or "form": exc.message}
+        return await keys_page(request, env, 403 if gated else 400, errors=errors, form=values)
     key = created.key
     return redirect_with_secret(request, f"/{env}/keys/{key.id}/secret", "key", key.id, created.secret)
 

@@ -4,6 +4,7 @@ what it did once."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,9 +19,12 @@ from portal.pages import PAGE_SIZE, Listing, list_page
 from portal.web import env_of, need, redirect, render
 from svckit.clients import ClientError
 from svckit.prototables import USER_ROLE
+from svckit.smtp import MailRefused, MailUnreachable
 from svckit.vocabulary import UserRole
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import identity_pb2 as ipb
+
+log = logging.getLogger("portal.users")
 
 bp = Blueprint("portal_users")
 ROLES = [role.value for role in UserRole]
@@ -104,20 +108,25 @@ async def invite(request: PortalRequest, env: str) -> HTTPResponse:
             raise
         return await users_page(request, exc.status, errors={exc.field or "form": exc.message})
     link = invite_link(request, config.public_url, made.token, made.invite.email)
-    if config.smtp_host:
-        await send_mail(
-            config,
-            made.invite.email,
-            "You are invited to the svc partner portal",
-            f"{viewer.user.email} invited you to the svc partner portal.\n\nSet your password here "
-            f"(the link works once, for 7 days):\n{link}\n",
-        )
-        return redirect(request, f"/{env}/users", f"Invitation sent to {made.invite.email}.")
+    why = "No mail server is configured"
+    if config.smtp is not None:
+        try:
+            await send_mail(
+                config.smtp,
+                made.invite.email,
+                "You are invited to the svc partner portal",
+                f"{viewer.user.email} invited you to the svc partner portal.\n\nSet your password here "
+                f"(the link works once, for 7 days):\n{link}\n",
+            )
+            return redirect(request, f"/{env}/users", f"Invitation sent to {made.invite.email}.")
+        except (MailUnreachable, MailRefused) as exc:  # the invitation exists: hand its link over instead
+            log.warning("invitation e-mail failed", extra={"error": str(exc)})
+            why = "The mail server did not take the invitation"
     # The link holds the invitation's token: it travels sealed like every flash, never in a URL.
     return redirect(
         request,
         f"/{env}/users",
-        f"No mail server is configured; give {made.invite.email} this link (it works once): {link}",
+        f"{why}; give {made.invite.email} this link (it works once): {link}",
     )
 
 

@@ -18,14 +18,31 @@ from portal.context import PortalRequest, hooks
 from portal.display import fmt
 from portal.forms import fields, period_seconds, query, when
 from portal.pages import PAGE_SIZE, Listing, list_page
+from portal.receiver_auth_form import (
+    CERTIFICATE_CHOICES,
+    headers_text,
+    receiver_auth_of_form,
+    receiver_auth_summary,
+)
 from portal.web import env_of, need, redirect, redirect_with_secret, render, take_secret, viewer_of
 from portal.webhook_audit import audit_webhook, endpoint_fields
+from portal.webhook_destinations import (
+    DESTINATION_CHOICES,
+    destination_paths,
+    destination_request,
+    destination_values,
+    form_values,
+)
 from portal.webhook_views import (
     ORDERING_CHOICES,
+    PAYLOAD_CHOICES,
     SCHEME_CHOICES,
     endpoint_values,
+    filter_json,
     ordering_number,
     ordering_word,
+    payload_number,
+    payload_word,
     recover_notice,
     recover_question,
     scheme_number,
@@ -35,7 +52,7 @@ from portal.webhook_views import (
 from svckit.clients import ClientError
 from svckit.events import EVENT_KINDS
 from svckit.protos import datetime_of, timestamp
-from svckit.prototables import HOOKS_ENVIRONMENT
+from svckit.prototables import HOOKS_ENVIRONMENT, PAYLOAD_MODE
 from travel.webhooks.v1 import webhooks_pb2 as wpb
 
 bp = Blueprint("portal_webhooks")
@@ -57,7 +74,9 @@ async def endpoints_page(request: PortalRequest, env: str, status: int = 200, **
         )
         return Listing(page.endpoints, page.next_page_token)
 
-    extra.setdefault("form", {"signature_scheme": scheme_word(0), "ordering": ordering_word(0)})
+    extra.setdefault(
+        "form", {"signature_scheme": scheme_word(0), "ordering": ordering_word(0), "payload": payload_word(0)}
+    )
     return await list_page(
         request,
         "webhooks.html",
@@ -67,6 +86,8 @@ async def endpoints_page(request: PortalRequest, env: str, status: int = 200, **
         kinds=EVENT_KINDS,
         schemes=SCHEME_CHOICES,
         orderings=ORDERING_CHOICES,
+        payloads=PAYLOAD_CHOICES,
+        destinations=DESTINATION_CHOICES,
         **extra,
     )
 
@@ -82,6 +103,11 @@ async def endpoint_view(
             wpb.ListSigningKeysRequest(**endpoint_ref(request, env, endpoint.id))
         )
         keys = list(listed.keys)
+    poll_status = None
+    if endpoint.type == wpb.DESTINATION_TYPE_POLLING:  # its queue: waiting, leased, last polled
+        poll_status = await hooks(request).get_poll_status(
+            wpb.GetPollStatusRequest(**endpoint_ref(request, env, endpoint.id))
+        )
     return render(
         request,
         "endpoint.html",
@@ -89,10 +115,17 @@ async def endpoint_view(
         endpoint=endpoint,
         scheme=scheme,
         signing_keys=keys,
+        poll_status=poll_status,
         shows_keys=signs_ed25519(scheme),
-        values=endpoint_values(endpoint),
+        values=extra.pop("values", None) or (endpoint_values(endpoint) | destination_values(endpoint)),
+        PAYLOAD_WORDS=PAYLOAD_MODE.names(),
+        receiver_auth=receiver_auth_summary(endpoint),
+        receiver_headers=headers_text(endpoint),
+        certificate_choices=CERTIFICATE_CHOICES,
         schemes=SCHEME_CHOICES,
         orderings=ORDERING_CHOICES,
+        payloads=PAYLOAD_CHOICES,
+        destinations=DESTINATION_CHOICES,
         kinds=EVENT_KINDS,
         **extra,
     )
@@ -154,22 +187,26 @@ async def create_endpoint(request: PortalRequest, env: str) -> HTTPResponse:
             wpb.RegisterEndpointRequest(
                 account_id=viewer.user.account_id,
                 environment=HOOKS_ENVIRONMENT.pb(env),
-                url=form.get("url", ""),
                 events=events,
                 description=form.get("description", ""),
                 signature_scheme=scheme_number(form.get("signature_scheme")),
                 ordering=ordering_number(form.get("ordering")),
+                filter_json=filter_json(form.get("filter")),
+                payload=payload_number(form.get("payload")),
+                **destination_request(form),
             ),
         )
     except ClientError as exc:
         if exc.status != 400:
             raise
-        values = {
+        values = form_values(form) | {
             "url": form.get("url", ""),
             "events": events,
             "description": form.get("description", ""),
             "signature_scheme": form.get("signature_scheme") or scheme_word(0),
             "ordering": form.get("ordering") or ordering_word(0),
+            "filter": form.get("filter"),
+            "payload": form.get("payload") or payload_word(0),
         }
         return await endpoints_page(request, env, 400, errors={exc.field or "form": exc.message}, form=values)
     await audit_webhook(
@@ -220,7 +257,7 @@ async def edit_endpoint(
     request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
 ) -> HTTPResponse:
     form = fields(request)
-    paths = ["url", "events", "description"]
+    paths = ["events", "description", *destination_paths(fields(request))]
     # A form without the field (an older page) leaves the scheme as it is.
     scheme = form.get("signature_scheme")
     if scheme:
@@ -228,16 +265,34 @@ async def edit_endpoint(
     ordering = form.get("ordering")
     if ordering:
         paths.append("ordering")
+    payload = form.get("payload")
+    if payload:
+        paths.append("payload")
+    # The filter's textarea is on the form (a blank one removes the filter): checked here first, so a bad
+    # one comes back beside the field with the operator's path.
     old = await hooks(request).get_endpoint(wpb.GetEndpointRequest(**ref))
+    flt = ""
+    if form.get("filter_shown"):
+        paths.append("filter_json")
+        try:
+            flt = filter_json(form.get("filter"))
+        except ClientError as exc:  # the page again, with what was typed and the error beside it
+            typed = endpoint_values(old.endpoint) | destination_values(old.endpoint)
+            typed["filter"] = form.get("filter")
+            return await endpoint_view(
+                request, env, old.endpoint, 400, errors={"filter": exc.message}, values=typed
+            )
     new = await hooks(request).update_endpoint(
         wpb.UpdateEndpointRequest(
             **ref,
             update_mask=field_mask_pb2.FieldMask(paths=paths),
-            url=form.get("url", ""),
             events=form.getlist("events"),
             description=form.get("description", ""),
             signature_scheme=scheme_number(scheme),
             ordering=ordering_number(ordering),
+            filter_json=flt,
+            payload=payload_number(payload),
+            **(destination_request(form) if form.get("type") else {"url": form.get("url", "")}),
         ),
     )
     before, after = endpoint_fields(old.endpoint), endpoint_fields(new.endpoint)
@@ -250,6 +305,30 @@ async def edit_endpoint(
         after={name: after[name] for name in changed},
     )
     return back(request, env, endpoint_id, "Endpoint saved." if changed else "Nothing changed.")
+
+
+@bp.post("/<env:str>/webhooks/<endpoint_id:str>/receiver-auth")
+@endpoint_action
+async def set_receiver_auth(
+    request: PortalRequest, env: str, endpoint_id: str, ref: dict[str, Any]
+) -> HTTPResponse:
+    """The "Receiver authentication" form: replaces the endpoint's whole receiverAuth (docs/webhooks.md)."""
+    old = await hooks(request).get_endpoint(wpb.GetEndpointRequest(**ref))
+    wanted = receiver_auth_of_form(fields(request), old.endpoint)
+    new = await hooks(request).update_endpoint(
+        wpb.UpdateEndpointRequest(
+            **ref, update_mask=field_mask_pb2.FieldMask(paths=["receiver_auth"]), receiver_auth=wanted
+        ),
+    )
+    before, after = receiver_auth_summary(old.endpoint), receiver_auth_summary(new.endpoint)
+    await audit_webhook(
+        request,
+        "webhook_endpoint.updated",
+        endpoint_id,
+        before={"receiver_auth": before},
+        after={"receiver_auth": after},
+    )
+    return back(request, env, endpoint_id, "Receiver authentication saved.")
 
 
 @bp.post("/<env:str>/webhooks/<endpoint_id:str>/delete")
