@@ -9,6 +9,9 @@
              --header 'webhook-signature: v1,...' < body.json       (Standard Webhooks headers)
   svc webhooks recover we_... --since 2h --dry-run   count what an endpoint missed (then without it)
   svc webhooks signing-keys                          the ed25519 public keys of v1a signatures
+  svc poll we_... [--follow]               a polling endpoint's events: print each batch, commit it
+  svc certify start|status|finish                    a certification run of this sandbox key
+  svc certify report --out r.json; svc certify keys --out k.json; svc certify verify r.json --keys k.json
 
 The API key comes from --api-key or SVC_API_KEY and is never printed.
 """
@@ -24,12 +27,13 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from svccli import webhooks
+from svccli import certify, poll, webhooks
 from svccli.verification import verify_delivery
 from svckit import addresses
 from svckit.durations import clock_advance
 from svckit.events import EVENT_KINDS, TRIGGER_HEADER, TRIGGER_NAMES, TRIGGER_STATUS
 from svckit.flags import ArgumentError, FlagParser, add_flag, env_name
+from svckit.resources import PRODUCTS
 from svckit.signing import SIGNATURE_HEADER, SignatureScheme, WebhookVerificationError, new_secret
 
 if TYPE_CHECKING:
@@ -37,7 +41,6 @@ if TYPE_CHECKING:
 
 SERVICE = "svc"
 DEFAULT_BASE_URL = addresses.SANDBOX_URL
-PRODUCTS = ("hotels", "flights", "esim")
 # What a failure trigger's request answers when it works.
 EXPECTED_STATUS = TRIGGER_STATUS
 
@@ -141,6 +144,8 @@ def build_parser() -> FlagParser:
     )
     ver.add_argument("--tolerance", type=int, default=300, help="seconds of clock difference allowed")
     webhooks.add_parser(sub)
+    poll.add_parser(sub)
+    certify.add_parser(sub)
     return parser
 
 
@@ -240,11 +245,15 @@ def _endpoints(n: int, kind: str = "") -> str:
 
 def trigger_line(kind: str, event_id: str, count: int, held: int | None) -> str:
     """What ``svc trigger <kind>`` prints. ``count`` is the API's ``deliveryCount``: one delivery per
-    subscribed endpoint, disabled ones included (their delivery is held until the endpoint is enabled, so
-    nothing is lost), hence ``held``, read back from the deliveries; None when they could not be read (a
-    key without webhooks:read), and then the line says what the count includes instead of guessing."""
+    subscribed endpoint whose content filter (if any) the event matches, disabled ones included (their
+    delivery is held until the endpoint is enabled, so nothing is lost), hence ``held``, read back from
+    the deliveries; None when they could not be read (a key without webhooks:read), and then the line says
+    what the count includes instead of guessing."""
     if count == 0:
-        return f"Triggered {kind}: {event_id} (no endpoint subscribed; on the stream)"
+        return (
+            f"Triggered {kind}: {event_id} (no endpoint subscribed, or none whose filter it matches; "
+            "on the stream)"
+        )
     if held is None:
         return (
             f"Triggered {kind}: {event_id} ({_endpoints(count)} subscribed, disabled ones included, "
@@ -295,6 +304,14 @@ async def cmd_webhooks(args: argparse.Namespace) -> int:
     return await webhooks.run(args, _headers(args.api_key))
 
 
+async def cmd_poll(args: argparse.Namespace) -> int:
+    return await poll.run(args, _headers(args.api_key))
+
+
+async def cmd_certify(args: argparse.Namespace) -> int:
+    return await certify.run_online(args, _headers(args.api_key))
+
+
 def verify_headers(given: list[str]) -> dict[str, str]:
     """``--header`` values as a header mapping: ``Name: value``, or a bare ``t=...,v1=...`` (the
     X-Service-Signature value, as it was before names were accepted)."""
@@ -325,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "verify":
         return cmd_verify(args)
+    if certify.offline(args):
+        return certify.run(args)
     if not args.api_key:
         print("svc: no API key: pass --api-key or set SVC_API_KEY", file=sys.stderr)
         return 2
@@ -333,9 +352,14 @@ def main(argv: list[str] | None = None) -> int:
 
     import httpx
 
-    handler = {"listen": cmd_listen, "trigger": cmd_trigger, "clock": cmd_clock, "webhooks": cmd_webhooks}[
-        args.command
-    ]
+    handler = {
+        "listen": cmd_listen,
+        "trigger": cmd_trigger,
+        "clock": cmd_clock,
+        "webhooks": cmd_webhooks,
+        "poll": cmd_poll,
+        "certify": cmd_certify,
+    }[args.command]
     with contextlib.suppress(KeyboardInterrupt):
         try:
             return asyncio.run(handler(args))

@@ -4,6 +4,7 @@ over the edge's HTTP API (docs/webhooks.md, "what to do after your outage").
   svc webhooks signing-keys [--endpoint we_...]          the ed25519 public keys of the v1a signatures
   svc webhooks events --undelivered-to we_...            the events held or failed for that endpoint
   svc webhooks recover we_... [--since 2h] [--dry-run]   queue them again (--dry-run: only count them)
+  svc webhooks endpoints | add ...                       endpoints and their destinations (svccli.endpoints)
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import re
 import sys
 import uuid
 from typing import TYPE_CHECKING, Any
+
+from svccli import endpoints
 
 if TYPE_CHECKING:
     import httpx
@@ -64,6 +67,7 @@ def add_parser(sub: Any) -> None:
         "--since", type=since_time, default=DEFAULT_SINCE, help="RFC 3339 time or an age (default 24h)"
     )
     rec.add_argument("--dry-run", action="store_true", help="only count them; change nothing")
+    endpoints.add_parsers(cmds)
 
 
 def _fail(command: str, resp: httpx.Response) -> int:
@@ -91,6 +95,8 @@ async def run(args: argparse.Namespace, headers: dict[str, str]) -> int:
                 valid = f"until {key['expires']}" if key.get("expires") else "current"
                 print(f"{key['endpoint']} {key['algorithm']} {key['publicKey']} ({valid})")
             return 0
+        if args.webhooks_command in ("endpoints", "add"):
+            return await endpoints.run(http, args, _fail)
         if args.webhooks_command == "events":
             return await _undelivered(http, args.undelivered_to)
         resp = await http.post(

@@ -28,6 +28,8 @@ COMMAND_MODULES = (
     "svcctl.user_commands",
     "svcctl.ledger_commands",
     "svcctl.scanning_commands",
+    "svcctl.usage_commands",
+    "svcctl.certify_commands",
 )
 
 

@@ -7,16 +7,16 @@ audit trail of every change.
 from __future__ import annotations
 
 import argparse
-import json
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from google.protobuf import duration_pb2, field_mask_pb2, json_format
+from google.protobuf import field_mask_pb2
 from google.protobuf.message import Message
 
-from svcctl.client import auth_client, count
+from svcctl.client import auth_client, count, duration, print_message
 from svckit.clients import AuthClient
+from svckit.prototables import ACCOUNT_MODE
+from svckit.vocabulary import AccountMode
 from travel.auth.v1 import auth_pb2 as pb
 
 ENVIRONMENTS = {
@@ -29,25 +29,12 @@ STATUSES = {
     "read_only": pb.ACCOUNT_STATUS_READ_ONLY,
     "read-only": pb.ACCOUNT_STATUS_READ_ONLY,
 }
-MODES = {"a": pb.ACCOUNT_MODE_A, "b": pb.ACCOUNT_MODE_B}
+# The commercial modes, spelt as the API shows them ("A", "B"); --mode takes either case.
+MODES = {m.value: ACCOUNT_MODE.pb(m) for m in AccountMode}
 RATE_LIMIT_HELP = (
     "requests a second across all edges; 0: the environment's default (the edge's --rate-limit-live/-sandbox)"
 )
 Handler = Callable[[AuthClient, argparse.Namespace], Awaitable[Message]]
-
-
-def _print(message: Message) -> None:
-    print(json.dumps(json_format.MessageToDict(message, preserving_proto_field_name=True), indent=2))
-
-
-def _duration(text: str) -> duration_pb2.Duration:
-    """``90``, ``90s``, ``30m``, ``24h`` or ``7d``."""
-    m = re.fullmatch(r"(\d+)([smhd]?)", text.strip())
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 90s, 30m, 24h, 7d)")
-    return duration_pb2.Duration(
-        seconds=int(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
-    )
 
 
 def _actor(args: argparse.Namespace) -> pb.Actor:
@@ -57,7 +44,7 @@ def _actor(args: argparse.Namespace) -> pb.Actor:
 def _run(handler: Handler) -> Callable[[argparse.Namespace], Awaitable[int]]:
     async def run(args: argparse.Namespace) -> int:
         async with auth_client(args) as auth:
-            _print(await handler(auth, args))
+            print_message(await handler(auth, args))
         return 0
 
     return run
@@ -94,6 +81,20 @@ async def _account_status(auth: AuthClient, a: argparse.Namespace) -> Message:
     )
 
 
+async def _account_require_certification(auth: AuthClient, a: argparse.Namespace) -> Message:
+    return await auth.set_certification_required(
+        pb.SetCertificationRequiredRequest(
+            account_id=a.account_id, required=a.setting == "on", actor=_actor(a)
+        )
+    )
+
+
+async def _account_certify(auth: AuthClient, a: argparse.Namespace) -> Message:
+    return await auth.override_certification(
+        pb.OverrideCertificationRequest(account_id=a.account_id, reason=a.reason, actor=_actor(a))
+    )
+
+
 async def _account_update(auth: AuthClient, a: argparse.Namespace) -> Message:
     paths = [
         path
@@ -101,12 +102,14 @@ async def _account_update(auth: AuthClient, a: argparse.Namespace) -> Message:
             ("name", a.name is not None),
             ("admin_emails", a.admin_email is not None or a.clear_admin_emails),
             ("daily_search_allowance", a.daily_search_allowance is not None),
+            ("look_to_book_target", a.look_to_book_target is not None),
         )
         if given
     ]
     if not paths:
         raise SystemExit(
-            "accounts update: give --name, --admin-email, --clear-admin-emails or --daily-search-allowance"
+            "accounts update: give --name, --admin-email, --clear-admin-emails, --daily-search-allowance "
+            "or --look-to-book-target"
         )
     return await auth.update_account(
         pb.UpdateAccountRequest(
@@ -115,6 +118,7 @@ async def _account_update(auth: AuthClient, a: argparse.Namespace) -> Message:
             name=a.name or "",
             admin_emails=[] if a.clear_admin_emails else (a.admin_email or []),
             daily_search_allowance=a.daily_search_allowance or 0,
+            look_to_book_target=a.look_to_book_target or 0,
             actor=_actor(a),
         )
     )
@@ -243,22 +247,49 @@ def register(groups: Any) -> None:
     )
     p = _cmd(accounts, "create", "create an account", _account_create)
     p.add_argument("--name", required=True)
-    p.add_argument("--mode", choices=sorted(MODES), default="a", help="commercial mode A or B (default a)")
+    p.add_argument(
+        "--mode",
+        type=str.upper,
+        choices=sorted(MODES),
+        default="A",
+        help="commercial mode A or B (default A)",
+    )
     p.add_argument("--admin-email", action="append", help="repeat for several admins")
     p.add_argument("--daily-search-allowance", type=count, default=0, help="0 = service default")
     p = _cmd(accounts, "get", "show an account", _account_get)
     p.add_argument("account_id")
     p = _cmd(
-        accounts, "update", "change an account's name, admin e-mails or daily allowance", _account_update
+        accounts,
+        "update",
+        "change an account's name, admin e-mails, daily allowance or look-to-book target",
+        _account_update,
     )
     p.add_argument("account_id")
     p.add_argument("--name")
     p.add_argument("--admin-email", action="append", help="replaces the admin e-mails; repeat")
     p.add_argument("--clear-admin-emails", action="store_true", help="no admin e-mails")
     p.add_argument("--daily-search-allowance", type=count, help="0 = service default")
+    p.add_argument(
+        "--look-to-book-target",
+        type=count,
+        help="live searches per confirmed booking the contract allows over 7 days (e.g. 1500); 0 = none",
+    )
     p = _cmd(accounts, "set-status", "make an account active or read-only", _account_status)
     p.add_argument("account_id")
     p.add_argument("status", choices=sorted(STATUSES))
+    p = _cmd(
+        accounts,
+        "require-certification",
+        "whether live keys wait for a passing certification report (default off)",
+        _account_require_certification,
+    )
+    p.add_argument("account_id")
+    p.add_argument("setting", choices=["on", "off"])
+    p = _cmd(accounts, "certify", "count an account certified without a passing report", _account_certify)
+    p.add_argument("account_id")
+    # Required, so that nobody certifies an account by accident: a passing report is the ordinary way.
+    p.add_argument("--override", action="store_true", required=True, help="no report vouches for it")
+    p.add_argument("--reason", required=True, help="why (kept in the audit trail)")
 
     keys = groups.add_parser("keys", help="API keys").add_subparsers(dest="command", required=True)
     p = _cmd(keys, "create", "create a key; the secret is printed this once", _key_create)
@@ -286,7 +317,7 @@ def register(groups: Any) -> None:
     p.add_argument("--rate-limit", type=count, metavar="N", help=RATE_LIMIT_HELP)
     p = _cmd(keys, "rotate", "issue a new secret; the old one expires after the grace period", _key_rotate)
     p.add_argument("key_id")
-    p.add_argument("--grace", type=_duration, help="e.g. 0, 30m, 24h (default), up to 7d")
+    p.add_argument("--grace", type=duration, help="e.g. 0, 30m, 24h (default), up to 7d")
     p = _cmd(keys, "revoke", "stop a key at once (emits apikey.revoked)", _key_revoke)
     p.add_argument("key_id")
     p.add_argument("--reason", default="")
@@ -312,9 +343,11 @@ def register(groups: Any) -> None:
         p.add_argument("--environment", choices=env_choices, required=True)
         p.add_argument("partner_ref")
 
-    usage = groups.add_parser("usage", help="daily search allowance").add_subparsers(
-        dest="command", required=True
-    )
+    # Without a command: the exact usage counts' table (svcctl.usage_commands adds its flags here).
+    usage = groups.add_parser(
+        "usage",
+        help="usage counts (svcctl usage --account ...) and the daily search allowance (get, consume)",
+    ).add_subparsers(dest="command", required=False)
     p = _cmd(usage, "get", "searches used on a UTC day", _usage_get)
     p.add_argument("--account", required=True)
     p.add_argument("--date", default="", help="YYYY-MM-DD (default today, UTC)")

@@ -1,11 +1,16 @@
-"""svcctl's clients of authsvc and webhookd (svckit.clients), and a helper for scripts."""
+"""svcctl's clients of authsvc and webhookd (svckit.clients), what every command module shares (printing an
+answer, the argument types), and a helper for scripts."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 from typing import Any
 
+from google.protobuf import json_format
 from google.protobuf.duration_pb2 import Duration
+from google.protobuf.message import Message
 
 from svckit.clients import AuthClient, ClientError, HooksClient
 from svckit.scopes import ALL_SCOPES
@@ -20,6 +25,22 @@ DEMO_OVERLAP = Duration(seconds=24 * 3600)
 # An operator's command may wait on a busy service longer than a partner request would.
 TIMEOUT = 30.0
 INT32_MAX = 2**31 - 1
+
+
+def print_message(message: Message, indent: int | None = 2) -> None:
+    """An answer as the commands print it: the proto as JSON, field names as in the proto."""
+    print(
+        json.dumps(json_format.MessageToDict(message, preserving_proto_field_name=True), indent=indent),
+        flush=True,
+    )
+
+
+def duration(text: str) -> Duration:
+    """An argparse type: ``90``, ``90s``, ``30m``, ``24h`` or ``7d``."""
+    m = re.fullmatch(r"(\d+)([smhd]?)", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 90s, 30m, 24h, 7d)")
+    return Duration(seconds=int(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)])
 
 
 def count(text: str) -> int:

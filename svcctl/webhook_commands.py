@@ -13,14 +13,15 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from google.protobuf import duration_pb2, field_mask_pb2, json_format, struct_pb2, timestamp_pb2
+from google.protobuf import field_mask_pb2, struct_pb2, timestamp_pb2
 from google.protobuf.message import Message
 
-from svcctl.client import count, hooks_client
+from svcctl import destination_flags
+from svcctl.client import count, duration, hooks_client, print_message
 from svckit.clients import HooksClient
-from svckit.prototables import DELIVERY_ORDER, DELIVERY_STATUS, SIGNATURE_SCHEME, EnumTable
+from svckit.prototables import DELIVERY_ORDER, DELIVERY_STATUS, PAYLOAD_MODE, SIGNATURE_SCHEME, EnumTable
 from svckit.signing import SignatureScheme
-from svckit.webhook_status import DeliveryOrder
+from svckit.webhook_status import DeliveryOrder, PayloadMode
 from travel.webhooks.v1 import webhooks_pb2 as pb
 
 ENVIRONMENTS = {
@@ -39,24 +40,11 @@ OUTCOMES = {
 }
 SCHEMES = tuple(s.value for s in SignatureScheme)
 ORDERINGS = tuple(o.value for o in DeliveryOrder)
+PAYLOADS = tuple(p.value for p in PayloadMode)
+FILTER_HELP = (
+    'content filter as JSON, e.g. \'{"data": {"product": "hotels"}}\': only matching events are delivered'
+)
 Handler = Callable[[HooksClient, argparse.Namespace], Awaitable[Message | None]]
-
-
-def _print(message: Message, indent: int | None = 2) -> None:
-    print(
-        json.dumps(json_format.MessageToDict(message, preserving_proto_field_name=True), indent=indent),
-        flush=True,
-    )
-
-
-def _duration(text: str) -> duration_pb2.Duration:
-    """``90``, ``90s``, ``30m``, ``24h`` or ``7d``."""
-    m = re.fullmatch(r"(\d+)([smhd]?)", text.strip())
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 90s, 30m, 24h, 7d)")
-    return duration_pb2.Duration(
-        seconds=int(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
-    )
 
 
 def _time(text: str) -> timestamp_pb2.Timestamp:
@@ -98,7 +86,7 @@ def _run(handler: Handler) -> Callable[[argparse.Namespace], Awaitable[int]]:
         async with hooks_client(args) as hooks:
             answer = await handler(hooks, args)
             if answer is not None:
-                _print(answer)
+                print_message(answer)
         return 0
 
     return run
@@ -116,11 +104,14 @@ async def _register(hooks: HooksClient, a: argparse.Namespace) -> Message:
     return await hooks.register_endpoint(
         pb.RegisterEndpointRequest(
             **_scope(a),
-            url=a.url,
+            url=a.url or "",
             events=a.event or [],
             description=a.description,
             signature_scheme=_number(SIGNATURE_SCHEME, a.signature_scheme),
             ordering=_number(DELIVERY_ORDER, a.ordering),
+            filter_json=a.filter or "",
+            payload=_number(PAYLOAD_MODE, a.payload),
+            **destination_flags.request_fields(a),
         )
     )
 
@@ -148,11 +139,14 @@ async def _update(hooks: HooksClient, a: argparse.Namespace) -> Message:
         ("description", a.description),
         ("signature_scheme", a.signature_scheme),
         ("ordering", a.ordering),
+        ("filter_json", a.filter),
+        ("payload", a.payload),
     )
-    paths = [p for p, v in given if v is not None]
+    paths = [p for p, v in given if v is not None] + destination_flags.update_paths(a)
     if not paths:
         raise SystemExit(
-            "update: give at least one of --url, --event, --description, --signature-scheme, --ordering"
+            "update: give at least one of --url, --event, --description, --signature-scheme, --ordering,"
+            " --filter, --payload, --type, --amqp-*, --nats-*"
         )
     return await hooks.update_endpoint(
         pb.UpdateEndpointRequest(
@@ -164,6 +158,64 @@ async def _update(hooks: HooksClient, a: argparse.Namespace) -> Message:
             description=a.description or "",
             signature_scheme=_number(SIGNATURE_SCHEME, a.signature_scheme),
             ordering=_number(DELIVERY_ORDER, a.ordering),
+            filter_json=a.filter or "",
+            payload=_number(PAYLOAD_MODE, a.payload),
+            **destination_flags.request_fields(a),
+        )
+    )
+
+
+def _read(path: str, what: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as exc:
+        raise SystemExit(f"receiver-auth: cannot read the {what} {path!r} ({exc.strerror})") from None
+
+
+def _receiver_auth_of(a: argparse.Namespace) -> pb.ReceiverAuth | None:
+    """The flags of ``receiver-auth`` as webhookd's ReceiverAuth (docs/webhooks.md "Receivers that
+    authenticate us"); secrets come from files, never the command line."""
+    if a.none:
+        return None
+    out = pb.ReceiverAuth()
+    for header in a.header or []:
+        name, sep, value = header.partition(":")
+        if not sep:
+            raise SystemExit(f"receiver-auth: --header {header!r} is not NAME:VALUE")
+        out.headers[name.strip()] = value.strip()
+    if a.client_cert_platform:
+        out.client_certificate.issued_by_platform = True
+    elif a.client_cert_sha256:
+        out.client_certificate.sha256_fingerprint = a.client_cert_sha256
+    elif a.client_cert or a.client_key:
+        if not (a.client_cert and a.client_key):
+            raise SystemExit("receiver-auth: --client-cert and --client-key go together")
+        out.client_certificate.certificate_pem = _read(a.client_cert, "certificate")
+        out.client_certificate.private_key_pem = _read(a.client_key, "private key")
+    if a.oauth2_token_url:
+        secret = (
+            _read(a.oauth2_client_secret_file, "client secret").strip() if a.oauth2_client_secret_file else ""
+        )
+        out.oauth2.CopyFrom(
+            pb.OAuth2ClientCredentials(
+                token_url=a.oauth2_token_url,
+                client_id=a.oauth2_client_id or "",
+                client_secret=secret,
+                scope=a.oauth2_scope or "",
+                audience=a.oauth2_audience or "",
+            )
+        )
+    return out
+
+
+async def _receiver_auth(hooks: HooksClient, a: argparse.Namespace) -> Message:
+    return await hooks.update_endpoint(
+        pb.UpdateEndpointRequest(
+            **_scope(a),
+            endpoint_id=a.endpoint_id,
+            update_mask=field_mask_pb2.FieldMask(paths=["receiver_auth"]),
+            receiver_auth=_receiver_auth_of(a),
         )
     )
 
@@ -277,7 +329,7 @@ async def _stream(hooks: HooksClient, a: argparse.Namespace) -> None:
     )
     count = 0
     async for message in call:
-        _print(message.event, indent=None)
+        print_message(message.event, indent=None)
         count += 1
         if a.limit and count >= a.limit:
             call.cancel()
@@ -300,7 +352,7 @@ def register(groups: Any) -> None:
         "webhooks", help="webhook endpoints, events, deliveries and attempts"
     ).add_subparsers(dest="command", required=True)
     p = _cmd(sub, "register", "register an endpoint; its signing secret is printed this once", _register)
-    p.add_argument("--url", required=True, help="https:// URL of the partner's receiver")
+    p.add_argument("--url", help="https:// URL of the partner's receiver (type http, the default)")
     p.add_argument("--event", action="append", help="event kind to receive, e.g. booking.confirmed; repeat")
     p.add_argument("--description", default="")
     p.add_argument(
@@ -309,12 +361,18 @@ def register(groups: Any) -> None:
     p.add_argument(
         "--ordering", choices=ORDERINGS, help="perResource: one in flight per booking (default: none)"
     )
+    p.add_argument("--filter", help=FILTER_HELP)
+    p.add_argument("--payload", choices=PAYLOADS, help="thin: ids and references only (default: full)")
+    destination_flags.add_flags(p)
     p = _cmd(sub, "get", "show an endpoint", _get)
     p.add_argument("endpoint_id")
     p = _cmd(sub, "list", "list endpoints", _list)
     _paged(p)
     p = _cmd(
-        sub, "update", "change an endpoint's url, events, description, signature scheme or ordering", _update
+        sub,
+        "update",
+        "change an endpoint's url, events, description, signature scheme, ordering, filter or payload",
+        _update,
     )
     p.add_argument("endpoint_id")
     p.add_argument("--url")
@@ -322,6 +380,31 @@ def register(groups: Any) -> None:
     p.add_argument("--description")
     p.add_argument("--signature-scheme", choices=SCHEMES, help="signature headers of its deliveries")
     p.add_argument("--ordering", choices=ORDERINGS, help="none, or perResource: one in flight per booking")
+    p.add_argument("--filter", help=FILTER_HELP + "; '' removes it")
+    p.add_argument("--payload", choices=PAYLOADS, help="full, or thin: ids and references only")
+    destination_flags.add_flags(p)
+    p = _cmd(
+        sub,
+        "receiver-auth",
+        "set how the endpoint's receiver authenticates us (replaces the whole; --none removes it)",
+        _receiver_auth,
+    )
+    p.add_argument("endpoint_id")
+    p.add_argument("--none", action="store_true", help="remove every part")
+    p.add_argument(
+        "--header", action="append", help="NAME:VALUE sent with every delivery (not secret); repeat"
+    )
+    p.add_argument(
+        "--client-cert-platform", action="store_true", help="a client certificate issued by the platform's CA"
+    )
+    p.add_argument("--client-cert-sha256", help="keep the current client certificate (its SHA-256)")
+    p.add_argument("--client-cert", help="file: the client certificate to upload (PEM, leaf first)")
+    p.add_argument("--client-key", help="file: its private key (PEM, not encrypted)")
+    p.add_argument("--oauth2-token-url", help="https:// token endpoint for OAuth2 client credentials")
+    p.add_argument("--oauth2-client-id")
+    p.add_argument("--oauth2-client-secret-file", help="file holding the client secret (omitted: kept)")
+    p.add_argument("--oauth2-scope")
+    p.add_argument("--oauth2-audience")
     p = _cmd(
         sub, "signing-keys", "list the ed25519 public keys of Standard Webhooks v1a signatures", _signing_keys
     )
@@ -334,7 +417,7 @@ def register(groups: Any) -> None:
         sub, "rotate-secret", "issue a new signing secret; the old one stays valid for --overlap", _rotate
     )
     p.add_argument("endpoint_id")
-    p.add_argument("--overlap", type=_duration, help="0s to 7d (default 24h)")
+    p.add_argument("--overlap", type=duration, help="0s to 7d (default 24h)")
     p = _cmd(sub, "send-test", "send a sample delivery to the endpoint", _send_test)
     p.add_argument("endpoint_id")
     p = _cmd(sub, "recover", "re-send what the endpoint missed (failed or held) since a time", _recover)
