@@ -15,6 +15,8 @@ In one run:
    then a proxied product GET on the live host (``GET /v1/hotels/offers/{id}``, stock Sanic as the hotels
    upstream) against the same GET sent to stock Sanic directly (goal >= 0.45), with the edge's CPU per
    proxied request;
+   then the same cached GET on an edge that counts no usage (``--no-usage-counts``) against the edge as
+   started (exact usage counts on, flushed to authsvc every 10 s): their ratio (goal >= 0.97, within 3 %);
 2. revocation-to-refusal latency p50/p99 across two edge processes (RevokeKey at t0; each edge is polled
    until it answers 401).
 
@@ -22,8 +24,12 @@ Load comes from ``wrk``, which the bench installs with apt-get when it is missin
 (else it falls back to an httpx client in a separate process, which cannot load either server: it warns).
 Usage: ``.venv/bin/python scripts/bench_edge.py [--seconds 5] [--connections 50]``;
 ``--only cached`` runs the first comparison alone (stock Sanic against the edge's cached GET, each run
-printed; about 40 s), ``--threads`` adds where each server's CPU went, thread by thread (from /proc:
-user and system time per request of the loop's thread, the gRPC threads, the metrics listener's).
+printed; about 40 s), ``--only counting`` the usage counts' (the edge counting against one that does not,
+each run printed), ``--whole-stack`` measures the edge's cached GET while authsvc, webhookd and the
+portal run beside it as ``scripts/run`` starts them, against stock Sanic (best of 3 alternating rounds; with
+each service's idle CPU; scripts/wholestack.py), ``--threads`` adds where each server's CPU went, thread by
+thread (from /proc: user and system time per request of the loop's thread, the gRPC threads, the metrics
+listener's).
 """
 
 from __future__ import annotations
@@ -289,6 +295,19 @@ def best(runs: dict[str, list[tuple[float, float, float]]], name: str) -> tuple[
     return rps, p99, min(r[2] for r in runs[name])
 
 
+def numbers(run: tuple[float, float, float]) -> str:
+    """A measured run's columns: requests per second, p99 latency and CPU per request."""
+    rps, p99, us = run
+    return f"{rps:10.0f} req/s   p99 {p99:7.2f} ms   CPU {us:5.0f} us/req"
+
+
+def print_runs(runs: dict[str, list[tuple[float, float, float]]], names: Sequence[str], width: int) -> None:
+    """Every round of each named server, one line a round."""
+    for name in names:
+        for run in runs[name]:
+            print(f"  {name:<{width}} run: {numbers(run)}")
+
+
 def print_stock_and_edge(
     stock: tuple[float, float, float],
     edge: tuple[float, float, float],
@@ -296,14 +315,10 @@ def print_stock_and_edge(
 ) -> None:
     """The lines of stock Sanic, the edge's protocol alone (when measured) and the edge, with the ratio."""
     (s_rps, s_p99, s_us), (e_rps, e_p99, e_us) = stock, edge
-    print(f"stock Sanic app.run   : {s_rps:10.0f} req/s   p99 {s_p99:7.2f} ms   CPU {s_us:5.0f} us/req")
+    print(f"stock Sanic app.run   : {numbers(stock)}")
     if bare is not None:
-        b_rps, b_p99, b_us = bare
-        print(f"same route, edge proto: {b_rps:10.0f} req/s   p99 {b_p99:7.2f} ms   CPU {b_us:5.0f} us/req")
-    print(
-        f"edge GET /v1/account  : {e_rps:10.0f} req/s   p99 {e_p99:7.2f} ms   CPU {e_us:5.0f} us/req"
-        "   (authenticated, cached)"
-    )
+        print(f"same route, edge proto: {numbers(bare)}")
+    print(f"edge GET /v1/account  : {numbers(edge)}   (authenticated, cached)")
     print(
         f"ratio edge/stock      : {e_rps / s_rps:10.2f}   (goal >= 0.90); "
         f"p99 {e_p99 / s_p99:.2f} x stock (goal <= 1.2); CPU per request stock/edge {s_us / e_us:.2f}"
@@ -319,12 +334,33 @@ def cached_only(
 ) -> None:
     """``--only cached``: stock Sanic against the edge's cached GET, alternating, best of the rounds."""
     runs = alternate(load, args, servers, headers, splits)
-    for name, _, _ in servers:
-        for rps, p99, us in runs[name]:
-            print(f"  {name:<5} run: {rps:10.0f} req/s   p99 {p99:7.2f} ms   CPU {us:5.0f} us/req")
+    print_runs(runs, [name for name, _, _ in servers], 5)
     print_stock_and_edge(best(runs, "stock"), best(runs, "edge"), None)
     for name, split in splits.items():
         print_thread_split(name, split, sum(r[0] for r in runs[name]) * args.seconds)
+
+
+def print_counting(off: tuple[float, float, float], on: tuple[float, float, float]) -> None:
+    """The cached GET with exact usage counting off and on, and their ratio."""
+    (f_rps, _, f_us), (n_rps, _, n_us) = off, on
+    print(f"edge, counting off    : {numbers(off)}   (--no-usage-counts)")
+    print(f"edge, counting on     : {numbers(on)}   (as started)")
+    print(
+        f"ratio counting on/off : {n_rps / f_rps:10.2f}   (goal >= 0.97); "
+        f"CPU per request on/off {n_us / f_us:.3f}"
+    )
+
+
+def counting_only(
+    load: Callable[[str, dict[str, str], float, int], tuple[float, float]],
+    args: argparse.Namespace,
+    servers: list[tuple[str, int, str]],
+    headers: dict[str, str],
+) -> None:
+    """``--only counting``: the edge's cached GET with usage counting off and on, alternating."""
+    runs = alternate(load, args, servers, headers, {})
+    print_runs(runs, [name for name, _, _ in servers], 7)
+    print_counting(best(runs, "nocount"), best(runs, "edge"))
 
 
 def main() -> int:
@@ -344,10 +380,19 @@ def main() -> int:
     )
     parser.add_argument(
         "--only",
-        choices=["cached"],
+        choices=["cached", "counting"],
         help="cached: only stock Sanic and the edge's cached GET (no other edge, worker, Redis, proxied or "
-        "revocation run, and none of their processes started)",
+        "revocation run, and none of their processes started); counting: only the edge's cached GET with "
+        "usage counting on and off",
     )
+    parser.add_argument(
+        "--whole-stack",
+        action="store_true",
+        help="the edge's cached GET with authsvc, webhookd and the portal running beside it as scripts/run "
+        "starts them, against stock Sanic app.run (best of at least 3 alternating rounds), and each "
+        "service's idle CPU",
+    )
+    parser.add_argument("--idle-seconds", type=float, default=10.0, help="--whole-stack: idle CPU window")
     parser.add_argument(
         "--threads",
         action="store_true",
@@ -368,6 +413,14 @@ def main() -> int:
             "either server, so the figures below are its own limits, not theirs",
             file=sys.stderr,
         )
+    if args.whole_stack:
+        from wholestack import whole_stack
+
+        def start_stock(port: int, tmp: pathlib.Path) -> subprocess.Popen[str]:
+            return start("stock", [str(port)], tmp / "stock.log")[0]
+
+        whole_stack(load, args, start_stock, free_port)
+        return 0
     full = args.only is None
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="bench_edge_"))
     TLS_DIR = tmp / "tls"
@@ -404,6 +457,13 @@ def main() -> int:
         )
         print("edge: as scripts/run starts it (mutual TLS to authsvc, metrics on, INFO logs)")
         splits: dict[str, dict[str, list[float]]] = {"stock": {}, "edge": {}} if args.threads else {}
+        # The same edge counting no usage (--no-usage-counts): what exact counting costs the cached GET.
+        e5, p5 = start("edge", [*edge_cmd, "--no-usage-counts"], tmp / "edge-nocount.log")
+        procs.append(e5)
+        nocount_url = f"http://127.0.0.1:{p5['sandbox_port']}/v1/account"
+        if args.only == "counting":
+            counting_only(load, args, [("nocount", e5.pid, nocount_url), ("edge", e1.pid, edge_url)], headers)
+            return 0
         if not full:
             cached_only(
                 load, args, [("stock", stock.pid, stock_url), ("edge", e1.pid, edge_url)], headers, splits
@@ -433,6 +493,7 @@ def main() -> int:
         ]
         if redis_url:
             servers.append(("redis", e3.pid, redis_url))
+        servers.append(("nocount", e5.pid, nocount_url))
         runs = alternate(load, args, servers, headers, splits)
 
         s_rps, s_p99, s_us = best(runs, "stock")
@@ -455,6 +516,7 @@ def main() -> int:
                 "   (--redis)"
             )
             print(f"ratio Redis edge/stock: {r_rps / s_rps:10.2f}")
+        print_counting(best(runs, "nocount"), best(runs, "edge"))
         _, live_secret = asyncio.run(make_key(target, ["hotels:read"], live=True))
         live_headers = {"Host": LIVE_HOST, "Authorization": f"Svc {live_secret}"}
         proxied_url = f"http://127.0.0.1:{p1['live_port']}/v1/hotels/offers/off_bench"

@@ -18,6 +18,9 @@ that drip their answer a byte a second and N that take the request and never ans
 Hostile``, in a process of their own) holding deliveries due over the same span: the healthy endpoint's lag
 p99 and throughput with and without them (goal: p99 under 100 ms, throughput within 10 %).
 The receiver runs in its own process (trustme certificate, HTTP/1.1 keep-alive, answers 200).
+Brokers (``--broker-deliveries N``, 0 skips them): durable deliveries/s to RabbitMQ and to NATS JetStream
+(amqp and nats destinations) against a plain publish loop to the same broker (aio-pika with publisher
+confirms; nats-py JetStream publish) in the same run, the ratio printed.
 
 This file starts the receivers and runs the phases of ``benchwebhooks.phases.PHASES`` in order (a new phase
 goes there); the pieces are in scripts/benchwebhooks/.
@@ -42,6 +45,7 @@ from benchwebhooks.phases import PHASES, Bench  # noqa: E402
 from benchwebhooks.receivers import hostile_process, receiver_process  # noqa: E402
 from benchwebhooks.report import print_tables  # noqa: E402
 
+from svckit.runner import freeze_startup  # noqa: E402
 from webhookd._delivery import WorkerConfig  # noqa: E402
 
 
@@ -73,6 +77,7 @@ async def main_async(args: argparse.Namespace) -> None:
     cfg = WorkerConfig(
         batch_size=args.batch_size, concurrency=args.concurrency, lease_seconds=60, poll_seconds=0.25
     )
+    freeze_startup()  # this process runs the worker: started, as webhookd's own start-up does before READY
     with tempfile.TemporaryDirectory() as d:
         ca_path = f"{d}/ca.pem"
         ca.cert_pem.write_to_path(ca_path)
@@ -133,6 +138,13 @@ def main() -> int:
         action="append",
         choices=[phase.name for phase in PHASES],
         help="run only this phase (repeatable), e.g. --only postgres to iterate on PostgreSQL",
+    )
+    parser.add_argument(
+        "--broker-deliveries",
+        type=int,
+        default=10000,
+        help="deliveries per trial of the amqp and nats phases (RabbitMQ 127.0.0.1:5672, NATS 127.0.0.1:4222;"
+        " 0 skips them)",
     )
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=200)

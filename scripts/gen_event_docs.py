@@ -23,6 +23,7 @@ if str(ROOT) not in sys.path:
 
 from svckit import catalog  # noqa: E402
 from svckit.quota import THRESHOLD_PERCENT  # noqa: E402
+from svckit.thinevents import thin_envelope  # noqa: E402
 
 OUT = ROOT / "docs" / "events.md"
 
@@ -67,6 +68,11 @@ works live. The same catalog is JSON Schema (draft 2020-12) per kind: `svckit.ca
 - **Who reads a kind** on `/v1/stream` and `GET /v1/events`: a key with the scope below. `<product>:read`
   is the read scope of the event's own product (`data.product`): `hotels:read` for a hotel booking,
   `esim:read` for an eSIM order's payment.
+- **Thin payloads**: an endpoint with `"payload": "thin"` is sent, of each event, the envelope's `id`,
+  `type`, `created`, `livemode` and `account` and, of its `data`, only the references listed under each
+  kind (the ids of the resources it is about, and the product): never a traveller's data, an amount or a
+  free text. The whole event is `GET /v1/events/{{id}}` with the kind's read scope ([webhooks.md](webhooks.md)
+  "Thin payloads"). Each kind's thin JSON Schema is its `thinSchema` in `GET /v1/event-types`.
 - The examples are the sandbox's samples (`POST /v1/sandbox/events`), shown for a mode A account except
   where a kind is mode B only.
 """
@@ -130,8 +136,13 @@ def section(entry: Mapping[str, Any]) -> list[str]:
         lines.append(f'- **ordering key** (endpoints with `"ordering": "perResource"`): {keys}')
     if not entry["subscribable"]:
         lines.append("- not subscribable: sent only to the endpoint under test, never published or streamed")
+    refs = ", ".join(f"`data.{name}`" for name in entry["references"]) or "no `data` field (`{}`)"
+    lines.append(f'- **thin payload** (endpoints with `"payload": "thin"`): the head fields and {refs}')
     lines += ["", *fields_table(entry["schema"]), "", "Example:", "", "```json"]
-    lines += json.dumps(catalog.example_envelope(kind), indent=2, ensure_ascii=False).splitlines()
+    envelope = catalog.example_envelope(kind)
+    lines += json.dumps(envelope, indent=2, ensure_ascii=False).splitlines()
+    lines += ["```", "", "The same event, thin:", "", "```json"]
+    lines += json.dumps(thin_envelope(envelope), indent=2, ensure_ascii=False).splitlines()
     lines += ["```", ""]
     return lines
 

@@ -15,6 +15,7 @@ from benchwebhooks.worker import config_for, endpoint, preload
 from svckit.clock import SystemClock
 from svckit.db import create_engine
 from svckit.ids import new_id
+from svckit.runner import freeze_startup
 from webhookd._admission import NO_SKIPS
 from webhookd._delivery import DeliveryWorker, WorkerConfig
 from webhookd._sender import Sender
@@ -79,6 +80,7 @@ async def pg_worker(
             lags.append(lag)
 
     worker = DeliveryWorker(repo, Sender(client, direct=transport), SystemClock(), cfg, on_sent=on_sent)
+    freeze_startup()  # started: as webhookd's own start-up does before READY
     ready.release()
     await asyncio.to_thread(go.wait)
     profile = _profiler()

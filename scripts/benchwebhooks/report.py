@@ -18,6 +18,22 @@ def spread(values: list[float]) -> str:
     return f"{v[len(v) // 2]:,.0f} ({v[0]:,.0f} - {v[-1]:,.0f})"
 
 
+def ratio_line(durable: list[float], plains: list[float]) -> str:
+    """Durable deliveries/s against the plain signed POSTs of the same run: the ratio of the medians, then
+    each durable burst's ratio to the run's slowest and fastest plain run (the machine's noise)."""
+    d, p = statistics.median(durable), statistics.median(plains)
+    lo, hi = min(durable) / max(plains), max(durable) / min(plains)
+    each = ", ".join(f"{x:,.0f}" for x in durable)
+    return f"{d / p:.2f} (range {lo:.2f} - {hi:.2f}; durable/s {each}; plain/s median {p:,.0f})"
+
+
+def cost_line(plain_cpu: float, durable_cpu: float) -> str:
+    """The same comparison in CPU seconds (steadier than rates when the machine's speed moves): a plain POST's
+    sending CPU against a durable delivery's CPU in webhookd (and its database server), the receiver's share
+    left out of both."""
+    return f"{plain_cpu / durable_cpu:.2f} ({plain_cpu * 1e6:,.0f} µs / {durable_cpu * 1e6:,.0f} µs)"
+
+
 def pct(values: list[float], p: float) -> float:
     if not values:
         return float("nan")
@@ -27,6 +43,11 @@ def pct(values: list[float], p: float) -> float:
 
 def print_tables(bench: Bench) -> None:
     args, rows, lags = bench.args, bench.rows, bench.lags
+    if bench.headline:
+        hw = max(len(r[0]) for r in bench.headline)
+        print("\nheadline: durable deliveries / plain signed POSTs to the same receiver, same run")
+        for name, value in bench.headline:
+            print(f"  {name.ljust(hw)} | {value}")
     width = max(len(r[0]) for r in rows)
     mean = f"{statistics.fmean(lags) * 1000:.1f} ms" if lags else "n/a"
     print(

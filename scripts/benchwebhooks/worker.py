@@ -74,8 +74,11 @@ async def preload(
         del_rows.append({"id": sortable_id("msg", now), "event_id": eid, "endpoint_id": endpoint_id,
                          "account_id": account, "environment": ENV, "event_type": "booking.confirmed",
                          "status": "pending", "attempt_count": 0, "schedule_count": 0, "due_at": us(when),
-                         "next_attempt_at": us(when), "lease_owner": None, "created_at": us(now),
+                         "next_attempt_at": None, "lease_owner": None, "created_at": us(now),
                          "updated_at": us(now)})  # fmt: skip
+    # As ``webhookd._rows.delivery_row`` and ``pending_row`` write them: the queue row holds when it is due;
+    # the delivery's own next_attempt_at is NULL (set, it would be a row an older release queued: in the
+    # partial index wh_deliveries_old_queue, so recording its result could never be a HOT update).
     queue_rows = [
         {"id": d["id"], "endpoint_id": d["endpoint_id"], "account_id": account, "environment": ENV,
          "attempt_count": 0, "next_attempt_at": d["due_at"], "lease_owner": None, "ordering_key": None,
@@ -124,7 +127,14 @@ class NullSender:
     """Signs and answers 200 without any network: isolates claim + sign + group commit."""
 
     async def send(
-        self, url: str, body: bytes, secrets: list[str], event_id: str, now: dt.datetime, *_scheme: object
+        self,
+        url: str,
+        body: bytes,
+        secrets: list[str],
+        event_id: str,
+        now: dt.datetime,
+        *_scheme: object,
+        **_auth: object,
     ) -> SendResult:
         header = sign(secrets, body, now)
         await asyncio.sleep(0)

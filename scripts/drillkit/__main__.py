@@ -19,7 +19,8 @@ import drillkit
 from drillkit.operator import ACTOR, Operator
 from drillkit.options import parse
 from drillkit.partner import Partner, drive
-from drillkit.phases import RUN, Ctx
+from drillkit.phases import RUN, Ctx, alerts_clear
+from drillkit.prom import Prometheus, Sampler, binary
 from drillkit.report import report, waiting
 from drillkit.resources import Database, OwnRedis, Ports, forget_redis, previous_release
 from drillkit.stack import Hotels, Stack, build_stack
@@ -62,6 +63,9 @@ async def setup_partner(
     return partner, Operator(clients, account_id, http, stack.edges), str(endpoint.json()["secret"])
 
 
+SCRAPED_LIMIT = 20.0  # seconds the baseline waits for Prometheus's first scrape of every target
+
+
 async def drill(ctx: Ctx, tls: Tls, hotels: Hotels) -> int:
     http = httpx.AsyncClient(timeout=ctx.args.timeout, limits=httpx.Limits(max_connections=200))
     partner, operator, secret = await setup_partner(ctx.stack, tls, ctx.receiver, http)
@@ -70,10 +74,17 @@ async def drill(ctx: Ctx, tls: Tls, hotels: Hotels) -> int:
     traffic = asyncio.create_task(drive(partner, ctx.args.rate, stop, ctx.args.slow_post > 0))
     revocations = asyncio.create_task(operator.run(1.0, stop))
     readiness = asyncio.create_task(watcher.run(watching))
-    ctx.begin("before the phases")
+    sampling = asyncio.create_task(ctx.sampler.run(watching)) if ctx.sampler else None
+    baseline = ctx.begin("before the phases")
     await asyncio.sleep(ctx.args.warmup)
+    if ctx.sampler is not None:  # the baseline judges nothing until Prometheus has scraped every target
+        await ctx.sampler.wait_reached(baseline.start, SCRAPED_LIMIT)
     for name in ctx.args.phase_list:
+        ctx.phase = name
         await RUN[name](ctx)
+        if any(w.phase == name for w in ctx.windows):  # the phase ran (not skipped)
+            await alerts_clear(ctx)
+    ctx.phase = ""
     ctx.begin("drain")
     stop.set()
     await asyncio.gather(traffic, revocations)
@@ -89,6 +100,8 @@ async def drill(ctx: Ctx, tls: Tls, hotels: Hotels) -> int:
     ctx.windows[-1].end = time.monotonic()
     watching.set()
     await readiness
+    if sampling is not None:
+        await sampling
     await http.aclose()
     for client in operator.clients:
         await client.close()
@@ -108,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     receiver.delay = args.receiver_delay  # so that deliveries are in flight when a webhookd dies
     hotels: Hotels | None = None
     stack: Stack | None = None
+    prometheus: Prometheus | None = None
     status = 2
     try:
         previous = previous_release(work / "previous") if "release" in args.phase_list else None
@@ -117,6 +131,12 @@ def run(args: argparse.Namespace) -> int:
         where = f"database {database.name}" + ("" if database.own else f", schema {database.schema}")
         print(f"{where}; Redis {redis_url}" + (" (the drill's own)" if own_redis else f", prefix {prefix}")
               + f"; phases: {', '.join(args.phase_list)}; logs in {work}", flush=True)  # fmt: skip
+        exe = binary()
+        if exe is None:
+            print("prometheus is not installed: the alerts' expressions are not checked", flush=True)
+        else:
+            prometheus = Prometheus(exe, work, ports.take(), stack.metrics)
+            prometheus.start()
         began = time.monotonic()
         for name in START_ORDER:
             stack.nodes[name].start()
@@ -125,11 +145,19 @@ def run(args: argparse.Namespace) -> int:
               f"--workers {args.workers}; partner traffic at {args.rate}/s", flush=True)  # fmt: skip
         tls = Tls.from_files(*files(work / "tls", "svcctl"))
         ctx = Ctx(stack, args, database, own_redis, receiver)
+        if prometheus is not None:
+            rules = prometheus.rules()
+            scraped = sum(map(len, stack.metrics.values()))
+            ctx.sampler = Sampler(prometheus.url, rules, scraped)
+            print(f"Prometheus {exe} at {prometheus.url}: {scraped} /metrics scraped each second, "
+                  f"{len(rules)} alert expressions evaluated twice a second", flush=True)  # fmt: skip
         status = asyncio.run(drill(ctx, tls, hotels))
     finally:
         for node in stack.nodes.values() if stack else ():
             node.stop()
         receiver.stop()
+        if prometheus is not None:
+            prometheus.stop()
         if hotels is not None:
             hotels.stop()
         if own_redis is not None:

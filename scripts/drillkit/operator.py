@@ -33,6 +33,8 @@ class Operator:
     still_accepted: list[str] = field(default_factory=list)  # key ids an edge took LAG_LIMIT s after
     unconfirmed: list[str] = field(default_factory=list)  # no 401 from an edge in LAG_LIMIT s, nor a 2xx
     errors: list[tuple[float, str]] = field(default_factory=list)
+    # (monotonic, code) of each call retried on the other authsvc: the first may have committed all the same
+    retried: list[tuple[float, str]] = field(default_factory=list)
 
     async def _either(self, n: int, request: pb.CreateKeyRequest | pb.RevokeKeyRequest) -> tuple[str, str]:
         """The call on authsvc n, retried once on the other when n is unreachable: (key id, secret)."""
@@ -43,9 +45,10 @@ class Operator:
                     made = await client.create_key(request, timeout=5)
                     return str(made.key.id), str(made.secret)
                 return str((await client.revoke_key(request, timeout=5)).key.id), ""
-            except PeerUnavailable:
+            except PeerUnavailable as exc:
                 if i != n:
                     raise
+                self.retried.append((time.monotonic(), f"{type(request).__name__} {exc.code.name}"))
         raise AssertionError("unreachable")
 
     async def _status(self, edge: int, secret: str) -> int:

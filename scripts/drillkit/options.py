@@ -53,8 +53,8 @@ def build_parser(doc: str) -> argparse.ArgumentParser:
         "--base-port",
         type=int,
         default=0,
-        help="the processes (and the drill's own Redis) listen on consecutive ports from this one (10 of "
-        "them); 0: free ports",
+        help="the processes, their /metrics, the drill's own Redis and Prometheus listen on consecutive "
+        "ports from this one (17 + --workers of them); 0: free ports",
     )
     what = p.add_argument_group("what runs")
     what.add_argument(

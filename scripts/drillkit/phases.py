@@ -8,10 +8,18 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from drillkit.alertcheck import BASELINE
 from drillkit.resources import Database, OwnRedis, migrate_webhookd
 from drillkit.stack import KILL_ORDER, Node, Stack
 from webhookd.testing import Receiver
+
+if TYPE_CHECKING:
+    from drillkit.prom import Sampler
+
+# The longest a phase's clear window waits for every alert's short form to be false again (seconds).
+CLEAR_LIMIT = 60.0
 
 
 @dataclass
@@ -20,6 +28,8 @@ class Window:
     start: float  # monotonic
     end: float = 0.0
     restart_seconds: float = 0.0
+    phase: str = ""  # BASELINE, a phase's name, or "" (not judged for the alerts: the drain)
+    clear: bool = False  # the phase's last window: its alerts' conditions must be false by its end
 
 
 @dataclass
@@ -32,12 +42,14 @@ class Ctx:
     windows: list[Window] = field(default_factory=list)
     webhookd_stopped: float = 0.0  # monotonic, the last time a webhookd was killed or stopped
     skipped: list[str] = field(default_factory=list)
+    phase: str = BASELINE  # the windows begun from now on belong to it
+    sampler: Sampler | None = None  # the alerts' expressions, where Prometheus is installed
 
-    def begin(self, name: str) -> Window:
+    def begin(self, name: str, clear: bool = False) -> Window:
         now = time.monotonic()
         if self.windows:
             self.windows[-1].end = now
-        self.windows.append(Window(name, now))
+        self.windows.append(Window(name, now, phase=self.phase, clear=clear))
         print(f"  {name}", flush=True)
         return self.windows[-1]
 
@@ -113,6 +125,23 @@ async def slow(ctx: Ctx) -> None:
     window.restart_seconds = await _start(node)
     await asyncio.sleep(ctx.args.settle)
     ctx.receiver.delay = ctx.args.receiver_delay
+
+
+async def alerts_clear(ctx: Ctx) -> None:
+    """The phase's clear window: until every alert's short form (drillkit.alertcheck) was false in two
+    rounds of evaluation made in it, at most CLEAR_LIMIT seconds; what was still true then is judged."""
+    sampler = ctx.sampler
+    if sampler is None:
+        return
+    window = ctx.begin(f"{ctx.phase}: alerts clear", clear=True)
+    began = sampler.rounds
+    while time.monotonic() - window.start < CLEAR_LIMIT:
+        await asyncio.sleep(1.0)
+        if sampler.rounds - began >= 3 and not sampler.short_true():
+            break
+    still = sampler.short_true()
+    print(f"    alerts' conditions false again after {time.monotonic() - window.start:.0f} s"
+          + (f" (still true: {', '.join(still)})" if still else ""))  # fmt: skip
 
 
 RUN: dict[str, Callable[[Ctx], Awaitable[None]]] = {

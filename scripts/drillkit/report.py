@@ -9,9 +9,11 @@ import os
 import statistics
 import time
 
+from drillkit.alertcheck import BASELINE, table, unknown_alerts
 from drillkit.operator import LAG_LIMIT, Operator
 from drillkit.partner import Partner
 from drillkit.phases import Ctx
+from drillkit.prom import judge_seen
 from drillkit.stack import Hotels
 from drillkit.verdict import AFTER_A_LEASE, NOT_AFTER_A_LEASE, duplicate_kind, failures, is_500
 from drillkit.watch import Watcher
@@ -72,6 +74,9 @@ def report(
         taken = [x for at, x in operator.lags if w.start <= at < w.end and x > 0]
         if taken:
             flips.insert(0, f"revoked keys still taken: {len(taken)} (up to {max(taken):.1f} s)")
+        retried = [c for at, c in operator.retried if w.start <= at < w.end]
+        if retried:
+            flips.insert(0, "operator calls retried on the other authsvc: " + ", ".join(retried))
         restarted = f"{w.restart_seconds:.1f}" if w.restart_seconds else ""
         first = sum(1 for c in calls if c.first_error)
         print(f"{w.name:<26} {restarted:>9} {len(calls):>6} {first:>10} {sum(errors.values()):>6} {dups:>5}  "
@@ -106,7 +111,8 @@ def report(
     op_errors = collections.Counter(e for _, e in operator.errors)
     print(
         f"revocations: {len(operator.revoked)} made, {len(operator.revoked) - len(lost_revocations)} "
-        f"webhooks received, lost {len(lost_revocations)}; operator errors: {_by(op_errors)}"
+        f"webhooks received, lost {len(lost_revocations)}; operator errors: {_by(op_errors)}; calls retried "
+        f"on the other authsvc: {_by(collections.Counter(c for _, c in operator.retried))}"
     )
     lags = sorted(lag for _, lag in operator.lags)
     if lags:
@@ -119,6 +125,8 @@ def report(
             f"for {LAG_LIMIT:g} s: {len(operator.unconfirmed)}; answers taking a revoked key, by edge: "
             f"{_by(operator.took)}"
         )
+    if operator.still_accepted:  # to look for in the services' logs (--keep)
+        print("  still taken after the limit: " + ", ".join(operator.still_accepted))
     print(f"readiness flips: {len(watcher.flips)}")
     for f in watcher.flips:
         print(f"  +{f.at - origin:6.1f}s {f.node:<11} {f.became}")
@@ -137,6 +145,7 @@ def report(
     print(f"deliveries: {len(got)}, bad signatures: {bad}")
     for s in ctx.skipped:
         print(f"skipped: {s}")
+    mismatches = alerts(ctx)
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
     found = failures(
         {
@@ -146,7 +155,34 @@ def report(
             "bodies showing internals": sum(leaks.values()),
             "bad signatures": bad,
             "revoked keys still accepted": len(operator.still_accepted),
+            "alert mismatches": mismatches,
         }
     )
     print("RESULT: " + ("FAILED: " + ", ".join(f"{n} {k}" for k, n in found.items()) if found else "passed"))
     return 1 if found else 0
+
+
+def alerts(ctx: Ctx) -> int:
+    """The alerts' table (drillkit.alertcheck), and how many (phase, alert) pairs were not as expected."""
+    sampler = ctx.sampler
+    if sampler is None:
+        return 0
+    phases = [p for p in ctx.args.phase_list if any(w.phase == p for w in ctx.windows)]
+    judged = judge_seen(ctx.windows, sampler.seen, phases, sampler.rules)
+    print(f"\nalerts' expressions (Prometheus, {sampler.rounds} rounds of evaluation, {sampler.errors} "
+          "failed queries): samples seen true / false; 'cleared': false at the phase's end")  # fmt: skip
+    for line in table(judged):
+        print(f"  {line}")
+    missing = unknown_alerts(sampler.rules)
+    if missing:
+        print(f"  the drill's table names alerts alerts.yml has not: {', '.join(missing)}")
+    # Every target scraped in the baseline (a scrape missed under load is no blindness; one never made is).
+    healthy = [w for w in ctx.windows if w.phase == BASELINE]
+    up = [seen for at, seen in sampler.up if any(w.start <= at < w.end for w in healthy)]
+    reached = len(frozenset().union(*up)) if up else 0
+    blind = reached < sampler.targets
+    why = " (MISMATCH: the baseline proves nothing without them all)" if blind else ""
+    missed = sum(1 for seen in up if len(seen) < sampler.targets)
+    print(f"  targets scraped in the baseline: {reached} of {sampler.targets} ({missed} of {len(up)} rounds "
+          f"saw a scrape missed){why}")  # fmt: skip
+    return sum(1 for j in judged if not j.ok) + len(missing) + blind

@@ -174,3 +174,26 @@ class Ports:
             return int(free_port())
         self.next += 1
         return self.next - 1
+
+    def take_run(self, n: int) -> int:
+        """The first of ``n`` consecutive ports (edge.workers puts worker i on the metrics port + i)."""
+        if self.next:
+            first = self.next
+            self.next += n
+            return first
+        for _ in range(100):
+            first = int(free_port())
+            if all(_free(first + i) for i in range(1, n)):
+                return first
+        raise RuntimeError(f"no {n} consecutive free ports found")
+
+
+def _free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True

@@ -62,6 +62,7 @@ class Stack:
     webhookd: list[str]
     edges: list[tuple[str, str]]  # (live base URL, sandbox base URL)
     portal: str
+    metrics: dict[str, list[str]]  # job -> every /metrics address of its processes
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -149,27 +150,38 @@ def build_stack(
     http = [(ports.take(), ports.take()) for _ in range(2)]
     portal_port = ports.take()
     lease = args.lease_seconds
-    common = ["--metrics-listen", "", "--database", database]
+    # Every process's /metrics (edge#2's workers on consecutive ports: edge.workers), scraped by the
+    # drill's Prometheus (drillkit.prom).
+    metrics: dict[str, list[str]] = {"authsvc": [], "webhookd": [], "edge": [], "portal": []}
+
+    def scraped(job: str, ports_needed: int = 1) -> list[str]:
+        first = ports.take_run(ports_needed)
+        metrics[job] += [f"127.0.0.1:{first + i}" for i in range(ports_needed)]
+        return ["--metrics-listen", f"127.0.0.1:{first}"]
+
+    common = ["--database", database]
     nodes: list[Node] = []
     for i in range(2):
-        a = [*("--listen", auth[i], *common, "--webhookd", ",".join(hooks))]
+        a = [*("--listen", auth[i], *scraped("authsvc"), *common, "--webhookd", ",".join(hooks))]
         a += ["--secrets-key-file", str(keys["authsvc-secrets"])]
         nodes.append(Node(f"authsvc#{i + 1}", "authsvc", a, flags(tls_dir, "authsvc"), work))
     for i in range(2):
-        w = [*("--listen", hooks[i], *common, "--authsvc", ",".join(auth))]
+        w = [*("--listen", hooks[i], *scraped("webhookd"), *common, "--authsvc", ",".join(auth))]
         w += ["--secrets-key-file", str(keys["webhookd-secrets"]), "--lease-seconds", str(lease)]
         w += ["--allow-private-targets", "--ca-bundle", ca_bundle]
         # A short lease (a quicker drill) must stay longer than the delivery timeout (10 s).
         w += ["--delivery-timeout", str(lease / 2)] if lease <= 10 else []
         nodes.append(Node(f"webhookd#{i + 1}", "webhookd", w, flags(tls_dir, "webhookd"), work, previous))
     for i, (live, sandbox) in enumerate(http):
+        workers = args.workers if i == 1 else 1
         e = ["--live-listen", f"127.0.0.1:{live}", "--sandbox-listen", f"127.0.0.1:{sandbox}", *common]
+        e += scraped("edge", workers)
         e += ["--authsvc", ",".join(auth), "--webhookd", ",".join(hooks)]
         e += ["--redis", redis_url, "--redis-prefix", prefix]
         e += ["--idempotency-key-file", str(keys["edge-idem"]), "--routes", str(routes)]
         e += ["--workers", str(args.workers)] if i == 1 and args.workers > 1 else []
         nodes.append(Node(f"edge#{i + 1}", "edge", e, flags(tls_dir, "edge"), work))
-    p = ["--listen", f"127.0.0.1:{portal_port}", "--metrics-listen", ""]
+    p = ["--listen", f"127.0.0.1:{portal_port}", *scraped("portal")]
     p += [
         "--authsvc",
         ",".join(auth),
@@ -180,5 +192,5 @@ def build_stack(
     ]
     nodes.append(Node("portal", "portal", p, flags(tls_dir, "portal"), work))
     edges = [(f"http://127.0.0.1:{live}", f"http://127.0.0.1:{sandbox}") for live, sandbox in http]
-    stack = Stack({n.name: n for n in nodes}, auth, hooks, edges, f"http://127.0.0.1:{portal_port}")
+    stack = Stack({n.name: n for n in nodes}, auth, hooks, edges, f"http://127.0.0.1:{portal_port}", metrics)
     return stack, hotels

@@ -52,5 +52,6 @@ def failures(counts: dict[str, int]) -> dict[str, int]:
         "bodies showing internals",
         "bad signatures",
         "revoked keys still accepted",
+        "alert mismatches",
     )
     return {k: counts.get(k, 0) for k in failing if counts.get(k, 0)}
