@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import random
 import re
 import select
 import signal
@@ -103,10 +104,33 @@ class ServiceProcess:
 
 
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (for a process that must come back on the same port)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A TCP port free on 127.0.0.1 now (for a process that must come back on the same port).
+
+    Chosen below the kernel's ephemeral range: a port the kernel handed out for port 0 and took back
+    can go, a moment later, to another test's listener or to any outgoing connection, and the process
+    that starts on it then fails with "address already in use" (CI saw it). Below that range only
+    another explicit choice can collide, and a random one of ~20,000 rarely does."""
+    low = _ephemeral_low()
+    for _ in range(200):
+        port = random.randrange(_LOWEST_PICKED, low)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port found in {_LOWEST_PICKED}-{low - 1}")
+
+
+_LOWEST_PICKED = 10000
+
+
+def _ephemeral_low() -> int:
+    try:
+        low = int(pathlib.Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return max(low, _LOWEST_PICKED + 1000)
 
 
 async def close_code(stream: Any, frame_timeout: float) -> int | None:

@@ -18,6 +18,7 @@ import asyncpg
 import grpc
 import httpx
 import pytest
+import trustme
 from google.protobuf import duration_pb2
 
 from edge.testing import LIVE_HOST, SANDBOX_HOST, edge_args
@@ -36,6 +37,7 @@ LIVE, SANDBOX = wpb.ENVIRONMENT_LIVE, wpb.ENVIRONMENT_SANDBOX
 DSN = f"postgresql://postgres@{PG_HOST}:{PG_PORT}/{PG_DB}"
 BEFORE, AFTER = 20, 5  # events published before the dump, and after it
 EVENT_ID = "x-service-event-id"
+CLIENT_SECRET = "cs_backup-" + "V8" * 12  # a receiver's OAuth2 client secret: sealed, never in the dump
 
 
 def _major(tool: str) -> int:
@@ -277,6 +279,29 @@ async def test_a_restored_dump_loses_nothing_and_sends_nothing_twice(
                     events=["booking.confirmed"],
                 )
             )
+            # A receiver that authenticates us: its OAuth2 client secret and client certificate key are
+            # sealed too (no event of this kind is published: they are only stored).
+            client_cert = trustme.CA().issue_cert("partner.example")
+            client_key = client_cert.private_key_pem.bytes().decode()
+            await hooks.RegisterEndpoint(
+                wpb.RegisterEndpointRequest(
+                    account_id=account.id,
+                    environment=LIVE,
+                    url=hook_receiver.url("/authenticating"),
+                    events=["booking.cancelled"],
+                    receiver_auth=wpb.ReceiverAuth(
+                        client_certificate=wpb.ClientCertificate(
+                            certificate_pem=client_cert.cert_chain_pems[0].bytes().decode(),
+                            private_key_pem=client_key,
+                        ),
+                        oauth2=wpb.OAuth2ClientCredentials(
+                            token_url=hook_receiver.url("/token"),
+                            client_id="cid",
+                            client_secret=CLIENT_SECRET,
+                        ),
+                    ),
+                )
+            )
             before = await _publish(hooks, account.id, "before", BEFORE)
             (retried,) = await _publish(hooks, account.id, "retried", 1, SANDBOX)
             await _arrived(hook_receiver, before)
@@ -385,5 +410,6 @@ async def test_a_restored_dump_loses_nothing_and_sends_nothing_twice(
     assert account.id.encode() in sql and kept[0].key.id.encode() in sql  # the text is readable
     sealing_keys = [(tmp_path / f"{n}.key").read_text().strip() for n in ("webhookd", "authsvc", "edge")]
     secrets = [secret, sandbox_endpoint.signing_secret, sandbox_key.secret, *(k.secret for k in keys)]
+    secrets += [CLIENT_SECRET, client_key.splitlines()[1]]
     for text in (*secrets, *sealing_keys):
         assert text.encode() not in dump.read_bytes() and text.encode() not in sql

@@ -5,6 +5,7 @@ each part of its report. The whole drill, every phase, is run by hand (docs/oper
 
 from __future__ import annotations
 
+import pathlib
 import re
 import shutil
 import subprocess
@@ -30,7 +31,10 @@ def test_the_redis_phase_runs_end_to_end_and_reports_every_part() -> None:
         pytest.skip(reason)
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed: the drill's redis phase needs a Redis of its own")
-    quick = ["--warmup", "1", "--down", "1", "--settle", "2", "--lease-seconds", "10", "--drain", "3"]
+    # Redis down 4 s: the edges report it down after 1 s of failures (edge.sharedlimit.reported_up), so
+    # about three scrapes of the drill's Prometheus, where it runs, see edge_ratelimit_redis_up 0 (with 2 s,
+    # a loaded machine left one scrape or none).
+    quick = ["--warmup", "1", "--down", "4", "--settle", "2", "--lease-seconds", "10", "--drain", "3"]
     done = subprocess.run(
         [*DRILL, "--phases", "redis", "--rate", "4", "--slow-post", "0", *quick],
         capture_output=True,
@@ -56,4 +60,12 @@ def test_the_redis_phase_runs_end_to_end_and_reports_every_part() -> None:
     assert "answers of status 500: 0; bodies showing internals: 0" in out
     assert re.search(r"^partner errors by status \(after the retry\): ", out, re.M)
     assert re.search(r"^readiness flips: \d+$", out, re.M)
+    if shutil.which("prometheus") or pathlib.Path("/usr/bin/prometheus").exists():
+        # The alerts' expressions through a real Prometheus: RedisDown's true during the outage and false
+        # after it, every other false, with every process's /metrics scraped (scripts/drillkit/alertcheck.py).
+        assert re.search(r"^  redis +RedisDown +true +[1-9]\d* +\d+ +yes  ok$", out, re.M), out[-3000:]
+        assert re.search(r"^  baseline +others \(\d+\): expected false, false throughout", out, re.M)
+        assert re.search(r"^  targets scraped in the baseline: (\d+) of \1 \(", out, re.M)
+    else:
+        assert "prometheus is not installed: the alerts' expressions are not checked" in out
     assert re.search(r"^RESULT: passed$", out, re.M)

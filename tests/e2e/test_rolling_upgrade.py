@@ -24,10 +24,12 @@ import grpc
 import pytest
 
 from svckit import catalog
+from svckit.migrations import head
 from svckit.protos import struct
 from tests.support import ROOT, ServiceProcess
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
+from webhookd.migrations import SCHEMA
 from webhookd.testing import Receiver
 
 # The last commit before revision 0009: the release a deployment at revision 0008 runs.
@@ -146,7 +148,7 @@ async def test_rolling_upgrade_across_revision_0009_loses_nothing_and_sends_twic
         task = asyncio.create_task(publisher.run())
         await publisher.until(60)
         # 1. The new release's migrate, while the old process serves and sends.
-        assert "schema at revision 0010" in await _run("migrate", "--database", pg_url)
+        assert f"schema at revision {head(SCHEMA)}" in await _run("migrate", "--database", pg_url)
         migrated_at = receiver.count
         # 2. A new process beside the old one; both take publishes.
         new = _webhookd(pg_url, tls[1]).start(tmp_path / "new.log")

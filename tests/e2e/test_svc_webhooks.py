@@ -108,3 +108,62 @@ async def test_signing_keys_undelivered_events_and_a_dry_run_recovery(stack: tup
     # Refusals say what the edge said, on stderr, with exit code 1.
     err = await asyncio.to_thread(svc, key, s, "recover", "we_nosuchendpoint00000000000", "--dry-run", code=1)
     assert "HTTP 4" in err[0]
+
+
+async def test_svc_adds_a_rabbitmq_endpoint_that_gets_signed_events(
+    stack: tuple[Stack, Receiver], tmp_path: pathlib.Path
+) -> None:
+    """``svc webhooks add --amqp-url ...`` with the password from a file, ``svc webhooks endpoints`` shows
+    where it delivers, and a sandbox event arrives in the partner's RabbitMQ queue, signed."""
+    import json
+    import uuid
+
+    import aio_pika
+
+    from svckit.signing import verify
+
+    s, _receiver = stack
+    key = (await create_demo_key(s.authsvc.grpc_target, None))["secret"]
+    name = f"wt.svc.{uuid.uuid4().hex[:10]}"
+    connection = await aio_pika.connect("amqp://guest:guest@127.0.0.1:5672/")
+    try:
+        channel = await connection.channel()
+        exchange = await channel.declare_exchange(name, aio_pika.ExchangeType.DIRECT, auto_delete=True)
+        queue = await channel.declare_queue(name, exclusive=True)
+        await queue.bind(exchange, "bookings")
+        (tmp_path / "amqp.pw").write_text("guest\n")
+        pw = str(tmp_path / "amqp.pw")
+        added = await asyncio.to_thread(
+            svc, key, s, "add", "--event", "booking.confirmed", "--amqp-url", "amqp://guest@127.0.0.1:5672/%2F",
+            "--amqp-exchange", name, "--amqp-routing-key", "bookings", "--password-file", pw,
+        )  # fmt: skip
+        ep, status, kind = added[0].split()[:3]
+        assert (status, kind) == ("enabled", "amqp") and f"exchange {name} routing key bookings" in added[0]
+        secret = added[1].rsplit(" ", 1)[1]
+        listed = await asyncio.to_thread(svc, key, s, "endpoints")
+        assert listed == [added[0]]
+        refused = await asyncio.to_thread(svc, key, s, "add", "--event", "booking.confirmed", "--amqp-url",
+                                          "http://127.0.0.1/", code=1)  # fmt: skip
+        assert "amqp.url" in refused[0]
+        async with httpx.AsyncClient(base_url=s.base, headers={"Authorization": f"Svc {key}"}) as api:
+            resp = await api.post(
+                "/v1/sandbox/events",
+                headers={"Idempotency-Key": uuid.uuid4().hex},
+                json={"type": "booking.confirmed"},
+            )
+            assert resp.status_code == 202, resp.text
+        message = None
+        deadline = time.monotonic() + 15
+        while message is None and time.monotonic() < deadline:
+            message = await queue.get(no_ack=True, fail=False)
+            await asyncio.sleep(0.05)
+        assert message is not None, s.webhookd.logs()[-2000:]
+        assert (
+            message.message_id == resp.json()["event"]["id"]
+            and json.loads(message.body)["type"] == "booking.confirmed"
+        )
+        headers = message.headers or {}
+        verify(message.body, str(headers["X-Service-Signature"]), secret, time.time())
+        assert ep.startswith("we_")
+    finally:
+        await connection.close()

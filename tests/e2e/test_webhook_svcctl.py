@@ -215,3 +215,97 @@ def test_schemes_signing_keys_and_reconciliation(
     while run(capsys, t, "events", "list", *scope, "--undelivered-to", ep) != {}:
         assert time.monotonic() < deadline, "the recovered events were not delivered"
         time.sleep(0.05)
+
+
+def test_filter_and_payload(
+    stack: tuple[ServiceProcess, Receiver], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An endpoint's content filter and payload mode through svcctl: set, refused naming the operator's
+    path, shown, removed."""
+    proc, receiver = stack
+    t = proc.grpc_target
+    scope = ["--account", "acct_cli_f", "--environment", "live"]
+    flt = '{"data": {"product": {"$in": ["hotels"]}}}'
+    err = run(
+        capsys, t, "register", *scope, "--url", receiver.url(), "--event", "booking.confirmed",
+        "--filter", '{"data": {"product": {"$like": "h"}}}', code=1,
+    )  # fmt: skip
+    assert "invalid_request" in err and "filter.data.product.$like" in err
+    assert run(capsys, t, "list", *scope).get("endpoints", []) == []
+    reg = run(
+        capsys, t, "register", *scope, "--url", receiver.url(), "--event", "booking.confirmed",
+        "--filter", flt, "--payload", "thin",
+    )  # fmt: skip
+    ep = reg["endpoint"]["id"]
+    assert json.loads(reg["endpoint"]["filter_json"]) == json.loads(flt)
+    assert reg["endpoint"]["payload"] == "PAYLOAD_MODE_THIN"
+    hotel = run(
+        capsys, t, "publish", *scope, "--type", "booking.confirmed", "--data", example("booking.confirmed")
+    )
+    assert hotel["delivery_count"] == 1
+    flights = json.dumps({**catalog.example("booking.confirmed"), "product": "flights"})
+    assert (
+        run(capsys, t, "publish", *scope, "--type", "booking.confirmed", "--data", flights).get(
+            "delivery_count", 0
+        )
+        == 0
+    )
+    upd = run(capsys, t, "update", *scope, ep, "--filter", "", "--payload", "full")
+    assert "filter_json" not in upd["endpoint"] and upd["endpoint"]["payload"] == "PAYLOAD_MODE_FULL"
+
+
+def test_broker_destinations_with_their_password_from_a_file(
+    stack: tuple[ServiceProcess, Receiver], capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    """``--type amqp`` with the ``--amqp-*`` flags, the password read from a file and never printed; an
+    update of the routing key keeps it; ``--type nats`` moves the endpoint to a JetStream subject."""
+    proc, _receiver = stack
+    t = proc.grpc_target
+    scope = ["--account", "acct_cli_dest", "--environment", "live"]
+    secret_file = tmp_path / "amqp.pw"
+    secret_file.write_text("svcctl-amqp-pw\n")
+    amqp = ["--amqp-url", "amqp://svc@127.0.0.1:5672/%2F", "--amqp-exchange", "partner.events"]
+    reg = run(capsys, t, "register", *scope, "--event", "booking.confirmed", "--type", "amqp", *amqp,
+              "--amqp-routing-key", "bk", "--amqp-password-file", str(secret_file))  # fmt: skip
+    ep = reg["endpoint"]
+    assert ep["type"] == "DESTINATION_TYPE_AMQP" and ep["amqp"]["password_set"] is True
+    assert "svcctl-amqp-pw" not in json.dumps(reg)
+    upd = run(capsys, t, "update", *scope, ep["id"], *amqp, "--amqp-routing-key", "bk2")
+    assert upd["endpoint"]["amqp"]["routing_key"] == "bk2" and upd["endpoint"]["amqp"]["password_set"] is True
+    nats = run(capsys, t, "update", *scope, ep["id"], "--type", "nats", "--nats-server", "nats://127.0.0.1:4222",
+               "--nats-subject", "partner.bookings")  # fmt: skip
+    assert nats["endpoint"]["type"] == "DESTINATION_TYPE_NATS" and "amqp" not in nats["endpoint"]
+    err = run(capsys, t, "register", *scope, "--event", "booking.confirmed", "--type", "nats", code=1)
+    assert "invalid_request" in err and "nats" in err
+    assert "svcctl-amqp-pw" not in proc.logs()
+
+
+def test_receiver_auth(
+    stack: tuple[ServiceProcess, Receiver], capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    """svcctl sets an endpoint's receiver authentication, the secret from a file; what comes back has no
+    secret; a header of ours is refused; --none removes it."""
+    proc, receiver = stack
+    t = proc.grpc_target
+    scope = ["--account", "acct_cli", "--environment", "live"]
+    ep = run(capsys, t, "register", *scope, "--url", receiver.url(), "--event", "booking.confirmed")[
+        "endpoint"
+    ]["id"]
+    (tmp_path / "secret").write_text("cs_from-a-file-0123456789\n")
+    cert = trustme.CA().issue_cert("partner.example")
+    cert.cert_chain_pems[0].write_to_path(str(tmp_path / "c.pem"))
+    cert.private_key_pem.write_to_path(str(tmp_path / "c.key"))
+    oauth = ["--oauth2-token-url", receiver.url("/token"), "--oauth2-client-id", "cid"]
+    got = run(
+        capsys, t, "receiver-auth", *scope, ep, "--header", "X-Tenant: t1", *oauth,
+        "--oauth2-client-secret-file", str(tmp_path / "secret"),
+        "--client-cert", str(tmp_path / "c.pem"), "--client-key", str(tmp_path / "c.key"),
+    )["endpoint"]["receiver_auth"]  # fmt: skip
+    assert got["headers"] == {"X-Tenant": "t1"} and got["oauth2"]["client_id"] == "cid"
+    assert "client_secret" not in got["oauth2"] and "private_key_pem" not in got["client_certificate"]
+    sha = got["client_certificate"]["sha256_fingerprint"]
+    kept = run(capsys, t, "receiver-auth", *scope, ep, *oauth, "--client-cert-sha256", sha)["endpoint"]
+    assert kept["receiver_auth"]["client_certificate"]["sha256_fingerprint"] == sha
+    err = run(capsys, t, "receiver-auth", *scope, ep, "--header", "Content-Type: x", code=1)
+    assert "invalid_request" in err and "Content-Type" in err
+    assert "receiver_auth" not in run(capsys, t, "receiver-auth", *scope, ep, "--none")["endpoint"]

@@ -29,6 +29,7 @@ from authsvc._server import run_server as run_authsvc
 from authsvc.testing import ACTOR, error_of, new_account, running_authsvc
 from portal.app import PortalConfig, create_app
 from svckit.clock import FakeClock
+from svckit.smtp import SmtpSettings
 from svckit.webserver import start
 from tests.support import csrf_of, event_data, free_port
 from travel.auth.v1 import auth_pb2 as apb
@@ -38,7 +39,6 @@ from travel.webhooks.v1 import webhooks_pb2 as wpb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy
 from webhookd._accounts import Accounts
-from webhookd._mailer import SmtpConfig
 from webhookd._server import Config, Webhookd
 from webhookd._server import run_server as run_webhookd
 from webhookd.testing import Receiver
@@ -148,7 +148,7 @@ async def stack(
             database=f"sqlite+aiosqlite:///{tmp_path / 'w.db'}",
             listen="127.0.0.1:0",
             policy=Policy(allow_private=True, allow_http=True),
-            smtp=SmtpConfig("127.0.0.1", smtp[1], "webhooks@svc.test"),
+            smtp=SmtpSettings("127.0.0.1", smtp[1], "webhooks@svc.test"),
             authsvc=f"127.0.0.1:{authsvc.port}",
         ),
         clock=clock,

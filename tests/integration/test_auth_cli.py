@@ -8,6 +8,8 @@ import io
 import json
 from typing import Any
 
+import pytest
+
 from authsvc._keys import environment_of
 from authsvc.testing import running_authsvc
 from svcctl.__main__ import main
@@ -124,3 +126,30 @@ async def test_every_auth_command(sqlite_url: str) -> None:
         assert again["key_id"] != demo["key_id"] and again["secret"] != demo["secret"]
         _, old, _ = await cli(t, "keys", "get", demo["key_id"])
         assert old["key"]["status"] == "KEY_STATUS_EXPIRING"
+
+
+async def test_certification_gate_commands(sqlite_url: str) -> None:
+    """svcctl accounts require-certification / certify --override: a live key refused until certified,
+    the override audited with its reason and the operator."""
+    async with running_authsvc(sqlite_url) as (server, _stub):
+        t = f"127.0.0.1:{server.port}"
+        _, acct, _ = await cli(t, "accounts", "create", "--name", "Gated")
+        account_id = acct["account"]["id"]
+        _, required, _ = await cli(t, "accounts", "require-certification", account_id, "on")
+        assert required["account"]["require_certification"] is True
+        live = ("keys", "create", "--account", account_id, "--environment", "live", "--scope", "hotels:read")
+        code, out, err = await cli(t, *live)
+        assert code == 1 and out is None and "certification_required" in err
+        with pytest.raises(SystemExit):  # argparse: --override is required
+            await cli(t, "accounts", "certify", account_id, "--reason", "phone call")
+        _, certified, _ = await cli(
+            t, "accounts", "certify", account_id, "--override", "--reason", "certified by phone"
+        )
+        assert "certified_at" in certified["account"]["certification"]
+        code, created, _ = await cli(t, *live)
+        assert code == 0 and created["key"]["environment"] == "ENVIRONMENT_LIVE"
+        _, audit, _ = await cli(t, "audit", "list", "--account", account_id)
+        overrides = [e for e in audit["events"] if e["action"] == "account.certified"]
+        assert len(overrides) == 1
+        assert overrides[0]["after"]["reason"] == "override: certified by phone"
+        assert overrides[0]["actor"]["user"] == "ops:cli-test"

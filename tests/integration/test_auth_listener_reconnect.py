@@ -49,7 +49,11 @@ async def test_listener_reconnects_after_any_connect_failure_and_syncs(
                 await admin.close()
             assert killed == 1
             change = await asyncio.wait_for(changes.get(), 30)
+            assert change is not None and change.kind == "sync"  # lost: every cache told to drop
+            assert not hub.hearing
+            change = await asyncio.wait_for(changes.get(), 30)
             assert change is not None and change.kind == "sync"  # back, and every cache told to drop
+            assert hub.hearing
         assert failed and listener._task is not None and not listener._task.done()
     finally:
         await listener.stop()

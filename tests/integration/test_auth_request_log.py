@@ -188,3 +188,53 @@ async def test_a_record_with_no_status_is_refused(sqlite_url: str, status: int) 
         acct = (await new_account(stub)).id
         got = await stub.RecordRequests(pb.RecordRequestsRequest(records=[rec(1, acct, status=status)]))
         assert (got.recorded, got.dropped) == (0, 1)
+
+
+async def test_filters_by_error_type_method_and_route_template(db_url: str) -> None:
+    """What an Insights error cell links to: one error type on one route template, exactly; a page of
+    matches is full even when paths the LIKE narrowing lets through fill the rows in between."""
+    async with running_authsvc(db_url) as (_, stub):
+        acct = (await new_account(stub)).id
+        offer = "/v1/hotels/offers/{offer_id}"
+        records = [
+            rec(1, acct, status=403, error_type="missing_scope", path="/v1/hotels/offers/off_1"),
+            rec(2, acct, status=404, error_type="not_found", path="/v1/hotels/offers/off_2"),
+            rec(3, acct, status=403, error_type="missing_scope", path="/v1/hotels/search"),
+            # Matches the LIKE pattern, not the template (two segments where it has one).
+            *[
+                rec(10 + i, acct, status=403, error_type="missing_scope", path=f"/v1/hotels/offers/o{i}/x")
+                for i in range(5)
+            ],
+            rec(20, acct, status=403, error_type="missing_scope", path="/v1/hotels/offers/off_3"),
+            # A path that only shares a prefix with the template.
+            rec(21, acct, status=403, error_type="missing_scope", path="/v1/hotels/offersX/off_4"),
+        ]
+        await stub.RecordRequests(pb.RecordRequestsRequest(records=records))
+
+        async def ids(**kw: object) -> tuple[list[int], str]:
+            page = await stub.ListRequests(
+                pb.ListRequestsRequest(account_id=acct, environment=pb.ENVIRONMENT_SANDBOX, **kw)  # type: ignore[arg-type]
+            )
+            return [r.latency_ms for r in page.requests], page.next_page_token
+
+        assert (await ids(error_type="missing_scope", route=offer))[0] == [20, 1]
+        assert (await ids(error_type="not_found", route=offer))[0] == [2]
+        assert (await ids(route=offer))[0] == [20, 2, 1]
+        assert (await ids(route=offer, method="POST"))[0] == []
+        assert (await ids(route="/v1/hotels/search", method="GET"))[0] == [3]
+        # Pages of one: the five non-matching rows between 20 and 2 never make a short or empty page.
+        first, token = await ids(route=offer, page_size=1)
+        second, token = await ids(route=offer, page_size=1, page_token=token)
+        third, token = await ids(route=offer, page_size=1, page_token=token)
+        assert (first, second, third) == ([20], [2], [1])
+        assert (await ids(route=offer, page_size=1, page_token=token))[0] == [] if token else True
+        for bad in (
+            {"route": "v1/no-slash"},
+            {"route": "/v1/{a}{b}"},
+            {"method": "get"},
+            {"error_type": "x y"},
+        ):
+            code, etype, _ = await error_of(
+                stub.ListRequests(pb.ListRequestsRequest(account_id=acct, **bad))  # type: ignore[arg-type]
+            )
+            assert (code, etype) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_request"), bad

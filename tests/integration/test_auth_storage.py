@@ -10,6 +10,7 @@ from typing import Any
 
 import asyncpg
 import pytest
+import sqlalchemy as sa
 
 from authsvc._model import Account, Actor, ApiKey, KeyChange
 from authsvc._sql import SqlRepository
@@ -36,6 +37,21 @@ async def seeded(db_url: str) -> tuple[SqlRepository, ApiKey]:
     )
     await repo.create_key(key, ACTOR)
     return repo, key
+
+
+async def test_a_new_account_row_keeps_the_mode_spelling_older_releases_read(db_url: str) -> None:
+    """During a rolling upgrade the previous release reads rows this one writes: its AccountMode knows
+    only "a" and "b", so the stored spelling stays lower-case whatever the API spells."""
+    repo, _ = await seeded(db_url)
+    try:
+        async with repo.engine.connect() as conn:
+            stored = (
+                await conn.execute(sa.text("SELECT mode FROM auth_accounts WHERE id = 'acct_1'"))
+            ).scalar()
+        assert stored == "a"
+        assert (await repo.get_account("acct_1")).mode is AccountMode.A
+    finally:
+        await repo.engine.dispose()
 
 
 async def test_revoke_commits_change_audit_and_outbox_together(db_url: str, monkeypatch: Any) -> None:

@@ -80,6 +80,18 @@ async def test_update_account_changes_and_audits_only_what_changed(db_url: str) 
             grpc.StatusCode.INVALID_ARGUMENT,
             "invalid_request",
         ),
+        (
+            ["look_to_book_target"],
+            {"look_to_book_target": -1},
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "invalid_request",
+        ),
+        (
+            ["look_to_book_target"],
+            {"look_to_book_target": 1_000_001},
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "invalid_request",
+        ),
     ],
 )
 async def test_bad_updates_change_nothing(
@@ -112,3 +124,31 @@ async def test_svcctl_accounts_update(sqlite_url: str) -> None:
         assert code == 0 and "admin_emails" not in out["account"]
         events = (await stub.ListAuditEvents(pb.ListAuditEventsRequest(account_id=account.id))).events
         assert [e.actor.user for e in events if e.action == "account.updated"] == ["ops:cli-test"] * 2
+
+
+async def test_look_to_book_target_none_by_default_set_and_cleared_by_operators(sqlite_url: str) -> None:
+    async with running_authsvc(sqlite_url) as (server, stub):
+        t = f"127.0.0.1:{server.port}"
+        account = await new_account(stub, name="Acme")
+        assert account.look_to_book_target == 0  # none by default
+        code, out, _ = await cli(t, "accounts", "update", account.id, "--look-to-book-target", "1500")
+        assert code == 0 and int(out["account"]["look_to_book_target"]) == 1500
+        got = (await stub.GetAccount(pb.GetAccountRequest(account_id=account.id))).account
+        assert got.look_to_book_target == 1500 and got.name == "Acme"
+        code, out, _ = await cli(t, "accounts", "update", account.id, "--look-to-book-target", "0")
+        assert code == 0 and "look_to_book_target" not in out["account"]
+        code, _, err = await cli(t, "accounts", "update", account.id, "--look-to-book-target", "1000001")
+        assert code != 0 and "look_to_book_target" in err
+        events = (await stub.ListAuditEvents(pb.ListAuditEventsRequest(account_id=account.id))).events
+        changes = [
+            (json_format.MessageToDict(e.before), json_format.MessageToDict(e.after))
+            for e in events
+            if e.action == "account.updated"
+        ]
+        assert sorted(changes, key=str) == sorted(
+            [
+                ({"look_to_book_target": 0}, {"look_to_book_target": 1500}),
+                ({"look_to_book_target": 1500}, {"look_to_book_target": 0}),
+            ],
+            key=str,
+        )

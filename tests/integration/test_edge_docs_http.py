@@ -155,8 +155,11 @@ async def test_event_types_answer_the_catalog(
     for entry in body["data"]:
         assert set(entry) == {
             "object", "kind", "description", "states", "mode", "subscribable", "schema", "example",
+            "references", "thinSchema",
         }  # fmt: skip
         Draft202012Validator(entry["schema"], format_checker=FormatChecker()).validate(entry["example"])
+        Draft202012Validator.check_schema(entry["thinSchema"])
+        assert set(entry["references"]) <= set(entry["schema"]["properties"])
     one = await http.get(stack.url() + "/v1/event-types/booking.confirmed", headers=hdrs(key.secret))
     assert one.status_code == 200 and one.json() == body["data"][0]
     confirmed = one.json()

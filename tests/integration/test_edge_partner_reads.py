@@ -152,10 +152,15 @@ async def test_events_read_back_filtered_by_scope_kind_and_time(
         if not token:
             break
     assert seen == [revoked.id, hotel.id]
-    # One event: the envelope webhooks deliver; unreadable, unknown or another account's: not found.
+    # One event: the envelope webhooks deliver; one of the account's it may not read: 403 naming the
+    # scope; unknown or another account's: not found.
     got = await http.get(f"{base}/{hotel.id}", headers=hdrs(key.secret))
     assert got.status_code == 200 and got.json() == json.loads(hotel.envelope_json)
-    for eid in (flight.id, esim.id, "evt_doesnotexist", "nope"):
+    for eid, scope in ((flight.id, "flights:read"), (esim.id, "esim:read")):
+        refused = await http.get(f"{base}/{eid}", headers=hdrs(key.secret))
+        assert_error(refused, 403, "missing_scope")
+        assert scope in refused.json()["error"]["message"]
+    for eid in ("evt_doesnotexist", "nope"):
         assert_error(await http.get(f"{base}/{eid}", headers=hdrs(key.secret)), 404, "not_found")
     _, stranger = await new_key(auth, scopes=["hotels:read", "account:read"])
     assert await listed(secret=stranger.secret) == []

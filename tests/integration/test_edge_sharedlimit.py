@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 
 from edge.gcra import SCRIPT, SCRIPT_SHA, Limit, limit_for
 from edge.ratelimit import RateLimiter
-from edge.sharedlimit import SharedLimiter
+from edge.sharedlimit import DOWN_AFTER, SharedLimiter
 from tests.gcra_cases import CASES, IDS
 from tests.support import REDIS_URL, free_port
 
@@ -99,16 +99,21 @@ async def test_unreachable_redis_falls_back_to_the_local_bucket(
             waits = [await limiter.check("key_down", 1.0, 10.0) for _ in range(3)]
             assert waits == [0.0, 0.0, pytest.approx(1.0)]  # the local bucket: bursts of two, then wait
             assert _fallbacks() - before == 3
+            # One failure is not yet an outage (a starved process's timeout looks the same) ...
+            assert not any(r.name == "edge.sharedlimit" for r in caplog.records)
+            # ... Redis still failing DOWN_AFTER later is.
+            assert await limiter.check("key_down", 1.0, 10.0 + DOWN_AFTER) == 0.0
+            assert _fallbacks() - before == 4
             assert REGISTRY.get_sample_value("edge_ratelimit_redis_up") == 0
             # Redis comes back (the same limiter pointed at it): used again once the retry interval passed.
             await limiter.redis.aclose()
             limiter.redis = aioredis.Redis.from_url(REDIS_URL, socket_timeout=5)
-            assert await limiter.check("key_up", 1.0, 10.5) == 0.0  # still within the interval: local
-            assert _fallbacks() - before == 4
-            assert await limiter.check("key_up", 1.0, 11.0) == 0.0
-            assert await limiter.check("key_up", 1.0, 11.0) == 0.0
-            assert await limiter.check("key_up", 1.0, 11.0) > 0
-            assert _fallbacks() - before == 4  # decided in Redis
+            assert await limiter.check("key_up", 1.0, 11.5) == 0.0  # still within the interval: local
+            assert _fallbacks() - before == 5
+            assert await limiter.check("key_up", 1.0, 12.0) == 0.0
+            assert await limiter.check("key_up", 1.0, 12.0) == 0.0
+            assert await limiter.check("key_up", 1.0, 12.0) > 0
+            assert _fallbacks() - before == 5  # decided in Redis
             assert REGISTRY.get_sample_value("edge_ratelimit_redis_up") == 1
         lines = [r.getMessage() for r in caplog.records if r.name == "edge.sharedlimit"]
         assert lines == [

@@ -21,7 +21,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from edge.testing import SANDBOX_HOST, Upstream, edge_args
 from tests.integration.edge_stack import ACTOR, assert_error, hdrs, new_key
-from tests.support import ServiceProcess, close_code, event_data, sqlite_url, start_service
+from tests.support import ServiceProcess, close_code, event_data, free_port, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import auth_pb2_grpc
 from travel.webhooks.v1 import webhooks_pb2 as wpb
@@ -541,14 +541,11 @@ async def test_ws_example_script_prints_events_and_the_4001_close(
     hooks: webhooks_pb2_grpc.WebhookServiceStub,
     tmp_path: Any,
 ) -> None:
-    import socket
     import sys
 
     from tests.support import ROOT
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     args = edge_args(
         stack.authsvc.grpc_target, stack.webhookd.grpc_target, f"sqlite+aiosqlite:///{tmp_path / 'e.db'}"
     )

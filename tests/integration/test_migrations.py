@@ -163,6 +163,8 @@ async def test_a_previous_release_database_is_adopted_with_its_data(db_url: str)
             "acct_prev1",
             "Previous Release Travel",
         )
+        # Its row holds the mode spelt "a" (before AccountMode took the API's "A"): read as mode A.
+        assert auth.account.mode == auth_pb2.ACCOUNT_MODE_A
         audit = await stub.ListAuditEvents(auth_pb2.ListAuditEventsRequest(account_id="acct_prev1"))
         assert [e.action for e in audit.events] == ["account.created", "key.created"]
         await new_key(stub, "acct_prev1", name="after-upgrade")  # new rows next to the old ones

@@ -184,11 +184,12 @@ async def test_webhookd_allow_list(webhookd: Webhookd, pki: pathlib.Path) -> Non
     async with channel(target, tls_of(pki, "authsvc"), "webhookd") as ch:
         accepted = await webhooks_pb2_grpc.WebhookServiceStub(ch).PublishEvent(publish, timeout=10)
         assert accepted.event.id.startswith("evt_")
+        # authsvc reads endpoints (a certification run's checks) but never changes one.
         assert (
             await code_of(
-                webhooks_pb2_grpc.WebhookServiceStub(ch).ListEndpoints(
-                    webhooks_pb2.ListEndpointsRequest(
-                        account_id="acct_1", environment=webhooks_pb2.ENVIRONMENT_LIVE
+                webhooks_pb2_grpc.WebhookServiceStub(ch).DeleteEndpoint(
+                    webhooks_pb2.DeleteEndpointRequest(
+                        account_id="acct_1", environment=webhooks_pb2.ENVIRONMENT_LIVE, endpoint_id="we_x"
                     ),
                     timeout=10,
                 )

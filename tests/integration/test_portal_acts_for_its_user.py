@@ -5,6 +5,7 @@ actor is the session's user whatever the request names, and what is not the port
 
 from __future__ import annotations
 
+import datetime as dt
 import pathlib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from authsvc.testing import ACTOR
 from svckit.clients import AuthClient, ClientError, HooksClient
 from svckit.clients.interceptors import session_token_var
 from svckit.portal_calls import PORTAL_CALLS, SESSION_HEADER, needs_session
+from svckit.protos import timestamp as ts
 from tests.support import event_data, tls_of
 from travel.auth.v1 import auth_pb2 as pb
 from travel.auth.v1 import identity_pb2 as ipb
@@ -90,6 +92,13 @@ def as_owner(portal: Portal) -> Iterator[None]:
     reset = session_token_var.set(portal.token)
     yield
     session_token_var.reset(reset)
+
+
+def usage_of(account_id: str, anonymous: bool = False) -> pb.QueryUsageCountsRequest:
+    hour = dt.datetime.now(dt.UTC).replace(minute=0, second=0, microsecond=0)
+    ask = pb.QueryUsageCountsRequest(account_id=account_id, anonymous=anonymous, to=ts(hour))
+    getattr(ask, "from").CopyFrom(ts(hour - dt.timedelta(hours=1)))
+    return ask
 
 
 def _request_class(method: str) -> type:
@@ -178,6 +187,29 @@ async def test_account_b_and_its_keys_are_out_of_reach_of_a_session_of_a(
         "RegisterEndpoint": portal.hooks.register_endpoint(
             wpb.RegisterEndpointRequest(
                 account_id=portal.b, environment=wpb.ENVIRONMENT_SANDBOX, url="https://x.example/h"
+            )
+        ),
+        # Insights: another account's usage, events and deliveries; the counts of no account at all.
+        "QueryUsageCounts": portal.auth.query_usage_counts(usage_of(portal.b)),
+        "QueryUsageCounts anonymous": portal.auth.query_usage_counts(usage_of("", anonymous=True)),
+        "CountEvents": portal.hooks.count_events(
+            wpb.CountEventsRequest(
+                account_id=portal.b,
+                environment=wpb.ENVIRONMENT_LIVE,
+                type="booking.confirmed",
+                since=ts(dt.datetime.now(dt.UTC) - dt.timedelta(days=1)),
+            )
+        ),
+        "QueryDeliveryCounts": portal.hooks.query_delivery_counts(
+            wpb.QueryDeliveryCountsRequest(account_id=portal.b, environment=wpb.ENVIRONMENT_LIVE)
+        ),
+        # The look-to-book target is the operators' (the contract's), not the partner's.
+        "UpdateAccount look_to_book_target": portal.auth.update_account(
+            pb.UpdateAccountRequest(
+                account_id=portal.a,
+                update_mask=field_mask_pb2.FieldMask(paths=["look_to_book_target"]),
+                look_to_book_target=10**6,
+                actor=ACTOR,
             )
         ),
         # Not the portal's at all, whoever is signed in.

@@ -94,3 +94,30 @@ async def test_the_invitation_page_names_the_invited_address(stack: Stack) -> No
     assert 'data-testid="invited-email"' not in swapped.text
     await owner.aclose()
     await newcomer.aclose()
+
+
+async def test_a_live_key_waits_for_certification_in_the_portal(stack: Stack) -> None:
+    """requireCertification on: the portal's live key form is refused 403 and says what is missing; once
+    certified (here an operator's override), the same form creates the key."""
+    owner = await stack.join("golive@acme.example")
+    sandbox = await _new_key(owner, "probe")
+    account_id = (await stack.auth.GetKey(apb.GetKeyRequest(key_id=sandbox.rsplit("/", 1)[1]))).key.account_id
+    await stack.auth.SetCertificationRequired(
+        apb.SetCertificationRequiredRequest(account_id=account_id, required=True, actor=OPS)
+    )
+    token = csrf_of((await owner.get("/live/keys")).text)
+    refused = await owner.post("/live/keys", data={"csrf": token, "name": "prod", "scopes": "hotels:read"})
+    assert refused.status_code == 403
+    assert "passing certification report" in html.unescape(refused.text)
+    listed = await stack.auth.ListKeys(
+        apb.ListKeysRequest(account_id=account_id, environment=apb.ENVIRONMENT_LIVE)
+    )
+    assert not listed.keys
+    await stack.auth.OverrideCertification(
+        apb.OverrideCertificationRequest(account_id=account_id, reason="signed contract", actor=OPS)
+    )
+    made = await owner.post(
+        "/live/keys", data={"csrf": csrf_of(refused.text), "name": "prod", "scopes": "hotels:read"}
+    )
+    assert made.status_code == 303
+    await owner.aclose()

@@ -26,6 +26,7 @@ from svckit.webhook_status import EndpointStatus
 from travel.auth.v1 import identity_pb2 as pb
 from travel.auth.v1 import identity_pb2_grpc
 from webhookd._errors import SecretsKeyError
+from webhookd._receiver_auth import OAuth2Credentials, ReceiverAuth
 from webhookd._repository import EndpointRecord, SigningSecret
 from webhookd._secretbox import SecretBox
 from webhookd._sql import SEALED_SECRETS, SqlRepository, endpoints
@@ -54,22 +55,31 @@ def _reseal(service: str, database: str, *key_files: pathlib.Path) -> subprocess
 
 def _endpoint(n: int) -> EndpointRecord:
     secret = SigningSecret(f"whsec_{n:02d}" + "R" * 42)
+    # The receiver's OAuth2 client secret: sealed in its own column, re-sealed with the signing secrets.
+    creds = OAuth2Credentials("https://login.partner.test/token", "cid", _client_secret(n))
     return EndpointRecord(f"we_rot{n}", ACCT, "live", "https://hooks.partner.test/h", ["booking.confirmed"],
-                          "", EndpointStatus.ENABLED, "", T0, T0, [secret])  # fmt: skip
+                          "", EndpointStatus.ENABLED, "", T0, T0, [secret],
+                          receiver_auth=ReceiverAuth(f"we_rot{n}", oauth2=creds))  # fmt: skip
+
+
+def _client_secret(n: int) -> str:
+    return f"cs_rotation_{n:02d}_" + "K" * 20
 
 
 async def _open_all(repo: SqlRepository, n: int) -> list[str]:
     got = []
     for i in range(n):
         ep = await repo.get_endpoint(ACCT, "live", f"we_rot{i}")
-        assert ep is not None
+        assert ep is not None and ep.receiver_auth is not None and ep.receiver_auth.oauth2 is not None
+        assert ep.receiver_auth.oauth2.client_secret == _client_secret(i)
         got.append(ep.secrets[0].secret)
     return got
 
 
 async def _stored(repo: SqlRepository) -> list[str]:
     async with repo.engine.connect() as conn:
-        return [str(r[0]) for r in await conn.execute(sa.select(endpoints.c.secrets))]
+        rows = await conn.execute(sa.select(endpoints.c.secrets, endpoints.c.receiver_secrets))
+        return [str(v) for r in rows for v in r]
 
 
 async def test_webhookd_rotation_with_two_keys_then_reseal(db_url: str, tmp_path: pathlib.Path) -> None:
@@ -100,7 +110,8 @@ async def test_webhookd_rotation_with_two_keys_then_reseal(db_url: str, tmp_path
     done = _reseal("webhookd", db_url, b_file, a_file)
     assert done.returncode == 0, done.stderr
     assert f"4 resealed under key {key_id(b)}" in done.stdout and "0 not under the newest key" in done.stdout
-    for text in (a_text, b_text, "whsec_"):
+    assert f"wh_endpoints.receiver_secrets: 4 resealed under key {key_id(b)}" in done.stdout
+    for text in (a_text, b_text, "whsec_", "cs_rotation"):
         assert text.strip() not in done.stdout + done.stderr
     again = _reseal("webhookd", db_url, b_file, a_file)  # idempotent
     assert again.returncode == 0 and "0 resealed" in again.stdout

@@ -163,7 +163,7 @@ async def test_a_longer_body_is_refused_or_cut_on_the_fast_path(scripted: Script
         with pytest.raises(httpx.ReadError, match="larger than 1000 bytes"):
             await _get(refusing, scripted)
         assert await _get(cutting, scripted) == (200, body[:1000])
-        assert not cutting._idle[("http", "127.0.0.1", scripted.port)]  # the rest unread: closed
+        assert not cutting._idle[("http", "127.0.0.1", scripted.port, "")]  # the rest unread: closed
     finally:
         await refusing.aclose()
         await cutting.aclose()

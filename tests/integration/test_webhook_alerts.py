@@ -17,11 +17,12 @@ from aiosmtpd.controller import Controller
 from authsvc._server import run_server as run_authsvc
 from svckit.clock import FakeClock
 from svckit.migrations import downgrade
+from svckit.smtp import SmtpSettings
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from tests.support import free_port
 from travel.auth.v1 import auth_pb2, auth_pb2_grpc
 from webhookd._accounts import Accounts
-from webhookd._mailer import Mailer, SmtpConfig
+from webhookd._mailer import Mailer
 from webhookd._repository import DeliveryResult, EndpointRecord, SigningSecret
 from webhookd._sql import SqlRepository
 from webhookd.migrations import SCHEMA
@@ -91,7 +92,7 @@ async def test_alert_goes_to_authsvc_admins_else_fallback(
         ep_unknown = await _disable(repo, "acct_unknown")
         assert len(await repo.pending_alerts(10)) == 2
         mailer = Mailer(
-            repo, FakeClock(NOW), SmtpConfig("127.0.0.1", smtp[1], "webhooks@svc.test"),
+            repo, FakeClock(NOW), SmtpSettings("127.0.0.1", smtp[1], "webhooks@svc.test"),
             lookup=Accounts(f"127.0.0.1:{auth.port}").admin_emails, fallback=["oncall@svc.test"],
         )  # fmt: skip
         assert await mailer.send_pending() == 2
@@ -110,7 +111,7 @@ async def test_unreachable_smtp_keeps_alert_pending(sqlite_url: str) -> None:
     repo = await SqlRepository.open(sqlite_url)
     try:
         await _disable(repo, "acct_1")
-        mailer = Mailer(repo, FakeClock(NOW), SmtpConfig("127.0.0.1", free_port(), timeout=2),
+        mailer = Mailer(repo, FakeClock(NOW), SmtpSettings("127.0.0.1", free_port(), timeout=2),
                         fallback=["oncall@svc.test"])  # fmt: skip
         assert await mailer.send_pending() == 0
         assert len(await repo.pending_alerts(10)) == 1
@@ -130,7 +131,7 @@ async def test_alert_written_without_smtp_goes_out_once_smtp_is_configured(
         assert [a.endpoint_id for a in await repo.pending_alerts(10)] == [endpoint_id]
         # The operator sets --smtp and restarts: the alert goes out, once.
         configured = Mailer(
-            repo, FakeClock(NOW), SmtpConfig("127.0.0.1", smtp[1]), fallback=["oncall@svc.test"]
+            repo, FakeClock(NOW), SmtpSettings("127.0.0.1", smtp[1]), fallback=["oncall@svc.test"]
         )
         assert await configured.send_pending() == 1
         assert [(rcpts, m["Subject"].split()[2]) for rcpts, m in smtp[0].messages] == [
@@ -154,7 +155,7 @@ async def test_alerts_without_recipients_wait_and_hold_up_no_other(
         async def lookup(account_id: str) -> list[str]:
             return ["admin@known.test"] if account_id == "acct_known" else []
 
-        config = SmtpConfig("127.0.0.1", smtp[1])
+        config = SmtpSettings("127.0.0.1", smtp[1])
         assert await Mailer(repo, FakeClock(NOW), config, lookup=lookup).send_pending() == 1
         assert [m["Subject"].split()[2] for _, m in smtp[0].messages] == [reachable]
         assert sorted(a.endpoint_id for a in await repo.pending_alerts(10)) == stuck

@@ -441,6 +441,80 @@ async def test_next_due_after_is_the_next_delivery_to_come_due(db_url: str) -> N
         await repo.close()
 
 
+async def _statements_sent(repo: SqlRepository) -> list[str]:
+    """The first word of each statement the PostgreSQL queue's connection sends from now on (asyncpg calls
+    its query loggers soon after a statement, not at once)."""
+    queue = repo.queue
+    assert isinstance(queue, PostgresQueue)
+    conn = await queue._connection()
+    sent: list[str] = []
+    conn.add_query_logger(lambda record: sent.append(record.query.split()[0].rstrip(";").upper()))
+    return sent
+
+
+async def test_postgres_next_due_reads_are_one_statement_each(pg_url: str) -> None:
+    # The worker asks when the next delivery is due at every idle poll: one SELECT is its own snapshot, so it
+    # goes alone (one round trip), not inside BEGIN ... COMMIT; a cycle that writes keeps its transaction.
+    repo = await SqlRepository.open(pg_url)
+    try:
+        await _setup(repo, 2)
+        sent = await _statements_sent(repo)
+        assert await repo.next_due() == T0
+        assert await repo.next_due_after(T0) == T0 + dt.timedelta(seconds=1)
+        await asyncio.sleep(0.05)  # asyncpg calls its query loggers soon after, not at once
+        assert sent == ["SELECT", "SELECT"]
+        sent.clear()
+        await repo.claim_due(T0, 1, T0 + MINUTE, "wrk_a")
+        await asyncio.sleep(0.05)
+        assert sent[0] == "BEGIN" and sent[-1] == "COMMIT", sent
+    finally:
+        await repo.close()
+
+
+async def test_postgres_cycle_writes_its_results_in_one_statement(pg_url: str) -> None:
+    # A cycle's results (attempts, counts, deliveries, queue rows done and retried) are one round trip on
+    # PostgreSQL, then the claim: what they write is what the statements one by one wrote.
+    repo = await SqlRepository.open(pg_url)
+    try:
+        await _setup(repo, 4)
+        now = T0 + MINUTE
+        done, retried, ok = (c.delivery for c in await repo.claim_due(now, 3, now + MINUTE, "wrk_a"))
+        later = now + dt.timedelta(seconds=30)
+        written = [
+            Stored(done.id, "we_claims", _attempt(done.id, done.event_id, now), DeliveryStatus.SUCCEEDED,
+                   None, True),
+            Stored(retried.id, "we_claims", dc.replace(_attempt(retried.id, retried.event_id, now),
+                   outcome="failed", response_status=500), DeliveryStatus.PENDING, later, True),
+        ]  # fmt: skip
+        await repo.record_outcomes(written, "wrk_a", now)  # its statements prepared, as in a running worker
+        succeeded = [
+            Stored(
+                ok.id, "we_claims", _attempt(ok.id, ok.event_id, now), DeliveryStatus.SUCCEEDED, None, True
+            ),
+            Stored("msg_not_ours", "we_claims", None, DeliveryStatus.SUCCEEDED, None, False),
+        ]
+        sent = await _statements_sent(repo)
+        _alerts, claims = await repo.record_and_claim(succeeded, "wrk_a", now, 10, now + MINUTE)
+        await asyncio.sleep(0.05)  # asyncpg calls its query loggers soon after, not at once
+        assert sent == ["BEGIN", "WITH", "WITH", "COMMIT"], sent
+        # Only the fourth is claimed: the retry waits for its time.
+        assert [c.delivery.event_id for c in claims] == ["evt_003"]
+        by_id = {d.id: d for d in await repo.list_deliveries(DeliveryFilter(ACCT, "live"), 10, None)}
+        assert [by_id[d.id].status for d in (done, retried, ok)] == [
+            DeliveryStatus.SUCCEEDED, DeliveryStatus.PENDING, DeliveryStatus.SUCCEEDED
+        ]  # fmt: skip
+        assert all(by_id[d.id].attempt_count == 1 for d in (done, retried, ok))
+        assert by_id[retried.id].next_attempt_at == later
+        async with repo.engine.connect() as c:
+            queued = dict((await c.execute(sa.select(pending.c.id, pending.c.lease_owner))).all())
+            attempts = (await c.exec_driver_sql("SELECT count(*) FROM wh_attempts")).scalar()
+            counted = (await c.exec_driver_sql("SELECT sum(count) FROM wh_delivery_counts")).scalar()
+        assert done.id not in queued and ok.id not in queued and queued[retried.id] is None
+        assert attempts == 3 and counted == 6  # each attempt in its hour and its day
+    finally:
+        await repo.close()
+
+
 async def test_postgres_claim_walks_the_due_index_whatever_the_statistics(pg_url: str) -> None:
     # A burst fanned out since the last ANALYZE: the planner's guess is "a few pending rows", which made
     # it scan every due row into a bitmap and sort them all for each claim of a few.

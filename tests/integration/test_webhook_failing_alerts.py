@@ -18,11 +18,11 @@ import trustme
 from aiosmtpd.controller import Controller
 
 from svckit.clock import FakeClock
+from svckit.smtp import SmtpSettings
 from tests.support import event_data, free_port
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy
-from webhookd._mailer import SmtpConfig
 from webhookd._server import Config, Webhookd, run_server
 from webhookd.testing import Receiver
 
@@ -71,7 +71,7 @@ async def setup(
         listen="127.0.0.1:0",
         policy=Policy(allow_private=True),
         ca_bundle=str(ca_path),
-        smtp=SmtpConfig("127.0.0.1", smtp[1], "webhooks@svc.test"),
+        smtp=SmtpSettings("127.0.0.1", smtp[1], "webhooks@svc.test"),
         alert_emails=["ops@partner.test", "cto@partner.test"],
         portal_url=PORTAL,
         mail_retry_seconds=0.05,

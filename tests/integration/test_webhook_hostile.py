@@ -295,8 +295,16 @@ async def test_breaker_in_the_running_worker_holds_first_attempts_then_lets_them
         while breaker.state(ep).failures < 3:  # opened after two, then a probe failed too
             assert asyncio.get_running_loop().time() < deadline, breaker.state(ep)
             await asyncio.sleep(0.02)
-        counts = [(await s.delivery(e)).attempt_count for e in events]
-        assert sum(counts) == breaker.state(ep).failures  # nothing counted but what was sent
+        # Nothing counted but what was sent: the attempts committed are the sends the breaker saw, once the
+        # storage cycle has recorded the last of them (a loaded machine lags it behind the breaker).
+        while True:
+            counts = [(await s.delivery(e)).attempt_count for e in events]
+            sent = breaker.state(ep).failures
+            assert sum(counts) <= sent, (counts, sent)
+            if sum(counts) == sent:
+                break
+            assert asyncio.get_running_loop().time() < deadline, (counts, sent)
+            await asyncio.sleep(0.02)
         assert counts.count(0) >= 2  # first attempts waiting, unsent
         await s.stub.UpdateEndpoint(
             pb.UpdateEndpointRequest(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import socket
 import ssl
 from collections.abc import AsyncIterator, Iterator
 from email import message_from_bytes
@@ -18,11 +17,11 @@ from aiosmtpd.controller import Controller
 from google.protobuf import timestamp_pb2
 
 from svckit.clock import FakeClock
-from tests.support import event_data
+from svckit.smtp import SmtpSettings
+from tests.support import event_data, free_port
 from travel.webhooks.v1 import webhooks_pb2 as pb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy, verify
-from webhookd._mailer import SmtpConfig
 from webhookd._server import Config, Webhookd, housekeeping, run_server
 from webhookd.testing import Receiver
 
@@ -43,9 +42,7 @@ class Inbox:
 
 @pytest.fixture
 def smtp() -> Iterator[tuple[Inbox, int]]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     inbox = Inbox()
     controller = Controller(inbox, hostname="127.0.0.1", port=port)
     controller.start()
@@ -77,7 +74,7 @@ async def setup(
         listen="127.0.0.1:0",
         policy=Policy(allow_private=True),
         ca_bundle=tls[1],
-        smtp=SmtpConfig("127.0.0.1", smtp[1], "webhooks@svc.test"),
+        smtp=SmtpSettings("127.0.0.1", smtp[1], "webhooks@svc.test"),
         alert_emails=["ops@partner.test", "cto@partner.test"],
     )
     app = await run_server(config, clock=clock, start_worker=False)

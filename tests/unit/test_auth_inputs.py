@@ -85,7 +85,7 @@ def test_malformed_secrets_are_recognised_without_lookup(bad: str) -> None:
 
 def test_scopes_validated_and_canonical() -> None:
     assert validate_scopes(["esim:read", "hotels:read", "esim:read"]) == ("hotels:read", "esim:read")
-    assert len(ALL_SCOPES) == 10
+    assert validate_scopes([*reversed(ALL_SCOPES), *ALL_SCOPES]) == ALL_SCOPES
 
 
 @pytest.mark.parametrize(
@@ -195,6 +195,31 @@ def test_cache_invalidation() -> None:
     assert cache.get("k2") is None and cache.get("k3") is not None
     cache.invalidate(KeyChange("sync", "", "", now))
     assert len(cache) == 0
+
+
+def test_a_full_cache_evicts_its_least_recently_used_grant_only() -> None:
+    """At max_entries one grant makes room (the one used least recently), not the whole cache: a flood of
+    new keys never empties the cache of the keys in use (it was cleared wholesale before)."""
+    cache = KeyCache(max_entries=3)
+    for k in ("k1", "k2", "k3"):
+        cache.put(k, _grant(k, "a1"), cache.generation)
+    assert cache.get("k1") is not None  # k1 used: k2 is now the least recently used
+    cache.put("k4", _grant("k4", "a1"), cache.generation)
+    assert len(cache) == 3
+    assert [k for k in ("k1", "k2", "k3", "k4") if cache.get(k) is None] == ["k2"]
+
+
+def test_each_grant_ages_out_after_the_ttl_on_its_own() -> None:
+    now = [100.0]
+    cache = KeyCache(ttl=60.0, timer=lambda: now[0])
+    cache.put("k1", _grant("k1", "a1"), cache.generation)
+    now[0] = 130.0
+    cache.put("k2", _grant("k2", "a1"), cache.generation)
+    now[0] = 160.5  # k1 is 60.5 s old, k2 30.5 s
+    assert cache.get("k1") is None and cache.get("k2") is not None
+    now[0] = 190.5
+    assert cache.get("k2") is None and len(cache) == 0
+    assert (cache.hits, cache.misses) == (1, 2)
 
 
 def test_cache_refuses_results_of_a_lookup_that_raced_an_invalidation() -> None:

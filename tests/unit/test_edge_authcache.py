@@ -7,7 +7,18 @@ import datetime as dt
 
 import pytest
 
-from edge.authcache import WATCH_GRACE, WATCH_SILENCE, Answer, AuthCache, CacheUse, Caller, cache_use, ttl_for
+from edge.authcache import (
+    HOLD,
+    MAX_HELD,
+    WATCH_GRACE,
+    WATCH_SILENCE,
+    Answer,
+    AuthCache,
+    CacheUse,
+    Caller,
+    cache_use,
+    ttl_for,
+)
 
 
 # -- authorisation cache ----------------------------------------------------------------------------------
@@ -188,3 +199,36 @@ def test_cache_is_bounded() -> None:
     assert cache.put(("c",), allow(), 60, 5.0, cache.generation)  # "a" expired and was evicted
     assert not cache.put(("d",), allow(), 60, 5.0, cache.generation)
     assert len(cache) == 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "ident", "stored_after", "revoked"),
+    [
+        # (held kind, id, put at 1 s of an answer about key_1 of acct_1 stored?, key_1 refused?)
+        ("key", "key_1", False, False),
+        ("revoked", "key_1", False, True),
+        ("account", "acct_1", False, False),
+        ("key", "key_2", True, False),  # another key
+        ("revoked", "key_2", True, False),
+        ("account", "acct_2", True, False),  # another account
+    ],
+)
+def test_no_answer_about_a_changed_key_or_account_is_kept_for_the_hold(
+    kind: str, ident: str, stored_after: bool, revoked: bool
+) -> None:
+    cache = AuthCache()
+    cache.hold(kind, ident, 0.0)
+    assert cache.put(("k",), allow(), 60, 1.0, cache.generation) is stored_after
+    assert cache.revoked("key_1", 1.0) is revoked
+    # After HOLD every authsvc has let go of what it knew before the change: kept again.
+    assert cache.put(("k",), allow(), 60, HOLD, cache.generation)
+    assert not cache.revoked("key_1", HOLD)
+
+
+def test_holds_are_bounded_and_let_go_when_over() -> None:
+    cache = AuthCache()
+    for i in range(MAX_HELD + 10):
+        cache.hold("key", f"key_{i}", 0.0)
+    assert len(cache._held) == MAX_HELD
+    cache.hold("key", "key_last", HOLD)  # every earlier hold is over by then
+    assert list(cache._held) == [("key", "key_last")]

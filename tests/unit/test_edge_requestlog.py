@@ -3,6 +3,7 @@ counted), sends them in batches when it is back, and never sends a header value 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -171,3 +172,29 @@ async def test_a_flood_of_one_accounts_errors_leaves_room_for_anothers() -> None
     # Within one second of wall time (the answer's): the first account's quota, the other's error, the 200.
     assert by_account.count("acct_2") == 1 and sent[-1].request_id == "req_ok"
     assert by_account.count("acct_1") in (21, 41)  # 20 (40 if the second turned during the loop), + the 200
+
+
+async def test_the_flusher_sleeps_without_a_timer_until_the_first_record() -> None:
+    auth = FakeAuth()
+    auth.down = False
+    log = RequestLog(auth, interval=0.0)  # type: ignore[arg-type]
+    log.start()
+    try:
+        await asyncio.sleep(0)
+        assert _waits_for_a_record(log)  # nothing to send: no timer, no wake-up
+        log.record(time.time(), CALLER, "GET", "/v1/a", 403, "missing_scope", "req_1")
+        async with asyncio.timeout(10):
+            while not auth.batches:  # noqa: ASYNC110 (a fake: nothing to wait on)
+                await asyncio.sleep(0.001)
+            while not _waits_for_a_record(log):  # noqa: ASYNC110
+                await asyncio.sleep(0.001)
+        assert [[r.request_id for r in b] for b in auth.batches] == [["req_1"]]
+    finally:
+        await log.stop()
+
+
+def _waits_for_a_record(log: RequestLog) -> bool:
+    """The flusher is parked on the bare ``Event.wait`` (not under ``wait_for``'s timer)."""
+    assert log._task is not None
+    awaiting = log._task.get_coro().cr_await  # type: ignore[union-attr]
+    return getattr(awaiting, "__qualname__", "") == "Event.wait"

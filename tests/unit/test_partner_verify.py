@@ -145,7 +145,7 @@ def test_svc_verify_standard_headers(
 @pytest.mark.parametrize(
     ("count", "held", "says"),
     [
-        (0, 0, "(no endpoint subscribed; on the stream)"),
+        (0, 0, "(no endpoint subscribed, or none whose filter it matches; on the stream)"),
         (1, 0, "(delivering to 1 endpoint; on the stream)"),
         (3, 0, "(delivering to 3 endpoints; on the stream)"),
         (

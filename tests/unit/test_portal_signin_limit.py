@@ -51,6 +51,19 @@ def test_limiter_counts_per_source_and_forgets_full_buckets() -> None:
     assert limiter.attempt("192.0.2.1") == 0.0
 
 
+def test_a_full_table_evicts_its_least_recently_used_bucket_only() -> None:
+    """Every bucket busy and the table full: the least recently used one makes room, so a flood of new
+    addresses cannot wipe the bucket of the one already held back (the table was emptied wholesale)."""
+    now = [0.0]
+    limiter = SourceLimiter(period=6.0, burst=2, block_burst=100, max_tracked=3, clock=lambda: now[0])
+    assert [limiter.attempt("192.0.2.1") for _ in range(3)] == [0.0, 0.0, 6.0]  # held back
+    assert limiter.attempt("198.51.100.1") == 0.0
+    assert limiter.attempt("203.0.113.1") == 0.0
+    assert limiter.wait("192.0.2.1") == 6.0  # read: the most recently used again
+    assert limiter.attempt("192.0.2.9") == 0.0  # a fourth source: 198.51.100.1's bucket makes room
+    assert limiter.wait("192.0.2.1") == 6.0  # still held back, not forgotten
+
+
 @pytest.mark.parametrize(
     ("address", "key"),
     [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from urllib.parse import parse_qsl
 
 import pytest
@@ -14,11 +15,15 @@ from portal.webhook_views import (
     clock_notice,
     clock_span,
     delivery_in,
+    filter_json,
     filter_query,
+    filtered_out,
     has_event_page,
     newest_first,
     ordering_number,
     ordering_word,
+    payload_number,
+    payload_word,
     pretty_json,
     recover_notice,
     recover_question,
@@ -210,6 +215,23 @@ def test_an_endpoint_of_no_ordering_reads_as_unordered() -> None:
 
 
 @pytest.mark.parametrize(
+    ("word", "number"),
+    [("", wpb.PAYLOAD_MODE_FULL), ("full", wpb.PAYLOAD_MODE_FULL), ("thin", wpb.PAYLOAD_MODE_THIN)],
+)
+def test_payload_modes_read_back_and_blank_is_full(word: str, number: int) -> None:
+    assert payload_number(word) == number
+    assert payload_word(number) == (word or "full")
+    assert payload_word(wpb.PAYLOAD_MODE_UNSPECIFIED) == "full"
+
+
+@pytest.mark.parametrize("word", ["THIN", "slim", "unspecified", " full"])
+def test_an_unknown_payload_mode_is_refused_beside_its_field(word: str) -> None:
+    with pytest.raises(ClientError) as refused:
+        payload_number(word)
+    assert (refused.value.field, refused.value.message) == ("payload", "choose one of full, thin")
+
+
+@pytest.mark.parametrize(
     ("count", "title", "notice"),
     [
         (0, "Nothing to recover", "0 deliveries queued (failed or held since T)."),
@@ -222,3 +244,64 @@ def test_recover_question_and_notice(count: int, title: str, notice: str) -> Non
     assert asked == title
     assert "since T" in explain
     assert recover_notice(count, "T") == notice
+
+
+# -- filtered events (the event page) ------------------------------------------------------------------------
+def _ts(second: int) -> timestamp_pb2.Timestamp:
+    return timestamp_pb2.Timestamp(seconds=second)
+
+
+def _event() -> wpb.Event:
+    envelope = json.dumps(
+        {
+            "id": "evt_1",
+            "type": "booking.confirmed",
+            "created": "2026-03-14T09:30:00.000Z",
+            "data": {"product": "flights"},
+        }
+    )
+    return wpb.Event(id="evt_1", type="booking.confirmed", created_at=_ts(100), envelope_json=envelope)
+
+
+def _ep(eid: str, flt: str = '{"data":{"product":"hotels"}}', **kw: object) -> wpb.Endpoint:
+    fields: dict[str, object] = {
+        "events": ["booking.confirmed"],
+        "created_at": _ts(50),
+        "filter_updated_at": _ts(50),
+    }
+    return wpb.Endpoint(id=eid, filter_json=flt, **(fields | kw))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "delivered", "expected"),
+    [
+        (_ep("we_a"), [], [("we_a", False)]),  # subscribed, made before, its filter says no: filtered
+        (_ep("we_a", events=["*"]), [], [("we_a", False)]),
+        (_ep("we_a", filter_updated_at=_ts(200)), [], [("we_a", True)]),  # filter changed since: said so
+        (_ep("we_a", flt=""), [], []),  # no filter: never filtered
+        (_ep("we_a", flt='{"data":{"product":"flights"}}'), [], []),  # its filter matches
+        (_ep("we_a"), ["we_a"], []),  # it has a delivery
+        (_ep("we_a", events=["booking.failed"]), [], []),  # not subscribed to the kind
+        (_ep("we_a", created_at=_ts(150)), [], []),  # made after the event
+    ],
+)
+def test_filtered_out(endpoint: wpb.Endpoint, delivered: list[str], expected: list[tuple[str, bool]]) -> None:
+    got = filtered_out(_event(), [endpoint], delivered)
+    assert [(ep.id, changed) for ep, changed in got] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [("", ""), ("  ", ""), ('{"type": "booking.confirmed"}', '{"type":"booking.confirmed"}')],
+)
+def test_filter_json(text: str, stored: str) -> None:
+    assert filter_json(text) == stored
+
+
+@pytest.mark.parametrize(
+    ("text", "words"), [("{", "not valid JSON"), ('{"data": {"a": {"$nope": 1}}}', "$nope")]
+)
+def test_a_bad_filter_is_refused_beside_its_field(text: str, words: str) -> None:
+    with pytest.raises(ClientError) as caught:
+        filter_json(text)
+    assert caught.value.field == "filter" and words in caught.value.message

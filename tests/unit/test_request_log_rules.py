@@ -4,9 +4,11 @@ filter, the path kept."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 
+from authsvc import _requestlog as rl
 from authsvc._requestlog import MAX_PATH, admit, cut_path, day_of, statuses
 
 ADMIT = [
@@ -53,3 +55,50 @@ def test_cut_path_and_day() -> None:
     assert len(cut_path("/" + "x" * 1000)) == MAX_PATH
     late = dt.datetime(2026, 5, 1, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-2)))
     assert day_of(late) == "2026-05-02"
+
+
+ROUTES = [
+    # (template, path, matches)
+    ("/v1/hotels/search", "/v1/hotels/search", True),
+    ("/v1/hotels/search", "/v1/hotels/searches", False),
+    ("/v1/hotels/offers/{offer_id}", "/v1/hotels/offers/off_1", True),
+    ("/v1/hotels/offers/{offer_id}", "/v1/hotels/offers/", False),
+    ("/v1/hotels/offers/{offer_id}", "/v1/hotels/offers/a/b", False),
+    ("/v1/b/{id}/modify", "/v1/b/bk_1/modify", True),
+    ("/v1/b/{id}/modify", "/v1/b/bk_1/x/modify", False),
+    ("/v1/a_b/{id}", "/v1/aXb/1", False),  # _ is no wildcard
+    ("/v1/a.b/{id}", "/v1/aXb/1", False),  # nor is .
+    ("/v1/hotels/offers/<offer_id>", "/v1/hotels/offers/off_1", True),  # the edge's spelling
+    ("/v1/hotels/offers/<offer_id:str>", "/v1/hotels/offers/off_1/x", False),
+]
+
+
+@pytest.mark.parametrize(("template", "path", "matches"), ROUTES)
+def test_route_templates_match_one_segment_per_parameter(template: str, path: str, matches: bool) -> None:
+    assert rl.valid_route(template)
+    assert rl.route_matches(template, path) is matches
+    # The SQL narrowing never loses a match.
+    if matches:
+        assert like_regex(rl.route_like(template)).fullmatch(path)
+
+
+def like_regex(pattern: str) -> re.Pattern[str]:
+    """What SQL LIKE with escape character backslash matches, as a regular expression."""
+    out, chars = [], iter(pattern)
+    for ch in chars:
+        if ch == "\\":
+            out.append(re.escape(next(chars)))
+        else:
+            out.append({"%": ".*", "_": "."}.get(ch, re.escape(ch)))
+    return re.compile("".join(out), re.DOTALL)
+
+
+@pytest.mark.parametrize(
+    "template", ["", "v1/x", "/v1/{a}{b}", "/v1/{a b}", "/v1//x", "/v1/<a", "/v1/" + "x" * 300]
+)
+def test_bad_route_templates(template: str) -> None:
+    assert not rl.valid_route(template)
+
+
+def test_like_pattern_escapes_literals() -> None:
+    assert rl.route_like("/v1/a_b/{id}/c%") == "/v1/a\\_b/%/c\\%"

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import datetime as dt
+import os
+
 import grpc
 import pytest
 
 from svckit.errors import ERROR_KINDS, ServiceError, http_status, to_grpc_status
-from svckit.ids import new_id
+from svckit.ids import BASE62, TIME_CHARS, encode_base62, new_id, sortable_id
 from svckit.logs import redact
 
 
@@ -56,6 +59,23 @@ def test_ids_are_prefixed_and_unique() -> None:
     ids = {new_id("key") for _ in range(1000)}
     assert len(ids) == 1000
     assert all(i.startswith("key_") and len(i) == 28 for i in ids)
+
+
+def test_sortable_ids_are_unique_ordered_by_time_and_never_shared_with_a_forked_child() -> None:
+    now = dt.datetime(2026, 11, 29, 8, 0, tzinfo=dt.UTC)
+    ids = [sortable_id("att", now) for _ in range(5000)]  # many batches of drawn random parts
+    assert len(set(ids)) == len(ids)
+    ms = encode_base62(int(now.timestamp() * 1000), TIME_CHARS)
+    assert all(i.startswith(f"att_{ms}") and len(i) == 28 and set(i[4:]) <= set(BASE62) for i in ids)
+    assert len(sortable_id("att", now, 30)) == 34
+    assert sortable_id("att", now + dt.timedelta(milliseconds=1)) > max(ids)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child's next id, then the parent's: the same undrawn part in both would be a dup
+        os.write(write, sortable_id("att", now).encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 100).decode() != sortable_id("att", now)
 
 
 @pytest.mark.parametrize(

@@ -170,10 +170,10 @@ def test_the_tracked_sources_are_bounded() -> None:
     for i in range(10):
         pacer.verdict(f"10.0.{i}.1")
     assert len(pacer.tats) == 10
-    pacer.verdict("10.0.10.1")  # all ten still refilling: started afresh rather than grown
-    assert list(pacer.tats) == ["10.0.10.1"]
-    for i in range(9):
-        pacer.verdict(f"10.1.{i}.1")
+    pacer.verdict("10.0.0.1")  # used again: 10.0.1.1 is now the least recently used
+    pacer.verdict("10.0.10.1")  # all ten still refilling: one makes room, not all (never grown)
+    assert len(pacer.tats) == 10
+    assert "10.0.1.1" not in pacer.tats and "10.0.0.1" in pacer.tats and "10.0.10.1" in pacer.tats
     clock.now += 60  # every bucket full again: forgotten, the same as never seen
     pacer.verdict("10.9.9.9")
     assert list(pacer.tats) == ["10.9.9.9"]

@@ -78,6 +78,13 @@ CASES = [
     ("webhookd", AUTH + "RecordRequests", False),
     ("product:hotels", AUTH + "RecordRequests", False),
     ("stranger", AUTH + "RecordRequests", False),
+    # Usage counts: the edge adds them and reads a partner's; operators read (svcctl usage), never add.
+    ("edge", AUTH + "RecordUsageCounts", True),
+    ("edge", AUTH + "QueryUsageCounts", True),
+    ("svcctl", AUTH + "RecordUsageCounts", False),
+    ("svcctl", AUTH + "QueryUsageCounts", True),
+    ("portal", AUTH + "RecordUsageCounts", False),
+    ("product:hotels", AUTH + "RecordUsageCounts", False),
     ("portal", AUTH + "ListRequests", True),
     ("svcctl", AUTH + "ListRequests", True),
     ("edge", AUTH + "ListRequests", False),

@@ -39,7 +39,7 @@ def test_round_trip_and_unspecified(table: t.EnumTable) -> None:  # type: ignore
         (t.HOOKS_ENVIRONMENT, Environment.SANDBOX, webhooks_pb2.ENVIRONMENT_SANDBOX),
         (t.KEY_STATUS, KeyStatus.REVOKED, auth_pb2.KEY_STATUS_REVOKED),
         (t.DELIVERY_STATUS, DeliveryStatus.HELD, webhooks_pb2.DELIVERY_STATUS_HELD),
-        (t.ACCOUNT_MODE, "b", auth_pb2.ACCOUNT_MODE_B),
+        (t.ACCOUNT_MODE, "B", auth_pb2.ACCOUNT_MODE_B),
     ],
 )
 def test_known_pairs(table: t.EnumTable, word: str, number: int) -> None:  # type: ignore[type-arg]

@@ -119,6 +119,9 @@ def test_spans_off_a_delivery_continues_only_its_own_accounts_trace() -> None:
     tracing.start_delivery("evt_theirs", again)
     assert again[tracing.TRACEPARENT].split("-")[1] == sent["evt_theirs"]
     assert sent["evt_theirs"] == tracing.event_traceparent("evt_theirs").split("-")[1]
+    # A span of its own under the event's (its flags: sampled), a new one on each attempt.
+    assert again[tracing.TRACEPARENT].endswith("-01")
+    assert again[tracing.TRACEPARENT].split("-")[2] not in tracing.event_traceparent("evt_theirs")
 
 
 def test_spans_on_continue_the_callers_trace_and_its_own_accounts_events() -> None:
