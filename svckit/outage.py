@@ -18,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
-import redis.exceptions
 import sqlalchemy.exc
 from prometheus_client import Counter
 
@@ -109,11 +110,18 @@ def _sqlstate(exc: BaseException) -> str | None:
     return code if isinstance(code, str) and len(code) == 5 else None
 
 
+def _redis_errors() -> Any:
+    """redis-py's exceptions module if this process imported it, else None: a process that never imported
+    redis cannot have its errors, and not importing it here saves every service ~0.1 s of start."""
+    return sys.modules.get("redis.exceptions")
+
+
 def _one(exc: BaseException) -> Outage | None:
     """The outage ``exc`` itself says, without looking at its causes."""
-    if isinstance(exc, redis.exceptions.TimeoutError):
+    errors = _redis_errors()
+    if errors is not None and isinstance(exc, errors.TimeoutError):
         return Outage("redis", TIMEOUT)
-    if isinstance(exc, redis.exceptions.ConnectionError):
+    if errors is not None and isinstance(exc, errors.ConnectionError):
         return Outage("redis", REFUSED if isinstance(exc.__cause__, ConnectionRefusedError) else UNAVAILABLE)
     if isinstance(exc, grpc.aio.AioRpcError) or (isinstance(exc, grpc.RpcError) and hasattr(exc, "code")):
         reason = _GRPC.get(exc.code())
@@ -159,8 +167,9 @@ def _asyncpg_connection_gone(exc: BaseException) -> bool:
 def _dependency(chain: list[BaseException], found: Outage) -> Outage:
     """A bare OSError or TimeoutError is named by what raised it: Redis and gRPC errors say so themselves;
     inside SQLAlchemy's or a driver's error it is the database."""
+    errors = _redis_errors()
     for exc in chain:
-        if isinstance(exc, redis.exceptions.RedisError):
+        if errors is not None and isinstance(exc, errors.RedisError):
             return Outage("redis", found.reason)
     return found
 

@@ -36,16 +36,14 @@ from svckit.webhook_status import DestinationType
 from travel.webhooks.v1 import webhooks_pb2, webhooks_pb2_grpc
 from webhookd import _metrics as metrics
 from webhookd._accounts import Accounts
-from webhookd._amqp import AmqpDestination
 from webhookd._client_tls import PlatformCa
 from webhookd._delivery import DeliveryWorker, WorkerConfig
-from webhookd._destinations import Destinations
+from webhookd._destinations import Deferred, Destination, Destinations
 from webhookd._endpoint_cap import MAX_ENDPOINTS
 from webhookd._errors import SecretsKeyError
 from webhookd._events import SANDBOX_RETENTION
 from webhookd._http import FastTransport
 from webhookd._mailer import SENDER, Mailer
-from webhookd._nats import NatsDestination
 from webhookd._notices import NoticeRelay
 from webhookd._repository import IDEMPOTENCY_WINDOW
 from webhookd._secretbox import SecretBox, new_key
@@ -121,13 +119,18 @@ def make_client(config: Config, transport: FastTransport) -> httpx.AsyncClient:
 
 def broker_destinations(sender: Sender, policy: Policy, resolver: Resolver, timeout: float) -> Destinations:
     """Every destination type's sender: http's, and the brokers' (``webhookd._destinations``)."""
-    return Destinations(
-        sender,
-        {
-            DestinationType.AMQP: AmqpDestination(policy, resolver, timeout),
-            DestinationType.NATS: NatsDestination(policy, resolver, timeout),
-        },
-    )
+
+    def amqp() -> Destination:
+        from webhookd._amqp import AmqpDestination
+
+        return AmqpDestination(policy, resolver, timeout)
+
+    def nats() -> Destination:
+        from webhookd._nats import NatsDestination
+
+        return NatsDestination(policy, resolver, timeout)
+
+    return Destinations(sender, {DestinationType.AMQP: Deferred(amqp), DestinationType.NATS: Deferred(nats)})
 
 
 # Seconds a delivery in flight at SIGTERM may finish in; the rest are handed back (docs/webhooks.md).

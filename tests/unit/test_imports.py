@@ -80,6 +80,17 @@ def test_front_end_loads_no_service(modules: tuple[str, ...]) -> None:
     assert within(loaded_after(*modules), SERVICES) == []
 
 
+# Libraries a service imports only when its configuration uses them (Redis for the edge's shared limits,
+# the brokers' clients for webhookd's AMQP and NATS endpoints): each costs every start about 0.1 s.
+ON_DEMAND = ("redis", "aio_pika", "aiormq", "nats")
+
+
+@pytest.mark.parametrize("main", ["authsvc._server", "webhookd._server", "edge.__main__", "portal.__main__"])
+def test_a_service_starts_without_the_libraries_only_its_configuration_may_need(main: str) -> None:
+    loaded = loaded_after(main, "svckit.outage")  # the service's main module, without running it
+    assert within(loaded, ON_DEMAND) == []
+
+
 def importable_modules(package: str) -> list[str]:
     """Every module of ``package`` that can be imported without side effects: not ``__main__`` (it runs
     the service) nor Alembic's migration environment (it runs migrations)."""

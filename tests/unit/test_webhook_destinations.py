@@ -23,7 +23,7 @@ from webhookd._destination_settings import (
     shown_target,
     stored_json,
 )
-from webhookd._destinations import Destinations
+from webhookd._destinations import Deferred, Destinations
 from webhookd._errors import InvalidRequest
 from webhookd._repository import Claim, DeliveryRecord, EndpointRecord, SigningSecret
 from webhookd._retry import Outcome
@@ -145,6 +145,38 @@ async def test_a_type_without_a_sender_fails_its_attempt_saying_so() -> None:
     destinations = Destinations(Sender(None))  # type: ignore[arg-type]
     sent = await destinations.send(_endpoint(DestinationType.NATS), b"{}", "evt_1", NOW)
     assert sent.result is Outcome.NETWORK_ERROR and "no sender for nats" in sent.error
+
+
+class _Made:
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.closed = False
+
+    async def send(self, endpoint: EndpointRecord, body: bytes, event_id: str, now: dt.datetime) -> Any:
+        self.sent.append(event_id)
+        return event_id
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+async def test_a_deferred_destination_is_made_at_its_first_send_once_and_closed_only_if_made() -> None:
+    made: list[_Made] = []
+
+    def make() -> _Made:
+        made.append(_Made())
+        return made[-1]
+
+    idle = Deferred(make)
+    await idle.close()
+    assert made == []  # never sent to: never made (its library never imported)
+    deferred = Deferred(make)
+    endpoint = _endpoint(DestinationType.AMQP)
+    answers = [await deferred.send(endpoint, b"{}", event_id, NOW) for event_id in ("evt_1", "evt_2")]
+    assert answers == ["evt_1", "evt_2"]  # type: ignore[comparison-overlap]
+    assert len(made) == 1 and made[0].sent == ["evt_1", "evt_2"]
+    await deferred.close()
+    assert made[0].closed
 
 
 def test_polling_endpoints_are_never_pushed_and_their_claims_are_held_by_default() -> None:
