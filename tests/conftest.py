@@ -87,6 +87,24 @@ def sqlite_url(tmp_path: pathlib.Path) -> str:
     return f"sqlite+aiosqlite:///{tmp_path / 'test.db'}"
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def module_db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``db_url`` for a module whose tests share their processes (each test its own accounts): one SQLite
+    file or PostgreSQL schema per module and backend."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('db') / 'test.db'}"
+        return
+    reason = pg_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    _create_schema(schema)
+    try:
+        yield f"{PG_BASE}?search_path={schema}"
+    finally:
+        _drop_schema(schema)
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def db_url(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[str]:
     """Every storage test runs on SQLite and on PostgreSQL."""

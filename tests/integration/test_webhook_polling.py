@@ -98,8 +98,13 @@ class Polling:
         return str(resp.event.id)
 
 
-@pytest.fixture
-def processes(db_url: str, tmp_path: Any) -> Iterator[tuple[ServiceProcess, ServiceProcess, ServiceProcess]]:
+@pytest.fixture(scope="module")
+def processes(
+    module_db_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ServiceProcess, ServiceProcess, ServiceProcess]]:
+    """One stack per backend for the module: each test makes its own account, key and endpoint."""
+    tmp_path = tmp_path_factory.mktemp("polling")
+    db_url = module_db_url
     live_up, sandbox_up = Upstream("live"), Upstream("sandbox")
     routes = write_route_table(tmp_path / "routes.json", live_up, sandbox_up)
     procs: list[ServiceProcess] = []
