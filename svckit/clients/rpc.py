@@ -44,6 +44,19 @@ RETRY_ATTEMPTS = 3
 RETRY_BACKOFF = 0.05
 
 
+def _cancelled_instead(exc: grpc.aio.AioRpcError) -> None:
+    """CancelledError, not the call's error, when the awaiting task is being cancelled.
+
+    grpc.aio loses a cancellation that lands as the call fails: cancelling the task cancels grpc's
+    inner task, which swallows the CancelledError, and the call then raises its own error (UNAVAILABLE:
+    the peer went away). A ClientError is an ``Exception`` that callers catch, so a flusher cancelled at
+    shutdown would then log the failure and loop on. Seen: an edge that hung on SIGTERM for 15 s, its
+    request-log flusher cancelled while authsvc stopped."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError from exc
+
+
 class Client:
     """A channel to one peer (``SERVER``, the name its certificate carries) with the request-id
     interceptor, and the ``Unary``/``Stream`` methods its subclass declares."""
@@ -115,6 +128,7 @@ class UnaryMethod(Generic[Req, Resp]):
                 )
                 return response
             except grpc.aio.AioRpcError as exc:
+                _cancelled_instead(exc)
                 again = (
                     attempt < attempts
                     and exc.code() == grpc.StatusCode.UNAVAILABLE
@@ -149,6 +163,7 @@ class ResponseStream(Generic[Resp]):
         try:
             message = await self._call.read()
         except grpc.aio.AioRpcError as exc:
+            _cancelled_instead(exc)
             raise client_error(exc) from None
         return None if message is grpc.aio.EOF else message
 
