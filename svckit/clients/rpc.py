@@ -26,7 +26,7 @@ import grpc
 from google.protobuf.message import Message
 
 from svckit.clients.channels import open_channel
-from svckit.clients.errors import client_error
+from svckit.clients.errors import client_error, raise_if_cancelling
 from svckit.clients.interceptors import request_id_interceptors
 from svckit.tls import Tls
 
@@ -42,19 +42,6 @@ Metadata = Sequence[tuple[str, str]]
 # pause before the second (doubled before each later one).
 RETRY_ATTEMPTS = 3
 RETRY_BACKOFF = 0.05
-
-
-def _cancelled_instead(exc: grpc.aio.AioRpcError) -> None:
-    """CancelledError, not the call's error, when the awaiting task is being cancelled.
-
-    grpc.aio loses a cancellation that lands as the call fails: cancelling the task cancels grpc's
-    inner task, which swallows the CancelledError, and the call then raises its own error (UNAVAILABLE:
-    the peer went away). A ClientError is an ``Exception`` that callers catch, so a flusher cancelled at
-    shutdown would then log the failure and loop on. Seen: an edge that hung on SIGTERM for 15 s, its
-    request-log flusher cancelled while authsvc stopped."""
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError from exc
 
 
 class Client:
@@ -128,7 +115,7 @@ class UnaryMethod(Generic[Req, Resp]):
                 )
                 return response
             except grpc.aio.AioRpcError as exc:
-                _cancelled_instead(exc)
+                raise_if_cancelling(exc)
                 again = (
                     attempt < attempts
                     and exc.code() == grpc.StatusCode.UNAVAILABLE
@@ -163,7 +150,7 @@ class ResponseStream(Generic[Resp]):
         try:
             message = await self._call.read()
         except grpc.aio.AioRpcError as exc:
-            _cancelled_instead(exc)
+            raise_if_cancelling(exc)
             raise client_error(exc) from None
         return None if message is grpc.aio.EOF else message
 

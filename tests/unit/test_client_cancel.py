@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 import pytest
 
-from svckit.clients.errors import PeerUnavailable
+from svckit.clients.errors import PeerUnavailable, mapped_errors
 from svckit.clients.rpc import ResponseStream, UnaryMethod
 
 
@@ -59,6 +59,18 @@ async def test_a_failing_unary_call_not_cancelled_is_still_a_client_error() -> N
     method: UnaryMethod[Any, Any] = UnaryMethod(_call_failing, timeout=30)
     with pytest.raises(PeerUnavailable):
         await method(object())
+
+
+async def test_a_cancelled_call_in_mapped_errors_raises_cancelled() -> None:
+    async def raw_stub_call() -> None:
+        with mapped_errors():
+            await _call_losing_the_cancel(None)
+
+    task = asyncio.create_task(raw_stub_call())
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
 
 
 class _StreamLosingTheCancel:
