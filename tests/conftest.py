@@ -68,9 +68,9 @@ def _create_schema(schema: str) -> None:
     asyncio.run(create())
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A PostgreSQL URL isolated in a fresh schema of database ``test``, dropped afterwards."""
+def _pg_schema_url() -> Iterator[str]:
+    """A PostgreSQL URL isolated in a fresh schema of database ``test``, dropped afterwards (the test is
+    skipped when PostgreSQL is not there)."""
     reason = pg_skip_reason()
     if reason:
         pytest.skip(reason)
@@ -80,6 +80,12 @@ def pg_url() -> Iterator[str]:
         yield f"{PG_BASE}?search_path={schema}"
     finally:
         _drop_schema(schema)
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL URL isolated in a fresh schema of database ``test``, dropped afterwards."""
+    yield from _pg_schema_url()
 
 
 @pytest.fixture
@@ -94,15 +100,7 @@ def module_db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
     if request.param == "sqlite":
         yield f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('db') / 'test.db'}"
         return
-    reason = pg_skip_reason()
-    if reason:
-        pytest.skip(reason)
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    _create_schema(schema)
-    try:
-        yield f"{PG_BASE}?search_path={schema}"
-    finally:
-        _drop_schema(schema)
+    yield from _pg_schema_url()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
