@@ -17,13 +17,12 @@ from dataclasses import dataclass
 
 import grpc
 import pytest
-from google.protobuf import field_mask_pb2
 
 from edge.testing import SANDBOX_HOST, edge_args
 from svccli.__main__ import main as svc
 from svcctl.__main__ import main as svcctl
 from svckit.scopes import ALL_SCOPES
-from tests.e2e.test_certify_receiver import receiver
+from tests.e2e.test_certify_receiver import endpoint_at_receiver
 from tests.integration.test_certify_cli import run_cli
 from tests.support import ROOT, ServiceProcess, sqlite_url, start_service
 from travel.auth.v1 import auth_pb2 as pb
@@ -198,25 +197,7 @@ async def _one_run(stack: Stack, tmp_path: pathlib.Path) -> None:
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await auth.CreateKey(live)
         assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
-        endpoint = await hooks.RegisterEndpoint(
-            wpb.RegisterEndpointRequest(
-                account_id=account,
-                environment=wpb.ENVIRONMENT_SANDBOX,
-                url="http://127.0.0.1:9/",
-                events=["booking.confirmed", "booking.cancelled"],
-                signature_scheme=wpb.SIGNATURE_SCHEME_BOTH,
-            )
-        )
-        url = await exits.enter_async_context(receiver(endpoint.signing_secret))
-        await hooks.UpdateEndpoint(
-            wpb.UpdateEndpointRequest(
-                account_id=account,
-                environment=wpb.ENVIRONMENT_SANDBOX,
-                endpoint_id=endpoint.endpoint.id,
-                update_mask=field_mask_pb2.FieldMask(paths=["url"]),
-                url=url,
-            )
-        )
+        await endpoint_at_receiver(hooks, account, exits, events=("booking.confirmed", "booking.cancelled"))
         base = ["--authsvc", stack.authsvc, "--webhookd", stack.webhookd, "--insecure-dev", "certify"]
         code, out, err = await run_cli(
             svcctl, *base, "start", "--account", account, "--key", key.key.id, "--fault-every", "3"

@@ -8,16 +8,19 @@ import asyncio
 import datetime as dt
 import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 
 import httpx
 import pytest
+from google.protobuf import field_mask_pb2
 
 from authsvc._certify_rules import Probe, evaluate
 from svckit.ids import sortable_id
 from svckit.signing import SignatureScheme, new_secret
 from tests.support import ROOT
+from travel.webhooks.v1 import webhooks_pb2 as wpb
+from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd._probes import probe_deliveries
 
 RECEIVER_CHECKS = {
@@ -50,6 +53,35 @@ async def receiver(secret: str, *flags: str) -> AsyncIterator[str]:
     finally:
         proc.kill()
         await proc.wait()
+
+
+async def endpoint_at_receiver(
+    hooks: webhooks_pb2_grpc.WebhookServiceStub,
+    account: str,
+    exits: AsyncExitStack,
+    events: Sequence[str] = ("booking.confirmed",),
+) -> None:
+    """A sandbox endpoint of ``account`` signing with both schemes, pointed at the reference receiver: a
+    real process holding the endpoint's secret, stopped when ``exits`` closes."""
+    endpoint = await hooks.RegisterEndpoint(
+        wpb.RegisterEndpointRequest(
+            account_id=account,
+            environment=wpb.ENVIRONMENT_SANDBOX,
+            url="http://127.0.0.1:9/hooks",  # until the receiver is up and has its port
+            events=list(events),
+            signature_scheme=wpb.SIGNATURE_SCHEME_BOTH,
+        )
+    )
+    url = await exits.enter_async_context(receiver(endpoint.signing_secret))
+    await hooks.UpdateEndpoint(
+        wpb.UpdateEndpointRequest(
+            account_id=account,
+            environment=wpb.ENVIRONMENT_SANDBOX,
+            endpoint_id=endpoint.endpoint.id,
+            update_mask=field_mask_pb2.FieldMask(paths=["url"]),
+            url=url,
+        )
+    )
 
 
 async def probe_results(url: str, secret: str) -> list[Probe]:

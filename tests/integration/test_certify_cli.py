@@ -12,15 +12,13 @@ import pathlib
 from typing import Any
 
 import grpc
-from google.protobuf import field_mask_pb2
 
 from authsvc._server import run_server as run_authsvc
 from svccli.__main__ import main as svc
 from svcctl.__main__ import main as svcctl
-from tests.e2e.test_certify_receiver import receiver
+from tests.e2e.test_certify_receiver import endpoint_at_receiver
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import auth_pb2_grpc
-from travel.webhooks.v1 import webhooks_pb2 as wpb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy
 from webhookd._server import Config
@@ -70,26 +68,7 @@ async def test_start_finish_report_and_verify(tmp_path: pathlib.Path) -> None:
                 )
             )
             hooks = webhooks_pb2_grpc.WebhookServiceStub(w)
-            endpoint = await hooks.RegisterEndpoint(
-                wpb.RegisterEndpointRequest(
-                    account_id=account,
-                    environment=wpb.ENVIRONMENT_SANDBOX,
-                    url="http://127.0.0.1:9/hooks",
-                    events=["booking.confirmed"],
-                    signature_scheme=wpb.SIGNATURE_SCHEME_BOTH,
-                )
-            )
-            # The reference receiver, a real process, with the endpoint's secret.
-            receiver_url = await stack.enter_async_context(receiver(endpoint.signing_secret))
-            await hooks.UpdateEndpoint(
-                wpb.UpdateEndpointRequest(
-                    account_id=account,
-                    environment=wpb.ENVIRONMENT_SANDBOX,
-                    endpoint_id=endpoint.endpoint.id,
-                    update_mask=field_mask_pb2.FieldMask(paths=["url"]),
-                    url=receiver_url,
-                )
-            )
+            await endpoint_at_receiver(hooks, account, stack)
             code, out, err = await run_cli(
                 svcctl, *base, "start", "--account", account, "--key", key.key.id, "--length", "10m"
             )

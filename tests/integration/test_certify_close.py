@@ -12,15 +12,14 @@ import pathlib
 
 import grpc
 import pytest
-from google.protobuf import duration_pb2, field_mask_pb2
+from google.protobuf import duration_pb2
 
 from authsvc._server import run_server as run_authsvc
 from svckit import certreport
-from tests.e2e.test_certify_receiver import receiver
+from tests.e2e.test_certify_receiver import endpoint_at_receiver
 from tests.support import free_port
 from travel.auth.v1 import auth_pb2 as apb
 from travel.auth.v1 import auth_pb2_grpc
-from travel.webhooks.v1 import webhooks_pb2 as wpb
 from travel.webhooks.v1 import webhooks_pb2_grpc
 from webhookd import Policy
 from webhookd._server import Config
@@ -66,25 +65,7 @@ async def test_a_run_past_its_end_is_probed_evaluated_and_signed(tmp_path: pathl
             auth = auth_pb2_grpc.AuthServiceStub(a)
             hooks = webhooks_pb2_grpc.WebhookServiceStub(w)
             account, key_id = await _account_and_key(auth)
-            endpoint = await hooks.RegisterEndpoint(
-                wpb.RegisterEndpointRequest(
-                    account_id=account,
-                    environment=wpb.ENVIRONMENT_SANDBOX,
-                    url="http://127.0.0.1:9/hooks",
-                    events=["booking.confirmed"],
-                    signature_scheme=wpb.SIGNATURE_SCHEME_BOTH,
-                )
-            )
-            url = await stack.enter_async_context(receiver(endpoint.signing_secret))
-            await hooks.UpdateEndpoint(
-                wpb.UpdateEndpointRequest(
-                    account_id=account,
-                    environment=wpb.ENVIRONMENT_SANDBOX,
-                    endpoint_id=endpoint.endpoint.id,
-                    update_mask=field_mask_pb2.FieldMask(paths=["url"]),
-                    url=url,
-                )
-            )
+            await endpoint_at_receiver(hooks, account, stack)
             run = (
                 await auth.StartCertificationRun(
                     apb.StartCertificationRunRequest(
