@@ -25,6 +25,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from edge.flusher import stop_then_flush
 from edge.metrics import REQUEST_LOG_DROPPED, REQUEST_LOG_SENT
 from svckit.prototables import AUTH_ENVIRONMENT
 from travel.auth.v1 import auth_pb2 as pb
@@ -260,15 +261,8 @@ class RequestLog:
 
     async def stop(self) -> None:
         """Stop the flusher and send what is left once, within FINAL_FLUSH_TIMEOUT."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        try:
-            sent = await asyncio.wait_for(self.flush(FINAL_FLUSH_TIMEOUT), FINAL_FLUSH_TIMEOUT + 1)
-        except TimeoutError:
-            sent = False
+        task, self._task = self._task, None
+        sent = await stop_then_flush(task, self.flush, FINAL_FLUSH_TIMEOUT)
         if not sent and self.buffer:
             _UNSENT.inc(len(self.buffer))
             log.warning("request log: records left unsent at shutdown", extra={"count": len(self.buffer)})

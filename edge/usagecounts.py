@@ -28,7 +28,6 @@ seconds of its requests, more only if authsvc was unreachable then (the cells wa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import os
@@ -37,6 +36,7 @@ from bisect import bisect_left
 from collections import deque
 from typing import Any
 
+from edge.flusher import stop_then_flush
 from edge.metrics import USAGE_CELLS_DROPPED, USAGE_CELLS_SENT, route_template
 from svckit.clients import AuthClient
 from svckit.prototables import AUTH_ENVIRONMENT
@@ -182,15 +182,8 @@ class UsageCounter:
 
     async def stop(self) -> None:
         """Stop the flusher and send what is left once, within FINAL_FLUSH_TIMEOUT."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        try:
-            sent = await asyncio.wait_for(self.flush(FINAL_FLUSH_TIMEOUT), FINAL_FLUSH_TIMEOUT + 1)
-        except TimeoutError:
-            sent = False
+        task, self._task = self._task, None
+        sent = await stop_then_flush(task, self.flush, FINAL_FLUSH_TIMEOUT)
         if not sent:
             left = sum(len(r.counts) for _, r in self.pending)
             if left:
