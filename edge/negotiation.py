@@ -17,21 +17,7 @@ def accepts_json(accept: str | None) -> bool:
     """Whether an Accept header admits application/json (no header admits everything)."""
     if accept is None or not accept.strip():
         return True
-    for item in accept.split(","):
-        media, *params = (p.strip() for p in item.split(";"))
-        if media.lower() not in _JSON_RANGES:
-            continue
-        q = 1.0
-        for param in params:
-            name, _, value = param.partition("=")
-            if name.strip().lower() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-        if q > 0:
-            return True
-    return False
+    return any(q > 0 for media, q in _qualities(accept).items() if media in _JSON_RANGES)
 
 
 def _qualities(accept: str) -> dict[str, float]:
