@@ -99,9 +99,15 @@ async def test_a_filtered_endpoint_gets_only_matching_events(stack: Stack) -> No
         pb.ListDeliveriesRequest(account_id=ACCT, environment=LIVE, event_id=flight.event.id)
     )
     assert [d.endpoint_id for d in listed.deliveries] == [everything.endpoint.id]
-    attempts = await stub.ListAttempts(
-        pb.ListAttemptsRequest(account_id=ACCT, environment=LIVE, endpoint_id=filtered.endpoint.id)
-    )
+    # The receiver has the POST before the worker's next cycle commits its attempt: wait for the commit.
+    deadline = time.monotonic() + 10
+    while True:
+        attempts = await stub.ListAttempts(
+            pb.ListAttemptsRequest(account_id=ACCT, environment=LIVE, endpoint_id=filtered.endpoint.id)
+        )
+        if attempts.attempts or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.05)
     assert [a.event_id for a in attempts.attempts] == [hotel.event.id]
 
 
