@@ -204,7 +204,8 @@ def may_go_slow(key: Key, inflight: Counts, budgets: Budgets) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Skips:
-    """What a claim leaves in the table: JSON arrays, one statement parameter each (``_queue_sql``)."""
+    """What a claim leaves in the table: JSON arrays, one statement parameter each (``_queue_sql``), and where
+    its walk of the due rows starts."""
 
     endpoints: tuple[str, ...] = ()
     accounts: tuple[str, ...] = ()  # "environment:account"
@@ -214,11 +215,14 @@ class Skips:
     # is full: only its endpoints that answer are claimed)
     probation: tuple[str, ...] = ()
     proven: tuple[str, ...] = ()  # endpoints of the ``probation`` accounts still claimed
+    # Rows due at or before this (µs) were walked by a claim skipping as much that left them all: only what
+    # came due later is looked at (``webhookd._claim_walks``); -1, every due row. Not a skip of its own.
+    after: int = -1
 
     def __bool__(self) -> bool:
         return bool(self.endpoints or self.accounts or self.environments or self.retries_in or self.probation)
 
-    def params(self) -> tuple[str, str, str, str, str, str]:
+    def params(self) -> tuple[str, str, str, str, str, str, int]:
         return (
             json.dumps(self.endpoints),
             json.dumps(self.accounts),
@@ -226,6 +230,7 @@ class Skips:
             json.dumps(self.retries_in),
             json.dumps(self.probation),
             json.dumps(self.proven),
+            self.after,
         )
 
 

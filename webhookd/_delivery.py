@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import datetime as dt
 import itertools
 import logging
@@ -36,6 +37,7 @@ from webhookd._admission import (
 from webhookd._breaker import UNANSWERED, Breaker, Breakers, State
 from webhookd._breaker import Settings as BreakerSettings
 from webhookd._breaker import Verdict as Gate
+from webhookd._claim_walks import EVERY_ROW, Walked, walk_from, walked
 from webhookd._content import body_for
 from webhookd._destinations import Destinations, destinations_of
 from webhookd._events import TEST_EVENT_KIND
@@ -44,6 +46,7 @@ from webhookd._proven import Proven
 from webhookd._queue import Queue
 from webhookd._repository import Alert, Claim, DeliveryResult
 from webhookd._sender import Sender
+from webhookd._times import us
 
 log = logging.getLogger("webhookd.delivery")
 # The database down fails every storage cycle: one line per 10 s with a count (svckit.outage).
@@ -139,6 +142,9 @@ class DeliveryWorker:
         # run again (each would walk the skipped backlog): ``poll_seconds``, or less when a delivery comes
         # due sooner (``_quiet_until``), unless something is published.
         self._found_nothing: tuple[Skips, float] | None = None
+        # The last full walk of the due rows that left some (``webhookd._claim_walks``): claims that skip as
+        # much look only at what came due since, until its ``next_full``.
+        self._walked: Walked | None = None
         self._empty = 0  # idle looks in a row that claimed nothing with nothing due (``_idle``)
         self._stopping = False
         self._grace = 5.0
@@ -329,6 +335,10 @@ class DeliveryWorker:
                     if not batch:
                         await self._sleep(quiet)
                         continue
+            walk = walk_from(self._walked, skipped, time.monotonic()) if limit else EVERY_ROW
+            if walk != EVERY_ROW:
+                skipped = dataclasses.replace(skipped, after=walk)
+            started = time.monotonic()
             try:
                 alerts, claims = await self.queue.record_and_claim(
                     batch, self.owner, now, limit, now + dt.timedelta(seconds=cfg.lease_seconds), skipped
@@ -343,6 +353,10 @@ class DeliveryWorker:
                 continue
             self._alerted(alerts)
             self._noticed(batch)
+            if limit and skipped and walk == EVERY_ROW:
+                took = time.monotonic() - started
+                left = len(claims) < limit
+                self._walked = walked(skipped, us(now), started, took, cfg.poll_seconds) if left else None
             if limit:
                 if skipped and not claims:
                     self._found_nothing = (skipped, await self._quiet_until(now))
@@ -393,6 +407,7 @@ class DeliveryWorker:
             deferred = self._deferred[endpoint_id]
             full = hanging[endpoint_id] > 0
             while deferred and (full or deferred[0][1] <= oldest):
+                self._walked = None  # it is due again as it was: before the last full walk's time
                 claim, _at = deferred.popleft()
                 self._held.remove(self._keys.pop(id(claim)))
                 out.append(unclaimed(claim))

@@ -139,7 +139,7 @@ class MemoryQueue(StatementQueue):
     # The statements' twins, by name (their parameters as in ``webhookd._queue_sql``)
 
     def _claim(self, params: tuple[Any, ...]) -> qr.Claimed:
-        lease_until, owner, now, limit, *skip_json = params
+        lease_until, owner, now, limit, *skip_json, after = params
         endpoints_skipped, accounts, environments, retries_in, probation, proven = (
             set(json.loads(j)) for j in skip_json
         )
@@ -147,7 +147,7 @@ class MemoryQueue(StatementQueue):
             (
                 d
                 for d in self.pending.values()
-                if d["next_attempt_at"] <= now
+                if after < d["next_attempt_at"] <= now
                 and d["endpoint_id"] not in endpoints_skipped
                 and f"{d['environment']}:{d['account_id']}" not in accounts
                 and d["environment"] not in environments

@@ -110,7 +110,8 @@ _PENDING_OF = f"SELECT id FROM wh_deliveries WHERE {{where}} AND status = '{D.PE
 
 # claim: (lease expiry, owner, now, limit, skipped endpoints, accounts ("environment:account"),
 # environments, environments whose retries are skipped, accounts in probation skipped but for their
-# proven endpoints, those endpoints) -> delivery columns [+ envelope + endpoint columns].
+# proven endpoints, those endpoints, due after (µs; -1: every due row, ``webhookd._claim_walks``)) ->
+# delivery columns [+ envelope + endpoint columns].
 # The skips are JSON arrays of text (``webhookd._admission.Skips``): what the worker already holds its fill
 # of is left in the table, so the claim reaches the deliveries of others behind it. ``{elements}`` is the
 # dialect's set of a JSON array's texts.
@@ -118,7 +119,7 @@ _CLAIM = f"""
     UPDATE wh_pending SET next_attempt_at = $1, lease_owner = $2
     WHERE id IN (
         SELECT id FROM wh_pending d
-        WHERE next_attempt_at <= $3
+        WHERE next_attempt_at <= $3 AND next_attempt_at > $11
           AND endpoint_id NOT IN ({{elements5}})
           AND environment || ':' || account_id NOT IN ({{elements6}})
           AND environment NOT IN ({{elements7}})

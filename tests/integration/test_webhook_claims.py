@@ -20,6 +20,7 @@ from svckit.clock import FakeClock
 from svckit.migrations import downgrade
 from svckit.webhook_status import DeliveryStatus, EndpointStatus
 from webhookd import _queue_sql as q
+from webhookd._admission import Skips
 from webhookd._delivery import DeliveryWorker, WorkerConfig
 from webhookd._pg_queue import PostgresQueue
 from webhookd._repository import (
@@ -34,6 +35,7 @@ from webhookd._sender import Sender
 from webhookd._sql import SqlRepository
 from webhookd._sqlite_queue import SqliteQueue
 from webhookd._tables import deliveries, pending
+from webhookd._times import us
 from webhookd.migrations import SCHEMA
 
 T0 = dt.datetime(2026, 5, 1, 9, 0, 0, 654321, tzinfo=dt.UTC)
@@ -540,10 +542,39 @@ async def test_postgres_claim_walks_the_due_index_whatever_the_statistics(pg_url
         conn = await queue._connection()
         claim = q.STATEMENTS["claim"].postgres_text()
         plan = "\n".join(
-            r[0] for r in await conn.fetch(f"EXPLAIN {claim}", 10**16, "wrk_a", 10**15, 50, *["[]"] * 6)
+            r[0] for r in await conn.fetch(f"EXPLAIN {claim}", 10**16, "wrk_a", 10**15, 50, *["[]"] * 6, -1)
         )
         assert "Index Scan using wh_pending_due" in plan
         assert "Bitmap" not in plan and "Sort" not in plan
+        # A claim after a full walk (``webhookd._claim_walks``) reads only its range of the due index.
+        plan = "\n".join(
+            r[0]
+            for r in await conn.fetch(f"EXPLAIN {claim}", 10**16, "wrk_a", 10**15, 50, *["[]"] * 6, 10**14)
+        )
+        bounds = "Index Cond: ((next_attempt_at <= '1000000000000000'::bigint) AND (next_attempt_at > "
+        assert bounds + "'100000000000000'::bigint))" in plan, plan
+    finally:
+        await repo.close()
+
+
+async def test_a_claim_after_a_full_walk_looks_only_at_what_came_due_since(db_url: str) -> None:
+    repo = await SqlRepository.open(db_url)
+    try:
+        await _setup(repo, 5)  # due at T0, T0 + 1 s, ... T0 + 4 s
+        now = T0 + MINUTE
+        after = Skips(after=us(T0 + dt.timedelta(seconds=2)))
+        _alerts, claims = await repo.record_and_claim([], "wrk_a", now, 10, now + MINUTE, after)
+        assert [c.delivery.event_id for c in claims] == ["evt_003", "evt_004"]
+        claims = await repo.claim_due(now, 10, now + MINUTE, "wrk_a")  # a full walk finds the rest
+        assert [c.delivery.event_id for c in claims] == ["evt_000", "evt_001", "evt_002"]
+        if db_url.startswith("sqlite"):
+            queue = repo.queue
+            assert isinstance(queue, SqliteQueue)
+            plan = queue._conn().execute(f"EXPLAIN QUERY PLAN {q.STATEMENTS['claim'].sqlite_text()}",
+                                         (1, "w", 1, 1, *["[]"] * 6, 0)).fetchall()  # fmt: skip
+            assert any("wh_pending_due (next_attempt_at>? AND next_attempt_at<?)" in r[-1] for r in plan), (
+                plan
+            )
     finally:
         await repo.close()
 
