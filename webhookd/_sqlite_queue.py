@@ -1,5 +1,8 @@
 """The delivery queue on SQLite: each step of ``webhookd._queue`` runs whole on one synchronous ``sqlite3``
-connection in a dedicated thread.
+connection in a dedicated thread; reads (the queue gauges, when the next delivery is due) run on a second
+connection in a thread of their own, so that a read's walk never holds up the worker's cycle (the count of
+expired leases walks every due row: a third of a second for a million) and a write never holds up a read
+(WAL: a reader sees the last commit and never waits for the writer).
 
 Through SQLAlchemy and aiosqlite every statement (BEGIN, each execute, each fetch, COMMIT) hops to
 aiosqlite's thread and back, and SQLAlchemy builds parameters row by row; here a whole step (a worker's
@@ -59,6 +62,8 @@ class SqliteQueue(StatementQueue):
         self.path = path
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webhookd-sqlite")
         self._db: sqlite3.Connection | None = None
+        self._reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webhookd-sqlite-read")
+        self._reader: sqlite3.Connection | None = None
         self._stop_checkpoints = threading.Event()
         # Set by each transaction of the queue that changed a row, cleared by a checkpoint that copied the
         # whole WAL back: with nothing written since, the checkpointer does nothing (an idle service's claim
@@ -80,6 +85,15 @@ class SqliteQueue(StatementQueue):
             self._db = db
             self._checkpointer.start()
         return self._db
+
+    def _reader_conn(self) -> sqlite3.Connection:
+        if self._reader is None:
+            self._conn()  # the writer's first: the file is in WAL mode before anything reads it
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA busy_timeout=30000")
+            db.execute("PRAGMA query_only=ON")
+            self._reader = db
+        return self._reader
 
     def _checkpoint_loop(self) -> None:
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
@@ -105,12 +119,21 @@ class SqliteQueue(StatementQueue):
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
     async def _run(self, step: Step[T], *, write: bool = True) -> T:
-        return await self._hop(self._transaction, step, write)
+        if write:
+            return await self._hop(self._transaction, step)
+        return await asyncio.get_running_loop().run_in_executor(self._reads, self._read, step)
 
-    def _transaction(self, step: Step[T], write: bool) -> T:
+    def _read(self, step: Step[T]) -> T:
+        db = self._reader_conn()
+        db.execute("BEGIN")  # one snapshot for the step's statements
+        try:
+            return drive(step, lambda name, params: _execute(db, name, params))
+        finally:
+            db.execute("COMMIT")
+
+    def _transaction(self, step: Step[T]) -> T:
         db = self._conn()
-        # A write takes the write lock at once; a read only reads (WAL: it never waits for the writer).
-        db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        db.execute("BEGIN IMMEDIATE")  # the write lock at once
         changes = db.total_changes
         try:
             out = drive(step, lambda name, params: _execute(db, name, params))
@@ -123,11 +146,18 @@ class SqliteQueue(StatementQueue):
         return out
 
     async def close(self) -> None:
+        def close_reader() -> None:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+
         def close() -> None:
             if self._db is not None:
                 self._db.close()
                 self._db = None
 
+        await asyncio.get_running_loop().run_in_executor(self._reads, close_reader)
+        self._reads.shutdown(wait=True)
         await self._hop(close)
         self._pool.shutdown(wait=True)
         if self._checkpointer.is_alive():
