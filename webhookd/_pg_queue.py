@@ -43,22 +43,27 @@ class PostgresQueue(StatementQueue):
         # scan of every due row and sorts them all, per claim: 4x the claim's cost on a 20,000-row backlog.
         # Only this connection's queue statements run here; each has an index that serves it without one.
         self._settings["enable_bitmapscan"] = "off"
-        self._conn: asyncpg.Connection | None = None
-        self._lock = asyncio.Lock()  # one step at a time on the connection
+        # Two connections, each one step at a time (its lock): the worker's cycles and the other writes on
+        # one, reads (the queue gauges, when the next delivery is due) on the other, so that a read's walk
+        # (the gauges' count of expired leases walks every due row) never holds up a cycle.
+        self._conns: dict[bool, asyncpg.Connection | None] = {True: None, False: None}  # by "writes"
+        self._locks = {True: asyncio.Lock(), False: asyncio.Lock()}
 
-    async def _connection(self) -> asyncpg.Connection:
-        if self._conn is None or self._conn.is_closed():
-            self._conn = await asyncpg.connect(self._dsn, server_settings=self._settings)
-        return self._conn
+    async def _connection(self, write: bool = True) -> asyncpg.Connection:
+        conn = self._conns[write]
+        if conn is None or conn.is_closed():
+            conn = self._conns[write] = await asyncpg.connect(self._dsn, server_settings=self._settings)
+        return conn
 
     async def close(self) -> None:
-        if self._conn is not None:
-            await self._conn.close()
-            self._conn = None
+        for write, conn in self._conns.items():
+            if conn is not None:
+                await conn.close()
+                self._conns[write] = None
 
     async def _run(self, step: Step[T], *, write: bool = True) -> T:
-        async with self._lock:
-            conn = await self._connection()
+        async with self._locks[write]:
+            conn = await self._connection(write)
 
             async def run(name: str, params: Any) -> Any:
                 return await _execute(conn, name, params)
@@ -67,27 +72,27 @@ class PostgresQueue(StatementQueue):
                 async with conn.transaction(readonly=not write):
                     return await drive_async(step, run)
             except BaseException as exc:
-                self._failed(conn, exc)
+                self._failed(conn, write, exc)
                 raise
 
     async def _read_one(self, name: str, params: Any) -> Any:
         # A single SELECT outside a transaction block is its own snapshot: one round trip, not three.
-        async with self._lock:
-            conn = await self._connection()
+        async with self._locks[False]:
+            conn = await self._connection(False)
             try:
                 return await _execute(conn, name, params)
             except BaseException as exc:
-                self._failed(conn, exc)
+                self._failed(conn, False, exc)
                 raise
 
-    def _failed(self, conn: asyncpg.Connection, exc: BaseException) -> None:
+    def _failed(self, conn: asyncpg.Connection, write: bool, exc: BaseException) -> None:
         """After a step failed: drop a connection left in doubt; a protocol clash is an ended connection."""
         # A statement that failed rolled back and the connection is fine; anything else (lost,
         # timed out, cancelled mid-statement, or the server ending it: 57P01 after
         # pg_terminate_backend is a PostgresError too) leaves it in doubt: the next step connects
         # again.
         if not isinstance(exc, asyncpg.PostgresError) or conn.is_closed() or is_outage(exc):
-            self._conn = None
+            self._conns[write] = None
             conn.terminate()
         if isinstance(exc, asyncpg.InternalClientError):
             # Steps take turns (the lock), so a protocol state clash ("another operation is in

@@ -444,13 +444,14 @@ async def test_next_due_after_is_the_next_delivery_to_come_due(db_url: str) -> N
 
 
 async def _statements_sent(repo: SqlRepository) -> list[str]:
-    """The first word of each statement the PostgreSQL queue's connection sends from now on (asyncpg calls
-    its query loggers soon after a statement, not at once)."""
+    """The first word of each statement the PostgreSQL queue's connections (its writes', its reads') send
+    from now on (asyncpg calls its query loggers soon after a statement, not at once)."""
     queue = repo.queue
     assert isinstance(queue, PostgresQueue)
-    conn = await queue._connection()
     sent: list[str] = []
-    conn.add_query_logger(lambda record: sent.append(record.query.split()[0].rstrip(";").upper()))
+    for write in (True, False):
+        conn = await queue._connection(write)
+        conn.add_query_logger(lambda record: sent.append(record.query.split()[0].rstrip(";").upper()))
     return sent
 
 
