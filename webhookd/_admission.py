@@ -218,11 +218,14 @@ class Skips:
     # Rows due at or before this (µs) were walked by a claim skipping as much that left them all: only what
     # came due later is looked at (``webhookd._claim_walks``); -1, every due row. Not a skip of its own.
     after: int = -1
+    # (endpoint id, ordering key) of the ordered deliveries the worker's last results finished: the next of
+    # each is claimed by name (the key's head), as the walk would have found it. Not a skip of its own.
+    freed: tuple[tuple[str, str], ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.endpoints or self.accounts or self.environments or self.retries_in or self.probation)
 
-    def params(self) -> tuple[str, str, str, str, str, str, int]:
+    def params(self) -> tuple[str, str, str, str, str, str, int, str]:
         return (
             json.dumps(self.endpoints),
             json.dumps(self.accounts),
@@ -231,6 +234,7 @@ class Skips:
             json.dumps(self.probation),
             json.dumps(self.proven),
             self.after,
+            json.dumps(self.freed),
         )
 
 

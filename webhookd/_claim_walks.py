@@ -1,16 +1,18 @@
-"""Where a claim that skips starts its walk of the due rows (``Skips.after``): a pure decision.
+"""Where a claim starts its walk of the due rows (``Skips.after``): a pure decision.
 
-A claim that skips (``webhookd._admission.skips``: what the worker already holds its fill of) walks the due
-index in order past every row it skips, to reach what others have due behind them. When one endpoint has a
-deep backlog and the worker holds its fill of it, every such claim walked that whole backlog, and each
-publish (a wake) ran one again: the store (SQLite's writer thread, the PostgreSQL server) worked in
-proportion to one account's backlog while every other account's results and claims waited behind it.
+A claim walks the due index in order past every row it does not take: the rows it skips
+(``webhookd._admission.skips``: what the worker already holds its fill of) and the ordered deliveries held
+back by an earlier one of their key (``webhookd._ordering``). When one account had a deep backlog of
+either kind, every claim walked all of it, and each publish (a wake) ran one again: the store (SQLite's
+writer thread, the PostgreSQL server) worked in proportion to one account's backlog while every other
+account's results and claims waited behind it.
 
 After a full walk that claimed less than it asked for, every row due by its ``now`` that it left is one it
-skips. So a later claim that skips at least as much (``covers``) looks only at the rows that came due after
-that ``now`` (a publish's deliveries, a retry coming due, a lease running out), a range of the due index.
-A row can still turn up due earlier than that (a claim handed back unsent, due as it was; another process's
-hand-back; an ordered delivery freed when the one before it finished), so a full walk runs again once
+skips or one held back. So a later claim that skips at least as much (``covers``) looks only at the rows
+that came due after that ``now`` (a publish's deliveries, a retry coming due, a lease running out), a range
+of the due index, and takes by name the next delivery of each ordering key its results freed
+(``Skips.freed``). A row can still turn up due earlier than that (a claim handed back unsent, due as it
+was; another process's hand-back or result; an endpoint made unordered), so a full walk runs again once
 ``next_full`` passes: a poll after the last one, or, when that walk was slow, ten of its durations later,
 so that full walks take at most a tenth of the store's time whatever one account's backlog.
 """
@@ -38,7 +40,7 @@ def walk_from(last: Walked | None, skipped: Skips, now: float) -> int:
     """Pure: ``Skips.after`` of a claim skipping ``skipped`` at monotonic ``now``: the last full walk's
     ``due_by`` when this claim skips at least as much and the next full walk is not due, else
     ``EVERY_ROW``."""
-    if last is None or not skipped or now >= last.next_full or not covers(skipped, last.skips):
+    if last is None or now >= last.next_full or not covers(skipped, last.skips):
         return EVERY_ROW
     return last.due_by
 

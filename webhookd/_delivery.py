@@ -145,6 +145,9 @@ class DeliveryWorker:
         # The last full walk of the due rows that left some (``webhookd._claim_walks``): claims that skip as
         # much look only at what came due since, until its ``next_full``.
         self._walked: Walked | None = None
+        # Ordering keys whose delivery a result since the last cycle finished: the next claim takes the next
+        # delivery of each by name (``Skips.freed``), since it may be due before the last full walk's time.
+        self._freed: list[tuple[str, str]] = []
         self._empty = 0  # idle looks in a row that claimed nothing with nothing due (``_idle``)
         self._stopping = False
         self._grace = 5.0
@@ -327,7 +330,7 @@ class DeliveryWorker:
                 if limit
                 else Skips()
             )
-            if limit and skipped and self._found_nothing is not None:
+            if limit and skipped and self._found_nothing is not None and not self._freed:
                 same, until = self._found_nothing
                 quiet = until - time.monotonic()
                 if covers(skipped, same) and quiet > 0:
@@ -336,8 +339,9 @@ class DeliveryWorker:
                         await self._sleep(quiet)
                         continue
             walk = walk_from(self._walked, skipped, time.monotonic()) if limit else EVERY_ROW
-            if walk != EVERY_ROW:
-                skipped = dataclasses.replace(skipped, after=walk)
+            if limit and (walk != EVERY_ROW or self._freed):
+                skipped = dataclasses.replace(skipped, after=walk, freed=tuple(self._freed))
+                self._freed = []
             started = time.monotonic()
             try:
                 alerts, claims = await self.queue.record_and_claim(
@@ -353,7 +357,7 @@ class DeliveryWorker:
                 continue
             self._alerted(alerts)
             self._noticed(batch)
-            if limit and skipped and walk == EVERY_ROW:
+            if limit and walk == EVERY_ROW:
                 took = time.monotonic() - started
                 left = len(claims) < limit
                 self._walked = walked(skipped, us(now), started, took, cfg.poll_seconds) if left else None
@@ -532,6 +536,9 @@ class DeliveryWorker:
                 outcome = await self._attempt(claim)
                 # Not ``self._results.append(await ...)``: a cycle may swap the list during the await.
                 self._results.append(outcome)
+                ordering = claim.delivery.ordering_key
+                if ordering is not None and outcome.status != DeliveryStatus.PENDING:
+                    self._freed.append((claim.delivery.endpoint_id, ordering))
                 if outcome.attempt is not None:  # slow or not: its next sends in probation or not
                     took = -1.0 if token in self._slow else time.monotonic() - self._running[token][1]
                     self.proven.answered(key, outcome.attempt.response_status, took, self.config.slow_after)

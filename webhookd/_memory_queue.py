@@ -139,24 +139,38 @@ class MemoryQueue(StatementQueue):
     # The statements' twins, by name (their parameters as in ``webhookd._queue_sql``)
 
     def _claim(self, params: tuple[Any, ...]) -> qr.Claimed:
-        lease_until, owner, now, limit, *skip_json, after = params
+        lease_until, owner, now, limit, *skip_json, after, freed_json = params
         endpoints_skipped, accounts, environments, retries_in, probation, proven = (
             set(json.loads(j)) for j in skip_json
         )
-        due = sorted(
-            (
-                d
-                for d in self.pending.values()
-                if after < d["next_attempt_at"] <= now
+
+        def taken(d: Row) -> bool:
+            return (
+                d["next_attempt_at"] <= now
                 and d["endpoint_id"] not in endpoints_skipped
                 and f"{d['environment']}:{d['account_id']}" not in accounts
                 and d["environment"] not in environments
                 and (d["attempt_count"] == 0 or d["environment"] not in retries_in)
                 and (f"{d['environment']}:{d['account_id']}" not in probation or d["endpoint_id"] in proven)
                 and self._free(d)
-            ),
+            )
+
+        walked = sorted(
+            (d for d in self.pending.values() if after < d["next_attempt_at"] and taken(d)),
             key=lambda d: d["next_attempt_at"],
         )[:limit]
+        heads = []  # the first pending row of each freed key, by event seq
+        for endpoint_id, key in json.loads(freed_json):
+            keyed = [
+                d
+                for d in self.pending.values()
+                if d["endpoint_id"] == endpoint_id and d["ordering_key"] == key
+            ]
+            if keyed:
+                head = min(keyed, key=lambda d: d["event_seq"])
+                if taken(head) and head not in walked and head not in heads:
+                    heads.append(head)
+        due = walked + heads
         for p in due:
             p["next_attempt_at"], p["lease_owner"] = lease_until, owner
         claimed = [self.deliveries[p["id"]] for p in due]

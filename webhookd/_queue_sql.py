@@ -31,8 +31,12 @@ from dataclasses import dataclass
 from svckit.vocabulary import Environment as Env
 from svckit.webhook_status import DeliveryStatus as D
 from svckit.webhook_status import EndpointStatus as E
+from webhookd._claim_sql import (
+    CLAIM_POSTGRES,
+    CLAIM_SQLITE,
+    FREE,
+)
 from webhookd._health import DISABLED_LEVEL
-from webhookd._ordering import HOLDS_BACK
 from webhookd._tables import (
     ALERT_INSERT_COLUMNS,
     ATTEMPT_COLUMNS,
@@ -93,69 +97,10 @@ ATTEMPT_WIDTH = len(ATTEMPT_COLUMNS)
 DELIVERY_WIDTH = len(DELIVERY_COLUMNS)
 ENDPOINT_WIDTH = len(ENDPOINT_COLUMNS)
 
-# A queue row ``d`` is free unless an earlier delivery of its ordering key to its endpoint is pending
-# (``webhookd._ordering``): an unordered one (no key) never looks further; an ordered one looks in the
-# partial index ``wh_pending_ordered`` of keyed queue rows, ``IS NOT NULL`` written as in the index's own
-# WHERE so that both SQLite and PostgreSQL use it.
-if HOLDS_BACK != {D.PENDING}:
-    raise ImportError("wh_pending holds pending deliveries only: it no longer covers HOLDS_BACK")
-FREE = """(d.ordering_key IS NULL OR NOT EXISTS (
-            SELECT 1 FROM wh_pending e
-            WHERE e.endpoint_id = d.endpoint_id AND e.ordering_key = d.ordering_key
-              AND e.ordering_key IS NOT NULL AND e.event_seq < d.event_seq))"""
 # The queue rows of deliveries ``wh_deliveries`` lists for an endpoint or a scope ("{where}"), found
 # through that table's indexes as the delivery log finds them (``wh_pending`` has only the due and
 # ordered ones: every index of it is written again at each claim).
 _PENDING_OF = f"SELECT id FROM wh_deliveries WHERE {{where}} AND status = '{D.PENDING}'"
-
-# claim: (lease expiry, owner, now, limit, skipped endpoints, accounts ("environment:account"),
-# environments, environments whose retries are skipped, accounts in probation skipped but for their
-# proven endpoints, those endpoints, due after (µs; -1: every due row, ``webhookd._claim_walks``)) ->
-# delivery columns [+ envelope + endpoint columns].
-# The skips are JSON arrays of text (``webhookd._admission.Skips``): what the worker already holds its fill
-# of is left in the table, so the claim reaches the deliveries of others behind it. ``{elements}`` is the
-# dialect's set of a JSON array's texts.
-_CLAIM = f"""
-    UPDATE wh_pending SET next_attempt_at = $1, lease_owner = $2
-    WHERE id IN (
-        SELECT id FROM wh_pending d
-        WHERE next_attempt_at <= $3 AND next_attempt_at > $11
-          AND endpoint_id NOT IN ({{elements5}})
-          AND environment || ':' || account_id NOT IN ({{elements6}})
-          AND environment NOT IN ({{elements7}})
-          AND (attempt_count = 0 OR environment NOT IN ({{elements8}}))
-          AND (environment || ':' || account_id NOT IN ({{elements9}}) OR endpoint_id IN ({{elements10}}))
-          AND {FREE}
-        ORDER BY next_attempt_at LIMIT $4 {{lock}}
-    )
-    RETURNING id
-"""
-
-
-def _claim_text(lock: str, elements: str) -> str:
-    return _CLAIM.format(lock=lock, **{f"elements{i}": elements.format(i=i) for i in (5, 6, 7, 8, 9, 10)})
-
-
-_PG_ELEMENTS = "SELECT jsonb_array_elements_text(${i}::jsonb)"
-_SQLITE_ELEMENTS = "SELECT value FROM json_each(${i})"
-CLAIM_POSTGRES = f"""
-    WITH claimed AS ({_claim_text("FOR UPDATE SKIP LOCKED", _PG_ELEMENTS)})
-    SELECT {spelled(DELIVERY_COLUMNS, "dl.")}, ev.envelope, {spelled(ENDPOINT_COLUMNS, "ep.")}
-    FROM claimed c JOIN wh_deliveries dl ON dl.id = c.id JOIN wh_events ev ON ev.id = dl.event_id
-    LEFT JOIN wh_endpoints ep ON ep.id = dl.endpoint_id AND ep.deleted_at IS NULL
-"""
-# SQLite has no UPDATE inside WITH: the claim returns the ids, then these read the deliveries with their
-# event bodies, and each endpoint once (the sqlite3 module makes a Python object of every value read: an
-# endpoint's columns with each of 200 deliveries cost the claim a third more), each one statement whatever
-# the number of ids (a JSON array, so its text and prepared statement stay the same).
-CLAIMED_SQLITE = f"""
-    SELECT {spelled(DELIVERY_COLUMNS, "dl.")}, ev.envelope
-    FROM json_each(?1) c JOIN wh_deliveries dl ON dl.id = c.value JOIN wh_events ev ON ev.id = dl.event_id
-"""
-CLAIMED_ENDPOINTS_SQLITE = f"""
-    SELECT {spelled(ENDPOINT_COLUMNS, "ep.")}
-    FROM json_each(?1) c JOIN wh_endpoints ep ON ep.id = c.value WHERE ep.deleted_at IS NULL
-"""
 
 # record results, deliveries: (now, owner) then rows (status, next attempt, delivery id, 1 if counted else 0);
 # before the queue rows (their lease says whose the result is) are finished or retried
@@ -258,7 +203,7 @@ _ALL = [
         Kind.CLAIM,
         "",
         postgres=CLAIM_POSTGRES,
-        sqlite=sqlite(_claim_text("", _SQLITE_ELEMENTS)),
+        sqlite=CLAIM_SQLITE,
     ),
     # record results, attempts: rows of ``ATTEMPT_COLUMNS`` (``_rows.attempt_row``), many at once
     Statement(

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from webhookd import _queue_rows as qr
 from webhookd import _queue_sql as q
+from webhookd._claim_sql import CLAIMED_ENDPOINTS_SQLITE, CLAIMED_SQLITE
 from webhookd._queue import StatementQueue, Step, drive, result_parts
 from webhookd._repository import EndpointRecord
 
@@ -193,8 +194,8 @@ def _claim(db: sqlite3.Connection, text: str, params: tuple[Any, ...]) -> qr.Cla
     ids = [r[0] for r in db.execute(text, params).fetchall()]
     if not ids:
         return qr.NOTHING_CLAIMED
-    rows = db.execute(q.CLAIMED_SQLITE, (json.dumps(ids),)).fetchall()
+    rows = db.execute(CLAIMED_SQLITE, (json.dumps(ids),)).fetchall()
     w = q.DELIVERY_WIDTH
     endpoint_ids = json.dumps(list({r[2] for r in rows}))
-    endpoints = {r[0]: r for r in db.execute(q.CLAIMED_ENDPOINTS_SQLITE, (endpoint_ids,))}
+    endpoints = {r[0]: r for r in db.execute(CLAIMED_ENDPOINTS_SQLITE, (endpoint_ids,))}
     return qr.Claimed([r[:w] for r in rows], {r[1]: r[w] for r in rows}, endpoints)

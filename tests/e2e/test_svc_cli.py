@@ -104,9 +104,15 @@ class Cli:
     def stop(self) -> tuple[str, str]:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
+        # Before reading stderr to its end: a CLI that never exits fails here, not at the suite's timeout.
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+            raise AssertionError("svc listen did not exit within 15 s of SIGINT") from None
         assert self.proc.stderr is not None
         err = self.proc.stderr.read()
-        self.proc.wait(15)
         self.reader.join(15)
         return "".join(self.lines), err
 

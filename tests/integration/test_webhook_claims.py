@@ -34,7 +34,7 @@ from webhookd._repository import DeliveryResult as Stored
 from webhookd._sender import Sender
 from webhookd._sql import SqlRepository
 from webhookd._sqlite_queue import SqliteQueue
-from webhookd._tables import deliveries, pending
+from webhookd._tables import deliveries, events, pending
 from webhookd._times import us
 from webhookd.migrations import SCHEMA
 
@@ -543,17 +543,27 @@ async def test_postgres_claim_walks_the_due_index_whatever_the_statistics(pg_url
         conn = await queue._connection()
         claim = q.STATEMENTS["claim"].postgres_text()
         plan = "\n".join(
-            r[0] for r in await conn.fetch(f"EXPLAIN {claim}", 10**16, "wrk_a", 10**15, 50, *["[]"] * 6, -1)
+            r[0]
+            for r in await conn.fetch(f"EXPLAIN {claim}", 10**16, "wrk_a", 10**15, 50, *["[]"] * 6, -1, "[]")
         )
         assert "Index Scan using wh_pending_due" in plan
-        assert "Bitmap" not in plan and "Sort" not in plan
+        # No sort of the due rows (the only sort is of the ids claimed, for the UPDATE's join: at most the
+        # limit, and the heads of the ordering keys the last results freed).
+        assert "Bitmap" not in plan and "next_attempt_at" not in "".join(
+            line for line in plan.splitlines() if "Sort Key" in line
+        ), plan
         # A claim after a full walk (``webhookd._claim_walks``) reads only its range of the due index.
         plan = "\n".join(
             r[0]
-            for r in await conn.fetch(f"EXPLAIN {claim}", 10**16, "wrk_a", 10**15, 50, *["[]"] * 6, 10**14)
+            for r in await conn.fetch(
+                f"EXPLAIN {claim}", 10**16, "wrk_a", 10**15, 50, *["[]"] * 6, 10**14, "[]"
+            )
         )
-        bounds = "Index Cond: ((next_attempt_at <= '1000000000000000'::bigint) AND (next_attempt_at > "
-        assert bounds + "'100000000000000'::bigint))" in plan, plan
+        lines = plan.splitlines()
+        walk = lines[next(i for i, line in enumerate(lines) if "using wh_pending_due" in line) + 1]
+        assert "Index Cond:" in walk, plan
+        assert "(next_attempt_at <= '1000000000000000'::bigint)" in walk, plan
+        assert "(next_attempt_at > '100000000000000'::bigint)" in walk, plan
     finally:
         await repo.close()
 
@@ -572,10 +582,76 @@ async def test_a_claim_after_a_full_walk_looks_only_at_what_came_due_since(db_ur
             queue = repo.queue
             assert isinstance(queue, SqliteQueue)
             plan = queue._conn().execute(f"EXPLAIN QUERY PLAN {q.STATEMENTS['claim'].sqlite_text()}",
-                                         (1, "w", 1, 1, *["[]"] * 6, 0)).fetchall()  # fmt: skip
+                                         (1, "w", 1, 1, *["[]"] * 6, 0, "[]")).fetchall()  # fmt: skip
             assert any("wh_pending_due (next_attempt_at>? AND next_attempt_at<?)" in r[-1] for r in plan), (
                 plan
             )
+    finally:
+        await repo.close()
+
+
+async def test_a_claim_takes_the_next_delivery_of_each_ordering_key_its_results_freed(db_url: str) -> None:
+    # Three deliveries of one key, long due: the head is claimed and finished; the next claim looks only at
+    # what came due since (``after``), and still takes the key's new head by name, and only that one.
+    repo = await SqlRepository.open(db_url)
+    try:
+        ep = await _setup(repo, 0)
+        rows, queued = [], []
+        for i in range(3):
+            at = us(T0 + dt.timedelta(seconds=i))
+            rows.append(
+                {
+                    "id": f"evt_k{i}",
+                    "account_id": ACCT,
+                    "environment": "live",
+                    "type": "booking.confirmed",
+                    "state": "confirmed",
+                    "created_at": at,
+                    "envelope": b"{}",
+                    "idempotency_key": None,
+                }
+            )
+            queued.append((f"msg_k{i}", f"evt_k{i}", at, i))
+        async with repo.engine.begin() as conn:
+            await conn.execute(events.insert(), rows)
+            await conn.execute(
+                deliveries.insert(),
+                [
+                    {
+                        "id": m,
+                        "event_id": e,
+                        "endpoint_id": ep.id,
+                        "account_id": ACCT,
+                        "environment": "live",
+                        "event_type": "booking.confirmed",
+                        "status": "pending",
+                        "attempt_count": 0,
+                        "schedule_count": 0,
+                        "due_at": at,
+                        "next_attempt_at": None,
+                        "lease_owner": None,
+                        "created_at": at,
+                        "updated_at": at,
+                        "ordering_key": "bk_1",
+                        "event_seq": seq,
+                    }
+                    for m, e, at, seq in queued
+                ],
+            )
+            await conn.execute(pending.insert(), [
+                {"id": m, "endpoint_id": ep.id, "account_id": ACCT, "environment": "live", "attempt_count": 0,
+                 "next_attempt_at": at, "lease_owner": None, "ordering_key": "bk_1", "event_seq": seq}
+                for m, _e, at, seq in queued
+            ])  # fmt: skip
+        now = T0 + MINUTE
+        (head,) = await repo.claim_due(now, 10, now + MINUTE, "wrk_a")  # the others wait for it
+        assert head.delivery.id == "msg_k0"
+        attempt = _attempt("msg_k0", "evt_k0", now)
+        done = Stored("msg_k0", ep.id, attempt, DeliveryStatus.SUCCEEDED, None, counts_attempt=True)
+        later = Skips(after=us(now), freed=((ep.id, "bk_1"),))
+        _alerts, claims = await repo.record_and_claim([done], "wrk_a", now, 10, now + MINUTE, later)
+        assert [c.delivery.id for c in claims] == ["msg_k1"]
+        assert await repo.record_and_claim([], "wrk_a", now, 10, now + MINUTE, later) == ([], [])
     finally:
         await repo.close()
 

@@ -32,7 +32,9 @@ CASES = [
     ("skipping more", DONE, EP_ACCT, 50.0, 1_000),
     ("skipping less: rows it skipped may be claimed now", Walked(EP_ACCT, 1_000, 100.0), EP, 50.0, EVERY_ROW),
     ("another endpoint skipped instead", DONE, Skips(endpoints=("we_2",)), 50.0, EVERY_ROW),
-    ("nothing skipped: the head of the queue is claimable", DONE, Skips(), 50.0, EVERY_ROW),
+    ("nothing skipped any more: what it skipped is claimable", DONE, Skips(), 50.0, EVERY_ROW),
+    ("nothing skipped then or now (what it left was held back by ordering)", Walked(Skips(), 1_000, 100.0),
+     Skips(), 50.0, 1_000),
     ("the next full walk is due (a hand-back due earlier, a freed ordered row)", DONE, EP, 100.0, EVERY_ROW),
 ]  # fmt: skip
 
@@ -64,7 +66,7 @@ class CountingQueue(MemoryQueue):
     walked = 0
 
     def _claim(self, params: tuple[Any, ...]) -> qr.Claimed:
-        now, after = params[2], params[-1]
+        now, after = params[2], params[-2]
         self.walked += sum(1 for p in self.pending.values() if after < p["next_attempt_at"] <= now)
         return super()._claim(params)
 
@@ -76,7 +78,7 @@ def _endpoint(n: int, account: str) -> EndpointRecord:
 
 
 async def _fan_out(
-    queue: MemoryQueue, endpoint: EndpointRecord, first: int, n: int, due: dt.datetime
+    queue: MemoryQueue, endpoint: EndpointRecord, first: int, n: int, due: dt.datetime, key: str | None = None
 ) -> None:
     rows = [
         DeliveryRecord(
@@ -92,6 +94,8 @@ async def _fan_out(
             due,
             T0,
             T0,
+            ordering_key=key,
+            event_seq=i if key else None,
         )
         for i in range(first, first + n)
     ]
@@ -137,3 +141,47 @@ async def test_publishes_do_not_walk_another_accounts_backlog_again() -> None:
     # claims take the endpoint's fill), not again at each of the ten publishes.
     assert len(sent) == 10
     assert queue.walked < 3 * BACKLOG, queue.walked
+
+
+async def test_an_ordered_backlog_is_not_walked_at_every_cycle() -> None:
+    # An ordered endpoint (each delivery waits for the one before it) that answers slowly: its backlog is
+    # due but blocked behind its head, so no claim skips it, and every claim walked all of it; each of its
+    # answers frees the next one, which the claim after it takes without a walk.
+    queue = CountingQueue()
+    ordered, healthy = _endpoint(1, "acct_ordered"), _endpoint(2, "acct_ok")
+    queue.add_endpoint(ordered)
+    queue.add_endpoint(healthy)
+    await _fan_out(queue, ordered, 0, BACKLOG, T0, key="booking_1")
+    sent: list[str] = []
+    answered = asyncio.Event()
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/1":
+            await asyncio.sleep(0.01)
+        sent.append(request.url.path)
+        answered.set()
+        return httpx.Response(200)
+
+    config = WorkerConfig(poll_seconds=30.0, idle_max_seconds=30.0)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    worker = DeliveryWorker(queue, Sender(client), SystemClock(), config)
+    task = asyncio.create_task(worker.run())
+    try:
+        async with asyncio.timeout(30):
+            for i in range(10):  # the other account publishes, each publish a wake
+                await _fan_out(queue, healthy, BACKLOG + i, 1, dt.datetime.now(dt.UTC))
+                worker.wake()
+                while sent.count("/2") <= i:
+                    answered.clear()
+                    await answered.wait()
+            while sent.count("/1") < 20:  # the ordered endpoint's deliveries go on, one after another
+                answered.clear()
+                await answered.wait()
+    finally:
+        await worker.stop(0)
+        await task
+        await client.aclose()
+    assert sent.count("/2") == 10
+    assert queue.walked < 3 * BACKLOG, queue.walked
+    done = [d for d in queue.deliveries.values() if d["endpoint_id"] == "we_1" and d["status"] == "succeeded"]
+    assert sorted(d["event_seq"] for d in done) == list(range(len(done)))  # in order, none skipped
