@@ -107,10 +107,16 @@ class Cli:
         # Before reading stderr to its end: a CLI that never exits fails here, not at the suite's timeout.
         try:
             self.proc.wait(15)
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired as exc:  # kept as the cause: with what the test body raised, if any
+            status = pathlib.Path(f"/proc/{self.proc.pid}/status").read_text().splitlines()
+            signals = [line for line in status if line.startswith(("SigBlk", "SigIgn", "SigCgt"))]
+            mine = [line for line in pathlib.Path("/proc/self/status").read_text().splitlines()
+                    if line.startswith(("SigBlk", "SigIgn"))]  # fmt: skip
             self.proc.kill()
             self.proc.wait(5)
-            raise AssertionError("svc listen did not exit within 15 s of SIGINT") from None
+            raise AssertionError(
+                f"svc listen did not exit within 15 s of SIGINT: {signals}; we: {mine}"
+            ) from exc
         assert self.proc.stderr is not None
         err = self.proc.stderr.read()
         self.reader.join(15)
