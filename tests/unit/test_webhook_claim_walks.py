@@ -104,42 +104,62 @@ async def _fan_out(
     await queue.fan_out(rows)
 
 
-async def test_publishes_do_not_walk_another_accounts_backlog_again() -> None:
-    queue = CountingQueue()
-    hanging, healthy = _endpoint(1, "acct_slow"), _endpoint(2, "acct_ok")
-    queue.add_endpoint(hanging)
-    queue.add_endpoint(healthy)
-    await _fan_out(queue, hanging, 0, BACKLOG, T0)  # long due: the head of the due index
+async def _publishing_beside(
+    queue: CountingQueue, config: WorkerConfig, slow: float, slow_sends: int = 0
+) -> list[str]:
+    """The worker runs while the other account (endpoint 2) publishes ten deliveries, each with a wake (as
+    a publish does), and until endpoint 1, answering in ``slow`` seconds, took ``slow_sends``: the paths
+    sent to."""
     sent: list[str] = []
     answered = asyncio.Event()
 
     async def answer(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/1":
-            await asyncio.sleep(3600)  # the backlog's endpoint never answers: it holds its fill
+            await asyncio.sleep(slow)
         sent.append(request.url.path)
         answered.set()
         return httpx.Response(200)
 
-    # A poll far off: each full walk is the worker's own (the cycle after a publish must not be one).
-    config = WorkerConfig(per_endpoint=2, poll_seconds=30.0, idle_max_seconds=30.0)
     client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
     worker = DeliveryWorker(queue, Sender(client), SystemClock(), config)
     task = asyncio.create_task(worker.run())
+    healthy = _endpoint(2, "acct_ok")
     try:
         async with asyncio.timeout(30):
-            for i in range(10):  # the other account publishes, each publish a wake
+            for i in range(10):
                 await _fan_out(queue, healthy, BACKLOG + i, 1, dt.datetime.now(dt.UTC))
                 worker.wake()
-                while len(sent) <= i:
+                while sent.count("/2") <= i:
                     answered.clear()
                     await answered.wait()
+            while sent.count("/1") < slow_sends:
+                answered.clear()
+                await answered.wait()
     finally:
         await worker.stop(0)
         await task
         await client.aclose()
+    return sent
+
+
+def _queue(account: str) -> tuple[CountingQueue, EndpointRecord]:
+    queue = CountingQueue()
+    backlog = _endpoint(1, account)
+    queue.add_endpoint(backlog)
+    queue.add_endpoint(_endpoint(2, "acct_ok"))
+    return queue, backlog
+
+
+async def test_publishes_do_not_walk_another_accounts_backlog_again() -> None:
+    queue, hanging = _queue("acct_slow")
+    await _fan_out(queue, hanging, 0, BACKLOG, T0)  # long due: the head of the due index
+    # It never answers (it holds its fill); a poll far off: each full walk is the worker's own (the cycle
+    # after a publish must not be one).
+    config = WorkerConfig(per_endpoint=2, poll_seconds=30.0, idle_max_seconds=30.0)
+    sent = await _publishing_beside(queue, config, slow=3600)
     # Every one sent; the backlog walked by one full walk (two at most: one may start as the first
     # claims take the endpoint's fill), not again at each of the ten publishes.
-    assert len(sent) == 10
+    assert sent.count("/2") == 10
     assert queue.walked < 3 * BACKLOG, queue.walked
 
 
@@ -147,40 +167,10 @@ async def test_an_ordered_backlog_is_not_walked_at_every_cycle() -> None:
     # An ordered endpoint (each delivery waits for the one before it) that answers slowly: its backlog is
     # due but blocked behind its head, so no claim skips it, and every claim walked all of it; each of its
     # answers frees the next one, which the claim after it takes without a walk.
-    queue = CountingQueue()
-    ordered, healthy = _endpoint(1, "acct_ordered"), _endpoint(2, "acct_ok")
-    queue.add_endpoint(ordered)
-    queue.add_endpoint(healthy)
+    queue, ordered = _queue("acct_ordered")
     await _fan_out(queue, ordered, 0, BACKLOG, T0, key="booking_1")
-    sent: list[str] = []
-    answered = asyncio.Event()
-
-    async def answer(request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/1":
-            await asyncio.sleep(0.01)
-        sent.append(request.url.path)
-        answered.set()
-        return httpx.Response(200)
-
     config = WorkerConfig(poll_seconds=30.0, idle_max_seconds=30.0)
-    client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
-    worker = DeliveryWorker(queue, Sender(client), SystemClock(), config)
-    task = asyncio.create_task(worker.run())
-    try:
-        async with asyncio.timeout(30):
-            for i in range(10):  # the other account publishes, each publish a wake
-                await _fan_out(queue, healthy, BACKLOG + i, 1, dt.datetime.now(dt.UTC))
-                worker.wake()
-                while sent.count("/2") <= i:
-                    answered.clear()
-                    await answered.wait()
-            while sent.count("/1") < 20:  # the ordered endpoint's deliveries go on, one after another
-                answered.clear()
-                await answered.wait()
-    finally:
-        await worker.stop(0)
-        await task
-        await client.aclose()
+    sent = await _publishing_beside(queue, config, slow=0.01, slow_sends=20)
     assert sent.count("/2") == 10
     assert queue.walked < 3 * BACKLOG, queue.walked
     done = [d for d in queue.deliveries.values() if d["endpoint_id"] == "we_1" and d["status"] == "succeeded"]
