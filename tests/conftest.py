@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import signal
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING
@@ -14,6 +15,17 @@ from tests.support import REDIS_URL
 if TYPE_CHECKING:
     from authsvc import AuthServer
     from webhookd._server import Webhookd
+
+# Started as a background job (`scripts/test &`, nohup) the suite inherits SIGINT, SIGQUIT and SIGHUP
+# ignored, and so would every process it starts: `svc listen`, stopped by Ctrl-C in its test, then never
+# stops. The suite and its children take these signals as a terminal's foreground job would.
+for _sig, _default in (
+    (signal.SIGINT, signal.default_int_handler),
+    (signal.SIGQUIT, signal.SIG_DFL),
+    (signal.SIGHUP, signal.SIG_DFL),
+):
+    if signal.getsignal(_sig) == signal.SIG_IGN:
+        signal.signal(_sig, _default)
 
 PG_HOST, PG_PORT, PG_DB = "127.0.0.1", 5432, "test"
 PG_BASE = f"postgresql+asyncpg://postgres@{PG_HOST}:{PG_PORT}/{PG_DB}"
