@@ -22,6 +22,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 from websockets.typing import Subprotocol
 
+from svckit.cancellation import raise_if_cancelling
 from svckit.signing import SignatureScheme, delivery_headers
 
 # Close codes after which reconnecting cannot help: the key is no longer valid.
@@ -165,21 +166,13 @@ class Listener:
                 reason = f"the sandbox answered HTTP {status}"
             except (OSError, TimeoutError, WebSocketException, httpx.HTTPError) as exc:
                 reason = f"cannot connect ({type(exc).__name__})"
-            _stop_if_cancelled()
+            # Ctrl-C cancels the task once: a library that swallowed it must not make us reconnect.
+            raise_if_cancelling()
             if time.monotonic() - started > 5:
                 delay = 0.2
             self.out(f"{reason}; reconnecting in {delay:g} s")
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
-
-
-def _stop_if_cancelled() -> None:
-    """Ctrl-C (asyncio.run cancels the task once) stops ``svc listen`` even when a library swallowed that
-    cancellation on its way out (a connection closing as it lands): the task is still being cancelled,
-    and without this check it would reconnect and run on, deaf to the one signal it gets."""
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
 
 
 def _error_message(body: bytes | bytearray) -> str:

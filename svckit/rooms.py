@@ -37,6 +37,7 @@ BY_ROOM: Final[dict[str, tuple[str, ...]]] = {
         "svckit",
         "accountkinds",
         "allowlist",
+        "cancellation",
         "apikeys",
         "catalog",
         "certification",

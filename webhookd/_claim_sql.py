@@ -72,7 +72,8 @@ _PG_ELEMENTS = "SELECT jsonb_array_elements_text(${i}::jsonb)"
 _SQLITE_ELEMENTS = "SELECT value FROM json_each(${i})"
 _PG_FREED = "SELECT f->>0 AS endpoint_id, f->>1 AS ordering_key FROM jsonb_array_elements($12::jsonb) f"
 _SQLITE_FREED = "SELECT value ->> 0 AS endpoint_id, value ->> 1 AS ordering_key FROM json_each($12)"
-CLAIM_SQLITE = _claim_text("", _SQLITE_ELEMENTS, _SQLITE_FREED).replace("$", "?")
+# Numbered as PostgreSQL's ($n): ``webhookd._queue_sql.sqlite`` spells it for SQLite.
+CLAIM_SQLITE = _claim_text("", _SQLITE_ELEMENTS, _SQLITE_FREED)
 CLAIM_POSTGRES = f"""
     WITH claimed AS ({_claim_text("FOR UPDATE SKIP LOCKED", _PG_ELEMENTS, _PG_FREED)})
     SELECT {spelled(DELIVERY_COLUMNS, "dl.")}, ev.envelope, {spelled(ENDPOINT_COLUMNS, "ep.")}

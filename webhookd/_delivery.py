@@ -338,11 +338,11 @@ class DeliveryWorker:
                     if not batch:
                         await self._sleep(quiet)
                         continue
-            walk = walk_from(self._walked, skipped, time.monotonic()) if limit else EVERY_ROW
+            started = time.monotonic()
+            walk = walk_from(self._walked, skipped, started) if limit else EVERY_ROW
             if limit and (walk != EVERY_ROW or self._freed):
                 skipped = dataclasses.replace(skipped, after=walk, freed=tuple(self._freed))
                 self._freed = []
-            started = time.monotonic()
             try:
                 alerts, claims = await self.queue.record_and_claim(
                     batch, self.owner, now, limit, now + dt.timedelta(seconds=cfg.lease_seconds), skipped
@@ -411,12 +411,13 @@ class DeliveryWorker:
             deferred = self._deferred[endpoint_id]
             full = hanging[endpoint_id] > 0
             while deferred and (full or deferred[0][1] <= oldest):
-                self._walked = None  # it is due again as it was: before the last full walk's time
                 claim, _at = deferred.popleft()
                 self._held.remove(self._keys.pop(id(claim)))
                 out.append(unclaimed(claim))
             if not deferred:
                 del self._deferred[endpoint_id]
+        if out:
+            self._walked = None  # they are due again as they were: before the last full walk's time
         return out
 
     def _mark_slow(self) -> bool:

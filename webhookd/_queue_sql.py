@@ -203,7 +203,7 @@ _ALL = [
         Kind.CLAIM,
         "",
         postgres=CLAIM_POSTGRES,
-        sqlite=CLAIM_SQLITE,
+        sqlite=sqlite(CLAIM_SQLITE),
     ),
     # record results, attempts: rows of ``ATTEMPT_COLUMNS`` (``_rows.attempt_row``), many at once
     Statement(

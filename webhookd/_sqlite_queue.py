@@ -116,13 +116,15 @@ class SqliteQueue(StatementQueue):
         finally:
             db.close()
 
-    async def _hop(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+    async def _hop(self, fn: Callable[..., T], *args: Any, write: bool = True) -> T:
+        """``fn(*args)`` in the writer's thread, or in the reads' (``write=False``)."""
+        pool = self._pool if write else self._reads
+        return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
 
     async def _run(self, step: Step[T], *, write: bool = True) -> T:
         if write:
             return await self._hop(self._transaction, step)
-        return await asyncio.get_running_loop().run_in_executor(self._reads, self._read, step)
+        return await self._hop(self._read, step, write=False)
 
     def _read(self, step: Step[T]) -> T:
         db = self._reader_conn()
@@ -157,7 +159,7 @@ class SqliteQueue(StatementQueue):
                 self._db.close()
                 self._db = None
 
-        await asyncio.get_running_loop().run_in_executor(self._reads, close_reader)
+        await self._hop(close_reader, write=False)
         self._reads.shutdown(wait=True)
         await self._hop(close)
         self._pool.shutdown(wait=True)

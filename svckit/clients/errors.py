@@ -14,13 +14,13 @@ that name, ``message`` the text without its leading ``field: `` (what a form sho
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Iterator
 from typing import Any
 
 import grpc
 
+from svckit.cancellation import raise_if_cancelling
 from svckit.errors import error_info, http_status
 
 # The codes of a peer that cannot be reached or did not answer: the caller may try again later.
@@ -78,24 +78,11 @@ def client_error(exc: grpc.RpcError) -> ClientError:
     return ClientError(error_type, message, field=field, code=code, detail=detail)
 
 
-def raise_if_cancelling(exc: grpc.aio.AioRpcError) -> None:
-    """CancelledError, not the call's error, when the awaiting task is being cancelled.
-
-    grpc.aio loses a cancellation that lands as the call fails: cancelling the task cancels grpc's
-    inner task, which swallows the CancelledError, and the call then raises its own error (UNAVAILABLE:
-    the peer went away). A ClientError is an ``Exception`` that callers catch, so a flusher cancelled at
-    shutdown would then log the failure and loop on. Seen: an edge that hung on SIGTERM for 15 s, its
-    request-log flusher cancelled while authsvc stopped."""
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError from exc
-
-
 @contextlib.contextmanager
 def mapped_errors() -> Iterator[None]:
     """``with mapped_errors(): await stub.X(...)``: a gRPC error leaves the block as a ClientError."""
     try:
         yield
     except grpc.aio.AioRpcError as exc:
-        raise_if_cancelling(exc)
+        raise_if_cancelling(exc)  # grpc.aio lost a cancellation that landed as the call failed
         raise client_error(exc) from None

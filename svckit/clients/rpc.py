@@ -25,8 +25,9 @@ from typing import Any, ClassVar, Generic, Self, TypeVar, overload
 import grpc
 from google.protobuf.message import Message
 
+from svckit.cancellation import raise_if_cancelling
 from svckit.clients.channels import open_channel
-from svckit.clients.errors import client_error, raise_if_cancelling
+from svckit.clients.errors import client_error
 from svckit.clients.interceptors import request_id_interceptors
 from svckit.tls import Tls
 
