@@ -8,6 +8,8 @@ due time and its send. Loopback only, bounded, stops by itself.
 Calibration, in the same run (the machine is shared and noisy: compare ratios): plain signed POSTs with
 nothing stored, over the same keep-alive transport to the same receiver; one-row SQLite commits.
 Phase 0 (storage ceiling): the worker with a sender that signs but does not send.
+Floor (``--only floor``): the least a durable delivery costs here, a bare loop with webhookd's statements and
+the same POST and nothing else (``benchwebhooks.floor``), against plain POSTs of the same run.
 Phase 1 (throughput): N deliveries are due at once; the worker claims them in cycles, signs and POSTs
 each over a pooled TLS connection, and commits the attempt rows and delivery updates in group commits.
 A delivery counts when its result is committed (durable). Phase 2 (lag): deliveries come due at a steady

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from benchwebhooks.brokers import ENDPOINTS, amqp_rates, nats_rates
 from benchwebhooks.calibration import CPU_PER_POST, plain_posts, sqlite_commits
+from benchwebhooks.floor import bare_durable
 from benchwebhooks.postgres import postgres_phase
 from benchwebhooks.report import cost_line, pct, ratio_line, spread
 from benchwebhooks.service import service_phase
@@ -211,6 +212,35 @@ async def calibration(b: Bench) -> None:
     b.rows.append(("calibration: plain signed POSTs/s, nothing stored", spread(plains)))
 
 
+async def floor(b: Bench) -> None:
+    """The floor (``--only floor``, ``benchwebhooks.floor``): the least a durable delivery costs here, in
+    trials alternating with plain POSTs; its ratio bounds what any durable worker reaches on this machine."""
+    args = b.args
+    plains: list[float] = []
+    floors: list[float] = []
+    cpus: list[float] = []
+    for trial in range(args.trials):
+        plain = await plain_posts(b.port, b.ca_path, args.deliveries, args.concurrency)
+        plains.append(plain)
+        rate, cpu = await bare_durable(
+            b.db(f"floor{trial}"), b.port, b.ca_path, args.deliveries, args.concurrency
+        )
+        floors.append(rate)
+        cpus.append(cpu)
+    b.plains.extend(plains)
+    b.headline.append(
+        ("SQLite floor: the bare durable loop (no worker) / plain POSTs", ratio_line(floors, plains))
+    )
+    b.headline.append(
+        (
+            "SQLite floor cost: plain POST's CPU / the bare durable loop's CPU",
+            cost_line(statistics.median(CPU_PER_POST[-args.trials :]), statistics.median(cpus)),
+        )
+    )
+    b.rows.append(("floor: bare durable signed deliveries/s (benchwebhooks.floor)", spread(floors)))
+    b.rows.append(("  its CPU per delivery (all threads)", f"{statistics.median(cpus) * 1e6:,.0f} µs"))
+
+
 async def service(b: Bench) -> None:
     rate = await service_phase(b.folder, b.port, b.ca_path, b.args.deliveries, b.cfg)
     b.rows.append(("the same burst through `python -m webhookd serve` (a process)", f"{rate:,.0f}"))
@@ -318,6 +348,7 @@ async def nats_phase(b: Bench) -> None:
 
 PHASES: tuple[Phase, ...] = (
     Phase("calibration", calibration, lambda args: bool(args.only) and "calibration" in args.only),
+    Phase("floor", floor, lambda args: bool(args.only) and "floor" in args.only),
     Phase("throughput", throughput),
     Phase("lag", lag),
     Phase("isolation", isolation, lambda args: bool(args.hostile)),

@@ -1,0 +1,140 @@
+"""The floor (``--only floor``): the least a durable signed delivery costs on this machine, measured, to set
+beside the plain-POST baseline and the worker's burst of the same run.
+
+A loop that does only what makes a delivery durable, on webhookd's own SQLite schema and rows: claim with a
+lease (one UPDATE … RETURNING per batch), read the claimed deliveries with their events' bodies, sign and
+POST each over the same keep-alive transport the baseline uses, then per batch of results one transaction
+that inserts the attempts (their request and response headers as JSON, as webhookd keeps them), marks the
+deliveries succeeded and deletes their queue rows. The statements run on a writer thread of their own, a
+claim ahead of the sends, so storage and sending overlap. Nothing else: no admission, no retry schedule, no
+breaker, no metrics, no per-endpoint caps, no delivery counts, one tuple per delivery. No product runs it;
+it is the bound that any durable delivery in Python meets here, so a goal above its ratio cannot be met by
+the worker however it is written (docs/architecture.md, issue 41).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import sqlite3
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from benchwebhooks.worker import config_for, endpoint, preload
+from svckit.ids import new_id
+from svckit.signing import sign
+from webhookd._server import make_transport
+from webhookd._sql import SqlRepository
+from webhookd._times import us
+
+BATCH = 200
+
+_CLAIM = """
+UPDATE wh_pending SET lease_owner = ?, next_attempt_at = ?
+WHERE id IN (SELECT id FROM wh_pending WHERE next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?)
+RETURNING id
+"""
+_READ = """
+SELECT d.id, d.event_id, d.endpoint_id, d.account_id, d.environment, d.attempt_count, e.envelope
+FROM wh_deliveries d JOIN wh_events e ON e.id = d.event_id
+WHERE d.id IN (SELECT value FROM json_each(?))
+"""
+_ATTEMPT = """
+INSERT INTO wh_attempts (id, delivery_id, endpoint_id, event_id, account_id, environment, attempt_number,
+  outcome, response_status, response_body, request_headers, latency_ms, error, attempted_at, manual,
+  response_headers)
+VALUES (?, ?, ?, ?, ?, ?, ?, 'succeeded', ?, ?, ?, ?, '', ?, 0, ?)
+"""
+_DELIVERED = """
+UPDATE wh_deliveries SET status = 'succeeded', attempt_count = attempt_count + 1, updated_at = ?
+WHERE id = ?
+"""
+_UNQUEUE = "DELETE FROM wh_pending WHERE id = ?"
+
+
+class _Store:
+    """The writer thread's connection: one transaction per cycle (results written, then the next claim)."""
+
+    def __init__(self, path: str) -> None:
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+
+    def cycle(self, results: list[tuple[Any, ...]], limit: int) -> list[tuple[Any, ...]]:
+        db = self.db
+        now = us(dt.datetime.now(dt.UTC))
+        db.execute("BEGIN IMMEDIATE")
+        if results:
+            db.executemany(_ATTEMPT, [r[1:] for r in results])
+            db.executemany(_DELIVERED, [(now, r[0]) for r in results])
+            db.executemany(_UNQUEUE, [(r[0],) for r in results])
+        claimed: list[tuple[Any, ...]] = []
+        if limit:
+            ids = [r[0] for r in db.execute(_CLAIM, ("floor", now + 60_000_000, now, limit))]
+            if ids:
+                claimed = db.execute(_READ, (json.dumps(ids),)).fetchall()
+        db.execute("COMMIT")
+        return claimed
+
+
+async def bare_durable(db_url: str, port: int, ca_path: str, n: int, concurrency: int) -> tuple[float, float]:
+    """Durable deliveries/s of the floor loop, and its process's CPU seconds per delivery."""
+    repo = await SqlRepository.open(db_url)
+    ep = endpoint(port)
+    await repo.create_endpoint(ep)
+    await preload(repo, ep.id, [dt.datetime.now(dt.UTC)] * n)
+    await repo.close()
+    store = _Store(db_url.split("///", 1)[1])
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="floor-sqlite")
+    transport = make_transport(config_for(ca_path))
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+    results: list[tuple[Any, ...]] = []
+    woken = asyncio.Event()
+    secrets = [ep.secrets[0].secret]
+    done = 0
+
+    async def sender() -> None:
+        while True:
+            d_id, event_id, endpoint_id, account_id, env, attempts, body = await ready.get()
+            now = dt.datetime.now(dt.UTC)
+            headers = {"Content-Type": "application/json", "X-Service-Signature": sign(secrets, body, now)}
+            start = time.perf_counter()
+            status, answer_headers, answer = await transport.post(ep.url, headers, body, 4096)
+            assert status == 200, status
+            kept = {k.decode().lower(): v.decode() for k, v in answer_headers}
+            results.append(
+                (d_id, new_id("att"), d_id, endpoint_id, event_id, account_id, env, attempts + 1, status,
+                 answer.decode("utf-8", "replace"), json.dumps(headers), (time.perf_counter() - start) * 1000,
+                 us(now), json.dumps(kept))
+            )  # fmt: skip
+            woken.set()
+
+    senders = [asyncio.create_task(sender()) for _ in range(concurrency)]
+    start, cpu = time.perf_counter(), time.process_time()
+    ahead = 2 * concurrency
+    while done < n:
+        batch, results[:] = list(results), []
+        room = ahead - ready.qsize()
+        limit = min(BATCH, room) if room >= concurrency // 2 else 0
+        if not batch and not limit:
+            woken.clear()
+            await woken.wait()
+            continue
+        claimed = await loop.run_in_executor(writer, store.cycle, batch, limit)
+        done += len(batch)
+        for row in claimed:
+            ready.put_nowait(row)
+        if not batch and not claimed and not results:  # results may have come in during the cycle
+            woken.clear()
+            await woken.wait()
+    elapsed, spent = time.perf_counter() - start, time.process_time() - cpu
+    for task in senders:
+        task.cancel()
+    await asyncio.gather(*senders, return_exceptions=True)
+    await transport.aclose()
+    await loop.run_in_executor(writer, store.db.close)
+    writer.shutdown()
+    return n / elapsed, spent / n
