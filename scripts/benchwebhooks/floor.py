@@ -1,5 +1,6 @@
 """The floor (``--only floor``): the least a durable signed delivery costs on this machine, measured, to set
-beside the plain-POST baseline and the worker's burst of the same run.
+beside the plain-POST baseline and the worker's burst of the same run; on SQLite, and on PostgreSQL with
+``--postgres`` (one process: what the database server spends per delivery is the figure that matters).
 
 A loop that does only what makes a delivery durable, on webhookd's own SQLite schema and rows: claim with a
 lease (one UPDATE … RETURNING per batch), read the claimed deliveries with their events' bodies, sign and
@@ -19,10 +20,15 @@ import datetime as dt
 import json
 import sqlite3
 import time
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import asyncpg
+
+from benchwebhooks.postgres import postgres_server_cpu
 from benchwebhooks.worker import config_for, endpoint, preload
+from svckit.db import create_engine
 from svckit.ids import new_id
 from svckit.signing import sign
 from webhookd._server import make_transport
@@ -54,6 +60,33 @@ WHERE id = ?
 _UNQUEUE = "DELETE FROM wh_pending WHERE id = ?"
 
 
+_CLAIM_PG = """
+UPDATE wh_pending SET lease_owner = $1, next_attempt_at = $2
+WHERE id IN (SELECT id FROM wh_pending WHERE next_attempt_at <= $3 ORDER BY next_attempt_at LIMIT $4
+             FOR UPDATE SKIP LOCKED)
+RETURNING id
+"""
+_READ_PG = """
+SELECT d.id, d.event_id, d.endpoint_id, d.account_id, d.environment, d.attempt_count, e.envelope
+FROM wh_deliveries d JOIN wh_events e ON e.id = d.event_id
+WHERE d.id = ANY($1::text[])
+"""
+_ATTEMPTS_PG = """
+INSERT INTO wh_attempts (id, delivery_id, endpoint_id, event_id, account_id, environment, attempt_number,
+  outcome, response_status, response_body, request_headers, latency_ms, error, attempted_at, manual,
+  response_headers)
+SELECT a, d, ep, ev, acc, env, n, 'succeeded', st, body, rh, lat, '', at, false, sh
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::int[],
+            $9::text[], $10::text[], $11::float8[], $12::bigint[], $13::text[])
+  AS t(a, d, ep, ev, acc, env, n, st, body, rh, lat, at, sh)
+"""
+_DELIVERED_PG = """
+UPDATE wh_deliveries SET status = 'succeeded', attempt_count = attempt_count + 1, updated_at = $1
+WHERE id = ANY($2::text[])
+"""
+_UNQUEUE_PG = "DELETE FROM wh_pending WHERE id = ANY($1::text[])"
+
+
 class _Store:
     """The writer thread's connection: one transaction per cycle (results written, then the next claim)."""
 
@@ -79,17 +112,92 @@ class _Store:
         return claimed
 
 
-async def bare_durable(db_url: str, port: int, ca_path: str, n: int, concurrency: int) -> tuple[float, float]:
-    """Durable deliveries/s of the floor loop, and its process's CPU seconds per delivery."""
+class _PgStore:
+    """The PostgreSQL floor's connection: one transaction per cycle, as ``_Store``."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self.conn = conn
+
+    async def cycle(self, results: list[tuple[Any, ...]], limit: int) -> list[tuple[Any, ...]]:
+        now = us(dt.datetime.now(dt.UTC))
+        claimed: list[tuple[Any, ...]] = []
+        async with self.conn.transaction():
+            if results:
+                columns = list(zip(*(r[1:] for r in results), strict=True))
+                await self.conn.execute(_ATTEMPTS_PG, *[list(c) for c in columns])
+                ids = [r[0] for r in results]
+                await self.conn.execute(_DELIVERED_PG, now, ids)
+                await self.conn.execute(_UNQUEUE_PG, ids)
+            if limit:
+                ids = [r[0] for r in await self.conn.fetch(_CLAIM_PG, "floor", now + 60_000_000, now, limit)]
+                if ids:
+                    claimed = [tuple(r) for r in await self.conn.fetch(_READ_PG, ids)]
+        return claimed
+
+
+async def _preloaded(db_url: str, port: int, n: int) -> Any:
+    """webhookd's schema at ``db_url`` (migrated), one endpoint and ``n`` deliveries due to it."""
     repo = await SqlRepository.open(db_url)
     ep = endpoint(port)
     await repo.create_endpoint(ep)
     await preload(repo, ep.id, [dt.datetime.now(dt.UTC)] * n)
     await repo.close()
+    return ep
+
+
+async def bare_durable(db_url: str, port: int, ca_path: str, n: int, concurrency: int) -> tuple[float, float]:
+    """Durable deliveries/s of the floor loop on SQLite, and its process's CPU seconds per delivery."""
+    ep = await _preloaded(db_url, port, n)
     store = _Store(db_url.split("///", 1)[1])
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="floor-sqlite")
-    transport = make_transport(config_for(ca_path))
     loop = asyncio.get_running_loop()
+
+    async def cycle(results: list[tuple[Any, ...]], limit: int) -> list[tuple[Any, ...]]:
+        return await loop.run_in_executor(writer, store.cycle, results, limit)
+
+    try:
+        return await _deliver(cycle, ep, ca_path, n, concurrency)
+    finally:
+        await loop.run_in_executor(writer, store.db.close)
+        writer.shutdown()
+
+
+async def bare_durable_postgres(
+    base_url: str, port: int, ca_path: str, n: int, concurrency: int
+) -> tuple[float, float, float]:
+    """The floor loop on PostgreSQL (a scratch schema, dropped after): deliveries/s, this process's CPU
+    seconds per delivery, and the database server's."""
+    schema = f"bench_floor_{new_id('s').lower()[2:14]}"
+    admin = create_engine(base_url)
+    async with admin.begin() as conn:
+        await conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+    sep = "&" if "?" in base_url else "?"
+    try:
+        ep = await _preloaded(f"{base_url}{sep}search_path={schema}", port, n)
+        dsn = base_url.replace("postgresql+asyncpg://", "postgresql://", 1)
+        pg = await asyncpg.connect(dsn, server_settings={"search_path": schema})
+        try:
+            server = postgres_server_cpu()
+            rate, cpu = await _deliver(_PgStore(pg).cycle, ep, ca_path, n, concurrency)
+            return rate, cpu, (postgres_server_cpu() - server) / n
+        finally:
+            await pg.close()
+    finally:
+        async with admin.begin() as conn:
+            await conn.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
+        await admin.dispose()
+
+
+async def _deliver(
+    cycle: Callable[[list[tuple[Any, ...]], int], Awaitable[list[tuple[Any, ...]]]],
+    ep: Any,
+    ca_path: str,
+    n: int,
+    concurrency: int,
+) -> tuple[float, float]:
+    """The loop: ``concurrency`` senders take claimed rows and POST them; cycles write their results and
+    claim ahead. Deliveries/s and CPU seconds per delivery (this process, all threads)."""
+    transport = make_transport(config_for(ca_path))
     ready: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
     results: list[tuple[Any, ...]] = []
     woken = asyncio.Event()
@@ -123,7 +231,7 @@ async def bare_durable(db_url: str, port: int, ca_path: str, n: int, concurrency
             woken.clear()
             await woken.wait()
             continue
-        claimed = await loop.run_in_executor(writer, store.cycle, batch, limit)
+        claimed = await cycle(batch, limit)
         done += len(batch)
         for row in claimed:
             ready.put_nowait(row)
@@ -135,6 +243,4 @@ async def bare_durable(db_url: str, port: int, ca_path: str, n: int, concurrency
         task.cancel()
     await asyncio.gather(*senders, return_exceptions=True)
     await transport.aclose()
-    await loop.run_in_executor(writer, store.db.close)
-    writer.shutdown()
     return n / elapsed, spent / n

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from benchwebhooks.brokers import ENDPOINTS, amqp_rates, nats_rates
 from benchwebhooks.calibration import CPU_PER_POST, plain_posts, sqlite_commits
-from benchwebhooks.floor import bare_durable
+from benchwebhooks.floor import bare_durable, bare_durable_postgres
 from benchwebhooks.postgres import postgres_phase
 from benchwebhooks.report import cost_line, pct, ratio_line, spread
 from benchwebhooks.service import service_phase
@@ -214,7 +214,8 @@ async def calibration(b: Bench) -> None:
 
 async def floor(b: Bench) -> None:
     """The floor (``--only floor``, ``benchwebhooks.floor``): the least a durable delivery costs here, in
-    trials alternating with plain POSTs; its ratio bounds what any durable worker reaches on this machine."""
+    trials alternating with plain POSTs, on SQLite and (``--postgres``) PostgreSQL; its ratio bounds what
+    any durable worker reaches on this machine."""
     args = b.args
     plains: list[float] = []
     floors: list[float] = []
@@ -239,6 +240,28 @@ async def floor(b: Bench) -> None:
     )
     b.rows.append(("floor: bare durable signed deliveries/s (benchwebhooks.floor)", spread(floors)))
     b.rows.append(("  its CPU per delivery (all threads)", f"{statistics.median(cpus) * 1e6:,.0f} µs"))
+    if not args.postgres:
+        return
+    pg_plains: list[float] = []
+    pg_floors: list[tuple[float, float, float]] = []
+    for _ in range(args.trials):
+        pg_plains.append(await plain_posts(b.port, b.ca_path, args.deliveries, args.concurrency))
+        pg_floors.append(
+            await bare_durable_postgres(args.postgres, b.port, b.ca_path, args.deliveries, args.concurrency)
+        )
+    b.plains.extend(pg_plains)
+    rates = [f[0] for f in pg_floors]
+    client, server = statistics.median(f[1] for f in pg_floors), statistics.median(f[2] for f in pg_floors)
+    b.headline.append(
+        ("PostgreSQL floor: the bare durable loop, one process / plain POSTs", ratio_line(rates, pg_plains))
+    )
+    b.rows.append(("floor on PostgreSQL: bare durable signed deliveries/s, one process", spread(rates)))
+    b.rows.append(
+        (
+            "  its CPU per delivery: the loop / the database server",
+            f"{client * 1e6:,.0f} µs / {server * 1e6:,.0f} µs",
+        )
+    )
 
 
 async def service(b: Bench) -> None:

@@ -1,7 +1,7 @@
 """The benchmark's floor (scripts/benchwebhooks/floor.py) writes webhookd's own tables with statements of its
-own: run on the schema the migrations make, one cycle claims what is due, and the next records it as
-webhookd would (the attempt kept, the delivery succeeded, its queue row gone), so a migration that
-changes those tables breaks this test rather than the bench."""
+own: run on the schema the migrations make (SQLite, and PostgreSQL when it is there), one cycle claims what
+is due, and the next records it as webhookd would (the attempt kept, the delivery succeeded, its queue row
+gone), so a migration that changes those tables breaks this test rather than the bench."""
 
 from __future__ import annotations
 
@@ -9,19 +9,26 @@ import asyncio
 import datetime as dt
 import json
 import pathlib
-import sqlite3
 import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import asyncpg
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent.parent / "scripts"))
 
-from benchwebhooks.floor import _Store
+from benchwebhooks.floor import _PgStore, _Store
 from benchwebhooks.worker import endpoint, preload
 
 from webhookd._sql import SqlRepository
 
+Cycle = Callable[[list[tuple[Any, ...]], int], Awaitable[list[tuple[Any, ...]]]]
+Query = Callable[[str, str], Awaitable[tuple[Any, ...]]]
+HEADERS = json.dumps({"X-Service-Signature": "t=1,v1=x"})
 
-async def _preloaded(path: pathlib.Path, n: int) -> str:
-    repo = await SqlRepository.open(f"sqlite+aiosqlite:///{path}")
+
+async def _preloaded(url: str, n: int) -> str:
+    repo = await SqlRepository.open(url)
     ep = endpoint(8443)
     await repo.create_endpoint(ep)
     await preload(repo, ep.id, [dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)] * n)
@@ -29,25 +36,59 @@ async def _preloaded(path: pathlib.Path, n: int) -> str:
     return str(ep.id)
 
 
-def test_a_floor_cycle_claims_what_is_due_and_the_next_records_it(tmp_path: pathlib.Path) -> None:
-    path = tmp_path / "floor.db"
-    endpoint_id = asyncio.run(_preloaded(path, 3))
-    store = _Store(str(path))
-    claimed = store.cycle([], 2)
+async def _claims_then_records(cycle: Cycle, one: Query, endpoint_id: str) -> None:
+    """Three due: a cycle claims two, the next the third, then nothing (the others leased); a cycle with one
+    result records it."""
+    claimed = await cycle([], 2)
     assert len(claimed) == 2
-    assert store.cycle([], 5) and not store.cycle([], 5)  # the third, then nothing (the others leased)
+    assert await cycle([], 5) and not await cycle([], 5)
     d_id, event_id, ep_id, account_id, env, attempts, body = claimed[0]
     assert ep_id == endpoint_id and attempts == 0 and json.loads(body)["id"] == event_id
-    headers = json.dumps({"X-Service-Signature": "t=1,v1=x"})
-    result = (d_id, "att_1", d_id, ep_id, event_id, account_id, env, 1, 200, "ok", headers, 1.5, 1, "{}")
-    assert store.cycle([result], 0) == []
-    store.db.close()
-    db = sqlite3.connect(path)
-    assert db.execute("SELECT status, attempt_count FROM wh_deliveries WHERE id = ?", (d_id,)).fetchone() == (
+    result = (d_id, "att_1", d_id, ep_id, event_id, account_id, env, 1, 200, "ok", HEADERS, 1.5, 1, "{}")
+    assert await cycle([result], 0) == []
+    assert await one("SELECT status, attempt_count FROM wh_deliveries WHERE id = {}", d_id) == (
         "succeeded",
         1,
     )
-    assert db.execute("SELECT count(*) FROM wh_pending WHERE id = ?", (d_id,)).fetchone() == (0,)
-    assert db.execute("SELECT count(*) FROM wh_pending").fetchone() == (2,)
-    row = db.execute("SELECT outcome, response_status, request_headers FROM wh_attempts").fetchone()
-    assert row == ("succeeded", 200, headers)
+    assert await one("SELECT count(*) FROM wh_pending WHERE id = {}", d_id) == (0,)
+    assert await one("SELECT count(*) FROM wh_pending WHERE id <> {}", d_id) == (2,)
+    assert await one(
+        "SELECT outcome, response_status, request_headers FROM wh_attempts WHERE id = {}", "att_1"
+    ) == (
+        "succeeded",
+        200,
+        HEADERS,
+    )
+
+
+def test_the_sqlite_floor_claims_what_is_due_and_records_it(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "floor.db"
+    endpoint_id = asyncio.run(_preloaded(f"sqlite+aiosqlite:///{path}", 3))
+    store = _Store(str(path))
+
+    async def cycle(results: list[tuple[Any, ...]], limit: int) -> list[tuple[Any, ...]]:
+        return list(store.cycle(results, limit))
+
+    async def one(sql: str, value: str) -> tuple[Any, ...]:
+        return tuple(store.db.execute(sql.format("?"), (value,)).fetchone())
+
+    try:
+        asyncio.run(_claims_then_records(cycle, one, endpoint_id))
+    finally:
+        store.db.close()
+
+
+def test_the_postgresql_floor_claims_what_is_due_and_records_it(pg_url: str) -> None:
+    async def run() -> None:
+        endpoint_id = await _preloaded(pg_url, 3)
+        conn = await asyncpg.connect(pg_url.replace("postgresql+asyncpg://", "postgresql://", 1))
+        try:
+
+            async def one(sql: str, value: str) -> tuple[Any, ...]:
+                return tuple(await conn.fetchrow(sql.format("$1"), value))
+
+            await _claims_then_records(_PgStore(conn).cycle, one, endpoint_id)
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
