@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge
 
-ATTEMPTS = Counter("webhook_attempts_total", "Delivery attempts, by outcome", ["outcome"])
+from svckit.metrics import LoopCounter, LoopHistogram
+
+# Bumped on every delivery, from the event loop only: svckit's lock-free kinds (svckit.metrics).
+ATTEMPTS = LoopCounter("webhook_attempts_total", "Delivery attempts, by outcome", ["outcome"])
 QUEUE_DEPTH = Gauge("webhook_queue_depth", "Deliveries waiting for an attempt (status pending)")
 OLDEST_OVERDUE = Gauge(
     "webhook_oldest_overdue_seconds",
@@ -15,16 +18,18 @@ LEASE_EXPIRED = Gauge(
     "Deliveries claimed by a process whose lease ran out before it recorded a result (it died or hangs), "
     "not yet claimed again",
 )
-LATENCY = Histogram(
+LATENCY = LoopHistogram(
     "webhook_delivery_latency_seconds",
     "Time from sending a delivery's request to its response (or error)",
+    (),
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
-)
-LAG = Histogram(
+).labels()
+LAG = LoopHistogram(
     "webhook_delivery_lag_seconds",
     "Time between an attempt's due time and its send",
+    (),
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
-)
+).labels()
 ENDPOINTS_DISABLED = Counter(
     "webhook_endpoints_disabled_total", "Endpoints disabled after the last retry failed"
 )
