@@ -41,6 +41,7 @@ class Bench:
     stores: list[StoreRow] = field(default_factory=list)
     # What the throughput and lag phases measured, for the phases after them.
     rates: list[float] = field(default_factory=list)  # durable deliveries/s of each trial's burst
+    floor_rates: list[float] = field(default_factory=list)  # the SQLite floor's deliveries/s (``floor``)
     hostile_rates: list[float] = field(default_factory=list)  # the same bursts with the hostile ones
     worker_cpu: float = 0.0  # worker CPU s per delivery, median burst
     due: list[dt.datetime] = field(default_factory=list)  # the lag phase's due times
@@ -109,6 +110,18 @@ async def throughput(b: Bench) -> None:
             ratio_line(uncapped_rates, plains),
         )
     )
+    if b.floor_rates:  # the floor ran first (``--only floor --only throughput``): the worker against it
+        floor_rate = statistics.median(b.floor_rates)
+        capped, at_pool = (
+            statistics.median(rates) / floor_rate,
+            statistics.median(uncapped_rates) / floor_rate,
+        )
+        b.headline.append(
+            (
+                "SQLite worker / the floor (benchwebhooks.floor), same run: default cap, cap at the pool",
+                f"{capped:.2f}, {at_pool:.2f} (floor/s median {floor_rate:,.0f})",
+            )
+        )
     elapsed, n, cpu1, busy1, threads1 = sorted(bursts, key=lambda t: t[1] / t[0])[len(bursts) // 2]
     b.headline.append(
         (
@@ -229,6 +242,7 @@ async def floor(b: Bench) -> None:
         floors.append(rate)
         cpus.append(cpu)
     b.plains.extend(plains)
+    b.floor_rates = floors
     b.headline.append(
         ("SQLite floor: the bare durable loop (no worker) / plain POSTs", ratio_line(floors, plains))
     )
