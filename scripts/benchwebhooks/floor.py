@@ -87,7 +87,7 @@ WHERE id = ANY($2::text[])
 _UNQUEUE_PG = "DELETE FROM wh_pending WHERE id = ANY($1::text[])"
 
 
-class _Store:
+class SqliteStore:
     """The writer thread's connection: one transaction per cycle (results written, then the next claim)."""
 
     def __init__(self, path: str) -> None:
@@ -112,8 +112,8 @@ class _Store:
         return claimed
 
 
-class _PgStore:
-    """The PostgreSQL floor's connection: one transaction per cycle, as ``_Store``."""
+class PostgresStore:
+    """The PostgreSQL floor's connection: one transaction per cycle, as ``SqliteStore``."""
 
     def __init__(self, conn: asyncpg.Connection) -> None:
         self.conn = conn
@@ -148,7 +148,7 @@ async def _preloaded(db_url: str, port: int, n: int) -> Any:
 async def bare_durable(db_url: str, port: int, ca_path: str, n: int, concurrency: int) -> tuple[float, float]:
     """Durable deliveries/s of the floor loop on SQLite, and its process's CPU seconds per delivery."""
     ep = await _preloaded(db_url, port, n)
-    store = _Store(db_url.split("///", 1)[1])
+    store = SqliteStore(db_url.split("///", 1)[1])
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="floor-sqlite")
     loop = asyncio.get_running_loop()
 
@@ -178,7 +178,7 @@ async def bare_durable_postgres(
         pg = await asyncpg.connect(dsn, server_settings={"search_path": schema})
         try:
             server = postgres_server_cpu()
-            rate, cpu = await _deliver(_PgStore(pg).cycle, ep, ca_path, n, concurrency)
+            rate, cpu = await _deliver(PostgresStore(pg).cycle, ep, ca_path, n, concurrency)
             return rate, cpu, (postgres_server_cpu() - server) / n
         finally:
             await pg.close()

@@ -17,7 +17,7 @@ import asyncpg
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent.parent / "scripts"))
 
-from benchwebhooks.floor import _PgStore, _Store
+from benchwebhooks.floor import PostgresStore, SqliteStore
 from benchwebhooks.worker import endpoint, preload
 
 from webhookd._sql import SqlRepository
@@ -64,7 +64,7 @@ async def _claims_then_records(cycle: Cycle, one: Query, endpoint_id: str) -> No
 def test_the_sqlite_floor_claims_what_is_due_and_records_it(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "floor.db"
     endpoint_id = asyncio.run(_preloaded(f"sqlite+aiosqlite:///{path}", 3))
-    store = _Store(str(path))
+    store = SqliteStore(str(path))
 
     async def cycle(results: list[tuple[Any, ...]], limit: int) -> list[tuple[Any, ...]]:
         return list(store.cycle(results, limit))
@@ -87,7 +87,7 @@ def test_the_postgresql_floor_claims_what_is_due_and_records_it(pg_url: str) -> 
             async def one(sql: str, value: str) -> tuple[Any, ...]:
                 return tuple(await conn.fetchrow(sql.format("$1"), value))
 
-            await _claims_then_records(_PgStore(conn).cycle, one, endpoint_id)
+            await _claims_then_records(PostgresStore(conn).cycle, one, endpoint_id)
         finally:
             await conn.close()
 
