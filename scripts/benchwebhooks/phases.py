@@ -231,29 +231,31 @@ async def floor(b: Bench) -> None:
     any durable worker reaches on this machine."""
     args = b.args
     plains: list[float] = []
-    floors: list[float] = []
-    cpus: list[float] = []
+    floors: dict[bool, list[float]] = {False: [], True: []}  # by: the writer in a process of its own
+    cpus: dict[bool, list[float]] = {False: [], True: []}
     for trial in range(args.trials):
-        plain = await plain_posts(b.port, b.ca_path, args.deliveries, args.concurrency)
-        plains.append(plain)
-        rate, cpu = await bare_durable(
-            b.db(f"floor{trial}"), b.port, b.ca_path, args.deliveries, args.concurrency
-        )
-        floors.append(rate)
-        cpus.append(cpu)
+        plains.append(await plain_posts(b.port, b.ca_path, args.deliveries, args.concurrency))
+        for process in (False, True):
+            rate, cpu = await bare_durable(
+                b.db(f"floor{trial}{process}"), b.port, b.ca_path, args.deliveries, args.concurrency, process
+            )
+            floors[process].append(rate)
+            cpus[process].append(cpu)
     b.plains.extend(plains)
-    b.floor_rates = floors
-    b.headline.append(
-        ("SQLite floor: the bare durable loop (no worker) / plain POSTs", ratio_line(floors, plains))
-    )
-    b.headline.append(
-        (
-            "SQLite floor cost: plain POST's CPU / the bare durable loop's CPU",
-            cost_line(statistics.median(CPU_PER_POST[-args.trials :]), statistics.median(cpus)),
+    b.floor_rates = floors[False]
+    plain_cpu = statistics.median(CPU_PER_POST[-args.trials :])
+    for process, how in ((False, "writer thread, as webhookd"), (True, "writer in a process of its own")):
+        b.headline.append((f"SQLite floor ({how}) / plain POSTs", ratio_line(floors[process], plains)))
+        b.headline.append(
+            (
+                f"  by CPU: plain POST's / the floor's ({how})",
+                cost_line(plain_cpu, statistics.median(cpus[process])),
+            )
         )
-    )
-    b.rows.append(("floor: bare durable signed deliveries/s (benchwebhooks.floor)", spread(floors)))
-    b.rows.append(("  its CPU per delivery (all threads)", f"{statistics.median(cpus) * 1e6:,.0f} µs"))
+        b.rows.append((f"floor: bare durable signed deliveries/s ({how})", spread(floors[process])))
+        b.rows.append(
+            ("  its CPU per delivery (every thread)", f"{statistics.median(cpus[process]) * 1e6:,.0f} µs")
+        )
     if not args.postgres:
         return
     pg_plains: list[float] = []

@@ -75,7 +75,7 @@ def test_the_sqlite_floor_claims_what_is_due_and_records_it(tmp_path: pathlib.Pa
     try:
         asyncio.run(_claims_then_records(cycle, one, endpoint_id))
     finally:
-        store.db.close()
+        store.close()
 
 
 def test_the_postgresql_floor_claims_what_is_due_and_records_it(pg_url: str) -> None:
