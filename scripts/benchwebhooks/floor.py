@@ -29,9 +29,9 @@ from typing import Any
 
 import asyncpg
 
-from benchwebhooks.postgres import postgres_server_cpu
+from benchwebhooks.postgres import postgres_server_cpu, scratch_schema
 from benchwebhooks.worker import config_for, endpoint, preload
-from svckit.db import create_engine
+from svckit.db import asyncpg_dsn
 from svckit.ids import new_id
 from svckit.signing import sign
 from webhookd._server import make_transport
@@ -204,8 +204,9 @@ async def bare_durable(
         finally:
             await loop.run_in_executor(writer, store.close)
             writer.shutdown()
-    ours, theirs = mp.get_context("spawn").Pipe()
-    child = mp.get_context("spawn").Process(target=_writer_process, args=(path, theirs), daemon=True)
+    spawn = mp.get_context("spawn")
+    ours, theirs = spawn.Pipe()
+    child = spawn.Process(target=_writer_process, args=(path, theirs), daemon=True)
     child.start()
 
     def ask(results: list[tuple[Any, ...]], limit: int) -> list[tuple[Any, ...]]:
@@ -229,25 +230,16 @@ async def bare_durable_postgres(
 ) -> tuple[float, float, float]:
     """The floor loop on PostgreSQL (a scratch schema, dropped after): deliveries/s, this process's CPU
     seconds per delivery, and the database server's."""
-    schema = f"bench_floor_{new_id('s').lower()[2:14]}"
-    admin = create_engine(base_url)
-    async with admin.begin() as conn:
-        await conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
-    sep = "&" if "?" in base_url else "?"
-    try:
-        ep = await _preloaded(f"{base_url}{sep}search_path={schema}", port, n)
-        dsn = base_url.replace("postgresql+asyncpg://", "postgresql://", 1)
-        pg = await asyncpg.connect(dsn, server_settings={"search_path": schema})
+    async with scratch_schema(base_url, "bench_floor") as (url, _admin):
+        ep = await _preloaded(url, port, n)
+        dsn, settings = asyncpg_dsn(url)
+        pg = await asyncpg.connect(dsn, server_settings=settings)
         try:
             server = postgres_server_cpu()
             rate, cpu = await _deliver(PostgresStore(pg).cycle, ep, ca_path, n, concurrency)
             return rate, cpu, (postgres_server_cpu() - server) / n
         finally:
             await pg.close()
-    finally:
-        async with admin.begin() as conn:
-            await conn.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
-        await admin.dispose()
 
 
 async def _deliver(

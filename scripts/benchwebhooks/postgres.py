@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import cProfile
 import datetime as dt
 import multiprocessing as mp
 import os
 import pathlib
 import time
+from collections.abc import AsyncIterator
 from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from benchwebhooks.worker import config_for, endpoint, preload
 from svckit.clock import SystemClock
-from svckit.db import create_engine
+from svckit.db import create_engine, pg_schema
 from svckit.ids import new_id
 from svckit.runner import freeze_startup
 from webhookd._admission import NO_SKIPS
@@ -99,6 +103,23 @@ async def pg_worker(
     out_q.put((cpu_burst, lags))
 
 
+@contextlib.asynccontextmanager
+async def scratch_schema(base_url: str, prefix: str) -> AsyncIterator[tuple[str, AsyncEngine]]:
+    """A fresh schema ``<prefix>_<random>`` of ``base_url``'s database for one phase: its URL and the admin
+    engine that made it; the schema is dropped (with all in it) on the way out."""
+    schema = f"{prefix}_{new_id('s').lower()[2:14]}"
+    admin = create_engine(base_url)
+    async with admin.begin() as conn:
+        await conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+    sep = "&" if "?" in base_url else "?"
+    try:
+        yield f"{base_url}{sep}search_path={schema}", admin
+    finally:
+        async with admin.begin() as conn:
+            await conn.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
+        await admin.dispose()
+
+
 def postgres_server_cpu() -> float:
     """CPU seconds so far of the local PostgreSQL server's processes (Linux /proc; 0 if not visible)."""
     total, tick = 0.0, os.sysconf("SC_CLK_TCK")
@@ -129,78 +150,71 @@ async def postgres_phase(
     """The burst (to ``endpoints`` endpoints in turn), then the lag phase, on PostgreSQL with ``processes``
     worker processes sharing one scratch schema (created and dropped here); deliveries/s from the start
     signal to the last commit, counted by the workers as their cycles commit."""
-    schema = f"bench_webhooks_{new_id('s').lower()[2:14]}"
-    admin = create_engine(base_url)
-    async with admin.begin() as conn:
-        await conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
-    sep = "&" if "?" in base_url else "?"
-    url = f"{base_url}{sep}search_path={schema}"
-    ctx = mp.get_context("spawn")
-    ready, go, burst_done, stop = ctx.Semaphore(0), ctx.Event(), ctx.Event(), ctx.Event()
-    out_q: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
-    committed = ctx.Value("q", 0)
-    procs: list[Any] = []
-    updates: Any = None
-    repo = await SqlRepository.open(url)
-    try:
-        eps, lag_ep = [endpoint(port) for _ in range(endpoints)], endpoint(port)
-        for ep in [*eps, lag_ep]:
-            await repo.create_endpoint(ep)
-        await preload(repo, [ep.id for ep in eps], [dt.datetime.now(dt.UTC)] * n)
-        for _ in range(processes):
-            proc = ctx.Process(
-                target=pg_worker_process,
-                args=(url, ca_path, cfg, lag_ep.id, ready, go, burst_done, stop, out_q, committed),
-                daemon=True,
-            )
-            proc.start()
-            procs.append(proc)
-        for _ in range(processes):
-            await asyncio.to_thread(ready.acquire, True, 60)
-
-        async def succeeded() -> int:
-            return int(committed.value)
-
-        db_cpu0 = postgres_server_cpu()
-        start = time.perf_counter()
-        go.set()
-        done = 0
-        while done < n and time.perf_counter() - start < 180:
-            await asyncio.sleep(0.02)
-            done = await succeeded()
-        elapsed = time.perf_counter() - start
-        db_cpu = postgres_server_cpu() - db_cpu0
-        burst_done.set()
-        if done < n:
-            print(f"  (PostgreSQL burst stopped after 180 s with {done}/{n})")
-        base = lag_due[0] if lag_due else dt.datetime.now(dt.UTC)
-        shift = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1.5) - base
-        await preload(repo, lag_ep.id, [d + shift for d in lag_due])
-        deadline = time.perf_counter() + 120
-        while time.perf_counter() < deadline:
-            if await succeeded() >= done + len(lag_due):
-                break
-            await asyncio.sleep(0.05)
-        stop.set()
-        outs = [await asyncio.to_thread(out_q.get, True, 60) for _ in procs]
-    finally:
-        stop.set()
-        burst_done.set()
-        go.set()
-        for proc in procs:
-            proc.join(30)
-        await repo.close()
-        async with admin.begin() as conn:
-            # The workers' backends reported their counts as they exited (the whole run, both phases).
-            updates = (
-                await conn.exec_driver_sql(
-                    "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables"
-                    " WHERE schemaname = $1 AND relname = 'wh_deliveries'",
-                    (schema,),
+    async with scratch_schema(base_url, "bench_webhooks") as (url, admin):
+        ctx = mp.get_context("spawn")
+        ready, go, burst_done, stop = ctx.Semaphore(0), ctx.Event(), ctx.Event(), ctx.Event()
+        out_q: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+        committed = ctx.Value("q", 0)
+        procs: list[Any] = []
+        updates: Any = None
+        repo = await SqlRepository.open(url)
+        try:
+            eps, lag_ep = [endpoint(port) for _ in range(endpoints)], endpoint(port)
+            for ep in [*eps, lag_ep]:
+                await repo.create_endpoint(ep)
+            await preload(repo, [ep.id for ep in eps], [dt.datetime.now(dt.UTC)] * n)
+            for _ in range(processes):
+                proc = ctx.Process(
+                    target=pg_worker_process,
+                    args=(url, ca_path, cfg, lag_ep.id, ready, go, burst_done, stop, out_q, committed),
+                    daemon=True,
                 )
-            ).first()
-            await conn.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
-        await admin.dispose()
+                proc.start()
+                procs.append(proc)
+            for _ in range(processes):
+                await asyncio.to_thread(ready.acquire, True, 60)
+
+            async def succeeded() -> int:
+                return int(committed.value)
+
+            db_cpu0 = postgres_server_cpu()
+            start = time.perf_counter()
+            go.set()
+            done = 0
+            while done < n and time.perf_counter() - start < 180:
+                await asyncio.sleep(0.02)
+                done = await succeeded()
+            elapsed = time.perf_counter() - start
+            db_cpu = postgres_server_cpu() - db_cpu0
+            burst_done.set()
+            if done < n:
+                print(f"  (PostgreSQL burst stopped after 180 s with {done}/{n})")
+            base = lag_due[0] if lag_due else dt.datetime.now(dt.UTC)
+            shift = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1.5) - base
+            await preload(repo, lag_ep.id, [d + shift for d in lag_due])
+            deadline = time.perf_counter() + 120
+            while time.perf_counter() < deadline:
+                if await succeeded() >= done + len(lag_due):
+                    break
+                await asyncio.sleep(0.05)
+            stop.set()
+            outs = [await asyncio.to_thread(out_q.get, True, 60) for _ in procs]
+        finally:
+            stop.set()
+            burst_done.set()
+            go.set()
+            for proc in procs:
+                proc.join(30)
+            await repo.close()
+            async with admin.begin() as conn:
+                # The workers' backends reported their counts as they exited (the whole run, both phases).
+                updates = (
+                    await conn.exec_driver_sql(
+                        "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables"
+                        " WHERE schemaname = $1 AND relname = 'wh_deliveries'",
+                        (pg_schema(url),),
+                    )
+                ).first()
     return {
         "rate": done / elapsed,
         "worker_cpu": sum(o[0] for o in outs) / max(done, 1),

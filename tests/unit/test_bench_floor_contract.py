@@ -20,6 +20,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent.parent / "
 from benchwebhooks.floor import PostgresStore, SqliteStore
 from benchwebhooks.worker import endpoint, preload
 
+from svckit.db import asyncpg_dsn
 from webhookd._sql import SqlRepository
 
 Cycle = Callable[[list[tuple[Any, ...]], int], Awaitable[list[tuple[Any, ...]]]]
@@ -81,7 +82,8 @@ def test_the_sqlite_floor_claims_what_is_due_and_records_it(tmp_path: pathlib.Pa
 def test_the_postgresql_floor_claims_what_is_due_and_records_it(pg_url: str) -> None:
     async def run() -> None:
         endpoint_id = await _preloaded(pg_url, 3)
-        conn = await asyncpg.connect(pg_url.replace("postgresql+asyncpg://", "postgresql://", 1))
+        dsn, settings = asyncpg_dsn(pg_url)
+        conn = await asyncpg.connect(dsn, server_settings=settings)
         try:
 
             async def one(sql: str, value: str) -> tuple[Any, ...]:
