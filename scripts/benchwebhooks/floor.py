@@ -217,6 +217,7 @@ async def bare_durable(
         return await loop.run_in_executor(writer, ask, results, limit)
 
     try:
+        await remote([], 0)  # the writer has started (imports, its connection): not inside the timed loop
         rate, cpu = await _deliver(remote, ep, ca_path, n, concurrency)
         ours.send(None)
         return rate, cpu + await loop.run_in_executor(writer, ours.recv) / n
